@@ -1,0 +1,200 @@
+"""The logical plan: what a .tef document means, independent of any engine.
+
+The bind step (`tefq.analysis`) produces a `Document`; the oracle, the Spark engine and the
+simulations consume it. Terms are kept in N-Triples form (see `tefq.terms`) so that plan
+constants compare directly with stream elements, which the readers also give in that form.
+Everything here is frozen: plans are values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal as TypingLiteral, Union
+
+from tefq.errors import Span
+
+
+# ---------------------------------------------------------------- terms and expressions
+@dataclass(frozen=True)
+class Var:
+    """A variable, named without its `?`/`$` (`?_` is the variable `_`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Term:
+    """An RDF term in N-Triples form: `<iri>`, `"lex"^^<dt>`, `"lex"@lang`, `"lex"`, `_:b`."""
+
+    nt: str
+
+
+Node = Union[Var, Term]
+
+
+@dataclass(frozen=True)
+class Call:
+    """An operator or function application.
+
+    `op` is one of `+ - * /` (binary), `neg` (unary minus), `= != < > <= >=`, `&& || !`,
+    `in`/`notin` (first arg the tested value), an upper-case SPARQL built-in name (`BOUND`,
+    `STR`, `IF`, `COALESCE`, `ABS`, ...), `DURATION` (TEF: seconds between two dateTimes), or a
+    full IRI in angle brackets for casts and extension functions (`<http://www.w3.org/2001/XMLSchema#integer>`).
+    """
+
+    op: str
+    args: tuple["Expr", ...]
+
+
+Expr = Union[Var, Term, Call]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A triple pattern."""
+
+    s: Node
+    p: Node
+    o: Node
+    span: Span = field(default=Span(), compare=False)
+
+    def variables(self) -> tuple[Var, ...]:
+        seen: list[Var] = []
+        for n in (self.s, self.p, self.o):
+            if isinstance(n, Var) and n not in seen:
+                seen.append(n)
+        return tuple(seen)
+
+
+# ---------------------------------------------------------------- facts
+@dataclass(frozen=True)
+class Clause:
+    """A SINCE or UNTIL clause: the triggering event pattern, joined with background patterns,
+    then filtered."""
+
+    trigger: Pattern
+    background: tuple[Pattern, ...] = ()
+    filters: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class EventFact:
+    """An event-driven fact (spec §3.1): opened by SINCE events, closed by UNTIL events."""
+
+    name: str  # user-given, else `fact1`, `fact2`, ... in document order
+    template: Pattern
+    identity: tuple[Var, ...]  # the template's variables, in template order
+    since: tuple[Clause, ...]
+    until: tuple[Clause, ...]
+    span: Span = field(default=Span(), compare=False)
+
+
+PatternKind = TypingLiteral["current", "fact", "event", "background"]
+
+
+@dataclass(frozen=True)
+class WherePattern:
+    """One element of a WHERE / WHILE / derived-fact body, classified by the bind step (spec §4.2).
+
+    `facts` names the fact definitions whose template unifies with `pattern` (kinds `current`
+    and `fact`); `interval` is the optional `[?S, ?E]` binding.
+    """
+
+    kind: PatternKind
+    pattern: Pattern
+    facts: tuple[str, ...] = ()
+    interval: tuple[Var, Var] | None = None
+
+
+@dataclass(frozen=True)
+class DerivedFact:
+    """A fact derived by interval intersection of other facts (spec §3.2)."""
+
+    name: str
+    template: Pattern
+    identity: tuple[Var, ...]
+    body: tuple[WherePattern, ...]  # kinds `fact` (other facts' templates) and `background`
+    filters: tuple[Expr, ...] = ()
+    span: Span = field(default=Span(), compare=False)
+
+
+Fact = Union[EventFact, DerivedFact]
+
+
+# ---------------------------------------------------------------- aggregate queries (spec §4)
+@dataclass(frozen=True)
+class Aggregate:
+    """`COUNT [DISTINCT] e`, `COUNT(*)` (arg None), `SUM/AVG/MIN/MAX e`; `alias` is the name it
+    binds: the `AS ?alias`, else the argument variable's name (spec §4)."""
+
+    func: str  # COUNT SUM AVG MIN MAX (upper case)
+    arg: Expr | None
+    distinct: bool
+    alias: str
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A SELECT item: an expression over group variables and aggregate aliases, and its output
+    column name (as written, without `?`)."""
+
+    expr: Expr
+    name: str
+
+
+@dataclass(frozen=True)
+class AggregateQuery:
+    name: str  # REGISTER name, else `q1`, `q2`, ... in document order
+    select: tuple[Projection, ...]
+    group_by: tuple[Var, ...]
+    aggregates: tuple[Aggregate, ...]
+    where: tuple[WherePattern, ...]
+    filters: tuple[Expr, ...]
+    while_: WherePattern | None  # kind `fact`
+    every_ms: int
+    span: Span = field(default=Span(), compare=False)
+
+
+# ---------------------------------------------------------------- windowed queries (spec §8)
+@dataclass(frozen=True)
+class StreamWindow:
+    """`FROM STREAM <iri> [RANGE r (STEP s | TUMBLING)]`; `iri` is None when the query names no
+    stream (the paper prints `FROM STREAM [RANGE 10s TUMBLING]`): it reads the default stream."""
+
+    iri: str | None  # without angle brackets
+    range_ms: int
+    step_ms: int  # == range_ms for TUMBLING
+
+
+@dataclass(frozen=True)
+class WindowedQuery:
+    """A C-SPARQL-style registered query. `sparql` is the same query as static SPARQL 1.1 text
+    (prologue included, REGISTER header and FROM STREAM clauses removed, `FROM <iri>` kept) that
+    rdflib can parse and evaluate over one window's content; engines derive their algebra from it."""
+
+    name: str
+    registers_stream: bool  # REGISTER STREAM (output is a stream others can read) vs QUERY
+    form: TypingLiteral["select", "construct"]
+    windows: tuple[StreamWindow, ...]
+    background: tuple[str, ...]  # FROM <iri> graphs
+    sparql: str
+    select_names: tuple[str, ...] = ()  # output columns of a SELECT, in order
+    span: Span = field(default=Span(), compare=False)
+
+
+Query = Union[AggregateQuery, WindowedQuery]
+
+
+# ---------------------------------------------------------------- the document
+@dataclass(frozen=True)
+class Document:
+    source: str  # file name, for messages
+    base: str | None
+    prefixes: tuple[tuple[str, str], ...]  # (prefix, namespace IRI), declared and predeclared
+    facts: tuple[Fact, ...]  # in dependency order: a fact comes after every fact it builds on
+    queries: tuple[Query, ...]  # in document order
+
+    def fact(self, name: str) -> Fact:
+        for f in self.facts:
+            if f.name == name:
+                return f
+        raise KeyError(name)

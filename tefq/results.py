@@ -1,0 +1,69 @@
+"""What an engine run produces: rows per query, and the metrics of spec §7.
+
+A cell is an N-Triples term (see `tefq.terms`) or None for unbound. Numeric cells are canonical
+(`tefq.oracle.values.to_term`), so the oracle's and Spark's rows compare with `==`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Cell = str | None
+Row = tuple[int, tuple[Cell, ...]]  # (tick in ms, cells in SELECT order)
+
+
+@dataclass
+class QueryResult:
+    name: str
+    columns: tuple[str, ...]  # output names, without the leading `tick`
+    rows: list[Row] = field(default_factory=list)
+
+    def sorted_rows(self) -> list[Row]:
+        """Rows ordered by tick, then by the values left to right (spec §5); unbound first."""
+        return sorted(self.rows, key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
+
+
+@dataclass
+class Metrics:
+    events_in: int = 0
+    facts_created: int = 0
+    facts_closed: int = 0
+    unmatched_until: int = 0
+    late_events: int = 0
+    ticks: int = 0
+    rows_out: int = 0
+    intermediate_bindings: int = 0
+    wall_seconds: float = 0.0
+    extra: dict = field(default_factory=dict)  # engine-specific figures (micro-batches, state size, ...)
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in (
+            "events_in", "facts_created", "facts_closed", "unmatched_until", "late_events",
+            "ticks", "rows_out", "intermediate_bindings", "wall_seconds")}
+        d.update(self.extra)
+        return d
+
+
+@dataclass
+class RunResult:
+    results: list[QueryResult]
+    metrics: Metrics
+
+
+def order_key(cell: Cell) -> tuple:
+    """SPARQL-ish ORDER BY key: unbound < blank < IRI < literal; numbers by value."""
+    if cell is None:
+        return (0,)
+    if cell.startswith("_:"):
+        return (1, cell)
+    if cell.startswith("<"):
+        return (2, cell)
+    from tefq.terms import split_literal
+
+    lex, dt, _ = split_literal(cell)
+    if dt and dt.startswith("http://www.w3.org/2001/XMLSchema#") and dt.rsplit("#", 1)[1] in (
+            "integer", "decimal", "double", "float", "int", "long"):
+        try:
+            return (3, float(lex), cell)
+        except ValueError:
+            pass
+    return (4, lex, cell)
