@@ -1,0 +1,36 @@
+# tefq: `make demo` sets everything up and runs UC1 on embedded Spark; `make test` runs the suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DEMO   := data/demo
+
+.PHONY: setup demo test test-fast uc1 uc2 uc3 bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+demo: setup
+	@test -d $(DEMO) || $(BIN)/tefq gen iptv --out $(DEMO) --events 20000 --users 2000 --channels 40 --seed 7
+	$(BIN)/tefq stats $(DEMO)
+	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --out $(DEMO)-uc1.csv --metrics $(DEMO)-uc1.metrics.json
+	@echo "--- UC1 (viewers per channel), first rows of $(DEMO)-uc1.csv:"
+	@head -n 15 $(DEMO)-uc1.csv
+	@echo "--- metrics:"
+	@cat $(DEMO)-uc1.metrics.json
+
+test: setup
+	$(BIN)/python -m pytest -q --timeout=900
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not spark"
+
+uc1 uc2 uc3: setup
+	$(BIN)/tefq usecase $@
+
+clean:
+	rm -rf $(VENV) data build dist *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+from tefq.cli import main
+
+main()

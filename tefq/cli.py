@@ -1,0 +1,251 @@
+"""The `tefq` command line (contract: ../shared/spec/CLI-AND-FORMATS.md).
+
+This module only wires options to the library: each command reads its inputs, calls one entry
+point (front end, an engine, a generator, the windowed oracle) and writes results. Every bad input
+surfaces as a TefqError and leaves with exit code 2 and a located message; anything else is an
+internal failure (exit 1).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from tefq.errors import TefqError
+
+Element = tuple[int, str, str, str]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is a TefqError (exit 2, one clear line) like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise TefqError(f"{message} (see '{self.prog} --help')", file=self.prog)
+
+
+# ---------------------------------------------------------------- option helpers
+def _prefixes(values: Sequence[str] | None) -> dict[str, str]:
+    """`--prefix p=IRI` (also `:=IRI` and `=IRI` for the empty prefix)."""
+    out: dict[str, str] = {}
+    for v in values or ():
+        name, sep, ns = v.partition("=")
+        if not sep or not ns:
+            raise TefqError(f"--prefix expects p=IRI, got '{v}'", file="--prefix")
+        out[name.rstrip(":")] = ns.strip("<>")
+    return out
+
+
+@dataclass(frozen=True)
+class StreamArg:
+    iri: str | None  # None: feeds every FROM STREAM and every TEF pattern
+    path: str
+
+
+def _stream_arg(value: str) -> StreamArg:
+    """`--stream PATH` or `--stream IRI=PATH` (the IRI part has a scheme, or is in angle brackets)."""
+    left, sep, right = value.partition("=")
+    if sep and right and ("://" in left or (left.startswith("<") and left.endswith(">")) or left.startswith("urn:")):
+        return StreamArg(left.strip("<>"), right)
+    return StreamArg(None, value)
+
+
+def _check_paths(streams: Sequence[StreamArg], background: str | None) -> None:
+    for s in streams:
+        if not os.path.exists(s.path):
+            raise TefqError(f"no such stream file or directory: {s.path}", file="--stream")
+    if background and not os.path.exists(background):
+        raise TefqError(f"no such background file: {background}", file="--background")
+
+
+def _duration_ms(text: str | None, option: str) -> int:
+    if text is None:
+        return 0
+    from tefq.analysis import parse_duration
+
+    try:
+        return parse_duration(text)
+    except TefqError as e:
+        raise TefqError(f"{option}: {e.message}", file=option) from None
+
+
+# ---------------------------------------------------------------- commands
+def _load(args: argparse.Namespace, background_predicates: frozenset[str] = frozenset()):
+    from tefq.analysis import load
+
+    return load(args.query, extra_prefixes=_prefixes(args.prefix), background_predicates=background_predicates)
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from tefq.analysis import summary
+
+    doc = _load(args)
+    for line in summary(doc):
+        print(line)
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from tefq.plan.explain import explain
+
+    text = explain(_load(args))
+    print(text, end="" if text.endswith("\n") else "\n")
+    if args.physical:
+        from tefq.spark import explain_physical
+
+        print(explain_physical(doc))
+    return 0
+
+
+def _elements(streams: Sequence[StreamArg]) -> Iterator[Element]:
+    from tefq.io.readers import read_stream
+
+    for s in streams:
+        yield from read_stream(s.path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    streams = [_stream_arg(v) for v in args.stream]
+    _check_paths(streams, args.background)
+    lateness = _duration_ms(args.lateness, "--lateness")
+    if args.simulate:
+        raise TefqError("--simulate is not implemented yet in this version (tracked by the baselines issue)",
+                        file="--simulate")
+
+    background = None
+    predicates: frozenset[str] = frozenset()
+    if args.background:
+        from tefq.io.readers import background_triples, read_background
+
+        background = read_background(args.background)
+        predicates = frozenset(p for _, p, _ in background_triples(background))
+    doc = _load(args, predicates)
+
+    started = time.perf_counter()
+    if args.engine == "oracle":
+        run = _run_oracle(doc, streams, background, args.t0)
+    else:
+        from tefq.spark import run as spark_run
+
+        run = spark_run(doc, [s.path for s in streams], args.background, t0=args.t0, lateness_ms=lateness,
+                        master=args.master or os.environ.get("TEFQ_SPARK_MASTER"), checkpoint=args.checkpoint,
+                        follow=args.follow, max_files_per_trigger=args.max_files_per_trigger,
+                        bad_rows=args.bad_rows, progress=not args.quiet)
+    run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
+    run.metrics.rows_out = sum(len(r.rows) for r in run.results)
+
+    from tefq.io.result_writers import write_metrics, write_results
+
+    write_results(run.results, args.format, args.out)
+    if args.metrics:
+        write_metrics(run.metrics, args.metrics)
+    if not args.quiet:
+        m = run.metrics
+        print(f"tefq: {m.events_in} events, {m.ticks} ticks, {m.rows_out} rows, facts created {m.facts_created}, "
+              f"closed {m.facts_closed}, late {m.late_events}, {m.wall_seconds:.2f} s ({args.engine})", file=sys.stderr)
+    return 0
+
+
+def _run_oracle(doc, streams: Sequence[StreamArg], background, t0: int):
+    from tefq.oracle import run as oracle_run
+    from tefq.plan.logical import WindowedQuery
+
+    elements = list(_elements(streams))
+    run = oracle_run(doc, elements, background, t0=t0)
+    if any(isinstance(q, WindowedQuery) for q in doc.queries):
+        from tefq.oracle.windowed import run as windowed_run
+
+        run.results.extend(windowed_run(doc, elements, background, t0=t0))
+        order = {q.name: i for i, q in enumerate(doc.queries)}
+        run.results.sort(key=lambda r: order.get(r.name, len(order)))
+    return run
+
+
+# ---------------------------------------------------------------- the parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tefq", description="Temporal fact/event stream processing with TEF-SPARQL.")
+    parser.add_argument("--version", action="version", version=f"tefq {__import__('tefq').__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    def with_query(p: argparse.ArgumentParser) -> None:
+        p.add_argument("query", metavar="FILE.tef", help="a TEF-SPARQL document")
+        p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
+
+    p = sub.add_parser("parse", help="check syntax and binding; one summary line per statement")
+    with_query(p)
+    p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("explain", help="print the logical plan (and with --physical the Spark plan)")
+    with_query(p)
+    p.add_argument("--physical", action="store_true", help="also show the Spark physical plan and partitioning")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("run", help="run a document over streams")
+    with_query(p)
+    p.add_argument("--stream", action="append", required=True, metavar="[IRI=]PATH",
+                   help="a stream file or directory; IRI=PATH feeds FROM STREAM <IRI> only")
+    p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
+    p.add_argument("--engine", choices=("spark", "oracle"), default="spark")
+    p.add_argument("--format", choices=("csv", "tsv", "json"), default="csv")
+    p.add_argument("--out", metavar="PATH", help="result file, or a directory for one file per query")
+    p.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
+    p.add_argument("--t0", type=int, default=0, metavar="MS", help="tick origin in ms (ticks are t0 + k*EVERY)")
+    p.add_argument("--lateness", metavar="DURATION", help="allowed lateness (Spark engine), e.g. 5s")
+    p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"))
+    p.add_argument("--window", metavar="DURATION", help="simulation window (default: the query's EVERY)")
+    p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
+    p.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory (restart without loss)")
+    p.add_argument("--follow", action="store_true", help="keep watching the stream directory")
+    p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files")
+    p.add_argument("--bad-rows", metavar="DIR", help="write malformed rows here instead of stopping")
+    p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    p.set_defaults(func=cmd_run)
+
+    for register in _optional_commands():
+        register(sub)
+    return parser
+
+
+def _optional_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Commands that live with their subsystem (generator, windowed oracle)."""
+    found = []
+    for module in ("tefq.iptv.cli", "tefq.oracle.windowed.cli"):
+        try:
+            found.append(__import__(module, fromlist=["register"]).register)
+        except ImportError:
+            continue
+    return found
+
+
+def run_command(argv: Sequence[str]) -> int:
+    """Run one tefq command line; returns the exit code (0 ok, 2 bad input, 1 internal failure)."""
+    try:
+        args = build_parser().parse_args(list(argv))
+        return int(args.func(args) or 0)
+    except TefqError as e:
+        print(e.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tefq: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # an internal failure: say so plainly, with the trace only on request
+        print(f"tefq: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        if os.environ.get("TEFQ_DEBUG"):
+            traceback.print_exc()
+        else:
+            print("tefq: set TEFQ_DEBUG=1 to see the traceback", file=sys.stderr)
+        return 1
+
+
+def main() -> None:
+    sys.exit(run_command(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
