@@ -1,0 +1,458 @@
+"""Stream and background readers: files of every supported format -> `(ts, s, p, o)` elements.
+
+`read_stream` checks the path and lists the files at call time (so a missing path fails at once),
+then returns an iterator: text formats and Parquet are read lazily in constant memory; TriG is
+parsed whole with rdflib. Every malformed input raises `TefqError` with the file, the line (the row
+for Parquet) and, where known, the column: nothing is skipped silently. See docs/formats.md.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import pathlib
+import re
+import zlib
+from collections.abc import Iterable, Iterator
+
+import rdflib
+from rdflib.plugins.parsers.notation3 import BadSyntax
+from rdflib.plugins.stores.memory import Memory
+
+from tefq import terms
+from tefq.errors import TefqError
+from tefq.io.ntriples import TermError, check_position, normalise_term, scan_term
+from tefq.io.timestamps import literal_ms, parse_ts
+
+Element = tuple[int, str, str, str]
+
+STREAM_FORMATS = ("tsv", "csv", "parquet", "nq", "trig", "stream")
+TEXT_FORMATS = ("tsv", "csv", "nq", "trig", "stream")
+# Predicates that give a named graph its time; their triples are metadata, not stream elements.
+TIME_PREDICATES = (
+    terms.iri(terms.PROV + "generatedAtTime"),
+    "<http://www.streamreasoning.org/schema/benchmark#hasTimestamp>",
+)
+_HEADER = ("ts", "s", "p", "o")
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths and formats
+
+def stream_format(path: str) -> tuple[str, bool]:
+    """`x.tsv.gz` -> ("tsv", True). Raises TefqError for an extension tefq does not read."""
+    name = os.path.basename(path).lower()
+    gz = name.endswith(".gz")
+    if gz:
+        name = name[:-3]
+    ext = name.rsplit(".", 1)[-1] if "." in name else ""
+    if ext not in STREAM_FORMATS or (gz and ext not in TEXT_FORMATS):
+        known = ", ".join("." + f for f in STREAM_FORMATS)
+        raise TefqError(f"unknown stream file type {os.path.basename(path)!r}: expected {known} "
+                        "(text formats may be .gz)", path)
+    return ext, gz
+
+
+def _ignored(name: str) -> bool:
+    """Hidden files and Spark/Hadoop bookkeeping (`_SUCCESS`, `_spark_metadata/`, `.x.crc`)."""
+    return name.startswith(".") or name.startswith("_") or name.endswith(".crc")
+
+
+def stream_files(path: str) -> list[str]:
+    """The files a stream path stands for: the file itself, or a directory's files in the order of
+    their relative paths (recursively)."""
+    if not os.path.exists(path):
+        raise TefqError("no such stream file or directory", path)
+    if not os.path.isdir(path):
+        stream_format(path)
+        return [path]
+    found: list[tuple[str, str]] = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not _ignored(d)]
+        for name in files:
+            if not _ignored(name):
+                full = os.path.join(root, name)
+                found.append((os.path.relpath(full, path).replace(os.sep, "/"), full))
+    if not found:
+        raise TefqError("the stream directory holds no stream files", path)
+    found.sort()
+    for _, full in found:
+        stream_format(full)
+    return [full for _, full in found]
+
+
+def read_stream(path: str) -> Iterator[Element]:
+    """All elements of a stream file or directory, in file order (see the module doc)."""
+    files = stream_files(path)
+
+    def elements() -> Iterator[Element]:
+        for f in files:
+            yield from read_stream_file(f)
+
+    return elements()
+
+
+def read_stream_file(path: str) -> Iterator[Element]:
+    fmt, gz = stream_format(path)
+    if fmt == "parquet":
+        return _read_parquet(path)
+    if fmt == "trig":
+        return _read_trig(path, gz)
+    if fmt in ("tsv", "csv"):
+        return _read_table(path, gz, fmt)
+    return _read_quads(path, gz, fmt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Text helpers
+
+def _lines(path: str, gz: bool, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line) pairs; read and decoding errors become located TefqErrors."""
+    try:
+        f = gzip.open(path, "rb") if gz else open(path, "rb")
+    except OSError as e:
+        raise TefqError(f"cannot read the stream file: {e.strerror or e}", path) from None
+    lineno = 0
+    with f:
+        it = iter(f)
+        while True:
+            try:
+                raw = next(it)
+            except StopIteration:
+                return
+            except (OSError, EOFError, zlib.error) as e:
+                raise TefqError(f"cannot read the stream file: {e}", path, lineno + 1) from None
+            lineno += 1
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise TefqError(f"invalid UTF-8 (byte {e.start + 1} of the line)", path, lineno) from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            yield lineno, (line if keep_ends else line.rstrip("\r\n"))
+
+
+def _term(text: str, role: str, path: str, lineno: int, col: int, where: str = "") -> str:
+    """Normalise one cell; `col` is the 1-based column of the cell (0 if unknown)."""
+    try:
+        term = normalise_term(text)
+        check_position(term, role)
+        return term
+    except TermError as e:
+        column = col + e.pos if col else 0
+        raise TefqError(f"{where}{e}", path, lineno, column) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# TSV / CSV
+
+def _header_index(cells: list[str], path: str, lineno: int, line: str, sep: str) -> tuple[int, ...]:
+    names = [c.strip().lower() for c in cells]
+    if sorted(names) != sorted(_HEADER):
+        want = sep.join(_HEADER).replace("\t", "<TAB>")
+        raise TefqError(f"expected the header {want!r} (in any order), found {line.strip()[:60]!r}",
+                        path, lineno, 1, source_line=line)
+    return tuple(names.index(n) for n in _HEADER)
+
+
+def _read_table(path: str, gz: bool, fmt: str) -> Iterator[Element]:
+    if fmt == "csv":
+        yield from _read_csv(path, gz)
+        return
+    idx: tuple[int, ...] | None = None
+    for lineno, line in _lines(path, gz):
+        if not line.strip():
+            continue  # blank lines carry nothing (typically a trailing newline)
+        cells = line.split("\t")
+        if idx is None:
+            idx = _header_index(cells, path, lineno, line, "\t")
+            continue
+        if len(cells) > 4 and idx[3] == 3:
+            # A raw TAB inside the object literal is legal N-Triples: glue the tail back.
+            glued = cells[:3] + ["\t".join(cells[3:])]
+            try:
+                normalise_term(glued[3])
+                cells = glued
+            except TermError:
+                pass
+        if len(cells) != 4:
+            raise TefqError(f"expected 4 TAB-separated columns (ts, s, p, o), found {len(cells)}",
+                            path, lineno, source_line=line)
+        starts = [0]
+        for c in cells[:-1]:
+            starts.append(starts[-1] + len(c) + 1)
+        its, is_, ip, io = idx
+        try:
+            ts = parse_ts(cells[its])
+        except ValueError as e:
+            raise TefqError(str(e), path, lineno, starts[its] + 1, source_line=line) from None
+        try:
+            yield (ts, _term(cells[is_], "s", path, lineno, starts[is_] + 1),
+                   _term(cells[ip], "p", path, lineno, starts[ip] + 1),
+                   _term(cells[io], "o", path, lineno, starts[io] + 1))
+        except TefqError as e:
+            e.source_line = line
+            raise
+
+
+def _read_csv(path: str, gz: bool) -> Iterator[Element]:
+    state = {"line": 0}
+
+    def tracked() -> Iterator[str]:
+        for lineno, line in _lines(path, gz, keep_ends=True):
+            state["line"] = lineno
+            yield line
+
+    reader = csv.reader(tracked(), strict=True)
+    idx: tuple[int, ...] | None = None
+    start = 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise TefqError(f"malformed CSV: {e}", path, state["line"] or 1) from None
+        lineno, start = start, state["line"] + 1  # a quoted field may span lines: report the first
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue
+        if idx is None:
+            idx = _header_index(cells, path, lineno, ",".join(cells), ",")
+            continue
+        if len(cells) != 4:
+            raise TefqError(f"expected 4 comma-separated columns (ts, s, p, o), found {len(cells)}",
+                            path, lineno)
+        its, is_, ip, io = idx
+        try:
+            ts = parse_ts(cells[its])
+        except ValueError as e:
+            raise TefqError(f"column ts: {e}", path, lineno) from None
+        yield (ts, _term(cells[is_], "s", path, lineno, 0, "column s: "),
+               _term(cells[ip], "p", path, lineno, 0, "column p: "),
+               _term(cells[io], "o", path, lineno, 0, "column o: "))
+
+
+# ---------------------------------------------------------------------------------------------
+# N-Quads and YABench .stream (line-based)
+
+_WS = re.compile(r"[ \t]*")
+
+
+def _statement(line: str, path: str, lineno: int, fourth: str) -> tuple[str, str, str, str | None] | None:
+    """Parse `s p o [x] .`; `fourth` is "graph" (N-Quads) or "time" (YABench). None = blank line."""
+    pos = _WS.match(line).end()
+    if pos == len(line) or line[pos] == "#":
+        return None
+    out: list[str] = []
+    try:
+        for role in ("s", "p", "o", "x"):
+            if role == "x" and line.startswith(".", pos):
+                break
+            term, end = scan_term(line, pos)
+            check_position(term, role if role != "x" else ("g" if fourth == "graph" else "o"), pos)
+            out.append(term)
+            pos = _WS.match(line, end).end()
+        if not line.startswith(".", pos):
+            raise TermError("expected '.' at the end of the statement", pos)
+        pos = _WS.match(line, pos + 1).end()
+        if pos != len(line) and line[pos] != "#":
+            raise TermError(f"unexpected text after '.': {line[pos:pos + 30]!r}", pos)
+    except TermError as e:
+        raise TefqError(str(e), path, lineno, e.pos + 1, source_line=line) from None
+    if fourth == "time" and len(out) != 4:
+        raise TefqError("expected `<s> <p> <o> \"timestamp\" .` (YABench stream)", path, lineno,
+                        source_line=line)
+    return out[0], out[1], out[2], (out[3] if len(out) == 4 else None)
+
+
+def _read_quads(path: str, gz: bool, fmt: str) -> Iterator[Element]:
+    if fmt == "stream":
+        for lineno, line in _lines(path, gz):
+            st = _statement(line, path, lineno, "time")
+            if st is None:
+                continue
+            s, p, o, t = st
+            try:
+                ts = literal_ms(t)  # type: ignore[arg-type]
+            except ValueError as e:
+                raise TefqError(str(e), path, lineno, line.rfind(t) + 1, source_line=line) from None
+            yield ts, s, p, o
+        return
+
+    def quads() -> Iterator[tuple[int, str, str, str, str | None, str]]:
+        for lineno, line in _lines(path, gz):
+            st = _statement(line, path, lineno, "graph")
+            if st is not None:
+                yield (lineno, *st, line)
+
+    yield from _timestamp_graphs(quads(), path, None)
+
+
+def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]], path: str,
+                      locate) -> Iterator[Element]:
+    """Give every quad its graph's time. Quads of a graph whose time is not known yet wait (in
+    file order) until its time declaration arrives; a graph never given a time is an error."""
+    graph_ts: dict[str, int] = {}
+    waiting: dict[str, list[tuple[str, str, str]]] = {}
+    first_use: dict[str, tuple[int, str]] = {}
+    for lineno, s, p, o, g, line in quads:
+        if p in TIME_PREDICATES and o.startswith('"') and not s.startswith('"'):
+            try:
+                ms = literal_ms(o)
+            except ValueError as e:
+                raise TefqError(str(e), path, lineno, (line.find(o) + 1) if line else 0,
+                                source_line=line or None) from None
+            if graph_ts.setdefault(s, ms) != ms:
+                raise TefqError(f"graph {s} is given two times: {graph_ts[s]} and {ms} ms", path, lineno,
+                                source_line=line or None)
+            for el in waiting.pop(s, ()):
+                yield (ms, *el)
+            continue
+        if g is None:
+            where = (lineno, line) if lineno else locate(s)
+            raise TefqError(f"the triple {s} {p} {o} is in the default graph: every stream element "
+                            "must be in a named graph that has a time (prov:generatedAtTime or "
+                            "bench:hasTimestamp)", path, where[0], source_line=where[1] or None)
+        ms = graph_ts.get(g)
+        if ms is not None:
+            yield ms, s, p, o
+        else:
+            waiting.setdefault(g, []).append((s, p, o))
+            first_use.setdefault(g, (lineno, line))
+    for g in waiting:
+        lineno, line = first_use[g] if first_use[g][0] else locate(g)
+        raise TefqError(f"graph {g} has no time: declare `{g} prov:generatedAtTime "
+                        "\"...\"^^xsd:dateTime` (or CSRBench's bench:hasTimestamp \"ms\"^^xsd:long)",
+                        path, lineno, source_line=line or None)
+
+
+# ---------------------------------------------------------------------------------------------
+# rdflib-based: TriG streams and background graphs
+
+def _from_rdflib(t: rdflib.term.Node) -> str:
+    if isinstance(t, rdflib.URIRef):
+        return normalise_term(terms.iri(str(t)))
+    if isinstance(t, rdflib.BNode):
+        return "_:" + str(t)
+    if isinstance(t, rdflib.Literal):
+        dt = str(t.datatype) if t.datatype is not None else None
+        return terms.literal(str(t), dt, t.language)
+    raise TermError(f"unsupported RDF term {t!r}", 0)
+
+
+def _read_bytes(path: str, gz: bool) -> bytes:
+    try:
+        if gz:
+            with gzip.open(path, "rb") as f:
+                return f.read()
+        with open(path, "rb") as f:
+            return f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        raise TefqError(f"cannot read the file: {getattr(e, 'strerror', None) or e}", path) from None
+
+
+class _OrderedMemory(Memory):
+    """rdflib's memory store, remembering every statement in the order the parser produced it
+    (elements with equal times are applied in file order, so order matters)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.log: list[tuple] = []
+
+    def add(self, triple, context, quoted=False) -> None:  # type: ignore[override]
+        self.log.append((triple, context.identifier if context is not None else None))
+        super().add(triple, context, quoted)
+
+
+def _parse_rdf(data: bytes, fmt: str, path: str, graph: rdflib.Graph) -> None:
+    """rdflib parse with literals kept as written and errors located."""
+    saved = rdflib.NORMALIZE_LITERALS
+    rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written: "01"^^xsd:integer stays
+    try:
+        graph.parse(data=data.decode("utf-8"), format=fmt, publicID=pathlib.Path(os.path.abspath(path)).as_uri())
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise TefqError("invalid UTF-8", path, line) from None
+    except BadSyntax as e:
+        text = data.decode("utf-8")
+        offset = getattr(e, "_i", 0)
+        line = text.count("\n", 0, offset) + 1
+        col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        src = text.splitlines()[line - 1] if line <= len(text.splitlines()) else None
+        raise TefqError(f"{fmt} syntax error: {getattr(e, '_why', e)}", path, line, col, source_line=src) from None
+    except TefqError:
+        raise
+    except Exception as e:  # rdflib's other parsers raise assorted exceptions without positions
+        if fmt in ("nt", "nquads"):
+            _locate_line_error(data.decode("utf-8"), path, "graph" if fmt == "nquads" else "none")
+        raise TefqError(f"{fmt} parse error: {e}", path) from None
+    finally:
+        rdflib.NORMALIZE_LITERALS = saved
+
+
+def _locate_line_error(text: str, path: str, fourth: str) -> None:
+    """Re-read a line-based file with tefq's own parser to find where rdflib failed."""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        st = _statement(line, path, lineno, "graph")
+        if st is not None and fourth == "none" and st[3] is not None:
+            raise TefqError("N-Triples has three terms per line, found a fourth", path, lineno,
+                            source_line=line)
+
+
+def _read_trig(path: str, gz: bool) -> Iterator[Element]:
+    data = _read_bytes(path, gz)
+    store = _OrderedMemory()
+    _parse_rdf(data, "trig", path, rdflib.Dataset(store=store))
+    text = data.decode("utf-8")
+    default = str(rdflib.graph.DATASET_DEFAULT_GRAPH_ID)
+
+    def locate(term: str) -> tuple[int, str]:
+        """Best effort line for a term (rdflib keeps no positions): its first textual mention."""
+        for probe in (term, term.strip("<>").rsplit("#", 1)[-1].rsplit("/", 1)[-1]):
+            i = text.find(probe)
+            if probe and i >= 0:
+                line = text.count("\n", 0, i) + 1
+                return line, text.splitlines()[line - 1]
+        return 0, ""
+
+    def quads() -> Iterator[tuple[int, str, str, str, str | None, str]]:
+        for (s, p, o), ctx in store.log:
+            try:
+                g = None if ctx is None or str(ctx) == default else _from_rdflib(ctx)
+                terms_ = (_from_rdflib(s), _from_rdflib(p), _from_rdflib(o))
+            except TermError as e:
+                raise TefqError(str(e), path, *locate(str(s))[:1]) from None
+            yield (0, *terms_, g, "")
+
+    return _timestamp_graphs(quads(), path, locate)
+
+
+_BACKGROUND_FORMATS = {"ttl": "turtle", "turtle": "turtle", "nt": "nt", "n3": "n3", "trig": "trig",
+                       "nq": "nquads"}
+
+
+def read_background(path: str) -> rdflib.Graph:
+    """A static background graph (Turtle, N-Triples, TriG, N-Quads by extension; `.gz` too).
+    TriG/N-Quads give a Dataset; their named graphs all count as background."""
+    if not os.path.isfile(path):
+        raise TefqError("no such background file", path)
+    name = os.path.basename(path).lower()
+    gz = name.endswith(".gz")
+    ext = (name[:-3] if gz else name).rsplit(".", 1)[-1]
+    fmt = _BACKGROUND_FORMATS.get(ext)
+    if fmt is None:
+        raise TefqError(f"unknown background file type {os.path.basename(path)!r}: expected .ttl, .nt, "
+                        ".n3, .trig or .nq (optionally .gz)", path)
+    graph: rdflib.Graph = rdflib.Dataset() if fmt in ("trig", "nquads") else rdflib.Graph()
+    _parse_rdf(_read_bytes(path, gz), fmt, path, graph)
+    return graph
+
+
+def background_triples(graph: rdflib.Graph) -> Iterator[tuple[str, str, str]]:
+    """The graph's triples (all named graphs of a Dataset, union) in N-Triples form, sorted so runs
+    are deterministic."""
+    if isinstance(graph, rdflib.ConjunctiveGraph):
+        raw = {(s, p, o) for s, p, o, _ in graph.quads((None, None, None, None))}
+    else:
+        raw = set(graph.triples((None, None, None)))
+    return iter(sorted((_from_rdflib(s), _from_rdflib(p), _from_rdflib(o)) for s, p, o in raw))
