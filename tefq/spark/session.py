@@ -1,0 +1,53 @@
+"""The SparkSession factory: one place for every Spark setting tefq relies on."""
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def default_master(master: str | None = None) -> str:
+    """`--master`, else `TEFQ_SPARK_MASTER`, else an embedded `local[*]`."""
+    return master or os.environ.get("TEFQ_SPARK_MASTER") or "local[*]"
+
+
+def _cores(master: str) -> int:
+    # local[N] / local-cluster[n,c,m] tell us the parallelism; otherwise assume this machine's.
+    if master.startswith("local["):
+        inner = master[6:-1].split(",")[0]
+        if inner.isdigit():
+            return int(inner)
+    if master.startswith("local-cluster["):
+        n, c, _ = master[14:-1].split(",")
+        return int(n) * int(c)
+    return os.cpu_count() or 2
+
+
+def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSession:
+    """Create (or reuse) the session. Workers must run this very interpreter, or they start the
+    system Python and fail with ModuleNotFoundError (measured, see DESIGN.md)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    m = default_master(master)
+    cores = _cores(m)
+    builder = (
+        SparkSession.builder.master(m).appName(app_name)
+        .config("spark.sql.shuffle.partitions", str(max(2, 2 * cores)))
+        .config("spark.default.parallelism", str(max(2, 2 * cores)))
+        .config("spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200000")
+        .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.adaptive.enabled", "false")  # stable partitioning for stateful plans
+        .config("spark.driver.memory", os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"))
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
