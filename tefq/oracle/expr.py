@@ -1,0 +1,516 @@
+"""SPARQL 1.1 expression and aggregate evaluation over Python values (`tefq.oracle.values`).
+
+`evaluate(expr, env)` raises `EvalError` for a SPARQL error (type error, unbound variable,
+division by zero, ...); callers turn it into "filter fails", "skip this value" or "unbound cell".
+`env` maps a variable name to an N-Triples term (a pattern binding) or a value (an aggregate).
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Mapping
+
+from tefq.oracle.values import (BNode, DateTime, IRI, LangString, Typed, Value, decimal_of, is_numeric,
+                                to_term, to_value)
+from tefq.plan.logical import Call, Expr, Term, Var
+from tefq.terms import XSD
+
+_EXACT = Context(prec=1000)  # + - * on decimals: exact for any realistic operand
+_DIVIDE = Context(prec=28, rounding="ROUND_HALF_EVEN")  # decimal division: 28 significant digits
+
+
+class EvalError(Exception):
+    """A SPARQL expression error: the enclosing filter fails / the value is skipped / the cell is unbound."""
+
+
+def value_of(x: Any) -> Value:
+    return to_value(x) if isinstance(x, str) else x
+
+
+# ---------------------------------------------------------------- numbers
+def _rank(v: Any) -> int:
+    if isinstance(v, bool) or not is_numeric(v):
+        raise EvalError("not a number")
+    return 0 if isinstance(v, int) else 1 if isinstance(v, Decimal) else 2
+
+
+def _promote(v: Any, rank: int) -> Any:
+    if rank == 2:
+        return float(v)
+    if rank == 1:
+        return Decimal(v)
+    return v
+
+
+def arith(op: str, a: Any, b: Any) -> Any:
+    rank = max(_rank(a), _rank(b))
+    if op == "/":
+        if b == 0:
+            raise EvalError("division by zero")
+        if rank == 2:
+            return float(a) / float(b)
+        return _DIVIDE.divide(Decimal(a), Decimal(b))  # integer / integer is a decimal (SPARQL)
+    a, b = _promote(a, rank), _promote(b, rank)
+    if rank == 1:
+        return {"+": _EXACT.add, "-": _EXACT.subtract, "*": _EXACT.multiply}[op](a, b)
+    return {"+": a + b, "-": a - b, "*": a * b}[op] if rank == 0 else \
+        (a + b if op == "+" else a - b if op == "-" else a * b)
+
+
+# ---------------------------------------------------------------- comparison and truth
+def _is_string(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def compare(a: Any, b: Any) -> int:
+    """-1/0/1 for values SPARQL can order with `<`; EvalError otherwise."""
+    if is_numeric(a) and is_numeric(b):
+        if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
+            raise EvalError("NaN is unordered")
+        if isinstance(a, float) or isinstance(b, float):
+            a, b = float(a), float(b)
+        return (a > b) - (a < b)
+    for kind in (str, bool, DateTime):
+        if isinstance(a, kind) and isinstance(b, kind) and (kind is not str or True):
+            if kind is DateTime:
+                a, b = a.ms, b.ms
+            return (a > b) - (a < b)
+    if isinstance(a, LangString) and isinstance(b, LangString) and a.lang == b.lang:
+        return (a.lex > b.lex) - (a.lex < b.lex)
+    raise EvalError("values cannot be compared")
+
+
+def equal(a: Any, b: Any) -> bool:
+    """RDFterm-equal with value comparison for numbers, strings, booleans and dateTimes."""
+    try:
+        if isinstance(a, bool) != isinstance(b, bool) and (is_numeric(a) or is_numeric(b)):
+            raise EvalError("boolean vs number")
+        return compare(a, b) == 0
+    except EvalError:
+        if a == b and type(a) is type(b):
+            return True
+        literal_like = (str, LangString, Typed, DateTime, bool, int, float, Decimal)
+        if isinstance(a, (IRI, BNode)) or isinstance(b, (IRI, BNode)):
+            return False
+        if isinstance(a, literal_like) and isinstance(b, literal_like):
+            if isinstance(a, Typed) or isinstance(b, Typed):
+                raise EvalError("unknown datatypes")
+            return False
+        raise
+
+
+def ebv(v: Any) -> bool:
+    """Effective boolean value (SPARQL 17.2.2)."""
+    v = value_of(v)
+    if isinstance(v, bool):
+        return v
+    if is_numeric(v):
+        return not (v == 0 or (isinstance(v, float) and math.isnan(v)))
+    if isinstance(v, str):
+        return v != ""
+    raise EvalError("no effective boolean value")
+
+
+# ---------------------------------------------------------------- strings
+def _string(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, LangString):
+        return v.lex
+    raise EvalError("not a string")
+
+
+def _like(arg: Any, text: str) -> Any:
+    """A string result carrying the language tag of `arg` (UCASE, LCASE, SUBSTR...)."""
+    return LangString(text, arg.lang) if isinstance(arg, LangString) else text
+
+
+def str_of(v: Any) -> str:
+    """SPARQL STR()."""
+    if isinstance(v, IRI):
+        return v.value
+    if isinstance(v, BNode):
+        raise EvalError("STR of a blank node")
+    if isinstance(v, str):
+        return v
+    if isinstance(v, LangString):
+        return v.lex
+    if isinstance(v, Typed):
+        return v.lex
+    from tefq.terms import split_literal
+
+    return split_literal(to_term(v))[0]
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str, flags: str) -> re.Pattern:
+    f = 0
+    for c in flags:
+        f |= {"i": re.I, "s": re.S, "m": re.M, "x": re.X}.get(c, 0)
+    return re.compile(pattern, f)
+
+
+# ---------------------------------------------------------------- casts
+def cast(dt: str, v: Any) -> Any:
+    name = dt[len(XSD):] if dt.startswith(XSD) else None
+    if isinstance(v, (IRI, BNode)) and name != "string":
+        raise EvalError("cannot cast an IRI")
+    if name == "string":
+        return str_of(v)
+    if name in ("integer", "int", "long"):
+        if isinstance(v, bool):
+            return int(v)
+        if isinstance(v, float):
+            if math.isnan(v) or math.isinf(v):
+                raise EvalError("cannot cast to integer")
+            return int(v)
+        if isinstance(v, Decimal):
+            return int(v)
+        if isinstance(v, int):
+            return v
+        if isinstance(v, str) and re.match(r"^\s*[+-]?[0-9]+\s*$", v):
+            return int(v)
+        raise EvalError("cannot cast to integer")
+    if name == "decimal":
+        if isinstance(v, bool):
+            return Decimal(int(v))
+        if isinstance(v, float):
+            if math.isnan(v) or math.isinf(v):
+                raise EvalError("cannot cast to decimal")
+            return Decimal(repr(v))
+        if is_numeric(v):
+            return Decimal(v)
+        if isinstance(v, str) and re.match(r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*$", v):
+            return Decimal(v.strip())
+        raise EvalError("cannot cast to decimal")
+    if name in ("double", "float"):
+        if isinstance(v, bool):
+            return float(v)
+        if is_numeric(v):
+            return float(v)
+        if isinstance(v, str):
+            try:
+                return float(v.strip().replace("INF", "inf"))
+            except ValueError:
+                raise EvalError("cannot cast to double") from None
+        raise EvalError("cannot cast to double")
+    if name == "boolean":
+        if isinstance(v, bool):
+            return v
+        if is_numeric(v):
+            return ebv(v)
+        if isinstance(v, str) and v.strip() in ("true", "false", "1", "0"):
+            return v.strip() in ("true", "1")
+        raise EvalError("cannot cast to boolean")
+    if name == "dateTime":
+        if isinstance(v, DateTime):
+            return v
+        if isinstance(v, str):
+            parsed = to_value('"' + v.strip() + '"^^<' + XSD + 'dateTime>')
+            if isinstance(parsed, DateTime):
+                return parsed
+        raise EvalError("cannot cast to dateTime")
+    raise EvalError(f"unknown function <{dt}>")
+
+
+# ---------------------------------------------------------------- evaluation
+def evaluate(expr: Expr, env: Mapping[str, Any]) -> Value:
+    if isinstance(expr, Var):
+        if expr.name not in env or env[expr.name] is None:
+            raise EvalError(f"?{expr.name} is unbound")
+        return value_of(env[expr.name])
+    if isinstance(expr, Term):
+        return to_value(expr.nt)
+    op, args = expr.op, expr.args
+    special = _SPECIAL.get(op)
+    if special is not None:
+        return special(args, env)
+    fn = _FUNCTIONS.get(op)
+    values = [evaluate(a, env) for a in args]
+    if fn is not None:
+        return fn(*values)
+    if op.startswith("<") and op.endswith(">") and len(values) == 1:
+        return cast(op[1:-1], values[0])
+    raise EvalError(f"unknown function {op}")
+
+
+def _bound(args, env) -> bool:
+    a = args[0]
+    return isinstance(a, Var) and env.get(a.name) is not None
+
+
+def _if(args, env) -> Value:
+    return evaluate(args[1] if ebv(evaluate(args[0], env)) else args[2], env)
+
+
+def _coalesce(args, env) -> Value:
+    for a in args:
+        try:
+            return evaluate(a, env)
+        except EvalError:
+            continue
+    raise EvalError("COALESCE: no value")
+
+
+def _and(args, env) -> bool:
+    err = None
+    for a in args:
+        try:
+            if not ebv(evaluate(a, env)):
+                return False
+        except EvalError as e:
+            err = e
+    if err:
+        raise err
+    return True
+
+
+def _or(args, env) -> bool:
+    err = None
+    for a in args:
+        try:
+            if ebv(evaluate(a, env)):
+                return True
+        except EvalError as e:
+            err = e
+    if err:
+        raise err
+    return False
+
+
+def _in(args, env) -> bool:
+    x = evaluate(args[0], env)
+    err = None
+    for a in args[1:]:
+        try:
+            if equal(x, evaluate(a, env)):
+                return True
+        except EvalError as e:
+            err = e
+    if err:
+        raise err
+    return False
+
+
+_SPECIAL: dict[str, Callable[[tuple, Mapping[str, Any]], Value]] = {
+    "BOUND": _bound, "IF": _if, "COALESCE": _coalesce, "&&": _and, "||": _or,
+    "in": _in, "notin": lambda args, env: not _in(args, env),
+}
+
+
+def _num(v: Any) -> Any:
+    _rank(v)
+    return v
+
+
+def _round(v: Any) -> Any:
+    v = _num(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, Decimal):
+        return v.to_integral_value(rounding=ROUND_HALF_UP)
+    return float(math.floor(v + 0.5)) if math.isfinite(v) else v
+
+
+def _ceil(v: Any) -> Any:
+    v = _num(v)
+    if isinstance(v, Decimal):
+        return v.to_integral_value(rounding=ROUND_CEILING)
+    return v if isinstance(v, int) else float(math.ceil(v)) if math.isfinite(v) else v
+
+
+def _floor(v: Any) -> Any:
+    v = _num(v)
+    if isinstance(v, Decimal):
+        return v.to_integral_value(rounding=ROUND_FLOOR)
+    return v if isinstance(v, int) else float(math.floor(v)) if math.isfinite(v) else v
+
+
+def _dt(v: Any) -> DateTime:
+    if not isinstance(v, DateTime):
+        raise EvalError("not a dateTime")
+    return v
+
+
+def _dt_part(index: int) -> Callable[[Any], int]:
+    def part(v: Any) -> int:
+        from datetime import datetime, timezone
+
+        d = datetime.fromtimestamp(_dt(v).ms // 1000, tz=timezone.utc)
+        return (d.year, d.month, d.day, d.hour, d.minute)[index]
+    return part
+
+
+def _seconds(v: Any) -> Decimal:
+    ms = _dt(v).ms % 60_000
+    return Decimal(ms) / Decimal(1000)
+
+
+def _duration(a: Any, b: Any) -> float:
+    """TEF DURATION(?a, ?b): `b - a` in seconds, an xsd:double (spec §4.2)."""
+    return (_dt(b).ms - _dt(a).ms) / 1000.0
+
+
+def _concat(*vs: Any) -> Any:
+    text = "".join(_string(v) for v in vs)
+    langs = {v.lang for v in vs if isinstance(v, LangString)}
+    if vs and len(langs) == 1 and all(isinstance(v, LangString) for v in vs):
+        return LangString(text, langs.pop())
+    return text
+
+
+def _substr(s: Any, start: Any, length: Any = None) -> Any:
+    text = _string(s)
+    begin = int(_round(_num(start)))
+    end = len(text) + 1 if length is None else begin + int(_round(_num(length)))
+    return _like(s, "".join(c for i, c in enumerate(text, 1) if begin <= i < end))
+
+
+def _regex_fn(s: Any, pattern: Any, flags: Any = "") -> bool:
+    try:
+        return _regex(_string(pattern), _string(flags)).search(_string(s)) is not None
+    except re.error:
+        raise EvalError("bad regular expression") from None
+
+
+def _datatype(v: Any) -> IRI:
+    if isinstance(v, (IRI, BNode)):
+        raise EvalError("DATATYPE of a non-literal")
+    if isinstance(v, LangString):
+        return IRI("http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
+    if isinstance(v, Typed):
+        return IRI(v.datatype)
+    from tefq.terms import split_literal
+
+    return IRI(split_literal(to_term(v))[1] or XSD + "string")
+
+
+def _cmp(test: Callable[[int], bool]) -> Callable[[Any, Any], bool]:
+    return lambda a, b: test(compare(a, b))
+
+
+def _neg(v: Any) -> Any:
+    v = _num(v)
+    return _EXACT.minus(v) if isinstance(v, Decimal) else -v
+
+
+def _not(v: Any) -> bool:
+    return not ebv(v)
+
+
+_FUNCTIONS: dict[str, Callable[..., Value]] = {
+    "+": lambda a, b: arith("+", a, b), "-": lambda a, b: arith("-", a, b),
+    "*": lambda a, b: arith("*", a, b), "/": lambda a, b: arith("/", a, b),
+    "neg": _neg, "!": _not,
+    "=": equal, "!=": lambda a, b: not equal(a, b),
+    "<": _cmp(lambda c: c < 0), ">": _cmp(lambda c: c > 0),
+    "<=": _cmp(lambda c: c <= 0), ">=": _cmp(lambda c: c >= 0),
+    "DURATION": _duration,
+    "STR": str_of, "ABS": lambda v: abs(_num(v)), "ROUND": _round, "CEIL": _ceil, "FLOOR": _floor,
+    "STRLEN": lambda s: len(_string(s)), "UCASE": lambda s: _like(s, _string(s).upper()),
+    "LCASE": lambda s: _like(s, _string(s).lower()), "CONCAT": _concat,
+    "CONTAINS": lambda a, b: _string(b) in _string(a),
+    "STRSTARTS": lambda a, b: _string(a).startswith(_string(b)),
+    "STRENDS": lambda a, b: _string(a).endswith(_string(b)),
+    "SUBSTR": _substr, "REGEX": _regex_fn,
+    "YEAR": _dt_part(0), "MONTH": _dt_part(1), "DAY": _dt_part(2), "HOURS": _dt_part(3),
+    "MINUTES": _dt_part(4), "SECONDS": _seconds, "TZ": lambda v: (_dt(v), "Z")[1],
+    "LANG": lambda v: v.lang if isinstance(v, LangString) else "" if not isinstance(v, (IRI, BNode))
+    else (_ for _ in ()).throw(EvalError("LANG of a non-literal")),
+    "DATATYPE": _datatype,
+    "ISIRI": lambda v: isinstance(v, IRI), "ISURI": lambda v: isinstance(v, IRI),
+    "ISBLANK": lambda v: isinstance(v, BNode),
+    "ISLITERAL": lambda v: not isinstance(v, (IRI, BNode)),
+    "ISNUMERIC": is_numeric, "SAMETERM": lambda a, b: to_term(a) == to_term(b),
+    "IRI": lambda v: v if isinstance(v, IRI) else IRI(_string(v)),
+    "URI": lambda v: v if isinstance(v, IRI) else IRI(_string(v)),
+}
+
+
+def filters_pass(filters: Iterable[Expr], env: Mapping[str, Any]) -> bool:
+    """All FILTERs hold (an error is false)."""
+    for f in filters:
+        try:
+            if not ebv(evaluate(f, env)):
+                return False
+        except EvalError:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- aggregates
+def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
+    """SPARQL 1.1 set functions over the values of one group (errors and unbound already left out).
+    Returns None for "no value" (AVG, MIN, MAX of nothing; SUM/AVG over a non-number)."""
+    if distinct:
+        seen: dict[str, Value] = {}
+        for v in values:
+            seen.setdefault(to_term(v), v)
+        values = list(seen.values())
+    if func == "COUNT":
+        return len(values)
+    if func in ("SUM", "AVG"):
+        if func == "AVG" and not values:
+            return None
+        try:
+            total = exact_sum(values)
+        except EvalError:
+            return None
+        if func == "SUM":
+            return total
+        return arith("/", total, len(values))
+    if func in ("MIN", "MAX"):
+        if not values:
+            return None
+        best = values[0]
+        for v in values[1:]:
+            c = _order(v, best)
+            if (c < 0) if func == "MIN" else (c > 0):
+                best = v
+        return best
+    raise EvalError(f"unknown aggregate {func}")
+
+
+def exact_sum(values: list[Value]) -> Value:
+    """The sum, computed exactly and rounded once to the widest type (order independent, so every
+    engine gets the same bits): integers, decimals, or doubles (correctly rounded `math.fsum`)."""
+    rank = 0
+    for v in values:
+        rank = max(rank, _rank(v))
+    if rank == 0:
+        return sum(values)
+    if rank == 1:
+        total = Decimal(0)
+        for v in values:
+            total = _EXACT.add(total, Decimal(v))
+        return total
+    return math.fsum(float(v) for v in values)
+
+
+def _order(a: Value, b: Value) -> int:
+    """A total order for MIN/MAX: numbers by value, then SPARQL ORDER BY ranks."""
+    try:
+        return compare(a, b)
+    except EvalError:
+        ka, kb = _order_key(a), _order_key(b)
+        return (ka > kb) - (ka < kb)
+
+
+def _order_key(v: Value) -> tuple:
+    if isinstance(v, BNode):
+        return (1, v.id)
+    if isinstance(v, IRI):
+        return (2, v.value)
+    if is_numeric(v):
+        return (3, float(v), to_term(v))
+    return (4, to_term(v))
+
+
+def decimal_or_none(text: str) -> Decimal | None:
+    return decimal_of(text)
+
+
+__all__ = ["EvalError", "evaluate", "filters_pass", "aggregate", "ebv", "equal", "compare", "arith",
+           "value_of", "InvalidOperation"]

@@ -1,0 +1,384 @@
+"""Aggregate queries (spec §4): solutions, their lifetimes over ticks, groups, rows.
+
+The definition: at tick `tau`, match the WHERE patterns against the facts cut at `tau`, the events
+in the period (or WHILE scope) and the background; group; aggregate; project. Since what a fact or
+event matches only depends on `tau` through simple inequalities, every solution of the WHERE join
+is present at the ticks of a set of intervals of `tau` (its *activity*):
+
+- `CURRENT` fact `[s, e)`:        `s <= tau < e`
+- fact `[s, e)` in the period:     `s <= tau < e + d`        (overlaps `(tau - d, tau]`)
+- event at `t` in the period:      `t <= tau < t + d`
+- background triple:               always
+- under WHILE, per scope fact `[ws, we)` of the solution's group (reported while
+  `ws <= tau < we + d`): a fact must overlap `[ws, we)` and counts from `max(s, ws)`; an event
+  must lie in `[ws, we)`; the solution's activity is the union over the scope facts.
+
+The solutions are joined once over the whole history, then a sweep over the ticks adds and
+removes them from their groups; a group's row is recomputed only when its solutions changed or
+when they bind a fact's end `?E` (which is `tau` while the fact is open at `tau`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from tefq.oracle.expr import EvalError, aggregate, evaluate, filters_pass
+from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
+from tefq.oracle.values import DateTime, datetime_term, to_term
+from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
+from tefq.results import QueryResult, Row, order_key
+
+_ERROR = object()  # an aggregate argument that raised: skipped
+
+
+def expr_vars(e: Expr | None) -> set[str]:
+    if e is None:
+        return set()
+    if isinstance(e, Var):
+        return {e.name}
+    if isinstance(e, Call):
+        out: set[str] = set()
+        for a in e.args:
+            out |= expr_vars(a)
+        return out
+    return set()
+
+
+def tick_range(first_t: int, last_t: int, t0: int, d: int) -> tuple[int, int]:
+    """Indices k of the first and last ticks `t0 + k*d` (spec §4.1): the first at or after the
+    first event, the last at or after the last event."""
+    return -((t0 - first_t) // d), -((t0 - last_t) // d)
+
+
+@dataclass
+class Solution:
+    binding: Binding  # pattern variables and interval starts, as N-Triples terms
+    ends: tuple[tuple[str, float], ...]  # interval end variables: (name, fact end); ?E = min(end, tau)
+    items: list[tuple[str, int, float]]  # (kind, start, end) of each matched fact/event (event: t, t)
+    activity: list[tuple[float, float]] = field(default_factory=list)
+    cache: tuple | None = None  # (filter ok, aggregate args) once no ?E can change any more
+
+    def env(self, tau: int) -> dict[str, Any]:
+        if not self.ends:
+            return self.binding
+        env: dict[str, Any] = dict(self.binding)
+        for name, end in self.ends:
+            env[name] = DateTime(int(min(end, tau)))
+        return env
+
+    def settled(self, tau: int) -> bool:
+        return all(end <= tau for _, end in self.ends)
+
+
+class QueryEvaluator:
+    def __init__(self, q: AggregateQuery, store: FactStore, events: TripleIndex,
+                 event_times: dict[tuple[str, str, str], list[int]], bg: TripleIndex) -> None:
+        self.q = q
+        self.store = store
+        self.events = events
+        self.event_times = event_times
+        self.bg = bg
+        self.d = q.every_ms
+        end_vars = {wp.interval[1].name for wp in q.where if wp.interval}
+        self.dynamic_filters = [f for f in q.filters if expr_vars(f) & end_vars]
+        self.static_filters = [f for f in q.filters if not expr_vars(f) & end_vars]
+        self.group_names = [v.name for v in q.group_by]
+        self.regroup = bool(set(self.group_names) & end_vars)  # grouping by an end: keys change with tau
+        self.while_vars: tuple[str, str] | None = None
+        if q.while_ is not None and q.while_.interval:
+            names = {q.while_.interval[0].name, q.while_.interval[1].name}
+            used = set().union(*(expr_vars(p.expr) for p in q.select)) if q.select else set()
+            if names & used:
+                self.while_vars = (q.while_.interval[0].name, q.while_.interval[1].name)
+
+    # ------------------------------------------------------------ the join over all history
+    def _candidates(self, wp: WherePattern, b: Binding) -> Iterator[tuple[Binding, str, int, float]]:
+        """(binding, kind, start, end) for every item `wp` can match; events give (t, t)."""
+        if wp.kind == "background":
+            for b2 in self.bg.match(wp.pattern, b):
+                yield b2, "background", -INF, INF  # type: ignore[misc]
+        elif wp.kind == "event":
+            for triple in self.events.lookup(wp.pattern, b):
+                b2 = unify(wp.pattern, triple, b)
+                if b2 is not None:
+                    for t in self.event_times[triple]:
+                        yield b2, "event", t, t
+        else:
+            for name in wp.facts:
+                table = self.store.tables[name]
+                for triple in table.index().lookup(wp.pattern, b):
+                    b2 = unify(wp.pattern, triple, b)
+                    if b2 is not None:
+                        for s, e in table.by_triple[triple]:
+                            yield b2, wp.kind, s, e
+
+    def _plain_activity(self, kind: str, s: float, e: float) -> tuple[float, float]:
+        if kind == "current":
+            return s, e
+        if kind == "fact":
+            return s, e + self.d
+        if kind == "event":
+            return s, s + self.d
+        return -INF, INF
+
+    def solutions(self) -> Iterator[Solution]:
+        order = self._join_order()
+        use_while = self.q.while_ is not None
+
+        def go(i: int, b: Binding, ends: list, items: list, lo: float, hi: float) -> Iterator[Solution]:
+            if i == len(order):
+                yield Solution(b, tuple(ends), items, [(lo, hi)])
+                return
+            wp = order[i]
+            for b2, kind, s, e in self._candidates(wp, b):
+                if use_while and kind != "current":
+                    lo2, hi2 = lo, hi
+                else:
+                    a, z = self._plain_activity(kind, s, e)
+                    lo2, hi2 = max(lo, a), min(hi, z)
+                    if lo2 >= hi2:
+                        continue
+                ends2 = ends
+                if wp.interval is not None and kind in ("current", "fact"):
+                    sv, ev = wp.interval[0].name, wp.interval[1].name
+                    st = datetime_term(int(s))
+                    if b2.get(sv, st) != st:
+                        continue
+                    b2 = dict(b2)
+                    b2[sv] = st
+                    ends2 = ends + [(ev, e)]
+                yield from go(i + 1, b2, ends2, items + [(kind, s, e)], lo2, hi2)
+
+        for sol in go(0, {}, [], [], -INF, INF):
+            if not filters_pass(self.static_filters, sol.binding):
+                continue
+            if use_while:
+                sol.activity = self._while_activity(sol)
+                if not sol.activity:
+                    continue
+            yield sol
+
+    def _join_order(self) -> list[WherePattern]:
+        """Greedy: next the pattern with the most variables already bound (facts before events)."""
+        rest = list(self.q.where)
+        bound: set[str] = set()
+        out: list[WherePattern] = []
+        pref = {"current": 0, "fact": 1, "background": 2, "event": 3}
+        while rest:
+            best = min(rest, key=lambda wp: (-len({v.name for v in wp.pattern.variables()} & bound),
+                                             pref[wp.kind], rest.index(wp)))
+            rest.remove(best)
+            out.append(best)
+            bound |= {v.name for v in best.pattern.variables()}
+        return out
+
+    # ------------------------------------------------------------ WHILE scopes
+    def _scopes(self) -> dict[tuple, list[tuple[int, float]]]:
+        if not hasattr(self, "_scope_cache"):
+            wp = self.q.while_
+            shared = [n for n in self.group_names if n in {v.name for v in wp.pattern.variables()}]
+            self._shared = shared
+            scopes: dict[tuple, list[tuple[int, float]]] = {}
+            for name in wp.facts:
+                table = self.store.tables[name]
+                for triple, ivs in table.by_triple.items():
+                    b = unify(wp.pattern, triple, {})
+                    if b is not None:
+                        scopes.setdefault(tuple(b[n] for n in shared), []).extend(ivs)
+            self._scope_cache = {k: sorted(set(v)) for k, v in scopes.items()}
+        return self._scope_cache
+
+    def _while_activity(self, sol: Solution) -> list[tuple[float, float]]:
+        scopes = self._scopes()
+        key = tuple(sol.binding.get(n) for n in self._shared)
+        out = []
+        for ws, we in scopes.get(key, ()):
+            lo, hi = ws, we + self.d
+            for kind, s, e in sol.items:
+                if kind == "current":
+                    lo, hi = max(lo, s), min(hi, e)
+                elif kind == "fact":
+                    if not (s < we and e > ws):
+                        hi = lo
+                    lo = max(lo, s)
+                elif kind == "event":
+                    if not (ws <= s < we):
+                        hi = lo
+                    lo = max(lo, s)
+                if lo >= hi:
+                    break
+            if lo < hi:
+                out.append((lo, hi))
+        return coalesce(out)
+
+    def _while_bindings(self, key: tuple, tau: int) -> dict[str, Any]:
+        """?SS, ?ES of a group at tau: the earliest start and the latest end (cut at tau) of the
+        scope facts that make the group reported."""
+        scopes = self._scopes()
+        wk = tuple(key[self.group_names.index(n)] for n in self._shared)
+        live = [(ws, we) for ws, we in scopes.get(wk, ()) if ws <= tau < we + self.d]
+        if not live or self.while_vars is None:
+            return {}
+        return {self.while_vars[0]: DateTime(int(min(ws for ws, _ in live))),
+                self.while_vars[1]: DateTime(int(min(max(we for _, we in live), tau)))}
+
+    # ------------------------------------------------------------ groups and rows
+    def _group_key(self, sol: Solution, tau: int) -> tuple:
+        if not self.regroup:
+            return tuple(sol.binding.get(n) for n in self.group_names)
+        env = sol.env(tau)
+        return tuple(to_term(v) if isinstance(v, DateTime) else v for v in (env.get(n) for n in self.group_names))
+
+    def _args(self, sol: Solution, tau: int) -> tuple | None:
+        """(aggregate argument values) of one solution at tau, or None if a dynamic filter drops it."""
+        if sol.cache is not None:
+            return sol.cache[1] if sol.cache[0] else None
+        env = sol.env(tau)
+        ok = filters_pass(self.dynamic_filters, env)
+        args: list[Any] = []
+        if ok:
+            for agg in self.q.aggregates:
+                if agg.arg is None:  # COUNT(*): the solution itself
+                    args.append(tuple(sorted((k, to_term(v) if isinstance(v, DateTime) else v)
+                                             for k, v in env.items())))
+                    continue
+                try:
+                    args.append(evaluate(agg.arg, env))
+                except EvalError:
+                    args.append(_ERROR)
+        result = tuple(args)
+        if sol.settled(tau):
+            sol.cache = (ok, result)
+        return result if ok else None
+
+    def group_row(self, key: tuple, sols: list[Solution], tau: int) -> tuple | None:
+        per_sol = [a for a in (self._args(s, tau) for s in sols) if a is not None]
+        if not per_sol:
+            return None
+        env: dict[str, Any] = {n: k for n, k in zip(self.group_names, key) if k is not None}
+        if self.while_vars is not None:
+            env.update(self._while_bindings(key, tau))
+        for i, agg in enumerate(self.q.aggregates):
+            vals = [a[i] for a in per_sol if a[i] is not _ERROR]
+            if agg.arg is None:
+                value: Any = len(set(vals)) if agg.distinct else len(vals)
+            else:
+                value = aggregate(agg.func, vals, agg.distinct)
+            if value is None:
+                env.pop(agg.alias, None)
+            else:
+                env[agg.alias] = value
+        cells: list[str | None] = []
+        for p in self.q.select:
+            if isinstance(p.expr, Var) and p.expr.name in self.group_names:
+                v = env.get(p.expr.name)  # a group variable keeps its term as matched
+                cells.append(v if isinstance(v, str) or v is None else to_term(v))
+                continue
+            try:
+                cells.append(to_term(evaluate(p.expr, env)))
+            except EvalError:
+                cells.append(None)
+        return tuple(cells)
+
+    def implicit_group(self) -> bool:
+        """No GROUP BY: SPARQL's single implicit group, reported at every tick (COUNT 0 when empty)."""
+        return not self.q.group_by
+
+    # ------------------------------------------------------------ the sweep
+    def run(self, first_t: int, last_t: int, t0: int) -> tuple[QueryResult, int]:
+        q, d = self.q, self.d
+        result = QueryResult(q.name, tuple(p.name for p in q.select))
+        k_first, k_last = tick_range(first_t, last_t, t0, d)
+        n_ticks = k_last - k_first + 1
+        changes: dict[int, list[tuple[int, Solution]]] = {}
+        for sol in self.solutions():
+            for lo, hi in sol.activity:
+                ka = k_first if lo == -INF else max(k_first, -((t0 - int(lo)) // d))
+                kb = k_last + 1 if hi == INF else min(k_last + 1, -((t0 - int(hi)) // d))
+                if ka < kb:
+                    changes.setdefault(ka, []).append((1, sol))
+                    if kb <= k_last:
+                        changes.setdefault(kb, []).append((-1, sol))
+        groups: dict[tuple, dict[int, Solution]] = {}
+        volatile: dict[tuple, int] = {}  # group -> number of its solutions binding an end
+        rows_cache: dict[tuple, tuple | None] = {}
+        dirty: set[tuple] = set()
+        active: dict[int, Solution] = {}
+        empty_row: tuple | None = None
+        change_ticks = sorted(changes)
+        ci = 0
+        k = k_first
+        while k <= k_last:
+            tau = t0 + k * d
+            for sign, sol in changes.get(k, ()):
+                if sign > 0:
+                    active[id(sol)] = sol
+                else:
+                    active.pop(id(sol), None)
+                if not self.regroup:
+                    key = self._group_key(sol, tau)
+                    members = groups.setdefault(key, {})
+                    if sign > 0:
+                        members[id(sol)] = sol
+                    else:
+                        members.pop(id(sol), None)
+                    if sol.ends:
+                        volatile[key] = volatile.get(key, 0) + sign
+                    dirty.add(key)
+                    if not members:
+                        del groups[key]
+            if self.regroup:
+                groups = {}
+                for sol in active.values():
+                    groups.setdefault(self._group_key(sol, tau), {})[id(sol)] = sol
+                rows_cache, dirty = {}, set(groups)
+            implicit_empty = self.implicit_group() and q.while_ is None
+            tick_rows = []
+            for key, members in groups.items():
+                if key in dirty or volatile.get(key) or self.while_vars is not None:
+                    rows_cache[key] = self.group_row(key, list(members.values()), tau)
+                row = rows_cache.get(key)
+                if row is not None:
+                    tick_rows.append(row)
+            for key in dirty:
+                if key not in groups:
+                    rows_cache.pop(key, None)
+            dirty = set()
+            if implicit_empty and not tick_rows:  # SPARQL: no GROUP BY gives one row even over nothing
+                if empty_row is None:
+                    empty_row = self._empty_implicit_row()
+                tick_rows.append(empty_row)
+            tick_rows.sort(key=lambda cells: tuple(order_key(c) for c in cells))
+            result.rows.extend((tau, cells) for cells in tick_rows)
+            k += 1
+            if not groups and not implicit_empty:  # nothing to report until the next change
+                while ci < len(change_ticks) and change_ticks[ci] < k:
+                    ci += 1
+                if ci < len(change_ticks):
+                    k = max(k, change_ticks[ci])
+                else:
+                    break
+        return result, n_ticks
+
+    def _empty_implicit_row(self) -> tuple:
+        """The implicit group over no solutions: COUNT/SUM 0, AVG/MIN/MAX unbound (SPARQL 1.1)."""
+        env: dict[str, Any] = {}
+        for agg in self.q.aggregates:
+            value = 0 if agg.func in ("COUNT", "SUM") else None
+            if value is not None:
+                env[agg.alias] = value
+        cells: list[str | None] = []
+        for p in self.q.select:
+            try:
+                cells.append(to_term(evaluate(p.expr, env)))
+            except EvalError:
+                cells.append(None)
+        return tuple(cells)
+
+
+def is_finite(x: float) -> bool:
+    return not math.isinf(x)
+
+
+__all__ = ["QueryEvaluator", "tick_range", "Row"]
