@@ -1,0 +1,126 @@
+"""Triple-pattern matching for the simulations: unification, background joins, SINCE/UNTIL clauses."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Iterator
+
+from tefq.plan.logical import Clause, EventFact, Fact, Node, Pattern, Term, Var
+from tefq.simulate.evaluate import EvalError, ebv, evaluate
+
+Binding = dict[str, object]
+Triple = tuple[str, str, str]
+
+
+def unify(p: Pattern, s: str, pr: str, o: str, b: Binding) -> Binding | None:
+    """Extend `b` so that `p` matches the triple, or None."""
+    out: Binding | None = None
+    for node, value in ((p.s, s), (p.p, pr), (p.o, o)):
+        if isinstance(node, Term):
+            if node.nt != value:
+                return None
+            continue
+        name = node.name
+        have = (out if out is not None else b).get(name)
+        if have is None:
+            if out is None:
+                out = dict(b)
+            out[name] = value
+        elif have != value:
+            return None
+    return out if out is not None else dict(b)
+
+
+def instantiate(template: Pattern, identity: tuple[Var, ...], values: tuple[str, ...]) -> Triple:
+    """The triple a fact with these identity values states."""
+    env = {v.name: x for v, x in zip(identity, values)}
+
+    def node(n: Node) -> str:
+        return n.nt if isinstance(n, Term) else env[n.name]  # type: ignore[return-value]
+
+    return node(template.s), node(template.p), node(template.o)
+
+
+class Background:
+    """The static graph, indexed by predicate for pattern joins."""
+
+    def __init__(self, triples: Iterable[Triple] = ()) -> None:
+        self.by_p: dict[str, list[Triple]] = defaultdict(list)
+        self.all: list[Triple] = []
+        for t in triples:
+            self.by_p[t[1]].append(t)
+            self.all.append(t)
+
+    def match(self, p: Pattern, b: Binding) -> Iterator[Binding]:
+        pred = p.p.nt if isinstance(p.p, Term) else b.get(p.p.name)  # type: ignore[union-attr]
+        for s, pr, o in (self.by_p.get(pred, ()) if isinstance(pred, str) else self.all):  # type: ignore[arg-type]
+            nb = unify(p, s, pr, o, b)
+            if nb is not None:
+                yield nb
+
+
+def background_triples(background: object) -> list[Triple]:
+    """Whatever the readers hand over (None, triples, or an rdflib graph) as N-Triples triples."""
+    if background is None:
+        return []
+    try:
+        from tefq.io.readers import background_triples as read  # type: ignore[attr-defined]
+
+        return [tuple(t) for t in read(background)]  # type: ignore[misc]
+    except (ImportError, TypeError, AttributeError):
+        pass
+    out: list[Triple] = []
+    for t in background:  # type: ignore[attr-defined]
+        s, p, o = t[:3]
+        out.append(tuple(x if isinstance(x, str) else x.n3() for x in (s, p, o)))  # type: ignore[misc]
+    return out
+
+
+def passes(filters: Iterable, b: Binding) -> bool:
+    for f in filters:
+        try:
+            if not ebv(evaluate(f, b)):
+                return False
+        except EvalError:
+            return False
+    return True
+
+
+def clause_identities(fact: EventFact, clause: Clause, s: str, p: str, o: str, bg: Background) -> list[tuple]:
+    """The fact identities an event opens or closes through one SINCE/UNTIL clause."""
+    b = unify(clause.trigger, s, p, o, {})
+    if b is None:
+        return []
+    sols = [b]
+    for bp in clause.background:
+        sols = [nb for sb in sols for nb in bg.match(bp, sb)]
+    out = []
+    for sb in sols:
+        if clause.filters and not passes(clause.filters, sb):
+            continue
+        ident = tuple(sb[v.name] for v in fact.identity)  # type: ignore[misc]
+        if ident not in out:
+            out.append(ident)
+    return out
+
+
+class ClauseIndex:
+    """SINCE/UNTIL clauses of every event-driven fact, indexed by constant predicate."""
+
+    def __init__(self, facts: Iterable[Fact]) -> None:
+        self.by_p: dict[str, list[tuple[EventFact, str, Clause]]] = defaultdict(list)
+        self.any_p: list[tuple[EventFact, str, Clause]] = []
+        for f in facts:
+            if not isinstance(f, EventFact):
+                continue
+            # UNTIL before SINCE: an event that both closes and opens an identity leaves it open
+            for kind, clauses in (("until", f.until), ("since", f.since)):
+                for c in clauses:
+                    entry = (f, kind, c)
+                    if isinstance(c.trigger.p, Term):
+                        self.by_p[c.trigger.p.nt].append(entry)
+                    else:
+                        self.any_p.append(entry)
+
+    def lookup(self, p: str) -> list[tuple[EventFact, str, Clause]]:
+        hits = self.by_p.get(p, [])
+        return hits + self.any_p if self.any_p else hits
