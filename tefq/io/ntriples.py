@@ -20,7 +20,7 @@ from tefq.terms import XSD
 _IRI_BODY = r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*'
 IRI_FAST = r"<" + _IRI_BODY + r">"
 BNODE_FAST = r"_:[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?"
-LIT_FAST = r'"[^"\\\n\r]*"(?:@[a-z]+(?:-[a-z0-9]+)*|\^\^<' + _IRI_BODY + r">)?"
+LIT_FAST = r'"[^"\\\n\r\t]*"(?:@[a-z]+(?:-[a-z0-9]+)*|\^\^<' + _IRI_BODY + r">)?"
 _XSD_STRING_SUFFIX = "^^<" + terms.XSD_STRING + ">"
 _FAST = re.compile(r"(?:%s|%s|%s)" % (IRI_FAST, BNODE_FAST, LIT_FAST))
 

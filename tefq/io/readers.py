@@ -13,6 +13,7 @@ import itertools
 import os
 import pathlib
 import re
+import warnings
 import zlib
 from collections.abc import Iterable, Iterator
 
@@ -365,7 +366,9 @@ def _parse_rdf(data: bytes, fmt: str, path: str, graph: rdflib.Graph) -> None:
     saved = rdflib.NORMALIZE_LITERALS
     rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written: "01"^^xsd:integer stays
     try:
-        graph.parse(data=data.decode("utf-8"), format=fmt, publicID=pathlib.Path(os.path.abspath(path)).as_uri())
+        with warnings.catch_warnings():  # rdflib's own deprecation noise (ConjunctiveGraph)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            graph.parse(data=data.decode("utf-8"), format=fmt, publicID=pathlib.Path(os.path.abspath(path)).as_uri())
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise TefqError("invalid UTF-8", path, line) from None
@@ -411,11 +414,19 @@ def _read_trig(path: str, gz: bool) -> Iterator[Element]:
                 return line, text.splitlines()[line - 1]
         return 0, ""
 
+    bnodes: dict[str, str] = {}
+
+    def term(t: rdflib.term.Node) -> str:
+        if isinstance(t, rdflib.BNode):
+            # rdflib invents random labels; number them in order of appearance so runs repeat.
+            return bnodes.setdefault(str(t), f"_:trig{len(bnodes) + 1}")
+        return _from_rdflib(t)
+
     def quads() -> Iterator[tuple[int, str, str, str, str | None, str]]:
         for (s, p, o), ctx in store.log:
             try:
-                g = None if ctx is None or str(ctx) == default else _from_rdflib(ctx)
-                terms_ = (_from_rdflib(s), _from_rdflib(p), _from_rdflib(o))
+                g = None if ctx is None or str(ctx) == default else term(ctx)
+                terms_ = (term(s), term(p), term(o))
             except TermError as e:
                 raise TefqError(str(e), path, *locate(str(s))[:1]) from None
             yield (0, *terms_, g, "")
