@@ -5,7 +5,7 @@ from collections import defaultdict
 from typing import Iterable, Iterator
 
 from tefq.plan.logical import Clause, EventFact, Fact, Node, Pattern, Term, Var
-from tefq.simulate.evaluate import EvalError, ebv, evaluate
+from tefq.oracle.expr import filters_pass
 
 Binding = dict[str, object]
 Triple = tuple[str, str, str]
@@ -76,13 +76,8 @@ def background_triples(background: object) -> list[Triple]:
 
 
 def passes(filters: Iterable, b: Binding) -> bool:
-    for f in filters:
-        try:
-            if not ebv(evaluate(f, b)):
-                return False
-        except EvalError:
-            return False
-    return True
+    """All FILTERs hold (an error is false): the oracle's evaluation, so both engines agree."""
+    return filters_pass(filters, b)
 
 
 def clause_identities(fact: EventFact, clause: Clause, s: str, p: str, o: str, bg: Background) -> list[tuple]:
@@ -104,23 +99,28 @@ def clause_identities(fact: EventFact, clause: Clause, s: str, p: str, o: str, b
 
 
 class ClauseIndex:
-    """SINCE/UNTIL clauses of every event-driven fact, indexed by constant predicate."""
+    """The event-driven facts an event's predicate can touch."""
 
     def __init__(self, facts: Iterable[Fact]) -> None:
-        self.by_p: dict[str, list[tuple[EventFact, str, Clause]]] = defaultdict(list)
-        self.any_p: list[tuple[EventFact, str, Clause]] = []
+        self.by_p: dict[str, list[EventFact]] = defaultdict(list)
+        self.any_p: list[EventFact] = []
         for f in facts:
             if not isinstance(f, EventFact):
                 continue
-            # UNTIL before SINCE: an event that both closes and opens an identity leaves it open
-            for kind, clauses in (("until", f.until), ("since", f.since)):
-                for c in clauses:
-                    entry = (f, kind, c)
-                    if isinstance(c.trigger.p, Term):
-                        self.by_p[c.trigger.p.nt].append(entry)
-                    else:
-                        self.any_p.append(entry)
+            clauses = f.since + f.until
+            if any(not isinstance(c.trigger.p, Term) for c in clauses):
+                self.any_p.append(f)
+                continue
+            for pred in dict.fromkeys(c.trigger.p.nt for c in clauses):  # type: ignore[union-attr]
+                self.by_p[pred].append(f)
 
-    def lookup(self, p: str) -> list[tuple[EventFact, str, Clause]]:
+    def lookup(self, p: str) -> list[EventFact]:
         hits = self.by_p.get(p, [])
         return hits + self.any_p if self.any_p else hits
+
+
+def event_changes(fact: EventFact, s: str, p: str, o: str, bg: Background) -> tuple[list[tuple], list[tuple]]:
+    """(identities the event closes, identities it opens); closes apply first (as in the oracle)."""
+    closes = dict.fromkeys(i for c in fact.until for i in clause_identities(fact, c, s, p, o, bg))
+    opens = dict.fromkeys(i for c in fact.since for i in clause_identities(fact, c, s, p, o, bg))
+    return list(closes), list(opens)

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tefq.errors import TefqError
-from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Fact, WherePattern
+from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Fact, Var, WherePattern
 from tefq.results import Metrics, QueryResult
-from tefq.simulate.evaluate import DT, EvalError, aggregate, evaluate, to_term
-from tefq.simulate.matching import Background, ClauseIndex, Triple, clause_identities, instantiate, passes, unify
+from tefq.oracle.expr import EvalError, aggregate, evaluate
+from tefq.oracle.values import DateTime, datetime_term, to_term
+from tefq.results import order_key
+from tefq.simulate.matching import Background, ClauseIndex, Triple, event_changes, instantiate, passes, unify
 
 Element = tuple[int, str, str, str]
 Identity = tuple
@@ -123,36 +125,41 @@ class WindowedExecutor:
     # ------------------------------------------------------------ facts inside one window
     def apply_events(self, events: list[Element], live: dict[str, dict[Identity, int]],
                      closed: dict[str, list[Closed]], changes: list[StateChange]) -> None:
+        """Apply the window's events in order (spec §3.1, as the oracle does: an element's closes
+        before its opens; `[t, t)` is no fact; a rejoin at the quit's instant coalesces)."""
         m = self.metrics
         last_close: dict[tuple[str, Identity], int] = {}  # -> position in closed[name]
         for ts, s, p, o in events:
-            for fact, kind, clause in self.clauses.lookup(p):
-                idents = clause_identities(fact, clause, s, p, o, self.bg)
-                if not idents:
+            for fact in self.clauses.lookup(p):
+                closes, opens = event_changes(fact, s, p, o, self.bg)
+                if not closes and not opens:
                     continue
                 name = fact.name
-                facts = live[name]
-                for ident in idents:
-                    if kind == "until":
-                        start = facts.pop(ident, None)
-                        if start is None:
-                            m.unmatched_until += 1
-                            continue
-                        last_close[(name, ident)] = len(closed[name])
-                        closed[name].append((ident, start, ts))
+                facts, done = live[name], closed[name]
+                for ident in closes:
+                    start = facts.pop(ident, None)
+                    if start is None:
+                        m.unmatched_until += 1
+                        continue
+                    changes.append(StateChange(name, ident, False, ts, start))
+                    if start < ts:
+                        last_close[(name, ident)] = len(done)
+                        done.append((ident, start, ts))
                         m.facts_closed += 1
-                        changes.append(StateChange(name, ident, False, ts, start))
-                    elif ident not in facts:
-                        pos = last_close.get((name, ident))
-                        if pos is not None and closed[name][pos] is not None and closed[name][pos][2] == ts:
-                            # a rejoin at the instant of the quit: the intervals coalesce
-                            facts[ident] = closed[name][pos][1]
-                            closed[name][pos] = None  # type: ignore[call-overload]
-                            m.facts_closed -= 1
-                        else:
-                            facts[ident] = ts
-                            m.facts_created += 1
-                        changes.append(StateChange(name, ident, True, ts, facts[ident]))
+                    else:  # opened and closed at the same instant: no fact at all
+                        m.facts_created -= 1
+                for ident in opens:
+                    if ident in facts:
+                        continue
+                    pos = last_close.get((name, ident))
+                    if pos is not None and done[pos] is not None and done[pos][2] == ts:
+                        facts[ident] = done[pos][1]  # the fact meets itself: coalesce
+                        done[pos] = None  # type: ignore[call-overload]
+                        m.facts_closed -= 1
+                    else:
+                        facts[ident] = ts
+                        m.facts_created += 1
+                    changes.append(StateChange(name, ident, True, ts, facts[ident]))
         for name in closed:
             if any(c is None for c in closed[name]):
                 closed[name] = [c for c in closed[name] if c is not None]
@@ -186,7 +193,8 @@ class WindowedExecutor:
             ident = tuple(b[v.name] for v in f.identity)
             by_id.setdefault(ident, []).append((a, e))
         m = self.metrics
-        out_live = live[f.name]
+        out_live: dict[Identity, int] = {}  # rebuilt: a derived fact holds only while its body does
+        live[f.name] = out_live
         out_closed = closed[f.name]
         for ident, ivs in by_id.items():
             for a, e in _coalesce(ivs):
@@ -247,32 +255,48 @@ class WindowedExecutor:
             sols = [s for s in sols if passes(q.filters, s[0])]
         group_vars = [v.name for v in q.group_by]
         groups: dict[tuple, list[dict]] = {}
+        while_env: dict[tuple, dict] = {}
         if scopes is not None:
-            shared = scopes[0]
+            shared, per_key = scopes
             for b, ivs in sols:
                 key = tuple(b.get(v) for v in shared)
-                scope = scopes[1].get(key)
+                scope = per_key.get(key)
                 if scope is None or not all(_overlaps(iv, scope) for iv in ivs):
                     continue
-                groups.setdefault(tuple(b.get(v) for v in group_vars), []).append(b)
+                gkey = tuple(b.get(v) for v in group_vars)
+                groups.setdefault(gkey, []).append(b)
+                if q.while_.interval and gkey not in while_env:  # type: ignore[union-attr]
+                    ss, es = q.while_.interval  # type: ignore[union-attr]
+                    while_env[gkey] = {ss.name: DateTime(min(a for a, _, _ in scope)),
+                                       es.name: DateTime(min(max(e for _, e, _ in scope), tau))}
         else:
             for b, _ in sols:
                 groups.setdefault(tuple(b.get(v) for v in group_vars), []).append(b)
-        rows = self.results[q.name].rows
+        if not groups and not group_vars and scopes is None:
+            groups[()] = []  # SPARQL: no GROUP BY gives one row even over no solutions
+        tick_rows = []
         for key, envs in groups.items():
-            env = {v: x for v, x in zip(group_vars, key) if x is not None}
+            env: dict = {v: x for v, x in zip(group_vars, key) if x is not None}
+            env.update(while_env.get(key, {}))
             for agg in q.aggregates:
-                try:
-                    env[agg.alias] = aggregate(agg, envs)
-                except EvalError:
+                value = _aggregate(agg, envs)
+                if value is None:
                     env.pop(agg.alias, None)
-            cells = []
+                else:
+                    env[agg.alias] = value
+            cells: list[str | None] = []
             for p in q.select:
+                if isinstance(p.expr, Var) and p.expr.name in group_vars:
+                    v = env.get(p.expr.name)  # a group variable keeps its term as matched
+                    cells.append(v if isinstance(v, str) or v is None else to_term(v))
+                    continue
                 try:
                     cells.append(to_term(evaluate(p.expr, env)))
                 except EvalError:
                     cells.append(None)
-            rows.append((tau, tuple(cells)))
+            tick_rows.append(tuple(cells))
+        tick_rows.sort(key=lambda cells: tuple(order_key(c) for c in cells))
+        self.results[q.name].rows.extend((tau, cells) for cells in tick_rows)
 
     def join(self, wp: WherePattern, sols: list[tuple[dict, tuple]], tau: int, opened: int, events: list[Element],
              live: dict[str, dict[Identity, int]], closed: dict[str, list[Closed]],
@@ -301,17 +325,19 @@ class WindowedExecutor:
                 for ident, start, end in list(closed[name]) + list(extra):
                     if in_while or end > opened:
                         cands.append((instantiate(fd.template, fd.identity, ident), start, end))
-        tau_dt = DT(tau)
+        tau_dt = DateTime(tau)
         for b, ivs in sols:
             for t, start, end in cands:
                 nb = unify(pat, t[0], t[1], t[2], b)
                 if nb is None:
                     continue
                 if sv is not None:
-                    s_dt, e_dt = DT(start), (DT(end) if end is not None and end <= tau else tau_dt)
-                    if nb.get(sv, s_dt) != s_dt or nb.get(ev, e_dt) != e_dt:
+                    # as the oracle binds them: the start as a dateTime term, the end as a value
+                    s_term = datetime_term(start)
+                    e_dt = DateTime(end) if end is not None and end <= tau else tau_dt
+                    if nb.get(sv, s_term) != s_term:
                         continue
-                    nb[sv], nb[ev] = s_dt, e_dt
+                    nb[sv], nb[ev] = s_term, e_dt
                 out.append((nb, ivs + ((start, end),) if wp.kind == "fact" else ivs))
         return out
 
@@ -338,6 +364,22 @@ class WindowedExecutor:
 
 
 # ---------------------------------------------------------------- helpers
+def _aggregate(agg, envs: list[dict]):
+    """One aggregate over a group's solutions, with the oracle's set functions (None: no value)."""
+    if agg.arg is None:  # COUNT(*): the solutions themselves
+        if not agg.distinct:
+            return len(envs)
+        return len({tuple(sorted((k, to_term(v) if isinstance(v, DateTime) else v) for k, v in e.items()))
+                    for e in envs})
+    vals = []
+    for env in envs:
+        try:
+            vals.append(evaluate(agg.arg, env))
+        except EvalError:
+            continue
+    return aggregate(agg.func, vals, agg.distinct)
+
+
 def _while_needs(queries: list[AggregateQuery]) -> list[tuple[AggregateQuery, list[tuple[WherePattern, str]]]]:
     out = []
     for q in queries:
