@@ -9,6 +9,7 @@ import csv
 import gzip
 import io
 import os
+import re
 from collections.abc import Iterable
 from typing import IO
 
@@ -105,6 +106,14 @@ def _write_nq(elements: Iterable[Element], out: IO[str]) -> int:
     return n
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _escape_controls(term: str) -> str:
+    """rdflib's Turtle/TriG parser rejects raw control characters in strings: use \\u escapes."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04X}", term) if term.startswith('"') else term
+
+
 def _write_trig(elements: Iterable[Element], out: IO[str]) -> int:
     declared: set[int] = set()
     current: int | None = None
@@ -118,7 +127,7 @@ def _write_trig(elements: Iterable[Element], out: IO[str]) -> int:
                 out.write(f"{graph_name(ts)} {_GENERATED_AT} {_time_literal(ts)} .\n")
             out.write(f"{graph_name(ts)} {{\n")
             current = ts
-        out.write(f"  {s} {p} {o} .\n")
+        out.write(f"  {s} {p} {_escape_controls(o)} .\n")
         n += 1
     if current is not None:
         out.write("}\n")
