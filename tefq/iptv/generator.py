@@ -65,8 +65,15 @@ def _rng(seed: int, stream: int) -> np.random.Generator:
 
 
 def _sorted_chunk(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> Chunk:
+    """Events by (time, subject, kind): quits before joins in one millisecond. Packed into one
+    unique int64 key when it fits, because then any sort algorithm gives the same order (and
+    numpy's fastest one is not stable)."""
     ts, subj, obj, kind = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    order = np.lexsort((kind, subj, ts))
+    sbits = max(1, int(subj.max()).bit_length()) + 1
+    if len(ts) and int(ts.max()).bit_length() + sbits <= 62:
+        order = np.argsort((ts << sbits) | (subj.astype(np.int64) << 1) | kind)
+    else:
+        order = np.lexsort((kind, subj, ts))
     return Chunk(ts[order], subj[order], obj[order], kind[order])
 
 
@@ -136,23 +143,25 @@ def _simulate(cfg: IptvConfig, rate: float, rng: np.random.Generator, max_events
             parts.append((t[quits], idx[quits].astype(np.int32), c[quits], np.full(int(quits.sum()), QUIT, np.int8)))
             # Joins: visit starts (forced first channel if any) and switches (never the same channel).
             joins = off | switches
-            new = m.draw_channels(rng, cdf, idx.size)
-            again = m.draw_channels(rng, cdf, idx.size)
-            new = np.where(new == c, again, new)
-            new = np.where(new == c, (c + 1) % cfg.channels, new).astype(np.int32)
-            f = forced[idx]
-            new = np.where(off & (f >= 0), f, new)
-            forced[idx[off]] = -1
-            parts.append((t[joins], idx[joins].astype(np.int32), new[joins], np.full(int(joins.sum()), JOIN, np.int8)))
-            seg_zap, seg_len = m.draw_segments(rng, idx.size)
-            gap = rng.standard_exponential(idx.size) / rate
-            next_visit = prof.inverse(prof.cumulative(t) + gap).astype(np.int64)
-            # Segment ends are at least 1 s away and visits restart at least 1 s after a quit,
-            # so no user has two events in one millisecond except a switch's quit and join.
-            next_visit = np.maximum(next_visit, t + 1000)
-            cur[idx] = np.where(joins, new, -1)
-            zap[idx] = seg_zap & joins
-            next_t[idx] = np.where(joins, t + seg_len, next_visit)
+            jdx, jt, jc = idx[joins], t[joins], c[joins]
+            new = m.draw_channels(rng, cdf, jdx.size)
+            same = np.flatnonzero(new == jc)
+            if same.size:
+                again = m.draw_channels(rng, cdf, same.size)
+                again = np.where(again == jc[same], (jc[same] + 1) % cfg.channels, again)
+                new[same] = again
+            f = forced[jdx]
+            new = np.where(f >= 0, f, new).astype(np.int32)
+            forced[jdx] = -1
+            parts.append((jt, jdx.astype(np.int32), new, np.full(jdx.size, JOIN, np.int8)))
+            seg_zap, seg_len = m.draw_segments(rng, jdx.size)
+            cur[jdx], zap[jdx], next_t[jdx] = new, seg_zap, jt + seg_len
+            # Visit ends: the set stays off until the next visit (at least 1 s later, so no user
+            # has two events in one millisecond except a switch's quit and join).
+            edx, et = idx[ends], t[ends]
+            gap = rng.standard_exponential(edx.size) / rate
+            next_visit = prof.inverse(prof.cumulative(et) + gap).astype(np.int64)
+            cur[edx], zap[edx], next_t[edx] = -1, False, np.maximum(next_visit, et + 1000)
         if not parts:
             if not np.any(next_t < NEVER):
                 return

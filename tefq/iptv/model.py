@@ -57,21 +57,30 @@ class Profile:
     """Cumulative viewing intensity over time, normalised to 1 per day, and its inverse: drawing
     visit starts with it gives them the daily profile's shape."""
 
+    STEPS = 1 << 16  # resolution of the inverse table
+
     def __init__(self) -> None:
         rate = daily_profile()
         cum = np.concatenate([[0.0], np.cumsum(rate)])
         self.cum = cum / cum[-1]
-        self.grid = np.arange(1441, dtype=np.float64) * MINUTE
+        self.slope = np.diff(self.cum)                     # per minute
+        grid = np.arange(1441, dtype=np.float64) * MINUTE
+        # inverse on a uniform grid of cumulative values: O(1) lookups instead of a search
+        self.inv = np.interp(np.linspace(0.0, 1.0, self.STEPS + 1), self.cum, grid)
 
     def cumulative(self, t: np.ndarray) -> np.ndarray:
         t = np.asarray(t, dtype=np.float64)
         days = np.floor(t / DAY)
-        return days + np.interp(t - days * DAY, self.grid, self.cum)
+        minutes = (t - days * DAY) / MINUTE
+        i = np.minimum(minutes.astype(np.int64), 1439)
+        return days + self.cum[i] + self.slope[i] * (minutes - i)
 
     def inverse(self, v: np.ndarray) -> np.ndarray:
         v = np.asarray(v, dtype=np.float64)
         days = np.floor(v)
-        return days * DAY + np.interp(v - days, self.cum, self.grid)
+        x = (v - days) * self.STEPS
+        i = np.minimum(x.astype(np.int64), self.STEPS - 1)
+        return days * DAY + self.inv[i] + (self.inv[i + 1] - self.inv[i]) * (x - i)
 
 
 def zipf_cdf(n: int) -> np.ndarray:
@@ -89,12 +98,13 @@ def draw_channels(rng: np.random.Generator, cdf: np.ndarray, n: int) -> np.ndarr
 def draw_segments(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(is_zap, length_ms) for n new channel segments; lengths are heavy-tailed and >= 1 s."""
     zap = rng.random(n) < P_ZAP
-    z = np.exp(np.log(ZAP_MEDIAN_MS) + ZAP_SIGMA * rng.standard_normal(n))
-    w = np.exp(np.log(WATCH_MEDIAN_MS) + WATCH_SIGMA * rng.standard_normal(n))
-    left_on = rng.random(n) < P_LEFT_ON
-    tail = LEFT_ON_SCALE_MS * (1.0 + rng.pareto(LEFT_ON_ALPHA, n))
-    w = np.where(left_on, np.minimum(tail, LEFT_ON_MAX_MS), np.clip(w, WATCH_MIN_MS, WATCH_MAX_MS))
-    length = np.where(zap, np.clip(z, ZAP_MIN_MS, ZAP_MAX_MS), w)
+    length = np.exp(np.log(WATCH_MEDIAN_MS) + WATCH_SIGMA * rng.standard_normal(n))
+    np.clip(length, WATCH_MIN_MS, WATCH_MAX_MS, out=length)
+    z = np.flatnonzero(zap)
+    length[z] = np.clip(np.exp(np.log(ZAP_MEDIAN_MS) + ZAP_SIGMA * rng.standard_normal(z.size)), ZAP_MIN_MS, ZAP_MAX_MS)
+    left_on = np.flatnonzero(~zap & (rng.random(n) < P_LEFT_ON))
+    tail = LEFT_ON_SCALE_MS * (1.0 + rng.pareto(LEFT_ON_ALPHA, left_on.size))
+    length[left_on] = np.minimum(tail, LEFT_ON_MAX_MS)
     return zap, length.astype(np.int64)
 
 
