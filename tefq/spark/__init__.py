@@ -1,0 +1,19 @@
+"""The Spark Structured Streaming engine: `run` a planned document, `explain_physical` its plan."""
+from __future__ import annotations
+
+from tefq.plan.logical import Document
+
+
+def run(doc: Document, stream_paths: list[str], background: str | None = None, **kwargs):
+    from tefq.spark.engine import run as _run
+
+    return _run(doc, stream_paths, background, **kwargs)
+
+
+def explain_physical(doc: Document) -> str:
+    from tefq.spark.physical import explain_physical as _explain
+
+    return _explain(doc)
+
+
+__all__ = ["run", "explain_physical"]

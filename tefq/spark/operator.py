@@ -1,0 +1,208 @@
+"""The stateful fact operator: one call per bucket per micro-batch (applyInPandasWithState).
+
+Input rows (built by `tefq.spark.engine`): `k` kind (0 SINCE, 1 UNTIL, 2 heartbeat, 3 flush),
+`ts`, `o` (order of ties; a heartbeat's max event time), `f` (identity hash; a heartbeat's event
+count), `n` (a heartbeat's bad-row count), `g0..` group term hashes and `t0..` group terms.
+The bucket state is one pickled blob: base intervals (final up to the last reported tick),
+pending events (after it), the group-term dictionary and the global event-time range.
+Every bucket receives every partition's heartbeat, so all buckets agree on the event time reached
+and report the same ticks without a second shuffle.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+from decimal import Decimal, DivisionByZero, InvalidOperation
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from tefq.plan.logical import Call, Expr, Term, Var
+from tefq.spark.facts import (OPEN, Events, Intervals, apply_events, current_aggregates, tick_at_or_after,
+                              tick_at_or_before)
+from tefq.spark.physical import CurrentAggregatePlan
+
+HEARTBEAT, FLUSH = 2, 3
+ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + Spark's row id within the batch
+OUTPUT_SCHEMA = "kind string, tick long, payload string"
+STATE_SCHEMA = "blob binary"
+MAX_WARNINGS = 20
+
+
+def _to_term(v) -> str | None:
+    from tefq.oracle.values import to_term
+
+    return None if v is None else to_term(v)
+
+
+def _num(v):
+    return v
+
+
+def evaluate(e: Expr, env: dict):
+    """SPARQL arithmetic on int / Decimal / float; an error gives None (an unbound cell)."""
+    if isinstance(e, Var):
+        return env.get(e.name)
+    if isinstance(e, Term):
+        from tefq.oracle.values import to_value
+
+        return to_value(e.nt)
+    assert isinstance(e, Call)
+    args = [evaluate(a, env) for a in e.args]
+    if any(a is None or isinstance(a, bool) or not isinstance(a, (int, float, Decimal)) for a in args):
+        return None
+    if e.op == "neg":
+        return -args[0]
+    a, b = args
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = float(a), float(b)
+    elif isinstance(a, Decimal) or isinstance(b, Decimal) or e.op == "/":
+        a, b = Decimal(a), Decimal(b)  # integer / integer is xsd:decimal in SPARQL
+    try:
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a * b
+        if isinstance(a, float):
+            return a / b if b != 0 else None
+        return a / b
+    except (ZeroDivisionError, DivisionByZero, InvalidOperation):
+        return None
+
+
+class BucketState:
+    def __init__(self, ngroups: int) -> None:
+        self.base = Intervals.empty(ngroups)
+        self.pending: list = []  # Events parts
+        self.terms: dict[int, str] = {}
+        self.gmin: int | None = None
+        self.gmax: int | None = None
+        self.last_tick: int | None = None
+        self.batches = 0
+        self.flushed = False
+
+
+def _events(pdf: pd.DataFrame, ngroups: int, batch: int) -> Events:
+    groups = pdf[[f"g{i}" for i in range(ngroups)]].to_numpy(dtype=np.int64).reshape(len(pdf), ngroups)
+    return Events(pdf["k"].to_numpy(np.int64), pdf["ts"].to_numpy(np.int64),
+                  batch * ORDER_SHIFT + pdf["o"].to_numpy(np.int64), pdf["f"].to_numpy(np.int64), groups)
+
+
+def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
+    ngroups = len(plan.group_vars)
+    every = plan.every_ms
+
+    def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        bucket = int(key[0])
+        st: BucketState = pickle.loads(state.get[0]) if state.exists else BucketState(ngroups)
+        st.batches += 1
+        out: list[tuple[str, int, str]] = []
+        metrics = {"late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
+                   "rows_out": 0}
+        parts = [p for p in pdfs if len(p)]
+        pdf = pd.concat(parts, ignore_index=True) if parts else None
+        flush = False
+        if pdf is not None:
+            kind = pdf["k"].to_numpy()
+            hb = pdf[kind == HEARTBEAT]
+            if len(hb):
+                lo, hi = int(hb["ts"].min()), int(hb["o"].max())
+                st.gmin = lo if st.gmin is None else min(st.gmin, lo)
+                st.gmax = hi if st.gmax is None else max(st.gmax, hi)
+                if bucket == 0:
+                    metrics["events_in"] = int(hb["f"].sum())
+                    metrics["bad_rows"] = int(hb["n"].sum())
+            flush = bool((kind == FLUSH).any())
+            evs = pdf[kind <= 1]
+            if len(evs):
+                for i in range(ngroups):
+                    pairs = evs[[f"g{i}", f"t{i}"]].dropna().drop_duplicates(f"g{i}")
+                    st.terms.update(zip(pairs[f"g{i}"].tolist(), pairs[f"t{i}"].tolist()))
+                if st.last_tick is not None:
+                    late = evs["ts"].to_numpy() <= st.last_tick
+                    if late.any():
+                        metrics["late_events"] = int(late.sum())
+                        for ts in evs["ts"][late].head(MAX_WARNINGS).tolist():
+                            out.append(("warn", int(ts), f"late event at {ts} ms ignored for fact "
+                                        f"{plan.fact}: ticks up to {st.last_tick} were already reported"))
+                        evs = evs[~late]
+                if len(evs):
+                    # A stream is a set: the same element twice at one ms counts once.
+                    evs = evs.drop_duplicates(["ts", "k", "f", "e"])
+                    st.pending.append(_events(evs, ngroups, st.batches))
+        if st.gmax is not None and not st.flushed:
+            first = tick_at_or_after(st.gmin, t0, every)
+            start = first if st.last_tick is None else st.last_tick + every
+            upto = (tick_at_or_after(st.gmax, t0, every) if flush
+                    else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
+            ticks = np.arange(start, upto + 1, every, dtype=np.int64) if upto >= start else np.zeros(0, np.int64)
+            pend = Events.concat(st.pending) if st.pending else None
+            if len(ticks):
+                cur = apply_events(st.base, pend).intervals if pend is not None else st.base
+                agg = current_aggregates(cur, ticks)
+                rows = _rows(plan, agg, st.terms)
+                metrics["rows_out"] = len(rows)
+                out.extend(("row", t, json.dumps(cells)) for t, cells in rows)
+                if bucket == 0:
+                    metrics["ticks"] = len(ticks)
+                st.last_tick = int(ticks[-1])
+                if pend is not None:
+                    done = pend.ts <= st.last_tick
+                    applied = apply_events(st.base, pend.take(np.nonzero(done)[0]))
+                    st.base = applied.intervals
+                    metrics["unmatched_until"] += applied.unmatched_until
+                    rest = pend.take(np.nonzero(~done)[0])
+                    st.pending = [rest] if len(rest) else []
+                final = st.base.end <= st.last_tick
+                metrics["facts_created"] += int(final.sum())
+                metrics["facts_closed"] += int(final.sum())
+                st.base = st.base.take(np.nonzero(~final)[0])
+            if flush:
+                st.flushed = True
+                if st.pending:  # nothing should remain after the last tick; apply for the metrics
+                    applied = apply_events(st.base, Events.concat(st.pending))
+                    st.base, st.pending = applied.intervals, []
+                    metrics["unmatched_until"] += applied.unmatched_until
+                metrics["facts_created"] += len(st.base)
+                metrics["facts_closed"] += int((st.base.end != OPEN).sum())
+                st.base = Intervals.empty(ngroups)
+        metrics["state_bytes"] = 0
+        blob = pickle.dumps(st, protocol=5)
+        metrics["state_bytes"] = len(blob)
+        metrics["open_facts"] = int((st.base.end == OPEN).sum())
+        state.update((blob,))
+        out.append(("metric", st.gmax if st.gmax is not None else 0, json.dumps(metrics)))
+        yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
+
+    return op
+
+
+def _rows(plan: CurrentAggregatePlan, agg, terms: dict[int, str]) -> list[tuple[int, list]]:
+    gi, ki = np.nonzero(agg.count > 0)
+    rows = []
+    ticks = agg.ticks.tolist()
+    codes = agg.group_codes.tolist()
+    counts = agg.count[gi, ki].tolist()
+    durs = agg.duration_ms[gi, ki].tolist()
+    for g, k, c, d in zip(gi.tolist(), ki.tolist(), counts, durs):
+        env: dict = {}
+        for name, code in zip(plan.group_vars, codes[g]):
+            env["group:" + name] = terms.get(code)
+        for a in plan.aggregates:
+            if a.op == "count":
+                env[a.alias] = c
+            elif a.op == "sum_duration":
+                env[a.alias] = d / 1000.0
+            else:
+                env[a.alias] = (d / 1000.0) / c
+        cells = []
+        for _, e in plan.projections:
+            if isinstance(e, Var) and e.name.startswith("group:"):
+                cells.append(env[e.name])
+            else:
+                cells.append(_to_term(evaluate(e, env)))
+        rows.append((ticks[k], cells))
+    return rows
