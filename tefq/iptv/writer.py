@@ -26,6 +26,7 @@ FORMATS = ("parquet", "tsv", "csv", "nq", "trig")
 PROV_TIME = "<http://www.w3.org/ns/prov#generatedAtTime>"
 XSD_DATETIME = "<http://www.w3.org/2001/XMLSchema#dateTime>"
 GRAPH_NS = "http://example.org/iptv/graph/"
+EVENTS_PER_USER = 4.4  # the paper's density (100,000 events, 22,872 users): every user appears
 
 
 def rows_per_file(events: int) -> int:
@@ -43,6 +44,8 @@ class Written:
     epg_events: int = 0
     first_ts: int | None = None
     last_ts: int = 0
+    users_seen: int = 0
+    channels_seen: int = 0
 
 
 class _Terms:
@@ -155,6 +158,14 @@ def write_table(table: pa.Table, path: str, fmt: str) -> None:
         raise TefqError(f"unknown format '{fmt}' (expected one of {', '.join(FORMATS)})", file="--format")
 
 
+def _seen(chunks: Iterator[Chunk], subjects: np.ndarray, objects: np.ndarray) -> Iterator[Chunk]:
+    """Pass chunks through, marking which subjects and objects occur."""
+    for c in chunks:
+        subjects[c.subject] = True
+        objects[c.obj] = True
+        yield c
+
+
 def _write_stream(chunks: Iterator[Chunk], terms: _Terms, directory: str, fmt: str, per_file: int,
                   written: Written, files: list[str]) -> int:
     os.makedirs(directory, exist_ok=True)
@@ -184,8 +195,15 @@ def generate(cfg: IptvConfig, out: str, epg: bool = False, fmt: str = "parquet")
     written = Written()
     log_terms = _Terms("u", cfg.users, "ch", ("quit", "join"))
     log_terms.object_terms(cfg.channels)
-    written.log_events = _write_stream(simulate_log(cfg), log_terms, os.path.join(out, "log"), fmt,
-                                       rows_per_file(cfg.events), written, written.log_files)
+    users, channels = np.zeros(cfg.users, dtype=bool), np.zeros(cfg.channels, dtype=bool)
+    written.log_events = _write_stream(_seen(simulate_log(cfg), users, channels), log_terms,
+                                       os.path.join(out, "log"), fmt, rows_per_file(cfg.events), written,
+                                       written.log_files)
+    written.users_seen, written.channels_seen = int(users.sum()), int(channels.sum())
+    if written.users_seen < cfg.users or written.channels_seen < cfg.channels:
+        print(f"tefq gen: {written.users_seen} of {cfg.users} users and {written.channels_seen} of "
+              f"{cfg.channels} channels occur in the log: {cfg.events} events are too few for them all "
+              f"(about {EVENTS_PER_USER:g} events per user make sure every user appears)", file=sys.stderr)
     if epg:
         end = written.last_ts - m.EPOCH_MS
         epg_terms = _Terms("ch", cfg.channels, "prog", ("finish", "start"))
