@@ -1,7 +1,7 @@
 """Write simulated IPTV streams as files: DIR/log/part-NNNNN.<ext> and DIR/epg/part-NNNNN.<ext>.
 
-Terms are built column-wise: each distinct term string exists once (a dictionary) and pyarrow's
-`take` expands the integer-coded events into string columns, so no Python code runs per event.
+Terms are built column-wise from the integer-coded events (pyarrow compute), so no Python code
+runs per event.
 Files hold a fixed number of events, so a run of any size streams out in bounded memory and a
 Spark file source can read the directory as a stream.
 """
@@ -49,27 +49,35 @@ class Written:
 
 
 class _Terms:
-    """The IRI dictionaries (N-Triples form) of one stream."""
+    """Term columns of one stream. Numbered IRIs (`:u17`, `:prog9`) are built from the numbers
+    column-wise; predicates and, when their number is known (channels), objects come from a
+    small dictionary: as Arrow dictionary arrays Parquet writes them without hashing a value."""
 
-    def __init__(self, subject_prefix: str, n_subjects: int, object_prefix: str, predicates: tuple[str, str]) -> None:
-        self.subjects = pa.array([f"<{m.NS}{subject_prefix}{i}>" for i in range(1, n_subjects + 1)], pa.string())
-        self.object_prefix = object_prefix
-        self.objects = pa.array([], pa.string())
+    def __init__(self, subject_prefix: str, object_prefix: str, predicates: tuple[str, str],
+                 n_objects: int | None = None) -> None:
+        self.subject_prefix = f"<{m.NS}{subject_prefix}"
+        self.object_prefix = f"<{m.NS}{object_prefix}"
         self.predicates = pa.array([f"<{m.NS}{p}>" for p in predicates], pa.string())
+        self.objects = None if n_objects is None else \
+            self._numbered(self.object_prefix, np.arange(n_objects, dtype=np.int64))
 
-    def object_terms(self, needed: int) -> pa.Array:
-        if len(self.objects) < needed:  # programs are numbered as they are generated: grow on demand
-            size = max(needed, 2 * len(self.objects), 1024)
-            self.objects = pa.array([f"<{m.NS}{self.object_prefix}{i}>" for i in range(1, size + 1)], pa.string())
-        return self.objects
+    @staticmethod
+    def _numbered(prefix: str, index: np.ndarray) -> pa.Array:
+        numbers = pc.cast(pa.array(index.astype(np.int64) + 1), pa.string())
+        return pc.binary_join_element_wise(prefix, numbers, ">", "")
 
-    def table(self, chunk: Chunk) -> pa.Table:
-        objs = self.object_terms(int(chunk.obj.max()) + 1 if len(chunk) else 0)
+    def table(self, chunk: Chunk, dictionary: bool) -> pa.Table:
+        """Columns ts, s, p, o; with `dictionary`, p and o may be Arrow dictionary arrays."""
+        def small(values: pa.Array, index: np.ndarray) -> pa.Array:
+            i = pa.array(index.astype(np.int32))
+            return pa.DictionaryArray.from_arrays(i, values) if dictionary else values.take(i)
+
+        o = self._numbered(self.object_prefix, chunk.obj) if self.objects is None else small(self.objects, chunk.obj)
         return pa.table({
             "ts": pa.array(chunk.ts + m.EPOCH_MS, pa.int64()),
-            "s": self.subjects.take(pa.array(chunk.subject)),
-            "p": self.predicates.take(pa.array(chunk.kind)),
-            "o": objs.take(pa.array(chunk.obj)),
+            "s": self._numbered(self.subject_prefix, chunk.subject),
+            "p": small(self.predicates, chunk.kind),
+            "o": o,
         })
 
 
@@ -142,7 +150,9 @@ def write_table(table: pa.Table, path: str, fmt: str) -> None:
     if fmt == "parquet":
         # Subjects (users) are many: plain encoding + snappy is as small as a dictionary and
         # much faster to write; predicates and objects are few and dictionary-encode well.
-        pq.write_table(table, path, compression="snappy", use_dictionary=["p", "o"])
+        # store_schema=False: readers see plain string columns, never Arrow dictionaries.
+        pq.write_table(table, path, compression="snappy", use_dictionary=["p", "o"], write_statistics=["ts"],
+                       store_schema=False)
     elif fmt in ("tsv", "csv"):
         # IRIs hold no tab, comma, quote or newline: no quoting needed (the columns are checked
         # by pyarrow, which refuses to write such a value unquoted)
@@ -172,7 +182,7 @@ def _write_stream(chunks: Iterator[Chunk], terms: _Terms, directory: str, fmt: s
     n = 0
     for i, chunk in enumerate(_rechunk(chunks, per_file)):
         path = os.path.join(directory, f"part-{i:05d}.{fmt}")
-        write_table(terms.table(chunk), path, fmt)
+        write_table(terms.table(chunk, dictionary=fmt == "parquet"), path, fmt)
         files.append(path)
         n += len(chunk)
         first = int(chunk.ts[0]) + m.EPOCH_MS
@@ -193,8 +203,7 @@ def generate(cfg: IptvConfig, out: str, epg: bool = False, fmt: str = "parquet")
         if os.path.isdir(stale) and any(f.startswith("part-") for f in os.listdir(stale)):
             raise TefqError(f"{stale} already holds generated files: choose an empty --out", file="--out")
     written = Written()
-    log_terms = _Terms("u", cfg.users, "ch", ("quit", "join"))
-    log_terms.object_terms(cfg.channels)
+    log_terms = _Terms("u", "ch", ("quit", "join"), n_objects=cfg.channels)
     users, channels = np.zeros(cfg.users, dtype=bool), np.zeros(cfg.channels, dtype=bool)
     written.log_events = _write_stream(_seen(simulate_log(cfg), users, channels), log_terms,
                                        os.path.join(out, "log"), fmt, rows_per_file(cfg.events), written,
@@ -206,7 +215,7 @@ def generate(cfg: IptvConfig, out: str, epg: bool = False, fmt: str = "parquet")
               f"(about {EVENTS_PER_USER:g} events per user make sure every user appears)", file=sys.stderr)
     if epg:
         end = written.last_ts - m.EPOCH_MS
-        epg_terms = _Terms("ch", cfg.channels, "prog", ("finish", "start"))
+        epg_terms = _Terms("ch", "prog", ("finish", "start"))
         written.epg_events = _write_stream(simulate_epg(cfg, end), epg_terms, os.path.join(out, "epg"), fmt,
                                            rows_per_file(cfg.events), written, written.epg_files)
     span = (written.last_ts - m.EPOCH_MS) / m.DAY
