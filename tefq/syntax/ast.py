@@ -247,6 +247,7 @@ class WindowedQuery:
     start: int  # offsets of the query text after the REGISTER header (its prologue included)
     end: int
     timestamp_calls: tuple[tuple[int, int], ...] = ()  # offsets of C-SPARQL `timestamp` names
+    pnames: tuple[PName, ...] = ()  # every prefixed name in the query text (for prefix checks)
     span: Span = field(default=_NOSPAN, compare=False)
 
 

@@ -72,7 +72,7 @@ def _string_value(tok: Token) -> str:
 
 
 def _pname(tok: Token) -> ast.PName:
-    text = str(tok)
+    text = str(tok).rstrip()
     prefix, _, local = text.partition(":")
     local = re.sub(r"\\(.)", r"\1", local)
     return ast.PName(prefix, local, _tspan(tok))
@@ -109,6 +109,7 @@ class _ToAst(Transformer):
     def __init__(self) -> None:
         super().__init__(visit_tokens=False)
         self.timestamp_calls: list[tuple[int, int]] = []
+        self.pname_uses: list[tuple[int, ast.PName]] = []
 
     # -- document and prologue
     def start(self, meta, ch):
@@ -325,8 +326,9 @@ class _ToAst(Transformer):
         has_where = form == "construct" or any(isinstance(c, tuple) and c[0] == "where_clause" for c in rest)
         start, end = qmeta.start_pos, qmeta.end_pos
         ts = tuple(p for p in self.timestamp_calls if start <= p[0] < end)
+        pnames = tuple(p for pos, p in self.pname_uses if start <= pos < end)
         return ast.WindowedQuery(register, form, items, streams, graphs, named, has_where, every,
-                                 start, end, ts, span)
+                                 start, end, ts, pnames, span)
 
     def _check_aggregate_rest(self, rest: list[Any], block: ast.AggregateBlock) -> None:
         """A TEF aggregate query ends with its (AGGREGATE ...) block: SPARQL clauses after it are
@@ -394,7 +396,11 @@ class _ToAst(Transformer):
     def function_call(self, meta, ch):
         tok = ch[0]
         text = re.sub(r"\s+$", "", str(tok))
-        func = ast.IriRef(text[1:-1], _tspan(tok)) if tok.type == "IRIREF_CALL" else _pname(Token("PNAME_LN", text, tok.start_pos, tok.line, tok.column, tok.end_line, tok.end_column, tok.end_pos))
+        if tok.type == "IRIREF_CALL":
+            func: ast.Iri = ast.IriRef(text[1:-1], _tspan(tok))
+        else:
+            func = _pname(tok)
+            self.pname_uses.append((tok.start_pos, func))
         distinct, args = ch[1]
         return ast.Call("call", args, func=func, distinct=distinct, span=_span(meta))
 
@@ -429,7 +435,9 @@ class _ToAst(Transformer):
         return ast.IriRef(str(ch[0])[1:-1], _tspan(ch[0]))
 
     def pname(self, meta, ch):
-        return _pname(ch[0])
+        p = _pname(ch[0])
+        self.pname_uses.append((ch[0].start_pos, p))
+        return p
 
     def string(self, meta, ch):
         return ast.Literal(_string_value(ch[0]), None, None, _tspan(ch[0]))
