@@ -178,7 +178,7 @@ class _Progress:
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
         print(f"[spark {self.name}] batch {p['batchId']}: events read {p.get('numInputRows', 0)}, "
               f"event time {obs.get('event_time')}, rows emitted {obs_out.get('rows', 0)}, "
-              f"state {state} bytes", file=sys.stderr)
+              f"state {state} bytes, {p.get('durationMs', {}).get('triggerExecution', 0)} ms", file=sys.stderr)
 
 
 def _run_until_done(query, progress: _Progress) -> None:
@@ -297,6 +297,7 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
                 print(f"warning: {w}", file=sys.stderr)
             results.append(qr)
             if i == 0:  # every query reads the same input and the facts are shared
+                m["events_in"] = m.get("events_in", 0) - m.get("duplicates", 0)  # a stream is a set
                 for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
                     setattr(metrics, k, int(m.get(k, 0)))
                 metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))

@@ -56,17 +56,30 @@ class Events:
     order: np.ndarray
     fid: np.ndarray
     groups: np.ndarray
+    elem: np.ndarray | None = None  # hash of the element (s, p, o): a stream is a set
 
     def __len__(self) -> int:
         return len(self.ts)
 
     def take(self, idx: np.ndarray) -> "Events":
-        return Events(self.kind[idx], self.ts[idx], self.order[idx], self.fid[idx], self.groups[idx])
+        return Events(self.kind[idx], self.ts[idx], self.order[idx], self.fid[idx], self.groups[idx],
+                      None if self.elem is None else self.elem[idx])
 
     @staticmethod
     def concat(parts: list["Events"]) -> "Events":
-        return Events(*(np.concatenate([getattr(p, f) for p in parts])
-                        for f in ("kind", "ts", "order", "fid", "groups")))
+        fields = [np.concatenate([getattr(p, f) for p in parts]) for f in ("kind", "ts", "order", "fid", "groups")]
+        elem = None if any(p.elem is None for p in parts) else np.concatenate([p.elem for p in parts])
+        return Events(*fields, elem)
+
+    def distinct(self) -> "Events":
+        """The first (in stream order) of equal elements at equal times; one per clause kind."""
+        if self.elem is None or len(self) < 2:
+            return self
+        idx = np.lexsort((self.order, self.elem, self.kind, self.ts))
+        ts, kind, elem = self.ts[idx], self.kind[idx], self.elem[idx]
+        keep = np.ones(len(idx), dtype=bool)
+        keep[1:] = (ts[1:] != ts[:-1]) | (kind[1:] != kind[:-1]) | (elem[1:] != elem[:-1])
+        return self.take(idx[keep])
 
 
 @dataclass
@@ -201,3 +214,38 @@ def current_aggregates(iv: Intervals, ticks: np.ndarray) -> TickAggregates:
     sumrel = np.cumsum(sst.reshape(ng, width), axis=1)[:, :nt]
     offs = (ticks - t_first).astype(np.int64)
     return TickAggregates(codes, ticks, count, count * offs[None, :] - sumrel)
+
+
+def durations_exact(iv: Intervals, ticks: np.ndarray) -> bool:
+    """True when every duration `tau - start` (ms) is a multiple of 125 ms: then each one is an exact
+    double in seconds, and the exact ms sum / 1000 equals the oracle's `math.fsum` of the doubles."""
+    if len(ticks) == 0 or len(iv) == 0:
+        return True
+    every = int(ticks[1] - ticks[0]) if len(ticks) > 1 else 125
+    return every % 125 == 0 and bool(((iv.start - int(ticks[0])) % 125 == 0).all())
+
+
+def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray) -> np.ndarray:
+    """Per (group, tick): `math.fsum` of the facts' durations `(tau - start) / 1000.0` in seconds —
+    bit for bit what the oracle sums. Used only when `durations_exact` is False."""
+    import math
+
+    out = np.zeros((len(group_codes), len(ticks)), dtype=np.float64)
+    if len(group_codes) == 0:
+        return out
+    if group_codes.shape[1]:
+        gidx = {tuple(c): i for i, c in enumerate(group_codes.tolist())}
+        g = np.array([gidx.get(tuple(c), -1) for c in iv.groups.tolist()], dtype=np.int64)
+    else:
+        g = np.zeros(len(iv), dtype=np.int64)
+    for k, tau in enumerate(ticks.tolist()):
+        valid = np.nonzero((iv.start <= tau) & (iv.end > tau) & (g >= 0))[0]
+        if not len(valid):
+            continue
+        order = valid[np.argsort(g[valid], kind="stable")]
+        gs = g[order]
+        durs = ((tau - iv.start[order]) / 1000.0).tolist()
+        cuts = np.nonzero(np.diff(gs))[0] + 1
+        for lo, hi in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(gs)]]).tolist()):
+            out[gs[lo], k] = math.fsum(durs[lo:hi])
+    return out

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from tefq.plan.logical import Call, Expr, Term, Var
-from tefq.spark.facts import (OPEN, Events, Intervals, apply_events, current_aggregates, tick_at_or_after,
-                              tick_at_or_before)
+from tefq.spark.facts import (OPEN, Events, Intervals, apply_events, current_aggregates, durations_exact,
+                              fsum_durations, tick_at_or_after, tick_at_or_before)
 from tefq.spark.physical import CurrentAggregatePlan
 
 HEARTBEAT, FLUSH = 2, 3
@@ -73,6 +73,27 @@ def evaluate(e: Expr, env: dict):
         return None
 
 
+def _evaluate(e: Expr, env: dict):
+    """The oracle's own expression semantics (same types, same errors), else the local subset."""
+    try:
+        from tefq.oracle.expr import EvalError, evaluate as oracle_evaluate
+    except ImportError:  # pragma: no cover - the oracle is part of tefq
+        return evaluate(e, env)
+    renamed = {k.replace("group:", "group_"): v for k, v in env.items()}
+    try:
+        return oracle_evaluate(_plain(e), renamed)
+    except EvalError:
+        return None
+
+
+def _plain(e: Expr) -> Expr:
+    if isinstance(e, Var):
+        return Var(e.name.replace("group:", "group_"))
+    if isinstance(e, Call):
+        return Call(e.op, tuple(_plain(a) for a in e.args))
+    return e
+
+
 class BucketState:
     def __init__(self, ngroups: int) -> None:
         self.base = Intervals.empty(ngroups)
@@ -88,7 +109,8 @@ class BucketState:
 def _events(pdf: pd.DataFrame, ngroups: int, batch: int) -> Events:
     groups = pdf[[f"g{i}" for i in range(ngroups)]].to_numpy(dtype=np.int64).reshape(len(pdf), ngroups)
     return Events(pdf["k"].to_numpy(np.int64), pdf["ts"].to_numpy(np.int64),
-                  batch * ORDER_SHIFT + pdf["o"].to_numpy(np.int64), pdf["f"].to_numpy(np.int64), groups)
+                  batch * ORDER_SHIFT + pdf["o"].to_numpy(np.int64), pdf["f"].to_numpy(np.int64), groups,
+                  pdf["e"].to_numpy(np.int64))
 
 
 def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
@@ -100,7 +122,7 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
         st: BucketState = pickle.loads(state.get[0]) if state.exists else BucketState(ngroups)
         st.batches += 1
         out: list[tuple[str, int, str]] = []
-        metrics = {"late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
+        metrics = {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
                    "rows_out": 0}
         parts = [p for p in pdfs if len(p)]
         pdf = pd.concat(parts, ignore_index=True) if parts else None
@@ -131,7 +153,6 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
                         evs = evs[~late]
                 if len(evs):
                     # A stream is a set: the same element twice at one ms counts once.
-                    evs = evs.drop_duplicates(["ts", "k", "f", "e"])
                     st.pending.append(_events(evs, ngroups, st.batches))
         if st.gmax is not None and not st.flushed:
             first = tick_at_or_after(st.gmin, t0, every)
@@ -139,11 +160,21 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
             upto = (tick_at_or_after(st.gmax, t0, every) if flush
                     else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
             ticks = np.arange(start, upto + 1, every, dtype=np.int64) if upto >= start else np.zeros(0, np.int64)
-            pend = Events.concat(st.pending) if st.pending else None
+            # A stream is a set: the same element twice at one ms counts once, even across batches.
+            pend = None
+            if st.pending:
+                allp = Events.concat(st.pending)
+                pend = allp.distinct()
+                metrics["duplicates"] = len(allp) - len(pend)
+                st.pending = [pend]
             if len(ticks):
                 cur = apply_events(st.base, pend).intervals if pend is not None else st.base
                 agg = current_aggregates(cur, ticks)
-                rows = _rows(plan, agg, st.terms)
+                seconds = None
+                if any(a.op != "count" for a in plan.aggregates):
+                    seconds = (agg.duration_ms / 1000.0 if durations_exact(cur, ticks)
+                               else fsum_durations(cur, ticks, agg.group_codes))
+                rows = _rows(plan, agg, seconds, st.terms)
                 metrics["rows_out"] = len(rows)
                 out.extend(("row", t, json.dumps(cells)) for t, cells in rows)
                 if bucket == 0:
@@ -157,17 +188,19 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
                     rest = pend.take(np.nonzero(~done)[0])
                     st.pending = [rest] if len(rest) else []
                 final = st.base.end <= st.last_tick
-                metrics["facts_created"] += int(final.sum())
-                metrics["facts_closed"] += int(final.sum())
+                real = final & (st.base.end > st.base.start)  # [t, t) (SINCE then UNTIL at one ms) is no fact
+                metrics["facts_created"] += int(real.sum())
+                metrics["facts_closed"] += int(real.sum())
                 st.base = st.base.take(np.nonzero(~final)[0])
             if flush:
                 st.flushed = True
                 if st.pending:  # nothing should remain after the last tick; apply for the metrics
-                    applied = apply_events(st.base, Events.concat(st.pending))
+                    applied = apply_events(st.base, Events.concat(st.pending).distinct())
                     st.base, st.pending = applied.intervals, []
                     metrics["unmatched_until"] += applied.unmatched_until
-                metrics["facts_created"] += len(st.base)
-                metrics["facts_closed"] += int((st.base.end != OPEN).sum())
+                nonempty = st.base.end > st.base.start
+                metrics["facts_created"] += int(nonempty.sum())
+                metrics["facts_closed"] += int((nonempty & (st.base.end != OPEN)).sum())
                 st.base = Intervals.empty(ngroups)
         metrics["state_bytes"] = 0
         blob = pickle.dumps(st, protocol=5)
@@ -180,13 +213,13 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
     return op
 
 
-def _rows(plan: CurrentAggregatePlan, agg, terms: dict[int, str]) -> list[tuple[int, list]]:
+def _rows(plan: CurrentAggregatePlan, agg, seconds, terms: dict[int, str]) -> list[tuple[int, list]]:
     gi, ki = np.nonzero(agg.count > 0)
     rows = []
     ticks = agg.ticks.tolist()
     codes = agg.group_codes.tolist()
     counts = agg.count[gi, ki].tolist()
-    durs = agg.duration_ms[gi, ki].tolist()
+    durs = seconds[gi, ki].tolist() if seconds is not None else [0.0] * len(counts)
     for g, k, c, d in zip(gi.tolist(), ki.tolist(), counts, durs):
         env: dict = {}
         for name, code in zip(plan.group_vars, codes[g]):
@@ -195,14 +228,14 @@ def _rows(plan: CurrentAggregatePlan, agg, terms: dict[int, str]) -> list[tuple[
             if a.op == "count":
                 env[a.alias] = c
             elif a.op == "sum_duration":
-                env[a.alias] = d / 1000.0
+                env[a.alias] = d
             else:
-                env[a.alias] = (d / 1000.0) / c
+                env[a.alias] = d / c
         cells = []
         for _, e in plan.projections:
             if isinstance(e, Var) and e.name.startswith("group:"):
                 cells.append(env[e.name])
             else:
-                cells.append(_to_term(evaluate(e, env)))
+                cells.append(_to_term(_evaluate(e, env)))
         rows.append((ticks[k], cells))
     return rows

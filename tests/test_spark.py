@@ -1,0 +1,160 @@
+"""The Spark engine against the spec's worked example and the oracle (differential), end of input,
+bad rows, and restart from a checkpoint after SIGKILL. One SparkSession for the module."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import spark_docs as sd  # noqa: E402
+
+from tefq.errors import TefqError  # noqa: E402
+from tefq.io.stream_writers import write_stream  # noqa: E402
+
+pytestmark = pytest.mark.spark
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from tefq.spark.session import get_session
+
+    s = get_session("local[2]")
+    s.conf.set("spark.sql.shuffle.partitions", "2")
+    yield s
+
+
+def run_spark(spark, doc, paths, **kw):
+    from tefq.spark.engine import run
+
+    return run(doc, paths, spark=spark, buckets=2, progress=False, **kw)
+
+
+def oracle(doc, elements):
+    from tefq.oracle import run
+
+    return run(doc, elements, None, 0)
+
+
+def write_parts(tmp_path, elements, nfiles, fmt="tsv"):
+    d = tmp_path / "stream"
+    d.mkdir()
+    elements = sorted(elements, key=lambda e: e[0])
+    step = max(1, -(-len(elements) // nfiles))
+    for i in range(0, len(elements), step):
+        p = d / f"part-{i // step:04d}.{fmt}"
+        write_stream(elements[i:i + step], str(p))
+        os.utime(p, (1_000_000 + i, 1_000_000 + i))  # Spark's file source goes by modification time
+    return str(d)
+
+
+def random_stream(seed: int, n: int) -> list[tuple[int, str, str, str]]:
+    """Joins/quits with ties, events on tick boundaries, rejoins at the quit's ms and unmatched quits."""
+    rnd = random.Random(seed)
+    iptv = sd.IPTV
+    users = [f"<{iptv}u{i}>" for i in range(12)]
+    chans = [f"<{iptv}ch{i}>" for i in range(3)]
+    out, t = [], 1_000
+    for _ in range(n):
+        t += rnd.choice([0, 0, 1, 137, 999, 1000 - t % 1000, 2500])
+        out.append((t, rnd.choice(users), f"<{iptv}{rnd.choice(['join', 'join', 'quit'])}>", rnd.choice(chans)))
+        if rnd.random() < 0.1:  # quit and rejoin at the same ms
+            u, c = rnd.choice(users), rnd.choice(chans)
+            out += [(t, u, f"<{iptv}quit>", c), (t, u, f"<{iptv}join>", c)]
+    return out
+
+
+def test_worked_example_uc2(spark, tmp_path):
+    elements = sd.worked_example()
+    path = write_parts(tmp_path, elements, 1)
+    doc = sd.uc2(5000)
+    got = run_spark(spark, doc, [path])
+    dbl = lambda x: f'"{x}"^^<{XSD}double>'  # noqa: E731
+    integer = lambda x: f'"{x}"^^<{XSD}integer>'  # noqa: E731
+    A, B = f"<{sd.IPTV}chA>", f"<{sd.IPTV}chB>"
+    from tefq.oracle.values import to_term
+
+    want_table = [(5000, A, 1, 4.0), (5000, B, 1, 2.0), (10000, A, 1, 9.0), (10000, B, 2, 2.5),
+                  (15000, A, 1, 4.0), (15000, B, 3, 6.0)]
+    assert got.results[0].rows == [(t, (ch, integer(c), to_term(avg))) for t, ch, c, avg in want_table]
+    assert dbl  # the spec's averages are doubles
+    m = got.metrics
+    assert (m.events_in, m.facts_created, m.facts_closed, m.ticks) == (8, 6, 2, 3)
+    assert got.results[0].rows == oracle(doc, elements).results[0].rows
+
+
+@pytest.mark.parametrize("seed,nfiles,doc", [(1, 4, "uc1"), (2, 3, "uc2")])
+def test_agrees_with_oracle_over_micro_batches(spark, tmp_path, seed, nfiles, doc):
+    elements = random_stream(seed, 120)
+    path = write_parts(tmp_path, elements, nfiles)
+    d = sd.uc1(3000) if doc == "uc1" else sd.uc2(2000)
+    got = run_spark(spark, d, [path], max_files_per_trigger=1)
+    want = oracle(d, elements)
+    assert got.results[0].rows == want.results[0].rows
+    for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "ticks", "rows_out"):
+        assert getattr(got.metrics, k) == getattr(want.metrics, k), k
+
+
+def test_bad_row_names_file_and_line(spark, tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "part-0.tsv").write_text(
+        "ts\ts\tp\to\n1000\t<http://x/u>\t<http://example.org/iptv#join>\t<http://x/c>\n"
+        "12x\t<http://x/u>\t<http://example.org/iptv#quit>\t<http://x/c>\n", encoding="utf-8")
+    with pytest.raises(TefqError) as e:
+        run_spark(spark, sd.uc1(1000), [str(d)])
+    assert e.value.file and e.value.file.endswith("part-0.tsv")
+    assert e.value.line == 3
+
+
+def test_bad_rows_dir_counts_and_keeps_them(spark, tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "part-0.tsv").write_text(
+        "ts\ts\tp\to\n1000\t<http://x/u>\t<http://example.org/iptv#join>\t<http://x/c>\n"
+        "12x\t<http://x/u>\t<http://example.org/iptv#quit>\t<http://x/c>\n", encoding="utf-8")
+    bad = tmp_path / "rejects"
+    got = run_spark(spark, sd.uc1(1000), [str(d)], bad_rows=str(bad))
+    assert got.metrics.extra["bad_rows"] == 1
+    kept = "".join(p.read_text() for p in bad.iterdir())
+    assert "12x" in kept and "timestamp" in kept
+    assert got.results[0].rows == [(1000, ("<http://x/c>", f'"1"^^<{XSD}integer>'))]
+
+
+CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+import spark_docs as sd
+from tefq.spark.engine import run
+run(sd.uc2(2000), [{path!r}], master="local[2]", checkpoint={ck!r}, max_files_per_trigger=1, buckets=2,
+    progress=False)
+"""
+
+
+def test_sigkill_and_restart_from_checkpoint(spark, tmp_path):
+    elements = random_stream(7, 150)
+    path = write_parts(tmp_path, elements, 6)
+    ck = str(tmp_path / "ck")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=os.path.dirname(__file__), path=path, ck=ck)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    commits = os.path.join(ck, "q1", "checkpoint", "commits")
+    deadline = time.time() + 240
+    while time.time() < deadline and child.poll() is None:
+        if os.path.isdir(commits) and len([f for f in os.listdir(commits) if f.isdigit()]) >= 2:
+            break
+        time.sleep(0.2)
+    assert child.poll() is None, "the run ended before it could be killed"
+    os.killpg(child.pid, signal.SIGKILL)  # the driver and its JVM, mid-stream
+    child.wait()
+    done = len([f for f in os.listdir(commits) if f.isdigit()])
+    assert 2 <= done < 7
+    got = run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1)
+    want = oracle(sd.uc2(2000), elements)
+    assert got.results[0].rows == want.results[0].rows  # every tick exactly once
