@@ -15,7 +15,7 @@ import pathlib
 import re
 import warnings
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import rdflib
 from rdflib.plugins.parsers.notation3 import BadSyntax
@@ -157,6 +157,7 @@ def _read_table(path: str, gz: bool, fmt: str) -> Iterator[Element]:
         yield from _read_csv(path, gz)
         return
     idx: tuple[int, ...] | None = None
+    memo_s, memo_p, memo_o, memo = _memo(path)
     for lineno, line in _lines(path, gz):
         if not line.strip():
             continue  # blank lines carry nothing (typically a trailing newline)
@@ -175,21 +176,38 @@ def _read_table(path: str, gz: bool, fmt: str) -> Iterator[Element]:
         if len(cells) != 4:
             raise TefqError(f"expected 4 TAB-separated columns (ts, s, p, o), found {len(cells)}",
                             path, lineno, source_line=line)
-        starts = [0]
-        for c in cells[:-1]:
-            starts.append(starts[-1] + len(c) + 1)
         its, is_, ip, io = idx
+        cell = cells[its]
         try:
-            ts = parse_ts(cells[its])
-        except ValueError as e:
-            raise TefqError(str(e), path, lineno, starts[its] + 1, source_line=line) from None
-        try:
-            yield (ts, _term(cells[is_], "s", path, lineno, starts[is_] + 1),
-                   _term(cells[ip], "p", path, lineno, starts[ip] + 1),
-                   _term(cells[io], "o", path, lineno, starts[io] + 1))
-        except TefqError as e:
-            e.source_line = line
-            raise
+            ts = int(cell) if cell.isascii() and cell.isdigit() else parse_ts(cell)
+            k = is_
+            s = memo_s.get(cells[is_]) or memo(memo_s, cells[is_], "s", lineno)
+            k = ip
+            p = memo_p.get(cells[ip]) or memo(memo_p, cells[ip], "p", lineno)
+            k = io
+            o = memo_o.get(cells[io]) or memo(memo_o, cells[io], "o", lineno)
+        except (ValueError, TefqError) as e:
+            start = sum(len(c) + 1 for c in cells[:k if isinstance(e, TefqError) else its])
+            if isinstance(e, TefqError):
+                e.column += start
+                e.source_line = line
+                raise
+            raise TefqError(str(e), path, lineno, start + 1, source_line=line) from None
+        yield ts, s, p, o
+
+
+def _memo(path: str, column: bool = True) -> tuple[dict, dict, dict, Callable[..., str]]:
+    """Per-file memo of normalised cells by role (streams repeat their terms; checking each
+    distinct cell once makes the text readers several times faster)."""
+
+    def memo(table: dict, text: str, role: str, lineno: int, where: str = "") -> str:
+        term = _term(text, role, path, lineno, int(column), where)
+        if len(table) >= 1 << 16:
+            table.clear()
+        table[text] = term
+        return term
+
+    return {}, {}, {}, memo
 
 
 def _read_csv(path: str, gz: bool) -> Iterator[Element]:
@@ -201,6 +219,7 @@ def _read_csv(path: str, gz: bool) -> Iterator[Element]:
             yield line
 
     reader = csv.reader(tracked(), strict=True)
+    memo_s, memo_p, memo_o, memo = _memo(path, column=False)
     idx: tuple[int, ...] | None = None
     start = 1
     while True:
@@ -220,13 +239,15 @@ def _read_csv(path: str, gz: bool) -> Iterator[Element]:
             raise TefqError(f"expected 4 comma-separated columns (ts, s, p, o), found {len(cells)}",
                             path, lineno)
         its, is_, ip, io = idx
+        cell = cells[its]
         try:
-            ts = parse_ts(cells[its])
+            ts = int(cell) if cell.isascii() and cell.isdigit() else parse_ts(cell)
         except ValueError as e:
             raise TefqError(f"column ts: {e}", path, lineno) from None
-        yield (ts, _term(cells[is_], "s", path, lineno, 0, "column s: "),
-               _term(cells[ip], "p", path, lineno, 0, "column p: "),
-               _term(cells[io], "o", path, lineno, 0, "column o: "))
+        s, p, o = cells[is_], cells[ip], cells[io]
+        yield (ts, memo_s.get(s) or memo(memo_s, s, "s", lineno, "column s: "),
+               memo_p.get(p) or memo(memo_p, p, "p", lineno, "column p: "),
+               memo_o.get(o) or memo(memo_o, o, "o", lineno, "column o: "))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,33 +277,74 @@ def _statement(line: str, path: str, lineno: int, fourth: str) -> tuple[str, str
             raise TermError(f"unexpected text after '.': {line[pos:pos + 30]!r}", pos)
     except TermError as e:
         raise TefqError(str(e), path, lineno, e.pos + 1, source_line=line) from None
-    if fourth == "time" and len(out) != 4:
-        raise TefqError("expected `<s> <p> <o> \"timestamp\" .` (YABench stream)", path, lineno,
-                        source_line=line)
     return out[0], out[1], out[2], (out[3] if len(out) == 4 else None)
 
 
-def _read_quads(path: str, gz: bool, fmt: str) -> Iterator[Element]:
-    if fmt == "stream":
-        for lineno, line in _lines(path, gz):
-            st = _statement(line, path, lineno, "time")
-            if st is None:
-                continue
-            s, p, o, t = st
-            try:
-                ts = literal_ms(t)  # type: ignore[arg-type]
-            except ValueError as e:
-                raise TefqError(str(e), path, lineno, line.rfind(t) + 1, source_line=line) from None
-            yield ts, s, p, o
-        return
+class _FastStatements:
+    """Splits the common `s p o [x] .` line without the tokenizer: subjects and predicates hold
+    no spaces, so the line splits on spaces; each distinct cell is checked once (memo). Anything
+    unusual (TABs, comments, spaces inside literals that do not split cleanly) returns None and
+    goes through `_statement`, which also produces the located error."""
 
-    def quads() -> Iterator[tuple[int, str, str, str, str | None, str]]:
+    def __init__(self, fourth: str) -> None:
+        self.roles = {"s": {}, "p": {}, "o": {}, "x": {}}
+        self.x_role = "g" if fourth == "graph" else "o"
+
+    def term(self, text: str, role: str) -> str | None:
+        table = self.roles[role]
+        term = table.get(text)
+        if term is None:
+            try:
+                term = normalise_term(text)
+                check_position(term, self.x_role if role == "x" else role)
+            except TermError:
+                return None
+            if len(table) >= 1 << 16:
+                table.clear()
+            table[text] = term
+        return term
+
+    def __call__(self, line: str) -> tuple[str, str, str, str | None] | None:
+        if "\t" in line or not line.endswith(" ."):
+            return None
+        parts = line[:-2].split(" ", 2)
+        if len(parts) != 3:
+            return None
+        s, p = self.term(parts[0], "s"), self.term(parts[1], "p")
+        if s is None or p is None:
+            return None
+        rest = parts[2]
+        o_text, sep, x_text = rest.rpartition(" ")
+        if sep:
+            o, x = self.term(o_text, "o"), self.term(x_text, "x")
+            if o is not None and x is not None:
+                return s, p, o, x
+        o = self.term(rest, "o")
+        return None if o is None else (s, p, o, None)
+
+
+def _read_quads(path: str, gz: bool, fmt: str) -> Iterator[Element]:
+    fourth = "time" if fmt == "stream" else "graph"
+    fast = _FastStatements(fourth)
+
+    def statements() -> Iterator[tuple[int, str, str, str, str | None, str]]:
         for lineno, line in _lines(path, gz):
-            st = _statement(line, path, lineno, "graph")
+            st = fast(line.rstrip()) or _statement(line, path, lineno, fourth)
             if st is not None:
                 yield (lineno, *st, line)
 
-    yield from _timestamp_graphs(quads(), path, None)
+    if fourth == "graph":
+        yield from _timestamp_graphs(statements(), path, None)
+        return
+    for lineno, s, p, o, t, line in statements():
+        if t is None:
+            raise TefqError("expected `<s> <p> <o> \"timestamp\" .` (YABench stream)", path, lineno,
+                            source_line=line)
+        try:
+            ts = literal_ms(t)
+        except ValueError as e:
+            raise TefqError(str(e), path, lineno, line.rfind(t) + 1, source_line=line) from None
+        yield ts, s, p, o
 
 
 def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]], path: str,
