@@ -80,14 +80,20 @@ def window_metrics(oracle: Sequence[Relation], actual: Sequence[Relation], offse
     order from the offset. Returns the reports and, per oracle window, the engine's rows for it."""
     assigned: list[list[int]] = [[] for _ in oracle]
     timed = _timed(oracle, actual)
+    surplus: list[int] = []  # engine relations no oracle relation can take: all wrong
     if timed and offset is None:
         ats = [r.at for r in oracle]
         for j, r in enumerate(actual):
-            assigned[max(0, bisect_right(ats, r.at) - 1)].append(j)  # type: ignore[arg-type]
+            if oracle:
+                assigned[max(0, bisect_right(ats, r.at) - 1)].append(j)  # type: ignore[arg-type]
+            else:
+                surplus.append(j)
     else:
         for j in range(len(actual)):
             if (offset or 0) + j < len(oracle):
                 assigned[(offset or 0) + j].append(j)
+            else:
+                surplus.append(j)
     reports, got_all = [], []
     for i, rel in enumerate(oracle):
         got = frozenset().union(*(actual[j].rows for j in assigned[i]))
@@ -98,6 +104,9 @@ def window_metrics(oracle: Sequence[Relation], actual: Sequence[Relation], offse
         o, c = rel.window or (rel.at or 0, rel.at or 0)
         reports.append(WindowReport(o, c, rel.at or 0, len(rel.rows), len(got), round(p, 4), round(r, 4), delay))
         got_all.append(got)
+    for j in surplus:
+        at = actual[j].at or 0
+        reports.append(WindowReport(at, at, at, 0, len(actual[j].rows), 0.0 if actual[j].rows else 1.0, 1.0))
     return reports, got_all
 
 
@@ -163,19 +172,17 @@ def _gracious(ev: WindowEvaluator, sem: Semantics, t0: int, oracle: Sequence[Rel
         near_c = ts[bisect_left(ts, c - step):bisect_right(ts, c + step)]
         opens = sorted({o} | set(near_o) | {t + 1 for t in near_o})
         closes = sorted({c} | {t if sem.closed_right else t + 1 for t in near_c})
-        best = None
-        for no in opens:
-            for nc in closes:
-                if nc <= no:
-                    continue
-                lo = bisect_left(ts, max(no, t0))
-                hi = bisect_right(ts, nc) if sem.closed_right else bisect_left(ts, nc)
-                rows, _ = ev.rows(lo, max(lo, hi))
-                p, r = _pr(rows, rows_got)
-                f = 2 * p * r / (p + r) if p + r else 0.0
-                key = (-f, abs(no - o) + abs(nc - c))
-                if best is None or key < best[0]:
-                    best = (key, no, nc, p, r)
+        def fit(no: int, nc: int) -> tuple[tuple[float, int], int, int, float, float]:
+            lo = bisect_left(ts, max(no, t0))
+            hi = bisect_right(ts, nc) if sem.closed_right else bisect_left(ts, nc)
+            rows, _ = ev.rows(lo, max(lo, hi))
+            p, r = _pr(rows, rows_got)
+            f = 2 * p * r / (p + r) if p + r else 0.0
+            return ((-f, abs(no - o) + abs(nc - c)), no, nc, p, r)
+
+        # coordinate search (close, then open): content changes only at element timestamps
+        best = min(fit(o, nc) for nc in closes if nc > o)
+        best = min([best] + [fit(no, best[2]) for no in opens if no < best[2]])
         if best is not None:
             _, rep.gracious_open, rep.gracious_close, p, r = best
             rep.gracious_precision, rep.gracious_recall = round(p, 4), round(r, 4)

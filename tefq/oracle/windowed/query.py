@@ -115,6 +115,12 @@ def from_csparql(text: str, source: str = "<query>", variables: dict[str, str] |
         name, registers = m.group(2), m.group(1).upper() == "STREAM"
         body = text[m.end():]
     windows: list[StreamWindow] = []
+    for m_from in re.finditer(r"FROM\s+(?:NAMED\s+)?STREAM\b", text, re.I):
+        if not _WINDOW.match(text, m_from.start()):
+            line = text.count("\n", 0, m_from.start()) + 1
+            col = m_from.start() - (text.rfind("\n", 0, m_from.start()) + 1) + 1
+            raise TefqError("malformed window: expected FROM STREAM <iri> [RANGE d STEP d] or "
+                            "[RANGE d TUMBLING] with d like 10s, 500ms or PT10S", source, line, col)
 
     def win(w: re.Match) -> str:
         pos = len(text) - len(body) + w.start()
