@@ -31,7 +31,11 @@ def _strategy(name: str, doc: Document, queries: list[AggregateQuery]):
         from tefq.simulate.sequence import Sequence
 
         return Sequence()
-    raise TefqError(f"unknown simulation '{name}' (expected one of {', '.join(STRATEGIES)})", file="--simulate")
+    if name == "tef":
+        from tefq.simulate.native import NativeFacts
+
+        return NativeFacts()
+    raise ValueError(name)
 
 
 def run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: int | None = None,
@@ -41,12 +45,24 @@ def run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: in
     `window_ms` replaces each query's EVERY period (default: the query's own period). Queries that
     share a window share one simulated state. Windowed (C-SPARQL) queries are not simulated.
     """
+    if strategy not in STRATEGIES:
+        raise TefqError(f"unknown simulation '{strategy}' (expected one of {', '.join(STRATEGIES)})",
+                        file="--simulate")
+    return _run(doc, elements, strategy, window_ms, background, t0)
+
+
+def run_native(doc: Document, elements: Iterable[Element], window_ms: int | None = None,
+               background=None, t0: int = 0) -> RunResult:
+    """TEF with native facts in the same windowed executor (the `tef` side of `tefq compare`)."""
+    return _run(doc, elements, "tef", window_ms, background, t0)
+
+
+def _run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: int | None,
+         background, t0: int) -> RunResult:
     from tefq.simulate.matching import Background, background_triples
     from tefq.simulate.window import WindowedExecutor, check_supported, prepare
 
     started = time.perf_counter()
-    if strategy not in STRATEGIES:
-        _strategy(strategy, doc, [])
     if window_ms is not None and window_ms <= 0:
         raise TefqError(f"--window must be a positive duration, got {window_ms} ms", file="--window")
     queries = [q for q in doc.queries if isinstance(q, AggregateQuery)]
@@ -65,15 +81,13 @@ def run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: in
         sim = _strategy(strategy, doc, qs)
         ex = WindowedExecutor(doc, qs, bg, sim, w)
         ex.run(events, t0)
-        for name, r in ex.results.items():
-            r.rows = r.sorted_rows()
-            results[name] = r
+        results.update(ex.results)  # rows are appended tick by tick, each tick's rows in order
         m = ex.metrics
         if i == 0:  # the facts are the same whatever the window
             metrics.facts_created, metrics.facts_closed = m.facts_created, m.facts_closed
             metrics.unmatched_until = m.unmatched_until
         metrics.ticks += m.ticks
-        metrics.intermediate_bindings += sim.bindings
+        metrics.intermediate_bindings += m.facts_created if strategy == "tef" else sim.bindings
         if getattr(sim, "closed_bindings", 0):
             extra["closed_fact_bindings"] = extra.get("closed_fact_bindings", 0) + sim.closed_bindings
     ordered = [results[q.name] for q in queries]

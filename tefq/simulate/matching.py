@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from tefq.plan.logical import Clause, EventFact, Fact, Node, Pattern, Term, Var
 from tefq.oracle.expr import filters_pass
@@ -102,25 +102,68 @@ class ClauseIndex:
     """The event-driven facts an event's predicate can touch."""
 
     def __init__(self, facts: Iterable[Fact]) -> None:
-        self.by_p: dict[str, list[EventFact]] = defaultdict(list)
-        self.any_p: list[EventFact] = []
+        self.by_p: dict[str, list[CompiledFact]] = defaultdict(list)
+        self.any_p: list[CompiledFact] = []
         for f in facts:
             if not isinstance(f, EventFact):
                 continue
+            cf = CompiledFact(f)
             clauses = f.since + f.until
             if any(not isinstance(c.trigger.p, Term) for c in clauses):
-                self.any_p.append(f)
+                self.any_p.append(cf)
                 continue
             for pred in dict.fromkeys(c.trigger.p.nt for c in clauses):  # type: ignore[union-attr]
-                self.by_p[pred].append(f)
+                self.by_p[pred].append(cf)
 
-    def lookup(self, p: str) -> list[EventFact]:
+    def lookup(self, p: str) -> list["CompiledFact"]:
         hits = self.by_p.get(p, [])
         return hits + self.any_p if self.any_p else hits
 
 
-def event_changes(fact: EventFact, s: str, p: str, o: str, bg: Background) -> tuple[list[tuple], list[tuple]]:
-    """(identities the event closes, identities it opens); closes apply first (as in the oracle)."""
-    closes = dict.fromkeys(i for c in fact.until for i in clause_identities(fact, c, s, p, o, bg))
-    opens = dict.fromkeys(i for c in fact.since for i in clause_identities(fact, c, s, p, o, bg))
-    return list(closes), list(opens)
+def compile_clause(fact: EventFact, clause: Clause) -> Callable[[str, str, str, Background], list[tuple]]:
+    """The clause as a function of an event. A bare trigger (no background, no FILTER) reads the
+    identity straight from the event's positions: the common case, and the hot loop."""
+    if clause.background or clause.filters:
+        return lambda s, p, o, bg: clause_identities(fact, clause, s, p, o, bg)
+    trig = clause.trigger
+    checks: list[tuple[int, str]] = []
+    first: dict[str, int] = {}
+    same: list[tuple[int, int]] = []
+    for i, n in enumerate((trig.s, trig.p, trig.o)):
+        if isinstance(n, Term):
+            checks.append((i, n.nt))
+        elif n.name in first:
+            same.append((first[n.name], i))
+        else:
+            first[n.name] = i
+    pos = tuple(first[v.name] for v in fact.identity)
+
+    def identities(s: str, p: str, o: str, bg: Background) -> list[tuple]:
+        e = (s, p, o)
+        for i, c in checks:
+            if e[i] != c:
+                return []
+        for i, j in same:
+            if e[i] != e[j]:
+                return []
+        return [tuple(e[i] for i in pos)]
+    return identities
+
+
+class CompiledFact:
+    """An event-driven fact's UNTIL and SINCE clauses, compiled."""
+
+    def __init__(self, fact: EventFact) -> None:
+        self.fact = fact
+        self.until = [compile_clause(fact, c) for c in fact.until]
+        self.since = [compile_clause(fact, c) for c in fact.since]
+
+    def changes(self, s: str, p: str, o: str, bg: Background) -> tuple[list[tuple], list[tuple]]:
+        """(identities the event closes, identities it opens); closes apply first (as in the oracle)."""
+        closes = [i for c in self.until for i in c(s, p, o, bg)]
+        opens = [i for c in self.since for i in c(s, p, o, bg)]
+        if len(closes) > 1:
+            closes = list(dict.fromkeys(closes))
+        if len(opens) > 1:
+            opens = list(dict.fromkeys(opens))
+        return closes, opens

@@ -8,8 +8,10 @@ definition whose pattern binds no group key (UC3's UserFact) are refreshed one b
 """
 from __future__ import annotations
 
-from tefq.plan.logical import AggregateQuery, Document, Var
-from tefq.simulate.matching import instantiate, unify
+from typing import Callable
+
+from tefq.plan.logical import AggregateQuery, Document
+from tefq.simulate.fastpath import FactMatcher
 from tefq.simulate.window import Identity, StateChange, WindowState
 
 
@@ -17,12 +19,11 @@ class RefreshPerGroup:
     name = "refresh-group"
 
     def __init__(self, doc: Document, queries: list[AggregateQuery]) -> None:
-        self.doc = doc
         self.packs: dict[tuple[str, tuple], dict[Identity, int]] = {}
         self.loose: dict[str, dict[Identity, int]] = {}
         self.closed: dict = {}
         self.bindings = 0
-        self.group_patterns = _group_patterns(queries[0]) if queries else {}
+        self.group_patterns = _group_patterns(doc, queries[0]) if queries else {}
 
     def restore(self) -> WindowState:
         open_: dict[str, dict[Identity, int]] = {n: dict(d) for n, d in self.loose.items()}
@@ -39,30 +40,31 @@ class RefreshPerGroup:
                 if facts:
                     loose[name] = facts
                 continue
-            pattern, group = how
-            fd = self.doc.fact(name)
+            matcher, keyer = how
             for ident, start in facts.items():
-                b = unify(pattern, *instantiate(fd.template, fd.identity, ident), {})
-                if b is None:
-                    loose.setdefault(name, {})[ident] = start
+                if matcher.matches(ident):
+                    packs.setdefault((name, keyer(ident)), {})[ident] = start
                 else:
-                    packs.setdefault((name, tuple(b[g] for g in group)), {})[ident] = start
+                    loose.setdefault(name, {})[ident] = start
         self.packs, self.loose = packs, loose
         self.closed = {n: c for n, c in state.closed.items() if c}
         self.bindings += len(packs) + sum(len(d) for d in loose.values()) + sum(len(c) for c in self.closed.values())
 
 
-def _group_patterns(q: AggregateQuery) -> dict[str, tuple]:
-    """Per fact definition: a query pattern over it that binds every GROUP BY variable."""
+def _group_patterns(doc: Document, q: AggregateQuery) -> dict[str, tuple[FactMatcher, Callable]]:
+    """Per fact definition: (matcher, group key of an identity) from a query pattern over that fact
+    that binds every GROUP BY variable."""
     group = [v.name for v in q.group_by]
-    out: dict[str, tuple] = {}
+    out: dict[str, tuple[FactMatcher, Callable]] = {}
     if not group:
         return out
     for wp in list(q.where) + ([q.while_] if q.while_ is not None else []):
         if wp.kind not in ("current", "fact"):
             continue
-        names = {n.name for n in (wp.pattern.s, wp.pattern.p, wp.pattern.o) if isinstance(n, Var)}
-        if all(g in names for g in group):
-            for f in wp.facts:
-                out.setdefault(f, (wp.pattern, group))
+        for f in wp.facts:
+            fd = doc.fact(f)
+            m = FactMatcher(wp.pattern, fd.template, fd.identity)
+            getters = [m.getter(g) for g in group]
+            if f not in out and all(g is not None for g in getters):
+                out[f] = (m, lambda ident, gs=getters: tuple(g(ident) for g in gs))
     return out

@@ -19,7 +19,8 @@ from tefq.results import Metrics, QueryResult
 from tefq.oracle.expr import EvalError, aggregate, evaluate
 from tefq.oracle.values import DateTime, datetime_term, to_term
 from tefq.results import order_key
-from tefq.simulate.matching import Background, ClauseIndex, Triple, event_changes, instantiate, passes, unify
+from tefq.simulate.fastpath import compile_simple, start_terms
+from tefq.simulate.matching import Background, ClauseIndex, Triple, instantiate, passes, unify
 
 Element = tuple[int, str, str, str]
 Identity = tuple
@@ -92,6 +93,8 @@ class WindowedExecutor:
         self.metrics = Metrics()
         # closed facts of these definitions may be needed by a WHILE scope in a later window
         self.while_needs = _while_needs(queries)
+        self.plans = {q.name: compile_simple(doc, q) for q in queries}
+        self.start_term = start_terms()
 
     # ------------------------------------------------------------ the loop
     def run(self, elements: list[Element], t0: int) -> None:
@@ -110,7 +113,12 @@ class WindowedExecutor:
     def window(self, tau: int, events: list[Element]) -> None:
         state = self.strategy.restore()
         opened = tau - self.w
-        live: dict[str, dict[Identity, int]] = {f.name: dict(state.open.get(f.name, {})) for f in self.facts}
+        if getattr(self.strategy, "shares_state", False):  # native facts: the table itself
+            live = state.open
+            for f in self.facts:
+                live.setdefault(f.name, {})
+        else:  # a simulation: the carried bindings are re-emitted into this window
+            live = {f.name: dict(state.open.get(f.name, {})) for f in self.facts}
         closed: dict[str, list[Closed]] = {f.name: [] for f in self.facts}
         changes: list[StateChange] = []
         self.apply_events(events, live, closed, changes)
@@ -118,7 +126,11 @@ class WindowedExecutor:
             if isinstance(f, DerivedFact):
                 self.derive(f, opened, state.open.get(f.name, {}), live, closed, changes)
         for q in self.queries:
-            self.evaluate_query(q, tau, events, live, closed, state.closed)
+            plan = self.plans[q.name]
+            if plan is not None:
+                self.results[q.name].rows.extend((tau, cells) for cells in plan.rows(tau, live))
+            else:
+                self.evaluate_query(q, tau, events, live, closed, state.closed)
         needed = self.needed_closed(tau, live, closed, state.closed)
         self.strategy.carry(tau, WindowState(live, needed), changes)
 
@@ -130,11 +142,11 @@ class WindowedExecutor:
         m = self.metrics
         last_close: dict[tuple[str, Identity], int] = {}  # -> position in closed[name]
         for ts, s, p, o in events:
-            for fact in self.clauses.lookup(p):
-                closes, opens = event_changes(fact, s, p, o, self.bg)
+            for cf in self.clauses.lookup(p):
+                closes, opens = cf.changes(s, p, o, self.bg)
                 if not closes and not opens:
                     continue
-                name = fact.name
+                name = cf.fact.name
                 facts, done = live[name], closed[name]
                 for ident in closes:
                     start = facts.pop(ident, None)
@@ -333,7 +345,7 @@ class WindowedExecutor:
                     continue
                 if sv is not None:
                     # as the oracle binds them: the start as a dateTime term, the end as a value
-                    s_term = datetime_term(start)
+                    s_term = self.start_term(start)
                     e_dt = DateTime(end) if end is not None and end <= tau else tau_dt
                     if nb.get(sv, s_term) != s_term:
                         continue
