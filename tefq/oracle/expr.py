@@ -445,9 +445,9 @@ def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
     """SPARQL 1.1 set functions over the values of one group (errors and unbound already left out).
     Returns None for "no value" (AVG, MIN, MAX of nothing; SUM/AVG over a non-number)."""
     if distinct:
-        seen: dict[str, Value] = {}
-        for v in values:
-            seen.setdefault(to_term(v), v)
+        seen: dict[tuple, Value] = {}
+        for v in values:  # distinct terms: 1, 1.0 and 1.0e0 differ (their classes do)
+            seen.setdefault((v.__class__, v), v)
         values = list(seen.values())
     if func == "COUNT":
         return len(values)
@@ -476,6 +476,8 @@ def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
 def exact_sum(values: list[Value]) -> Value:
     """The sum, computed exactly and rounded once to the widest type (order independent, so every
     engine gets the same bits): integers, decimals, or doubles (correctly rounded `math.fsum`)."""
+    if all(type(v) is float for v in values):
+        return math.fsum(values)
     rank = 0
     for v in values:
         rank = max(rank, _rank(v))
@@ -514,3 +516,40 @@ def decimal_or_none(text: str) -> Decimal | None:
 
 __all__ = ["EvalError", "evaluate", "filters_pass", "aggregate", "ebv", "equal", "compare", "arith",
            "value_of", "InvalidOperation"]
+
+
+# ---------------------------------------------------------------- compiled form (hot loops)
+def compile_expr(expr: Expr) -> Callable[[Mapping[str, Any]], Value]:
+    """`expr` as a closure with the same meaning as `evaluate(expr, env)` (evaluated per solution
+    per tick, so it avoids re-dispatching on the expression tree)."""
+    if isinstance(expr, Var):
+        name = expr.name
+
+        def var(env: Mapping[str, Any]) -> Value:
+            v = env.get(name)
+            if v is None:
+                raise EvalError(f"?{name} is unbound")
+            return to_value(v) if v.__class__ is str else v
+        return var
+    if isinstance(expr, Term):
+        const = to_value(expr.nt)
+        return lambda env: const
+    op, args = expr.op, expr.args
+    if op in _SPECIAL:
+        special = _SPECIAL[op]
+        return lambda env: special(args, env)
+    fn = _FUNCTIONS.get(op)
+    if fn is None:
+        if op.startswith("<") and op.endswith(">") and len(args) == 1:
+            dt = op[1:-1]
+            inner = compile_expr(args[0])
+            return lambda env: cast(dt, inner(env))
+        return lambda env: (_ for _ in ()).throw(EvalError(f"unknown function {op}"))
+    parts = [compile_expr(a) for a in args]
+    if len(parts) == 1:
+        a0 = parts[0]
+        return lambda env: fn(a0(env))
+    if len(parts) == 2:
+        a0, a1 = parts
+        return lambda env: fn(a0(env), a1(env))
+    return lambda env: fn(*[p(env) for p in parts])

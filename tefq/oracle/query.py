@@ -21,15 +21,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from bisect import bisect_left, insort
+from functools import lru_cache
 from typing import Any, Iterator
 
-from tefq.oracle.expr import EvalError, aggregate, evaluate, filters_pass
+from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filters_pass
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
-from tefq.oracle.values import DateTime, datetime_term, to_term
+from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
 from tefq.results import QueryResult, Row, order_key
 
 _ERROR = object()  # an aggregate argument that raised: skipped
+
+
+@lru_cache(maxsize=1 << 16)
+def cell_key(cell: str | None) -> tuple:
+    """`tefq.results.order_key`, memoised: result cells repeat from tick to tick."""
+    return order_key(cell)
 
 
 def expr_vars(e: Expr | None) -> set[str]:
@@ -58,17 +66,18 @@ class Solution:
     items: list[tuple[str, int, float]]  # (kind, start, end) of each matched fact/event (event: t, t)
     activity: list[tuple[float, float]] = field(default_factory=list)
     cache: tuple | None = None  # (filter ok, aggregate args) once no ?E can change any more
+    last_end: float = -INF  # the latest end bound by an ?E: from then on the solution is settled
 
     def env(self, tau: int) -> dict[str, Any]:
         if not self.ends:
             return self.binding
         env: dict[str, Any] = dict(self.binding)
         for name, end in self.ends:
-            env[name] = DateTime(int(min(end, tau)))
+            env[name] = DateTime(tau if end > tau else int(end))
         return env
 
     def settled(self, tau: int) -> bool:
-        return all(end <= tau for _, end in self.ends)
+        return self.last_end <= tau
 
 
 class QueryEvaluator:
@@ -84,6 +93,8 @@ class QueryEvaluator:
         self.dynamic_filters = [f for f in q.filters if expr_vars(f) & end_vars]
         self.static_filters = [f for f in q.filters if not expr_vars(f) & end_vars]
         self.group_names = [v.name for v in q.group_by]
+        self.select_fns = [compile_expr(p.expr) for p in q.select]
+        self.agg_fns = [None if a.arg is None else compile_expr(a.arg) for a in q.aggregates]
         self.regroup = bool(set(self.group_names) & end_vars)  # grouping by an end: keys change with tau
         self.while_vars: tuple[str, str] | None = None
         if q.while_ is not None and q.while_.interval:
@@ -128,7 +139,7 @@ class QueryEvaluator:
 
         def go(i: int, b: Binding, ends: list, items: list, lo: float, hi: float) -> Iterator[Solution]:
             if i == len(order):
-                yield Solution(b, tuple(ends), items, [(lo, hi)])
+                yield Solution(b, tuple(ends), items, [(lo, hi)], None, max((e for _, e in ends), default=-INF))
                 return
             wp = order[i]
             for b2, kind, s, e in self._candidates(wp, b):
@@ -235,16 +246,16 @@ class QueryEvaluator:
         if sol.cache is not None:
             return sol.cache[1] if sol.cache[0] else None
         env = sol.env(tau)
-        ok = filters_pass(self.dynamic_filters, env)
+        ok = not self.dynamic_filters or filters_pass(self.dynamic_filters, env)
         args: list[Any] = []
         if ok:
-            for agg in self.q.aggregates:
-                if agg.arg is None:  # COUNT(*): the solution itself
+            for agg, fn in zip(self.q.aggregates, self.agg_fns):
+                if fn is None:  # COUNT(*): the solution itself
                     args.append(tuple(sorted((k, to_term(v) if isinstance(v, DateTime) else v)
                                              for k, v in env.items())))
                     continue
                 try:
-                    args.append(evaluate(agg.arg, env))
+                    args.append(fn(env))
                 except EvalError:
                     args.append(_ERROR)
         result = tuple(args)
@@ -253,6 +264,7 @@ class QueryEvaluator:
         return result if ok else None
 
     def group_row(self, key: tuple, sols: list[Solution], tau: int) -> tuple | None:
+        """(order keys, SELECT cells) of one group at tau, or None if no solution survives the filters."""
         per_sol = [a for a in (self._args(s, tau) for s in sols) if a is not None]
         if not per_sol:
             return None
@@ -267,19 +279,28 @@ class QueryEvaluator:
                 value = aggregate(agg.func, vals, agg.distinct)
             if value is None:
                 env.pop(agg.alias, None)
-            else:
-                env[agg.alias] = value
+            else:  # env strings are N-Triples terms: a string value goes in as its term
+                env[agg.alias] = to_term(value) if isinstance(value, str) else value
         cells: list[str | None] = []
-        for p in self.q.select:
+        keys: list[tuple] = []
+        for p, fn in zip(self.q.select, self.select_fns):
             if isinstance(p.expr, Var) and p.expr.name in self.group_names:
                 v = env.get(p.expr.name)  # a group variable keeps its term as matched
-                cells.append(v if isinstance(v, str) or v is None else to_term(v))
+                cell = v if isinstance(v, str) or v is None else to_term(v)
+                cells.append(cell)
+                keys.append(cell_key(cell))
                 continue
             try:
-                cells.append(to_term(evaluate(p.expr, env)))
+                value = fn(env)
             except EvalError:
                 cells.append(None)
-        return tuple(cells)
+                keys.append(cell_key(None))
+                continue
+            cell = to_term(value)
+            cells.append(cell)
+            # order_key of a canonical number is (3, its value, term): no need to re-parse it
+            keys.append((3, float(value), cell) if is_numeric(value) else cell_key(cell))
+        return tuple(keys), tuple(cells)
 
     def implicit_group(self) -> bool:
         """No GROUP BY: SPARQL's single implicit group, reported at every tick (COUNT 0 when empty)."""
@@ -300,57 +321,62 @@ class QueryEvaluator:
                     changes.setdefault(ka, []).append((1, sol))
                     if kb <= k_last:
                         changes.setdefault(kb, []).append((-1, sol))
+        implicit_empty = self.implicit_group() and q.while_ is None
         groups: dict[tuple, dict[int, Solution]] = {}
-        volatile: dict[tuple, int] = {}  # group -> number of its solutions binding an end
-        rows_cache: dict[tuple, tuple | None] = {}
-        dirty: set[tuple] = set()
+        volatile: dict[tuple, int] = {}  # group -> number of its solutions that bind an end ?E
+        shown: dict[tuple, tuple] = {}  # group -> (sort key, group number, cells) in `ordered`
+        ordered: list[tuple] = []  # the current rows, in output order (spec §5)
+        numbers: dict[tuple, int] = {}
         active: dict[int, Solution] = {}
-        empty_row: tuple | None = None
         change_ticks = sorted(changes)
         ci = 0
         k = k_first
         while k <= k_last:
             tau = t0 + k * d
+            dirty: set[tuple] = set()
             for sign, sol in changes.get(k, ()):
-                if sign > 0:
-                    active[id(sol)] = sol
-                else:
-                    active.pop(id(sol), None)
-                if not self.regroup:
-                    key = self._group_key(sol, tau)
-                    members = groups.setdefault(key, {})
+                if self.regroup:
                     if sign > 0:
-                        members[id(sol)] = sol
+                        active[id(sol)] = sol
                     else:
-                        members.pop(id(sol), None)
-                    if sol.ends:
-                        volatile[key] = volatile.get(key, 0) + sign
-                    dirty.add(key)
-                    if not members:
-                        del groups[key]
+                        active.pop(id(sol), None)
+                    continue
+                key = self._group_key(sol, tau)
+                members = groups.setdefault(key, {})
+                if sign > 0:
+                    members[id(sol)] = sol
+                else:
+                    members.pop(id(sol), None)
+                if sol.ends:
+                    volatile[key] = volatile.get(key, 0) + sign
+                    if not volatile[key]:
+                        del volatile[key]
+                dirty.add(key)
+                if not members:
+                    del groups[key]
             if self.regroup:
                 groups = {}
                 for sol in active.values():
                     groups.setdefault(self._group_key(sol, tau), {})[id(sol)] = sol
-                rows_cache, dirty = {}, set(groups)
-            implicit_empty = self.implicit_group() and q.while_ is None
-            tick_rows = []
-            for key, members in groups.items():
-                if key in dirty or volatile.get(key) or self.while_vars is not None:
-                    rows_cache[key] = self.group_row(key, list(members.values()), tau)
-                row = rows_cache.get(key)
-                if row is not None:
-                    tick_rows.append(row)
+                dirty = set(groups) | set(shown)
+            elif self.while_vars is not None:
+                dirty = set(groups) | dirty
+            else:
+                dirty |= volatile.keys()
             for key in dirty:
-                if key not in groups:
-                    rows_cache.pop(key, None)
-            dirty = set()
-            if implicit_empty and not tick_rows:  # SPARQL: no GROUP BY gives one row even over nothing
-                if empty_row is None:
-                    empty_row = self._empty_implicit_row()
-                tick_rows.append(empty_row)
-            tick_rows.sort(key=lambda cells: tuple(order_key(c) for c in cells))
-            result.rows.extend((tau, cells) for cells in tick_rows)
+                members = groups.get(key)
+                row = self.group_row(key, list(members.values()), tau) if members else None
+                old = shown.pop(key, None)
+                if old is not None:
+                    ordered.pop(bisect_left(ordered, old))
+                if row is not None:
+                    entry = (row[0], numbers.setdefault(key, len(numbers)), row[1])
+                    insort(ordered, entry)
+                    shown[key] = entry
+            if ordered:
+                result.rows.extend([(tau, e[2]) for e in ordered])
+            elif implicit_empty:  # SPARQL: no GROUP BY gives one row even over no solutions
+                result.rows.append((tau, self._empty_implicit_row()))
             k += 1
             if not groups and not implicit_empty:  # nothing to report until the next change
                 while ci < len(change_ticks) and change_ticks[ci] < k:

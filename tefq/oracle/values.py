@@ -42,11 +42,23 @@ class LangString:
     lang: str
 
 
-@dataclass(frozen=True)
 class DateTime:
-    """An xsd:dateTime as milliseconds since the epoch, UTC (no time zone means UTC, spec §1)."""
+    """An xsd:dateTime as milliseconds since the epoch, UTC (no time zone means UTC, spec §1).
+    (A plain slotted class: the oracle makes millions of these.)"""
 
-    ms: int
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DateTime) and other.ms == self.ms
+
+    def __hash__(self) -> int:
+        return hash(("dateTime", self.ms))
+
+    def __repr__(self) -> str:
+        return f"DateTime({self.ms})"
 
 
 @dataclass(frozen=True)
@@ -173,13 +185,13 @@ def datetime_term(ms: int) -> str:
 def to_term(value: Value) -> str:
     """A computed value as its canonical N-Triples term (see the module docstring)."""
     if isinstance(value, bool):
-        return literal("true" if value else "false", XSD_BOOLEAN)
+        return f'"{"true" if value else "false"}"^^<{XSD_BOOLEAN}>'
     if isinstance(value, int):
-        return literal(str(value), XSD_INTEGER)
+        return f'"{value}"^^<{XSD_INTEGER}>'
     if isinstance(value, float):
-        return literal(double_lexical(value), XSD_DOUBLE)
+        return f'"{double_lexical(value)}"^^<{XSD_DOUBLE}>'
     if isinstance(value, Decimal):
-        return literal(decimal_lexical(value), XSD_DECIMAL)
+        return f'"{decimal_lexical(value)}"^^<{XSD_DECIMAL}>'
     if isinstance(value, str):
         return literal(value)
     if isinstance(value, DateTime):
