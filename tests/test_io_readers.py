@@ -135,3 +135,17 @@ def test_background_formats_and_triples(tmp_path) -> None:
             ("<http://x/ch1>", "<http://x/rank>", f'"01"^^<{X}integer>')]
     for f in (ttl, nt, trig):
         assert list(background_triples(read_background(str(f)))) == want, f
+
+
+def test_crlf_line_ends_and_byte_order_mark(tmp_path) -> None:
+    for name, sep in (("t.tsv", "\t"), ("t.csv", ",")):
+        f = tmp_path / name
+        f.write_bytes(("\ufeff" + sep.join(["ts", "s", "p", "o"]) + "\r\n"
+                       + sep.join(["1", "<http://x/s>", "<http://x/p>", "<http://x/o>"]) + "\r\n").encode())
+        assert list(read_stream(str(f))) == [(1, "<http://x/s>", "<http://x/p>", "<http://x/o>")], name
+
+
+def test_gzip_background(tmp_path) -> None:
+    f = tmp_path / "bg.nt.gz"
+    f.write_bytes(gzip.compress(b'<http://x/a> <http://x/b> "c"@EN .\n'))
+    assert list(background_triples(read_background(str(f)))) == [("<http://x/a>", "<http://x/b>", '"c"@en')]

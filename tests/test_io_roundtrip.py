@@ -69,3 +69,25 @@ def test_writer_refuses_terms_not_in_normal_form(tmp_path) -> None:
         write_stream([(1, "<http://x/s>", "<http://x/p>", '"x"^^<%sstring>' % X)], str(tmp_path / "s.tsv"))
     with pytest.raises(TefqError, match="format"):
         write_stream([], str(tmp_path / "s.json"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(term=st.one_of(iris, bnodes, literals))
+def test_tokenizer_agrees_with_the_normal_form(term) -> None:
+    """The slow path (full tokenizer) and the fast path give the same normal form."""
+    from tefq.io.ntriples import normalise_term, scan_term
+
+    assert scan_term(term, 0) == (term, len(term))
+    assert normalise_term(term) == term
+
+
+@settings(max_examples=200, deadline=None)
+@given(s=st.one_of(iris, bnodes), p=iris, o=st.one_of(iris, bnodes, literals),
+       g=st.one_of(st.none(), iris, bnodes), spaces=st.sampled_from([" ", "  ", "\t"]))
+def test_fast_line_split_agrees_with_the_tokenizer(s, p, o, g, spaces) -> None:
+    from tefq.io.readers import _FastStatements, _statement
+
+    line = spaces.join([s, p, o] + ([g] if g else [])) + " ."
+    fast = _FastStatements("graph")(line)
+    assert fast is None or fast == _statement(line, "x.nq", 1, "graph")
+    assert _statement(line, "x.nq", 1, "graph") == (s, p, o, g)
