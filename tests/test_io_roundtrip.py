@@ -91,3 +91,14 @@ def test_fast_line_split_agrees_with_the_tokenizer(s, p, o, g, spaces) -> None:
     fast = _FastStatements("graph")(line)
     assert fast is None or fast == _statement(line, "x.nq", 1, "graph")
     assert _statement(line, "x.nq", 1, "graph") == (s, p, o, g)
+
+
+def test_convert_a_directory_to_parquet(tmp_path) -> None:
+    import os
+
+    from tefq.io.stream_writers import convert_stream
+
+    src = os.path.join(os.path.dirname(__file__), "data", "streams", "dir")
+    dst = str(tmp_path / "all.parquet")
+    assert convert_stream(src, dst) == 3
+    assert list(read_stream(dst)) == list(read_stream(src))

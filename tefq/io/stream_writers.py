@@ -162,3 +162,11 @@ def _table(chunk: list[Element], schema):
 
     cols = list(zip(*chunk)) if chunk else [[], [], [], []]
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+
+
+def convert_stream(src: str, dst: str, fmt: str | None = None) -> int:
+    """Read any stream path (file or directory) and write it as one file in normal form, e.g. an
+    N-Quads or TriG stream as Parquet for an engine that reads only tabular formats."""
+    from tefq.io.readers import read_stream
+
+    return write_stream(read_stream(src), dst, fmt)
