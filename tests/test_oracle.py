@@ -280,3 +280,8 @@ def test_aggregates_skip_errors_and_avg_of_nothing() -> None:
     assert aggregate("MIN", [3, 2.5, 7], False) == 2.5
     assert aggregate("MAX", ["a", "b"], False) == "b"
     assert aggregate("SUM", [0.1] * 10, False) == 1.0  # exactly rounded: the same in any order
+
+
+def test_sum_and_avg_skip_non_numbers() -> None:
+    assert aggregate("SUM", [1, "x", IRI("a"), 2], False) == 3
+    assert aggregate("AVG", ["x"], False) is None

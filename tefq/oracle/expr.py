@@ -442,8 +442,8 @@ def filters_pass(filters: Iterable[Expr], env: Mapping[str, Any]) -> bool:
 
 # ---------------------------------------------------------------- aggregates
 def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
-    """SPARQL 1.1 set functions over the values of one group (errors and unbound already left out).
-    Returns None for "no value" (AVG, MIN, MAX of nothing; SUM/AVG over a non-number)."""
+    """SPARQL 1.1 set functions over the values of one group (errors and unbound already left out;
+    SUM and AVG also skip non-numbers). Returns None for "no value" (AVG, MIN, MAX of nothing)."""
     if distinct:
         seen: dict[tuple, Value] = {}
         for v in values:  # distinct terms: 1, 1.0 and 1.0e0 differ (their classes do)
@@ -452,12 +452,10 @@ def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
     if func == "COUNT":
         return len(values)
     if func in ("SUM", "AVG"):
+        values = [v for v in values if is_numeric(v)]  # a non-number is an error: skipped (spec §4)
         if func == "AVG" and not values:
             return None
-        try:
-            total = exact_sum(values)
-        except EvalError:
-            return None
+        total = exact_sum(values)
         if func == "SUM":
             return total
         return arith("/", total, len(values))

@@ -27,11 +27,12 @@ from typing import Any, Iterator
 
 from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filters_pass
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
-from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term
+from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_value
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
 from tefq.results import QueryResult, Row, order_key
 
-_ERROR = object()  # an aggregate argument that raised: skipped
+_ERROR = object()
+_DT_SUFFIX = "^^<http://www.w3.org/2001/XMLSchema#dateTime>"  # an aggregate argument that raised: skipped
 
 
 @lru_cache(maxsize=1 << 16)
@@ -67,11 +68,17 @@ class Solution:
     activity: list[tuple[float, float]] = field(default_factory=list)
     cache: tuple | None = None  # (filter ok, aggregate args) once no ?E can change any more
     last_end: float = -INF  # the latest end bound by an ?E: from then on the solution is settled
+    _env: dict | None = None
 
     def env(self, tau: int) -> dict[str, Any]:
+        """The variables at tau. With ends, one dict per solution is reused from tick to tick
+        (its ?E entries are overwritten): callers must not keep it."""
         if not self.ends:
             return self.binding
-        env: dict[str, Any] = dict(self.binding)
+        env = self._env
+        if env is None:
+            env = self._env = {k: to_value(v) if v.__class__ is str and v.endswith(_DT_SUFFIX) else v
+                               for k, v in self.binding.items()}
         for name, end in self.ends:
             env[name] = DateTime(tau if end > tau else int(end))
         return env

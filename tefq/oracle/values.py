@@ -175,7 +175,10 @@ def double_lexical(x: float) -> str:
         return "INF" if x > 0 else "-INF"
     if x == 0:
         return "0"
-    return decimal_lexical(Decimal(repr(x)))
+    r = repr(x)
+    if "e" not in r:  # already positional: only drop a trailing ".0"
+        return r[:-2] if r.endswith(".0") else r
+    return decimal_lexical(Decimal(r))
 
 
 def datetime_term(ms: int) -> str:
