@@ -31,7 +31,9 @@ def _window_file(path: Path) -> set[tuple[int, str, str, str]]:
     for line in path.read_text().splitlines():
         m = re.match(r'^\s*(\S+)\s+(\S+)\s+(.+?)\s+"(\d+)"\s*\.\s*$', line)
         if m:
-            out.add((int(m.group(4)), m.group(1), m.group(2), m.group(3)))
+            o = m.group(3)
+            bare = re.fullmatch(r"([^\"<_][^\s]*)\^\^<([^>]+)>", o)  # YABench writes 62.0^^<...float>
+            out.add((int(m.group(4)), m.group(1), m.group(2), f'"{bare.group(1)}"^^<{bare.group(2)}>' if bare else o))
     return out
 
 

@@ -219,7 +219,9 @@ class Evaluator:
                 return Answer(("s", "p", "o"), [],
                               [(to_nt(s), to_nt(p), to_nt(o)) for s, p, o in res["graph"]])  # type: ignore[misc]
             names = self.names
-            rows = [tuple(to_nt(b.get(Variable(n))) for n in names) for b in res["bindings"]]
+            # rdflib's GROUP BY yields one empty solution when there is no group at all (SPARQL
+            # 1.1: no row); its own Result drops empty solutions, and so do we
+            rows = [tuple(to_nt(b.get(Variable(n))) for n in names) for b in res["bindings"] if b]
             return Answer(names, rows, [])
         except TefqError:
             raise

@@ -21,7 +21,7 @@ def read_elements(path: str | Path) -> list[Element]:
     p = Path(path)
     if not p.exists():
         raise TefqError(f"no such stream file: {p}", str(p))
-    if read_stream is not None and p.suffix != ".stream":
+    if read_stream is not None:
         elements = list(read_stream(str(p)))
     elif p.suffix == ".stream":
         elements = _read_yabench(p)
