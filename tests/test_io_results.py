@@ -110,3 +110,63 @@ def test_metrics(tmp_path, capsys) -> None:
     assert f.read_text().startswith("{\n  ")
     write_metrics(m, None)
     assert capsys.readouterr() == ("", "")
+
+
+# ---- properties: every format reads back to what was written --------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tefq import terms  # noqa: E402
+
+X = terms.XSD
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
+_numbers = st.one_of(
+    st.integers(-10**20, 10**20).map(lambda i: terms.literal(str(i), X + "integer")),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3).map(
+        lambda d: terms.literal(str(d), X + "decimal")),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda f: terms.literal(repr(f), X + "double")),
+)
+cells = st.one_of(
+    st.none(),
+    st.sampled_from(["<http://e/ch1>", "<http://e/a,b>", "_:b0"]),
+    _text.map(terms.literal),
+    st.builds(lambda lex: terms.literal(lex, lang="en"), _text),
+    st.builds(lambda lex, dt: terms.literal(lex, dt), _text, st.sampled_from([X + "dateTime", "http://x/dt"])),
+    _numbers,
+)
+
+
+def _term_of_json(b: dict) -> str:
+    if b["type"] == "uri":
+        return terms.iri(b["value"])
+    if b["type"] == "bnode":
+        return "_:" + b["value"]
+    return terms.literal(b["value"], b.get("datatype"), b.get("xml:lang"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 10**6), st.tuples(cells, cells)), max_size=6))
+def test_written_cells_read_back(rows) -> None:
+    import csv
+    import io
+
+    from tefq.io.ntriples import normalise_term
+
+    result = QueryResult("q", ("a", "b"), rows)
+    ordered = result.sorted_rows()
+    parsed = list(csv.reader(io.StringIO(results_text([result], "csv"), newline="")))
+    assert parsed[0] == ["tick", "a", "b"]
+    assert parsed[1:] == [[str(t)] + ["" if c is None else
+                                      terms.iri_value(c) if c.startswith("<") else
+                                      c if c.startswith("_:") else terms.split_literal(c)[0]
+                                      for c in cs] for t, cs in ordered]
+    tsv = results_text([result], "tsv").split("\n")
+    assert tsv[-1] == "" and len(tsv) == len(ordered) + 2
+    for line, (t, cs) in zip(tsv[1:], ordered):
+        fields = line.split("\t")
+        assert int(fields[0]) == t
+        assert [normalise_term(f) if f else None for f in fields[1:]] == list(cs)
+    docs = [json.loads(x) for x in results_text([result], "json").splitlines()]
+    back = [(d["tick"], tuple(_term_of_json(b[n]) if n in b else None for n in ("a", "b")))
+            for d in docs for b in d["results"]["bindings"]]
+    assert back == ordered

@@ -101,6 +101,14 @@ def _rows(result: QueryResult, with_query: bool) -> Iterator[tuple[str | None, i
         yield (result.name if with_query else None), tick, dict(zip(names, cells))
 
 
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def _json_line(doc: dict) -> str:
+    """One document per line: escape the characters other tools also take as line breaks."""
+    return json.dumps(doc, ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
+
+
 def _write_json(out: IO[str], results: list[QueryResult], with_query: bool) -> None:
     """JSON Lines: one SPARQL 1.1 results document per (query, tick), ticks ascending."""
     for result in results:
@@ -109,13 +117,13 @@ def _write_json(out: IO[str], results: list[QueryResult], with_query: bool) -> N
         for tick, cells in result.sorted_rows():
             if doc is None or doc["tick"] != tick:
                 if doc is not None:
-                    out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+                    out.write(_json_line(doc))
                 doc = ({"query": result.name} if with_query else {}) | {
                     "tick": tick, "head": {"vars": names}, "results": {"bindings": []}}
             doc["results"]["bindings"].append(
                 {n: json_cell(c) for n, c in zip(names, cells) if c is not None})
         if doc is not None:
-            out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            out.write(_json_line(doc))
 
 
 def _write_one(out: IO[str], results: list[QueryResult], fmt: str) -> None:
