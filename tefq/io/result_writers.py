@@ -29,6 +29,9 @@ _BARE = {
     terms.XSD_DOUBLE: re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.?[0-9]+)[eE][+-]?[0-9]+"),
 }
 
+# Characters some line splitters break on besides LF/CR: written as \u escapes (TSV, JSON lines).
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
 
 def _names(result: QueryResult) -> list[str]:
     return [c[1:] if c.startswith(("?", "$")) else c for c in result.columns]
@@ -57,7 +60,7 @@ def tsv_cell(cell: Cell) -> str:
         bare = _BARE.get(dt or "")
         if bare is not None and bare.fullmatch(lex):
             return lex
-    return cell
+    return cell.translate(_LINE_BREAKS) if terms.is_literal(cell) else cell
 
 
 def json_cell(cell: str) -> dict:
@@ -99,9 +102,6 @@ def _rows(result: QueryResult, with_query: bool) -> Iterator[tuple[str | None, i
     names = _names(result)
     for tick, cells in result.sorted_rows():
         yield (result.name if with_query else None), tick, dict(zip(names, cells))
-
-
-_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def _json_line(doc: dict) -> str:
