@@ -149,3 +149,13 @@ def test_gzip_background(tmp_path) -> None:
     f = tmp_path / "bg.nt.gz"
     f.write_bytes(gzip.compress(b'<http://x/a> <http://x/b> "c"@EN .\n'))
     assert list(background_triples(read_background(str(f)))) == [("<http://x/a>", "<http://x/b>", '"c"@en')]
+
+
+def test_symlinked_folder_inside_a_stream_directory_is_read(tmp_path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "x.tsv").write_text("ts\ts\tp\to\n9\t<http://x/s>\t<http://x/p>\t<http://x/o>\n")
+    stream = tmp_path / "stream"
+    stream.mkdir()
+    (stream / "linked").symlink_to(real, target_is_directory=True)
+    assert [e[0] for e in read_stream(str(stream))] == [9]

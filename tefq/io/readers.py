@@ -69,7 +69,7 @@ def stream_files(path: str) -> list[str]:
         stream_format(path)
         return [path]
     found: list[tuple[str, str]] = []
-    for root, dirs, files in os.walk(path):
+    for root, dirs, files in os.walk(path, followlinks=True):  # a linked folder is part of the stream
         dirs[:] = [d for d in dirs if not _ignored(d)]
         for name in files:
             if not _ignored(name):
