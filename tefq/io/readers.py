@@ -11,20 +11,18 @@ import csv
 import gzip
 import itertools
 import os
-import pathlib
 import re
-import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-
-import rdflib
-from rdflib.plugins.parsers.notation3 import BadSyntax
-from rdflib.plugins.stores.memory import Memory
+from typing import TYPE_CHECKING
 
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, check_position, normalise_term, scan_term
 from tefq.io.timestamps import literal_ms, parse_ts
+
+if TYPE_CHECKING:
+    import rdflib
 
 Element = tuple[int, str, str, str]
 
@@ -386,145 +384,26 @@ def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]
 
 
 # ---------------------------------------------------------------------------------------------
-# rdflib-based: TriG streams and background graphs
-
-def _from_rdflib(t: rdflib.term.Node) -> str:
-    if isinstance(t, rdflib.URIRef):
-        return normalise_term(terms.iri(str(t)))
-    if isinstance(t, rdflib.BNode):
-        return "_:" + str(t)
-    if isinstance(t, rdflib.Literal):
-        dt = str(t.datatype) if t.datatype is not None else None
-        return terms.literal(str(t), dt, t.language)
-    raise TermError(f"unsupported RDF term {t!r}", 0)
-
-
-def _read_bytes(path: str, gz: bool) -> bytes:
-    try:
-        if gz:
-            with gzip.open(path, "rb") as f:
-                return f.read()
-        with open(path, "rb") as f:
-            return f.read()
-    except (OSError, EOFError, zlib.error) as e:
-        raise TefqError(f"cannot read the file: {getattr(e, 'strerror', None) or e}", path) from None
-
-
-class _OrderedMemory(Memory):
-    """rdflib's memory store, remembering every statement in the order the parser produced it
-    (elements with equal times are applied in file order, so order matters)."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.log: list[tuple] = []
-
-    def add(self, triple, context, quoted=False) -> None:  # type: ignore[override]
-        self.log.append((triple, context.identifier if context is not None else None))
-        super().add(triple, context, quoted)
-
-
-def _parse_rdf(data: bytes, fmt: str, path: str, graph: rdflib.Graph) -> None:
-    """rdflib parse with literals kept as written and errors located."""
-    saved = rdflib.NORMALIZE_LITERALS
-    rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written: "01"^^xsd:integer stays
-    try:
-        with warnings.catch_warnings():  # rdflib's own deprecation noise (ConjunctiveGraph)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            graph.parse(data=data.decode("utf-8"), format=fmt, publicID=pathlib.Path(os.path.abspath(path)).as_uri())
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise TefqError("invalid UTF-8", path, line) from None
-    except BadSyntax as e:
-        text = data.decode("utf-8")
-        offset = getattr(e, "_i", 0)
-        line = text.count("\n", 0, offset) + 1
-        col = offset - (text.rfind("\n", 0, offset) + 1) + 1
-        src = text.splitlines()[line - 1] if line <= len(text.splitlines()) else None
-        raise TefqError(f"{fmt} syntax error: {getattr(e, '_why', e)}", path, line, col, source_line=src) from None
-    except TefqError:
-        raise
-    except Exception as e:  # rdflib's other parsers raise assorted exceptions without positions
-        if fmt in ("nt", "nquads"):
-            _locate_line_error(data.decode("utf-8"), path, "graph" if fmt == "nquads" else "none")
-        raise TefqError(f"{fmt} parse error: {e}", path) from None
-    finally:
-        rdflib.NORMALIZE_LITERALS = saved
-
-
-def _locate_line_error(text: str, path: str, fourth: str) -> None:
-    """Re-read a line-based file with tefq's own parser to find where rdflib failed."""
-    for lineno, line in enumerate(text.splitlines(), 1):
-        st = _statement(line, path, lineno, "graph")
-        if st is not None and fourth == "none" and st[3] is not None:
-            raise TefqError("N-Triples has three terms per line, found a fourth", path, lineno,
-                            source_line=line)
-
+# rdflib-based readers live in tefq.io.rdf (imported on use: rdflib is slow to import)
 
 def _read_trig(path: str, gz: bool) -> Iterator[Element]:
-    data = _read_bytes(path, gz)
-    store = _OrderedMemory()
-    _parse_rdf(data, "trig", path, rdflib.Dataset(store=store))
-    text = data.decode("utf-8")
-    default = str(rdflib.graph.DATASET_DEFAULT_GRAPH_ID)
+    from tefq.io.rdf import read_trig
 
-    def locate(term: str) -> tuple[int, str]:
-        """Best effort line for a term (rdflib keeps no positions): its first textual mention."""
-        for probe in (term, term.strip("<>").rsplit("#", 1)[-1].rsplit("/", 1)[-1]):
-            i = text.find(probe)
-            if probe and i >= 0:
-                line = text.count("\n", 0, i) + 1
-                return line, text.splitlines()[line - 1]
-        return 0, ""
-
-    bnodes: dict[str, str] = {}
-
-    def term(t: rdflib.term.Node) -> str:
-        if isinstance(t, rdflib.BNode):
-            # rdflib invents random labels; number them in order of appearance so runs repeat.
-            return bnodes.setdefault(str(t), f"_:trig{len(bnodes) + 1}")
-        return _from_rdflib(t)
-
-    def quads() -> Iterator[tuple[int, str, str, str, str | None, str]]:
-        for (s, p, o), ctx in store.log:
-            try:
-                g = None if ctx is None or str(ctx) == default else term(ctx)
-                terms_ = (term(s), term(p), term(o))
-            except TermError as e:
-                raise TefqError(str(e), path, *locate(str(s))[:1]) from None
-            yield (0, *terms_, g, "")
-
-    return _timestamp_graphs(quads(), path, locate)
+    return read_trig(path, gz)
 
 
-_BACKGROUND_FORMATS = {"ttl": "turtle", "turtle": "turtle", "nt": "nt", "n3": "n3", "trig": "trig",
-                       "nq": "nquads"}
+def read_background(path: str) -> "rdflib.Graph":
+    """A static background graph (Turtle, N-Triples, TriG, N-Quads; `.gz` too): see tefq.io.rdf."""
+    from tefq.io.rdf import read_background as read
+
+    return read(path)
 
 
-def read_background(path: str) -> rdflib.Graph:
-    """A static background graph (Turtle, N-Triples, TriG, N-Quads by extension; `.gz` too).
-    TriG/N-Quads give a Dataset; their named graphs all count as background."""
-    if not os.path.isfile(path):
-        raise TefqError("no such background file", path)
-    name = os.path.basename(path).lower()
-    gz = name.endswith(".gz")
-    ext = (name[:-3] if gz else name).rsplit(".", 1)[-1]
-    fmt = _BACKGROUND_FORMATS.get(ext)
-    if fmt is None:
-        raise TefqError(f"unknown background file type {os.path.basename(path)!r}: expected .ttl, .nt, "
-                        ".n3, .trig or .nq (optionally .gz)", path)
-    graph: rdflib.Graph = rdflib.Dataset() if fmt in ("trig", "nquads") else rdflib.Graph()
-    _parse_rdf(_read_bytes(path, gz), fmt, path, graph)
-    return graph
+def background_triples(graph: "rdflib.Graph") -> Iterator[tuple[str, str, str]]:
+    """The background's triples in N-Triples form, sorted: see tefq.io.rdf."""
+    from tefq.io.rdf import background_triples as triples
 
-
-def background_triples(graph: rdflib.Graph) -> Iterator[tuple[str, str, str]]:
-    """The graph's triples (all named graphs of a Dataset, union) in N-Triples form, sorted so runs
-    are deterministic."""
-    if isinstance(graph, rdflib.ConjunctiveGraph):
-        raw = {(s, p, o) for s, p, o, _ in graph.quads((None, None, None, None))}
-    else:
-        raw = set(graph.triples((None, None, None)))
-    return iter(sorted((_from_rdflib(s), _from_rdflib(p), _from_rdflib(o)) for s, p, o in raw))
+    return triples(graph)
 
 
 # ---------------------------------------------------------------------------------------------
