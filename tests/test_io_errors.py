@@ -204,3 +204,15 @@ def test_background_errors_are_located(tmp_path) -> None:
     odd.write_text("<rdf/>")
     with pytest.raises(TefqError, match="unknown background file type"):
         read_background(str(odd))
+
+
+def test_trig_time_errors_point_at_a_line(tmp_path) -> None:
+    f = tmp_path / "t.trig"
+    f.write_text('@prefix prov: <http://www.w3.org/ns/prov#> .\n<urn:g> { <http://x/s> <http://x/p> 1 . }\n'
+                 '<urn:g> prov:generatedAtTime "later" .\n')
+    e = error_of(str(f))
+    assert (e.line, "not an ISO-8601" in e.message) == (3, True), e.render()
+    f.write_text('@prefix prov: <http://www.w3.org/ns/prov#> .\n<urn:g> prov:generatedAtTime "1" .\n'
+                 '<urn:g> prov:generatedAtTime "2" .\n')
+    e = error_of(str(f))
+    assert e.line == 2 and "two times" in e.message  # the graph's first mention: rdflib keeps no positions

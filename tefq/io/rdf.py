@@ -73,7 +73,8 @@ def _parse_rdf(data: bytes, fmt: str, path: str, graph: rdflib.Graph) -> None:
         offset = getattr(e, "_i", 0)
         line = text.count("\n", 0, offset) + 1
         col = offset - (text.rfind("\n", 0, offset) + 1) + 1
-        src = text.splitlines()[line - 1] if line <= len(text.splitlines()) else None
+        lines = text.split("\n")
+        src = lines[line - 1] if line <= len(lines) else None
         raise TefqError(f"{fmt} syntax error: {getattr(e, '_why', e)}", path, line, col, source_line=src) from None
     except TefqError:
         raise
@@ -103,11 +104,13 @@ def read_trig(path: str, gz: bool) -> Iterator[Element]:
 
     def locate(term: str) -> tuple[int, str]:
         """Best effort line for a term (rdflib keeps no positions): its first textual mention."""
+        if term.startswith('"'):
+            term = term[:term.rfind('"') + 1]  # a literal: its quoted lexical form
         for probe in (term, term.strip("<>").rsplit("#", 1)[-1].rsplit("/", 1)[-1]):
             i = text.find(probe)
             if probe and i >= 0:
                 line = text.count("\n", 0, i) + 1
-                return line, text.splitlines()[line - 1]
+                return line, text.split("\n")[line - 1]
         return 0, ""
 
     bnodes: dict[str, str] = {}

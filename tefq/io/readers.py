@@ -346,9 +346,11 @@ def _read_quads(path: str, gz: bool, fmt: str) -> Iterator[Element]:
 
 
 def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]], path: str,
-                      locate) -> Iterator[Element]:
+                      locate: Callable[[str], tuple[int, str]] | None) -> Iterator[Element]:
     """Give every quad its graph's time. Quads of a graph whose time is not known yet wait (in
-    file order) until its time declaration arrives; a graph never given a time is an error."""
+    file order) until its time declaration arrives; a graph never given a time is an error.
+    Quads come with their line number and text, or line 0 (TriG, via rdflib) and then `locate`
+    finds a line that mentions a term."""
     graph_ts: dict[str, int] = {}
     waiting: dict[str, list[tuple[str, str, str]]] = {}
     first_use: dict[str, tuple[int, str]] = {}
@@ -357,11 +359,13 @@ def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]
             try:
                 ms = literal_ms(o)
             except ValueError as e:
-                raise TefqError(str(e), path, lineno, (line.find(o) + 1) if line else 0,
-                                source_line=line or None) from None
+                at, text = (lineno, line) if lineno else locate(o)
+                raise TefqError(str(e), path, at, (text.find(o) + 1) if text and lineno else 0,
+                                source_line=text or None) from None
             if graph_ts.setdefault(s, ms) != ms:
-                raise TefqError(f"graph {s} is given two times: {graph_ts[s]} and {ms} ms", path, lineno,
-                                source_line=line or None)
+                at, text = (lineno, line) if lineno else locate(s)
+                raise TefqError(f"graph {s} is given two times: {graph_ts[s]} and {ms} ms", path, at,
+                                source_line=text or None)
             for el in waiting.pop(s, ()):
                 yield (ms, *el)
             continue
