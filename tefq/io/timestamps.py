@@ -72,4 +72,4 @@ def literal_ms(term: str) -> int:
 def format_iso_ms(ms: int) -> str:
     """ms -> `YYYY-MM-DDTHH:MM:SS.mmmZ` (exact: round-trips through parse_iso_ms)."""
     dt = _EPOCH + timedelta(milliseconds=ms)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"  # %Y does not pad years < 1000
