@@ -84,6 +84,22 @@ class SimplePlan:
                  args: list[tuple[str, Any]]) -> None:
         self.q, self.matchers, self.keyers, self.args = q, matchers, keyers, args
         self.group_vars = [v.name for v in q.group_by]
+        # rows differ in their group key: once a prefix of the SELECT holds every group variable,
+        # ordering by that prefix alone is the full spec §5 order (no ties remain)
+        self.sort_prefix = len(q.select)
+        seen: set[str] = set()
+        for i, p in enumerate(q.select):
+            if not (isinstance(p.expr, Var) and p.expr.name in self.group_vars):
+                break
+            seen.add(p.expr.name)
+            if seen == set(self.group_vars):
+                self.sort_prefix = i + 1
+                break
+        self.order_keys: dict[str | None, tuple] = {}
+        self.int_terms: dict[int, str] = {}
+        self.cells = [("group", p.expr.name) if isinstance(p.expr, Var) and p.expr.name in self.group_vars
+                      else ("value", p.expr.name) if isinstance(p.expr, Var) else ("expr", p.expr)
+                      for p in q.select]
 
     def rows(self, tau: int, live: dict[str, dict[Identity, int]]) -> list[tuple]:
         q = self.q
@@ -115,17 +131,40 @@ class SimplePlan:
                 else:
                     env[agg.alias] = value
             cells: list[str | None] = []
-            for p in q.select:
-                if isinstance(p.expr, Var) and p.expr.name in self.group_vars:
-                    cells.append(env.get(p.expr.name))
-                    continue
-                try:
-                    cells.append(to_term(evaluate(p.expr, env)))
-                except EvalError:
-                    cells.append(None)
+            for kind, x in self.cells:
+                if kind == "group":
+                    cells.append(env.get(x))
+                elif kind == "value" and x in env:
+                    cells.append(self._term(env[x]))
+                else:
+                    try:
+                        cells.append(self._term(evaluate(x if kind == "expr" else Var(x), env)))
+                    except EvalError:
+                        cells.append(None)
             out.append(tuple(cells))
-        out.sort(key=lambda cells: tuple(order_key(c) for c in cells))
+        if len(out) > 1:
+            out.sort(key=self._sort_key)
         return out
+
+    def _term(self, v: Any) -> str:
+        if type(v) is int:  # counts: few distinct values, written over and over
+            t = self.int_terms.get(v)
+            if t is None:
+                t = self.int_terms[v] = to_term(v)
+            return t
+        return to_term(v)
+
+    def _sort_key(self, cells: tuple) -> tuple:
+        keys = self.order_keys
+        out = []
+        for c in cells[:self.sort_prefix]:
+            k = keys.get(c)
+            if k is None:
+                k = order_key(c)
+                if len(keys) < 1 << 20:
+                    keys[c] = k
+            out.append(k)
+        return tuple(out)
 
     @staticmethod
     def _aggregate(agg, kind: str, x: Any, members: list[tuple[Identity, int]], tau: int) -> Any:
