@@ -159,3 +159,18 @@ def test_symlinked_folder_inside_a_stream_directory_is_read(tmp_path) -> None:
     stream.mkdir()
     (stream / "linked").symlink_to(real, target_is_directory=True)
     assert [e[0] for e in read_stream(str(stream))] == [9]
+
+
+def test_spaces_around_cells_are_ignored(tmp_path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text("ts, s, p, o\n 1, <http://x/s>, <http://x/p>, \"a b\" \n")
+    assert list(read_stream(str(f))) == [(1, "<http://x/s>", "<http://x/p>", '"a b"')]
+    t = tmp_path / "t.tsv"
+    t.write_text("ts\ts\tp\to\n1\t  <http://x/s>\t<http://x/p>\t<o>\n")
+    with pytest.raises(TefqError) as info:
+        list(read_stream(str(t)))
+    assert info.value.column == 31  # still points at <o>
+    t.write_text("ts\ts\tp\to\n1\t  <rel>\t<http://x/p>\t<http://x/o>\n")
+    with pytest.raises(TefqError) as info:
+        list(read_stream(str(t)))
+    assert info.value.column == 5  # past the two spaces, at <rel>

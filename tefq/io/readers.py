@@ -199,7 +199,9 @@ def _memo(path: str, column: bool = True) -> tuple[dict, dict, dict, Callable[..
     distinct cell once makes the text readers several times faster)."""
 
     def memo(table: dict, text: str, role: str, lineno: int, where: str = "") -> str:
-        term = _term(text, role, path, lineno, int(column), where)
+        body = text.strip(" ")  # `1, <s>, ...`: spaces around a term carry nothing
+        lead = len(text) - len(text.lstrip(" "))
+        term = _term(body, role, path, lineno, 1 + lead if column else 0, where)
         if len(table) >= 1 << 16:
             table.clear()
         table[text] = term
