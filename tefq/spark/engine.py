@@ -71,7 +71,7 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
     cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
     cols.append(F.when(bad_reason.isNotNull(), F.concat_ws("\t", F.col("file"), bad_reason,
-                                                          F.coalesce(F.col("ts").cast("string"), F.lit("")),
+                                                          F.coalesce(F.col("ts_text"), F.lit("")),
                                                           F.coalesce("s", F.lit("")), F.coalesce("p", F.lit("")),
                                                           F.coalesce("o", F.lit("")))).alias("x"))
     return df.select(*cols)
@@ -195,11 +195,9 @@ def _bad_row_error(text: str) -> TefqError:
     i = text.find(BAD_ROW + "\t")
     tail = text[i + len(BAD_ROW) + 1:].split("\n", 1)[0]
     file, reason, *_ = (tail.split("\t") + ["", ""])[:3]
-    path = file[7:] if file.startswith("file:") else file
-    path = path[2:] if path.startswith("//") else path
-    from urllib.parse import unquote
+    from urllib.parse import unquote, urlparse
 
-    path = unquote(path)
+    path = unquote(urlparse(file).path) if file.startswith("file:") else file
     try:  # the readers know the line and column
         from tefq.io.readers import read_stream_file
 

@@ -63,6 +63,7 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     if fmt == "parquet":
         df = reader.schema("ts long, s string, p string, o string").parquet(directory)
         ts = F.col("ts")
+        raw = F.col("ts").cast("string")
     else:
         cols = _header(path, fmt)
         reader = reader.option("header", "true").schema(", ".join(f"`{c}` string" for c in cols))
@@ -72,15 +73,18 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
             reader = reader.option("sep", ",").option("quote", '"').option("escape", '"')
         df = reader.option("mode", "PERMISSIVE").csv(directory)
         raw = F.trim(F.col("ts"))
-        ts = (F.when(raw.rlike("^-?[0-9]+$"), raw.cast("long"))
-              .otherwise(F.unix_millis(F.to_timestamp(raw))))
-    return df.select(ts.alias("ts"), "s", "p", "o", F.col("_metadata.file_path").alias("file"))
+        # try_*: a malformed time gives null, which the engine reports as a bad row with its line
+        ts = (F.when(raw.rlike("^-?[0-9]+$"), raw.try_cast("long"))
+              .otherwise(F.unix_millis(F.try_to_timestamp(raw))))
+    return df.select(ts.alias("ts"), "s", "p", "o", F.col("_metadata.file_path").alias("file"),
+                     raw.alias("ts_text"))
 
 
 def read_control(spark: SparkSession, directory: str) -> DataFrame:
     os.makedirs(directory, exist_ok=True)
     df = spark.readStream.schema(CONTROL_SCHEMA).parquet(directory)
-    return df.select("ts", "s", "p", "o", F.lit(None).cast("string").alias("file"))
+    return df.select("ts", "s", "p", "o", F.lit(None).cast("string").alias("file"),
+                     F.lit(None).cast("string").alias("ts_text"))
 
 
 def write_flush(directory: str) -> None:
