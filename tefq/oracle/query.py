@@ -66,11 +66,11 @@ class Solution:
     ends: tuple[tuple[str, float], ...]  # interval end variables: (name, fact end); ?E = min(end, tau)
     items: list[tuple[str, int, float]]  # (kind, start, end) of each matched fact/event (event: t, t)
     activity: list[tuple[float, float]] = field(default_factory=list)
-    cache: tuple | None = None  # (filter ok, aggregate args) once no ?E can change any more
+    cache: tuple | None = None  # (aggregate args or None if filtered out,) once no ?E can change
     last_end: float = -INF  # the latest end bound by an ?E: from then on the solution is settled
     _env: dict | None = None
 
-    def env(self, tau: int) -> dict[str, Any]:
+    def env(self, tau: int, tau_dt: DateTime | None = None) -> dict[str, Any]:
         """The variables at tau. With ends, one dict per solution is reused from tick to tick
         (its ?E entries are overwritten): callers must not keep it."""
         if not self.ends:
@@ -80,7 +80,7 @@ class Solution:
             env = self._env = {k: to_value(v) if v.__class__ is str and v.endswith(_DT_SUFFIX) else v
                                for k, v in self.binding.items()}
         for name, end in self.ends:
-            env[name] = DateTime(tau if end > tau else int(end))
+            env[name] = (tau_dt or DateTime(tau)) if end > tau else DateTime(int(end))
         return env
 
     def settled(self, tau: int) -> bool:
@@ -248,15 +248,16 @@ class QueryEvaluator:
         env = sol.env(tau)
         return tuple(to_term(v) if isinstance(v, DateTime) else v for v in (env.get(n) for n in self.group_names))
 
-    def _args(self, sol: Solution, tau: int) -> tuple | None:
+    def _args(self, sol: Solution, tau: int, tau_dt: DateTime) -> tuple | None:
         """(aggregate argument values) of one solution at tau, or None if a dynamic filter drops it."""
-        if sol.cache is not None:
-            return sol.cache[1] if sol.cache[0] else None
-        env = sol.env(tau)
-        ok = not self.dynamic_filters or filters_pass(self.dynamic_filters, env)
-        args: list[Any] = []
-        if ok:
-            for agg, fn in zip(self.q.aggregates, self.agg_fns):
+        cache = sol.cache
+        if cache is not None:
+            return cache[0]
+        env = sol.env(tau, tau_dt)
+        result: tuple | None = None
+        if not self.dynamic_filters or filters_pass(self.dynamic_filters, env):
+            args: list[Any] = []
+            for fn in self.agg_fns:
                 if fn is None:  # COUNT(*): the solution itself
                     args.append(tuple(sorted((k, to_term(v) if isinstance(v, DateTime) else v)
                                              for k, v in env.items())))
@@ -265,14 +266,16 @@ class QueryEvaluator:
                     args.append(fn(env))
                 except EvalError:
                     args.append(_ERROR)
-        result = tuple(args)
-        if sol.settled(tau):
-            sol.cache = (ok, result)
-        return result if ok else None
+            result = tuple(args)
+        if sol.last_end <= tau:  # settled: no ?E changes any more
+            sol.cache = (result,)
+        return result
 
     def group_row(self, key: tuple, sols: list[Solution], tau: int) -> tuple | None:
         """(order keys, SELECT cells) of one group at tau, or None if no solution survives the filters."""
-        per_sol = [a for a in (self._args(s, tau) for s in sols) if a is not None]
+        tau_dt = DateTime(tau)
+        args = self._args
+        per_sol = [a for a in [args(s, tau, tau_dt) for s in sols] if a is not None]
         if not per_sol:
             return None
         env: dict[str, Any] = {n: k for n, k in zip(self.group_names, key) if k is not None}
