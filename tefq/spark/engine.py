@@ -167,12 +167,20 @@ def _as_dict(v) -> dict:
 class _Progress:
     def __init__(self, enabled: bool, name: str) -> None:
         self.enabled, self.name, self.seen = enabled, name, -1
+        self.batches: list[dict] = []  # per micro-batch: id, input rows, ms, state bytes (for the bench)
 
     def report(self, query) -> None:
-        p = query.lastProgress
-        if not self.enabled or not p or p["batchId"] == self.seen:
-            return
+        for p in query.recentProgress:
+            if p["batchId"] > self.seen:
+                self._one(p)
+
+    def _one(self, p) -> None:
         self.seen = p["batchId"]
+        self.batches.append({"batch": p["batchId"], "rows": p.get("numInputRows", 0),
+                             "ms": p.get("durationMs", {}).get("triggerExecution", 0),
+                             "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))})
+        if not self.enabled:
+            return
         observed = p.get("observedMetrics") or {}
         obs, obs_out = (_as_dict(observed.get(name)) for name in ("tefq_in", "tefq_out"))
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
@@ -243,7 +251,9 @@ def run_plan(spark: SparkSession, plan: CurrentAggregatePlan, stream_paths: list
         if BAD_ROW in text:
             raise _bad_row_error(text) from None
         raise
-    return _collect(spark, plan, out)
+    qr, m, warns = _collect(spark, plan, out)
+    m["micro_batches"] = pr.batches
+    return qr, m, warns
 
 
 def _collect(spark: SparkSession, plan: CurrentAggregatePlan, out: str) -> tuple[QueryResult, dict, list[str]]:
@@ -251,16 +261,25 @@ def _collect(spark: SparkSession, plan: CurrentAggregatePlan, out: str) -> tuple
     rows = []
     metrics: dict = {}
     warnings: list[str] = []
+    by_batch: dict[int, list[int]] = {}
     for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
         if kind == "row":
             rows.append((int(tick), tuple(json.loads(payload))))
         elif kind == "metric":
-            for k, v in json.loads(payload).items():
-                if k in ("state_bytes", "open_facts"):
+            d = json.loads(payload)
+            per = by_batch.setdefault(d.get("batch", 0), [0, 0])
+            per[0] += d.get("state_bytes", 0)
+            per[1] += d.get("open_facts", 0)
+            for k, v in d.items():
+                if k in ("state_bytes", "open_facts", "batch"):
                     continue
                 metrics[k] = metrics.get(k, 0) + v
         else:
             warnings.append(payload)
+    if by_batch:  # state size at the batch holding the most open facts
+        state_bytes, open_facts = max(by_batch.values(), key=lambda x: x[1])
+        metrics["state_bytes_per_open_fact"] = state_bytes / open_facts if open_facts else None
+        metrics["peak_open_facts"] = open_facts
     qr = QueryResult(plan.query, plan.columns, rows)
     qr.rows = qr.sorted_rows()
     return qr, metrics, warnings
@@ -299,6 +318,8 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
                 for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
                     setattr(metrics, k, int(m.get(k, 0)))
                 metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
+                metrics.extra["micro_batches"] = m.get("micro_batches", [])
+                metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
             metrics.rows_out += len(qr.rows)
         metrics.intermediate_bindings = metrics.facts_created
         metrics.wall_seconds = time.time() - started

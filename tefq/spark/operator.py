@@ -206,6 +206,7 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
         blob = pickle.dumps(st, protocol=5)
         metrics["state_bytes"] = len(blob)
         metrics["open_facts"] = int((st.base.end == OPEN).sum())
+        metrics["batch"] = st.batches
         state.update((blob,))
         out.append(("metric", st.gmax if st.gmax is not None else 0, json.dumps(metrics)))
         yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
