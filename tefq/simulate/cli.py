@@ -1,0 +1,112 @@
+"""`tefq compare`: the command line of the baselines comparison (docs/baselines.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from tefq.errors import TefqError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
+_UNITS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def parse_windows(text: str) -> list[int]:
+    """`10s,100s,200s,400s` (also `500ms`, `1m`, `1h`, bare seconds, or ISO `PT10S`) -> ms."""
+    out: list[int] = []
+    for part in text.split(","):
+        m = _DURATION.match(part)
+        if m:
+            ms = round(float(m.group(1)) * _UNITS[m.group(2)])
+        else:
+            try:
+                from tefq.analysis import parse_duration
+
+                ms = parse_duration(part.strip().strip('"'))
+            except (ImportError, TefqError):
+                raise TefqError(f"--windows: '{part.strip()}' is not a duration (e.g. 10s, 500ms, 1m, PT10S)",
+                                file="--windows") from None
+        if ms <= 0:
+            raise TefqError(f"--windows: '{part.strip()}' must be positive", file="--windows")
+        out.append(ms)
+    return out
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("compare", help="TEF vs simulated-fact baselines: bindings and throughput, table + plots")
+    p.add_argument("--usecase", choices=("uc1", "uc2", "uc3"), required=True)
+    p.add_argument("--stream", required=True, metavar="DIR",
+                   help="a generated data set (tefq gen iptv: DIR/log, DIR/epg) or a stream file/directory")
+    p.add_argument("--windows", default="10s,100s,200s,400s", metavar="LIST", help="window sizes (default: %(default)s)")
+    p.add_argument("--engine", choices=("oracle", "spark"), default="oracle")
+    p.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per approach and window (spread)")
+    p.add_argument("--approaches", default="tef,refresh,refresh-group,sequence", metavar="LIST",
+                   help="which approaches (default: %(default)s)")
+    p.add_argument("--query", metavar="FILE.tef", help="the use-case document (default: usecases/<usecase>.tef)")
+    p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
+    p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
+    p.add_argument("--t0", type=int, default=0, metavar="MS", help="window origin in ms")
+    p.add_argument("--check-oracle", action="store_true",
+                   help="also check TEF's rows against the oracle's definition (slow on small windows)")
+    p.add_argument("--json", metavar="OUT", help="write the rows as JSON")
+    p.add_argument("--plot", metavar="OUT.png", help="draw bindings (log) and throughput per window size")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from tefq.simulate.compare import compare, format_table, read_elements, stream_paths, usecase_path
+
+    if args.engine == "spark":
+        raise TefqError("compare --engine spark: the simulations run on the oracle engine only in this version; "
+                        "use --engine oracle", file="--engine")
+    windows = parse_windows(args.windows)
+    approaches = [a.strip() for a in args.approaches.split(",") if a.strip()]
+    prefixes = {"": "http://example.org/iptv#"}
+    for v in args.prefix or ():
+        name, sep, ns = v.partition("=")
+        if not sep or not ns:
+            raise TefqError(f"--prefix expects p=IRI, got '{v}'", file="--prefix")
+        prefixes[name.rstrip(":")] = ns.strip("<>")
+    path = args.query or usecase_path(args.usecase)
+    if args.background and not os.path.exists(args.background):
+        raise TefqError(f"no such background file: {args.background}", file="--background")
+    background = None
+    predicates: frozenset[str] = frozenset()
+    if args.background:
+        from tefq.io.readers import background_triples, read_background
+
+        background = read_background(args.background)
+        predicates = frozenset(p for _, p, _ in background_triples(background))
+    from tefq.analysis import load
+
+    doc = load(path, extra_prefixes=prefixes, background_predicates=predicates)
+    elements = read_elements(stream_paths(args.stream, args.usecase))
+
+    def progress(m) -> None:
+        if not args.quiet:
+            r = m.row()
+            print(f"tefq compare: {m.approach} {m.window_s:g} s: {m.intermediate_bindings} bindings, "
+                  f"{r['events_per_s']:.0f} events/s{'' if m.agrees else ', ROWS DIFFER'}", file=sys.stderr)
+
+    ms = compare(doc, elements, windows, approaches, args.repeat, background, args.t0, args.check_oracle, progress)
+    print(format_table(ms))
+    rows = [m.row() for m in ms]
+    for r in rows:
+        r["usecase"] = args.usecase
+        r["engine"] = args.engine
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(rows, fh, indent=1)
+            fh.write("\n")
+    if args.plot:
+        from tefq.simulate.plot import plot
+
+        figure = {"uc1": "Fig. 3 (UC1)", "uc2": "Fig. 4 (UC2)", "uc3": "UC3"}[args.usecase]
+        plot(rows, args.plot, f"{figure}: TEF vs simulated facts, {len(elements)} events, {args.engine} engine")
+    if not all(m.agrees for m in ms):
+        print("tefq compare: some approaches' rows differ from TEF's (see the 'agree' column)", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,163 @@
+"""`tefq compare`: TEF with native facts against the simulated-fact baselines, side by side.
+
+For each window size every approach runs the same use-case on the same events in the same
+windowed executor (only the way state crosses a window differs), the rows of every simulation
+are checked against the TEF rows, and the intermediate bindings and throughput are reported —
+the paper's Fig. 3 (UC1) and Fig. 4 (UC2), regenerated. See docs/baselines.md.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from typing import Iterable
+
+from tefq.errors import TefqError
+from tefq.plan.logical import AggregateQuery, Document
+from tefq.simulate import STRATEGIES, run, run_native
+
+Element = tuple[int, str, str, str]
+APPROACHES = ("tef",) + STRATEGIES
+IPTV_NS = "http://example.org/iptv#"
+
+
+@dataclass
+class Measurement:
+    approach: str
+    window_s: float
+    intermediate_bindings: int
+    wall: list[float] = field(default_factory=list)
+    events: int = 0
+    rows_out: int = 0
+    agrees: bool = True
+    note: str = ""
+
+    def row(self) -> dict:
+        eps = [self.events / w if w > 0 else 0.0 for w in self.wall]
+        out = {
+            "approach": self.approach, "window_s": self.window_s,
+            "intermediate_bindings": self.intermediate_bindings,
+            "events_per_s": round(statistics.mean(eps), 1) if eps else None,
+            "wall_s": round(statistics.mean(self.wall), 3) if self.wall else None,
+            "events_per_s_min": round(min(eps), 1) if eps else None,
+            "events_per_s_max": round(max(eps), 1) if eps else None,
+            "wall_s_min": round(min(self.wall), 3) if self.wall else None,
+            "wall_s_max": round(max(self.wall), 3) if self.wall else None,
+            "repeats": len(self.wall), "events": self.events, "rows_out": self.rows_out,
+            "agrees_with_tef": self.agrees,
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def with_every(doc: Document, every_ms: int) -> Document:
+    return replace(doc, queries=tuple(replace(q, every_ms=every_ms) if isinstance(q, AggregateQuery) else q
+                                      for q in doc.queries))
+
+
+def _rows(result) -> list:
+    return [(r.name, r.rows) for r in result.results]
+
+
+def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], approaches: Iterable[str] = APPROACHES,
+            repeat: int = 1, background=None, t0: int = 0, check_oracle: bool = False,
+            progress=None) -> list[Measurement]:
+    """Run every approach at every window size `repeat` times; rows are checked against TEF's."""
+    approaches = list(approaches)
+    for a in approaches:
+        if a not in APPROACHES and a != "csparql-query":
+            raise TefqError(f"unknown approach '{a}' (expected {', '.join(APPROACHES + ('csparql-query',))})",
+                            file="--approaches")
+    if repeat < 1:
+        raise TefqError(f"--repeat must be at least 1, got {repeat}", file="--repeat")
+    from tefq.oracle import prepare
+
+    events = prepare(elements)
+    out: list[Measurement] = []
+    for w in windows_ms:
+        reference = None
+        if check_oracle:
+            from tefq.oracle import run as oracle_run
+
+            reference = _rows(oracle_run(with_every(doc, w), events, background, t0=t0))
+        tef_rows = None
+        for a in ["tef"] + [a for a in approaches if a != "tef"]:
+            if a == "csparql-query":
+                continue  # see csparql.py: run separately (rdflib per window is far slower)
+            m = Measurement(a, w / 1000, 0, events=len(events))
+            for _ in range(repeat):
+                started = time.perf_counter()
+                r = run_native(doc, events, w, background, t0) if a == "tef" else run(doc, events, a, w, background, t0)
+                m.wall.append(time.perf_counter() - started)
+                m.intermediate_bindings = r.metrics.intermediate_bindings
+                m.rows_out = r.metrics.rows_out
+                rows = _rows(r)
+                if a == "tef":
+                    tef_rows = rows
+                    m.agrees = reference is None or rows == reference
+                    if not m.agrees:
+                        m.note = "TEF rows differ from the oracle's"
+                else:
+                    m.agrees = rows == tef_rows
+                    if not m.agrees:
+                        m.note = "rows differ from TEF's"
+                del r, rows
+            if a in approaches:
+                out.append(m)
+            if progress:
+                progress(m)
+    return out
+
+
+def format_table(ms: list[Measurement]) -> str:
+    head = f"{'approach':<14} {'window':>8} {'bindings':>12} {'events/s':>12} {'spread':>19} {'wall s':>8} {'agree':>6}"
+    lines = [head, "-" * len(head)]
+    for m in ms:
+        r = m.row()
+        spread = f"{r['events_per_s_min']:.0f}-{r['events_per_s_max']:.0f}" if r["events_per_s"] is not None else ""
+        lines.append(f"{m.approach:<14} {_fmt_window(m.window_s):>8} {m.intermediate_bindings:>12} "
+                     f"{(r['events_per_s'] or 0):>12.0f} {spread:>19} {(r['wall_s'] or 0):>8.2f} "
+                     f"{'yes' if m.agrees else 'NO':>6}")
+    return "\n".join(lines)
+
+
+def _fmt_window(s: float) -> str:
+    return f"{s:g}s"
+
+
+# ---------------------------------------------------------------- inputs
+def usecase_path(name: str) -> str:
+    """usecases/<name>.tef next to the package (a source checkout) or in the working directory."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for base in (os.getcwd(), here):
+        p = os.path.join(base, "usecases", f"{name}.tef")
+        if os.path.isfile(p):
+            return p
+    raise TefqError(f"cannot find usecases/{name}.tef (run from the tefq checkout, or pass --query FILE.tef)",
+                    file="--usecase")
+
+
+def stream_paths(directory: str, usecase: str) -> list[str]:
+    """A generated data set (`tefq gen iptv`) has log/ and epg/; UC3 reads both, UC1/UC2 the log."""
+    if not os.path.exists(directory):
+        raise TefqError(f"no such stream file or directory: {directory}", file="--stream")
+    log, epg = os.path.join(directory, "log"), os.path.join(directory, "epg")
+    if os.path.isdir(log):
+        paths = [log]
+        if usecase == "uc3":
+            if not os.path.isdir(epg):
+                raise TefqError(f"UC3 needs the program guide: {epg} is missing (generate with --epg)", file="--stream")
+            paths.append(epg)
+        return paths
+    return [directory]
+
+
+def read_elements(paths: list[str]) -> list[Element]:
+    from tefq.io.readers import read_stream
+
+    out: list[Element] = []
+    for p in paths:
+        out.extend(read_stream(p))
+    return out
