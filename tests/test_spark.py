@@ -89,11 +89,24 @@ def test_worked_example_uc2(spark, tmp_path):
     assert got.results[0].rows == oracle(doc, elements).results[0].rows
 
 
-@pytest.mark.parametrize("seed,nfiles,doc", [(1, 4, "uc1"), (2, 3, "uc2")])
+def with_programs(seed: int, elements):
+    """Add program starts/finishes (UC3's EPG) on the same time line."""
+    rnd = random.Random(seed)
+    iptv = sd.IPTV
+    out = list(elements)
+    for t, *_ in elements[::4]:
+        out.append((t, f"<{iptv}ch{rnd.randrange(3)}>", f"<{iptv}{rnd.choice(['start', 'start', 'finish'])}>",
+                    f"<{iptv}prog{rnd.randrange(4)}>"))
+    return sorted(out, key=lambda e: e[0])
+
+
+@pytest.mark.parametrize("seed,nfiles,doc", [(1, 4, "uc1"), (2, 3, "uc2"), (4, 3, "uc3")])
 def test_agrees_with_oracle_over_micro_batches(spark, tmp_path, seed, nfiles, doc):
     elements = random_stream(seed, 120)
+    if doc == "uc3":
+        elements = with_programs(seed, elements)
     path = write_parts(tmp_path, elements, nfiles)
-    d = sd.uc1(3000) if doc == "uc1" else sd.uc2(2000)
+    d = {"uc1": sd.uc1(3000), "uc2": sd.uc2(2000), "uc3": sd.uc3(3000)}[doc]
     got = run_spark(spark, d, [path], max_files_per_trigger=1)
     want = oracle(d, elements)
     assert got.results[0].rows == want.results[0].rows
@@ -158,3 +171,28 @@ def test_sigkill_and_restart_from_checkpoint(spark, tmp_path):
     got = run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1)
     want = oracle(sd.uc2(2000), elements)
     assert got.results[0].rows == want.results[0].rows  # every tick exactly once
+
+
+CLUSTER = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import spark_docs as sd
+from tefq.spark.engine import run
+r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", max_files_per_trigger=2, progress=False)
+print("ROWS=" + json.dumps(r.results[0].rows))
+"""
+
+
+def test_uc1_on_local_cluster_matches_oracle(tmp_path):
+    """Separate executor JVMs: the engine really runs distributed, not only in one process."""
+    import json
+
+    elements = random_stream(3, 80)
+    path = write_parts(tmp_path, elements, 4)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    out = subprocess.run([sys.executable, "-c", CLUSTER.format(tests=os.path.dirname(__file__), path=path)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = [x for x in out.stdout.splitlines() if x.startswith("ROWS=")][0]
+    got = [(t, tuple(cells)) for t, cells in json.loads(line[5:])]
+    assert got == oracle(sd.uc1(3000), elements).results[0].rows

@@ -26,12 +26,27 @@ from tefq.errors import TefqError
 from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark import operator as fop
-from tefq.spark.physical import CurrentAggregatePlan, plan_document
+from tefq.spark.fallback import make_fallback_operator
+from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
 from tefq.spark.session import get_session
 from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
 
 BAD_ROW = "TEFQ_BAD_ROW"
 TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
+
+
+def _bad_reason() -> "F.Column":
+    return (F.when(F.col("ts").isNull(), F.lit("timestamp is missing or not a time"))
+            .when(F.col("s").isNull() | F.col("p").isNull() | F.col("o").isNull(), F.lit("missing column"))
+            .when(~(F.col("s").rlike(TERM_START) & F.col("p").rlike(TERM_START) & F.col("o").rlike(TERM_START)),
+                  F.lit("not an N-Triples term")))
+
+
+def _bad_text(bad_reason: "F.Column") -> "F.Column":
+    return F.when(bad_reason.isNotNull(), F.concat_ws("\t", F.col("file"), bad_reason,
+                                                      F.coalesce(F.col("ts_text"), F.lit("")),
+                                                      F.coalesce("s", F.lit("")), F.coalesce("p", F.lit("")),
+                                                      F.coalesce("o", F.lit(""))))
 
 
 def _clause_condition(c) -> "F.Column":
@@ -42,10 +57,7 @@ def _clause_condition(c) -> "F.Column":
 def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     """Clause matching and dictionary encoding in Spark SQL: only int64 codes (and the group
     terms, for decoding the output) cross into Python."""
-    bad_reason = (F.when(F.col("ts").isNull(), F.lit("timestamp is missing or not a time"))
-                  .when(F.col("s").isNull() | F.col("p").isNull() | F.col("o").isNull(), F.lit("missing column"))
-                  .when(~(F.col("s").rlike(TERM_START) & F.col("p").rlike(TERM_START) & F.col("o").rlike(TERM_START)),
-                        F.lit("not an N-Triples term")))
+    bad_reason = _bad_reason()
     conds = [_clause_condition(c) for c in plan.clauses]
     kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad_reason.isNotNull(), F.lit(4))
     for c, cond in zip(plan.clauses, conds):
@@ -70,11 +82,56 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
         cols.append(term.alias(f"t{i}"))
     bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
     cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
-    cols.append(F.when(bad_reason.isNotNull(), F.concat_ws("\t", F.col("file"), bad_reason,
-                                                          F.coalesce(F.col("ts_text"), F.lit("")),
-                                                          F.coalesce("s", F.lit("")), F.coalesce("p", F.lit("")),
-                                                          F.coalesce("o", F.lit("")))).alias("x"))
+    cols.append(_bad_text(bad_reason).alias("x"))
     return df.select(*cols)
+
+
+def _project_all(df: DataFrame) -> DataFrame:
+    """For the fallback: every row, with its terms (the oracle needs them all)."""
+    bad = _bad_reason()
+    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad.isNotNull(), F.lit(4)).otherwise(F.lit(0))
+    return df.select(kind.cast("int").alias("k"), "ts", F.lit(0).cast("long").alias("o"), "s", "p",
+                     F.col("o").alias("obj"), F.lit(0).cast("int").alias("b"), _bad_text(bad).alias("x"))
+
+
+FALLBACK_MAP_SCHEMA = "k int, ts long, o long, s string, p string, obj string, b int, x string"
+
+
+def make_fallback_mapper(bad_rows: str | None):
+    fields = [("k", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("s", pa.string()), ("p", pa.string()),
+              ("obj", pa.string()), ("b", pa.int32()), ("x", pa.string())]
+    out_schema = pa.schema(fields)
+
+    def mapper(batches):
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        row = (ctx.partitionId() if ctx is not None else 0) << 33
+        for rb in batches:
+            badmask = pc.equal(rb.column("k"), 4)
+            if pc.any(badmask).as_py():
+                _divert_bad(pc.filter(rb.column("x"), badmask).to_pylist(), bad_rows)
+            order = pa.array(np.arange(row, row + rb.num_rows, dtype=np.int64))
+            row += rb.num_rows
+            cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
+            keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(pc.not_equal(rb.column("k"), 4))
+            if keep.num_rows:
+                yield keep
+
+    return mapper
+
+
+def _divert_bad(rows: list[str], bad_rows: str | None) -> None:
+    import uuid
+
+    if bad_rows is None:
+        file, reason, *rest = rows[0].split("\t")
+        raise ValueError(f"{BAD_ROW}\t{file}\t{reason}\t" + "\t".join(rest))
+    os.makedirs(bad_rows, exist_ok=True)
+    with open(os.path.join(bad_rows, f"bad-{uuid.uuid4().hex}.tsv"), "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(r.replace("\n", " ") + "\n")
 
 
 def _map_schema(plan: CurrentAggregatePlan) -> str:
@@ -122,13 +179,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None):
             badmask = pc.equal(k, 4)
             if pc.any(badmask).as_py():
                 rows = pc.filter(rb.column("x"), badmask).to_pylist()
-                if bad_rows is None:
-                    file, reason, *rest = rows[0].split("\t")
-                    raise ValueError(f"{BAD_ROW}\t{file}\t{reason}\t" + "\t".join(rest))
-                os.makedirs(bad_rows, exist_ok=True)
-                with open(os.path.join(bad_rows, f"bad-{uuid.uuid4().hex}.tsv"), "w", encoding="utf-8") as fh:
-                    for r in rows:
-                        fh.write(r.replace("\n", " ") + "\n")
+                _divert_bad(rows, bad_rows)
                 bad += len(rows)
             order = pa.array(np.arange(row, row + rb.num_rows, dtype=np.int64))
             row += rb.num_rows
@@ -218,7 +269,7 @@ def _bad_row_error(text: str) -> TefqError:
     return TefqError(f"bad stream row: {reason}", path)
 
 
-def run_plan(spark: SparkSession, plan: CurrentAggregatePlan, stream_paths: list[str], workdir: str, *,
+def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
              t0: int, lateness_ms: int, follow: bool, max_files_per_trigger: int | None,
              bad_rows: str | None, progress: bool) -> tuple[QueryResult, dict, list[str]]:
     qdir = os.path.join(workdir, plan.query)
@@ -227,11 +278,16 @@ def run_plan(spark: SparkSession, plan: CurrentAggregatePlan, stream_paths: list
     sources = [read_stream(spark, p, max_files_per_trigger) for p in stream_paths]
     sources.append(read_control(spark, ctl))
     df = reduce(DataFrame.unionByName, sources)
-    df = _project(df, plan).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-    mapped = df.mapInArrow(make_mapper(plan, bad_rows), _map_schema(plan))
+    if isinstance(plan, FallbackPlan):
+        df = _project_all(df).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
+        mapped = df.mapInArrow(make_fallback_mapper(bad_rows), FALLBACK_MAP_SCHEMA)
+        func = make_fallback_operator(doc, plan.query_index, plan.every_ms, t0, lateness_ms)
+    else:
+        df = _project(df, plan).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
+        mapped = df.mapInArrow(make_mapper(plan, bad_rows), _map_schema(plan))
+        func = fop.make_operator(plan, t0, lateness_ms)
     result = mapped.groupBy("b").applyInPandasWithState(
-        fop.make_operator(plan, t0, lateness_ms), fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append",
-        GroupStateTimeout.NoTimeout)
+        func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
     result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "row", 1).otherwise(0)).alias("rows"))
     pr = _Progress(progress, plan.query)
 
@@ -307,7 +363,7 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
     try:
         results, metrics = [], Metrics()
         for i, plan in enumerate(plans):
-            qr, m, warns = run_plan(spark, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
+            qr, m, warns = run_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                     follow=follow, max_files_per_trigger=max_files_per_trigger,
                                     bad_rows=bad_rows, progress=progress)
             for w in warns:

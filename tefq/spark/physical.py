@@ -73,10 +73,38 @@ class CurrentAggregatePlan:
         return "\n".join(lines)
 
 
+class Unsupported(TefqError):
+    """A shape the vectorised operator does not handle (aggregate queries then use the fallback)."""
+
+
 def _unsupported(what: str, span=None) -> TefqError:
     line = getattr(span, "line", 0) if span is not None else 0
     col = getattr(span, "column", 0) if span is not None else 0
-    return TefqError(f"{what} is not yet supported on Spark (try --engine oracle)", line=line, column=col)
+    return Unsupported(f"{what} is not yet supported on Spark (try --engine oracle)", line=line, column=col)
+
+
+@dataclass(frozen=True)
+class FallbackPlan:
+    """Any other aggregate query: one bucket, the oracle evaluates the final ticks per micro-batch."""
+
+    query: str
+    query_index: int
+    columns: tuple[str, ...]
+    every_ms: int
+    reason: str
+    buckets: int = 1
+
+    def explain(self) -> str:
+        return "\n".join([
+            f"SparkQuery {self.query}: general fallback every {self.every_ms} ms",
+            f"  (vectorised operator: {self.reason})",
+            "  Sink: parquet file sink (exactly once with --checkpoint) -> rows decoded on the driver",
+            "  FallbackOperator: applyInPandasWithState, single bucket holding every element read;"
+            " the oracle reports the ticks that became final in each micro-batch (not scalable)",
+            "  Exchange SinglePartition (bucket 0)",
+            "  MapInArrow: row order for ties, bad-row handling",
+            "  FileStreamSource (ts, s, p, o) [maxFilesPerTrigger]",
+        ])
 
 
 def _clause(kind: int, pattern: Pattern, identity: tuple[str, ...]) -> ClausePlan:
@@ -180,8 +208,18 @@ def _rename_expr(e: Expr, rename: dict[str, str]) -> Expr:
     return e
 
 
-def plan_document(doc: Document, buckets: int = 8) -> list[CurrentAggregatePlan]:
-    return [plan_query(doc, q, buckets) for q in doc.queries]
+def plan_document(doc: Document, buckets: int = 8, fallback: bool = True) -> list:
+    plans: list = []
+    for i, q in enumerate(doc.queries):
+        try:
+            plans.append(plan_query(doc, q, buckets))
+        except Unsupported as e:
+            if not fallback or not isinstance(q, AggregateQuery):
+                raise
+            plans.append(FallbackPlan(q.name, i, tuple(p.name for p in q.select), q.every_ms,
+                                      e.message.replace(" is not yet supported on Spark (try --engine oracle)",
+                                                        " not supported")))
+    return plans
 
 
 def explain_physical(doc: Document, buckets: int = 8) -> str:
