@@ -138,3 +138,48 @@ def test_table2_rendering_marks_differences_from_the_paper():
     lines = table.splitlines()
     assert lines[1].startswith("Q3") and "csparql (paper: pass)" in lines[1]
     assert lines[2].startswith("Q5") and lines[2].rstrip().endswith("-")
+
+
+def _answers_json(results, tamper: bool = False) -> str:
+    """tefq's own JSON result format: one SPARQL-JSON document per tick, with the tick."""
+    docs: dict[int, list] = {}
+    for tick, cells in results.rows:
+        row = {}
+        for name, cell in zip(results.columns, cells):
+            if cell.startswith("<"):
+                row[name] = {"type": "uri", "value": cell[1:-1]}
+            else:
+                lex, dt = cell[1:].split('"^^<')
+                row[name] = {"type": "literal", "value": lex, "datatype": dt[:-1]}
+        docs.setdefault(tick, []).append(row)
+    if tamper:
+        docs[max(docs)].pop()
+    return "\n".join(json.dumps({"tick": t, "head": {"vars": list(results.columns)}, "results": {"bindings": b}})
+                     for t, b in sorted(docs.items()))
+
+
+def test_cli_check_accepts_tefq_json_and_commented_csparql(tmp_path, capsys):
+    from tefq.cli import run_command
+
+    query = tmp_path / "counts.rspql"
+    query.write_text("# joins per channel\nREGISTER QUERY Counts AS\nPREFIX : <http://ex.org/>\n"
+                     "SELECT ?c (COUNT(?u) AS ?n)\nFROM STREAM <http://ex.org/log> [RANGE 10s STEP 10s]\n"
+                     "WHERE { ?u :join ?c }\nGROUP BY ?c\n")
+    stream = tmp_path / "log.tsv"
+    stream.write_text("ts\ts\tp\to\n" + "".join(f"{t}\t{s}\t{p}\t{o}\n" for t, s, p, o in EVENTS))
+    (res,) = run(doc(COUNT), EVENTS)
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(_answers_json(res))
+    bad.write_text(_answers_json(res, tamper=True))
+    base = ["oracle", "check", "--query", str(query), "--stream", str(stream), "--system", "default"]
+    out = tmp_path / "r.json"
+    assert run_command(base + ["--answers", str(good), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["verdict"] == "pass"
+    assert run_command(base + ["--answers", str(bad), "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "fail" and data["windows"][-1]["recall"] == 0.0
+    capsys.readouterr()
+    query.write_text("REGISTER QUERY Counts AS\nSELECT ?c\nFROM STREAM <http://ex.org/log> [RANGE 10s STEP 10s]\n"
+                     "WHERE { ?u ?c }\n")
+    assert run_command(base + ["--answers", str(good)]) == 2
+    assert f"{query}:4:" in capsys.readouterr().err  # rdflib's error, located in the file

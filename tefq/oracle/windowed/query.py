@@ -108,7 +108,7 @@ def from_csparql(text: str, source: str = "<query>", variables: dict[str, str] |
         return variables[m.group(1)]
 
     text = re.sub(r"\$\{(\w+)\}", fill, text)
-    m = re.match(r"\s*REGISTER\s+(QUERY|STREAM)\s+(\S+)\s+AS\b", text, re.I)
+    m = re.match(r"(?:\s*#[^\n]*\n)*\s*REGISTER\s+(QUERY|STREAM)\s+(\S+)\s+AS\b", text, re.I)
     name, registers = ("q1", False)
     body = text
     if m:
@@ -133,7 +133,8 @@ def from_csparql(text: str, source: str = "<query>", variables: dict[str, str] |
         windows.append(StreamWindow(w.group(2)[1:-1] if w.group(2) else None, rng, step))
         return ""
 
-    sparql = _WINDOW.sub(win, body)
+    # keep line numbers: the header becomes blank lines, so rdflib's errors point into the file
+    sparql = "\n" * text.count("\n", 0, len(text) - len(body)) + _WINDOW.sub(win, body)
     if not windows:
         raise TefqError("the query has no FROM STREAM <iri> [RANGE ... STEP ...] window", source, 1, 1)
     return OracleQuery(name, sparql, tuple(windows), _form(sparql), registers, source=source)
