@@ -228,3 +228,48 @@ def test_derived_intervals_match_per_ms_conjunction(log, epg) -> None:
                     line[m] = line[m] or (wl[m] and sl[m])
     expected_ivs = {k: runs(v) for k, v in expected.items() if any(v)}
     assert store.tables["ViewShipFact"].intervals == expected_ivs
+
+
+def _period_query(d: int):
+    from oracle_docs import CHANNEL, USER, c
+    from tefq.plan.logical import Aggregate, AggregateQuery, Call, Pattern, Projection, Var, WherePattern
+
+    s, e = Var("S"), Var("E")
+    return AggregateQuery(
+        "p", (Projection(CHANNEL, "ch"), Projection(Var("n"), "n"), Projection(Var("secs"), "secs")), (CHANNEL,),
+        (Aggregate("COUNT", USER, False, "n"), Aggregate("SUM", Call("DURATION", (s, e)), False, "secs")),
+        (WherePattern("fact", Pattern(USER, c("watching"), CHANNEL), ("UserFact",), (s, e)),), (), None, d)
+
+
+def _event_query(d: int):
+    from oracle_docs import CHANNEL, USER, c
+    from tefq.plan.logical import Aggregate, AggregateQuery, Pattern, Projection, Var, WherePattern
+
+    return AggregateQuery(
+        "e", (Projection(CHANNEL, "ch"), Projection(Var("n"), "n")), (CHANNEL,),
+        (Aggregate("COUNT", USER, False, "n"),),
+        (WherePattern("event", Pattern(USER, c("quit"), CHANNEL)),), (), None, d)
+
+
+@SETTINGS
+@given(st.lists(log_event, min_size=1, max_size=25), period, st.integers(0, 11))
+def test_fact_and_event_patterns_in_the_period_match_brute_force(raw, d, t0) -> None:
+    events = prepare(elements(raw))
+    t0 %= d
+    out = run(document(_period_query(d), _event_query(d)), events, t0=t0)
+    timeline, _ = states(events, "join", "quit")
+    facts = [(ch, iv) for (u, ch), line in timeline.items() for iv in runs(line)]
+    p_rows, e_rows = [], []
+    for tau in ticks(events, d, t0):
+        per = defaultdict(list)
+        for ch, (s, e) in facts:  # true at some instant of (tau - d, tau], as seen at tau
+            if s <= tau and e > tau - d:
+                per[ch].append((min(e, tau) - s) / 1000.0)
+        p_rows += [(tau, (ch, to_term(len(v)), to_term(math.fsum(v)))) for ch, v in sorted(per.items())]
+        quits = defaultdict(int)
+        for t, _, p, ch in events:
+            if p == iri("quit") and tau - d < t <= tau:
+                quits[ch] += 1
+        e_rows += [(tau, (ch, to_term(n))) for ch, n in sorted(quits.items())]
+    assert cells(out.results[0]) == p_rows
+    assert cells(out.results[1]) == e_rows

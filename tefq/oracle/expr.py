@@ -452,7 +452,7 @@ def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
     if func == "COUNT":
         return len(values)
     if func in ("SUM", "AVG"):
-        values = [v for v in values if is_numeric(v)]  # a non-number is an error: skipped (spec §4)
+        values = [v for v in values if type(v) in _NUMBER_TYPES]  # a non-number is an error: skipped (§4)
         if func == "AVG" and not values:
             return None
         total = exact_sum(values)
@@ -469,6 +469,9 @@ def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
                 best = v
         return best
     raise EvalError(f"unknown aggregate {func}")
+
+
+_NUMBER_TYPES = frozenset((int, float, Decimal))  # exact types: bool is not a number here
 
 
 def exact_sum(values: list[Value]) -> Value:
