@@ -285,3 +285,15 @@ def test_aggregates_skip_errors_and_avg_of_nothing() -> None:
 def test_sum_and_avg_skip_non_numbers() -> None:
     assert aggregate("SUM", [1, "x", IRI("a"), 2], False) == 3
     assert aggregate("AVG", ["x"], False) is None
+
+
+def test_grouping_by_an_end_variable_regroups_every_tick() -> None:
+    from tefq.oracle.values import datetime_term
+
+    s, e = Var("S"), Var("E")
+    q = _q((WherePattern("fact", Pattern(USER, c("watching"), CHANNEL), ("UserFact",), (s, e)),),
+           (Aggregate("COUNT", USER, False, "user"),), (Projection(e, "end"), Projection(USER, "n")), group_by=(e,))
+    events = [ev(1, "u", "join", "A"), ev(2, "v", "join", "A"), ev(3, "v", "quit", "A"), ev(7, "w", "join", "B")]
+    assert rows(run(document(q), events).results[0]) == [
+        (5000, (datetime_term(3000), integer(1))), (5000, (datetime_term(5000), integer(1))),
+        (10000, (datetime_term(10000), integer(2)))]
