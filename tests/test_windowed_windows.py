@@ -112,3 +112,30 @@ def test_dstream_emits_mappings_that_left():
     assert _rel(Semantics(r2s="dstream"), STREAM) == [(30000, [A]), (40000, [B])]
     # non-empty content keeps the empty window 30-40 s from reporting: b leaves only at 50 s
     assert _rel(Semantics(r2s="dstream", non_empty=True), STREAM) == [(30000, [A]), (50000, [B])]
+
+
+def test_periodic_and_window_close_combined():
+    ts = [1000, 12000]
+    got = scopes(ts, 10000, 10000, Semantics(window_close=True, periodic_ms=5000))
+    # at 10000 [0, 10000) closes and reports; the periodic report shows the new active window
+    assert [(s.trigger, s.at, s.size) for s in got] == [
+        ("periodic", 5000, 1), ("close", 10000, 1), ("periodic", 10000, 0), ("periodic", 15000, 1),
+        ("close", 20000, 1)]
+    # with [o, c] scopes the window closing at 10000 is still active then: one report, not two
+    got = scopes(ts, 10000, 10000, Semantics(window_close=True, periodic_ms=5000, closed_right=True))
+    assert [(s.trigger, s.at) for s in got][:3] == [("periodic", 5000), ("close", 10000), ("periodic", 15000)]
+
+
+def test_run_rejects_report_policies_it_does_not_run():
+    import pytest
+
+    from tefq.errors import TefqError
+    from tefq.oracle.windowed import run
+    from tefq.plan.logical import Document, WindowedQuery
+
+    q = WindowedQuery("q", False, "select", (StreamWindow(None, 1000, 1000),), (), QUERY.sparql, ("s",))
+    d = Document("d.tef", None, (), (), (q,))
+    with pytest.raises(TefqError):
+        run(d, STREAM, semantics=Semantics(window_close=False, content_change=True))
+    out = run(d, STREAM, semantics=Semantics(r2s="istream"))
+    assert [t for t, _ in out[0].rows] == [2000, 13000, 14000, 26000, 46000]

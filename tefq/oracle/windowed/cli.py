@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from tefq.errors import TefqError
@@ -145,6 +144,3 @@ def _ranges(ts: list[int]) -> str:
         return ", ".join(map(str, ts))
     return f"{ts[0]}..{ts[-1]} ({len(ts)} values)"
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(0)

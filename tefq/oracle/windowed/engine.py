@@ -8,7 +8,7 @@ from tefq.oracle.windowed.answers import Binding, Relation, binding
 from tefq.oracle.windowed.query import OracleQuery
 from tefq.oracle.windowed.r2r import Answer, Element, Evaluator
 from tefq.oracle.windowed.secret import Semantics
-from tefq.oracle.windowed.windows import Scope, scopes
+from tefq.oracle.windowed.windows import scopes
 
 
 class WindowEvaluator:
@@ -60,6 +60,3 @@ def relations(ev: WindowEvaluator, sem: Semantics, t0: int) -> list[Relation]:
             out.append(Relation(s.at, emit, (s.open, s.close), s.size, {b: readable.get(b, {}) for b in emit}))
     return out
 
-
-def scope_list(ev: WindowEvaluator, sem: Semantics, t0: int) -> list[Scope]:
-    return scopes(ev.ts, ev.query.range_ms, ev.query.step_ms, sem, t0)

@@ -89,18 +89,13 @@ def scopes(ts: Sequence[int], range_ms: int, step_ms: int, sem: Semantics, t0: i
             out.append(Scope(max(o, t0), t, t, "change", lo, j))
             i = j
     if sem.window_close + bool(sem.periodic_ms) + sem.content_change > 1:
-        # one report per instant and trigger order: a closing window reports before the next
-        # window's content-change report at the same instant; periodic duplicates of a close go
+        # one timeline: at one instant a closing window reports before a periodic report and
+        # before the next window's content-change report; a periodic report that repeats a
+        # close (same instant, same content) is the same report
         order = {"close": 0, "periodic": 1, "change": 2}
-        seen: set[tuple[int, int, int]] = set()
-        merged = []
-        for s in sorted(out, key=lambda s: (s.at, order[s.trigger], s.hi)):
-            key = (s.at, s.lo, s.hi) if s.trigger != "change" else (s.at, s.lo, s.hi + len(ts))
-            if key in seen:
-                continue
-            seen.add(key)
-            merged.append(s)
-        out = merged
+        closes = {(s.at, s.lo, s.hi) for s in out if s.trigger == "close"}
+        out = sorted((s for s in out if s.trigger != "periodic" or (s.at, s.lo, s.hi) not in closes),
+                     key=lambda s: (s.at, order[s.trigger], s.hi))
     if sem.non_empty:
         out = [s for s in out if s.hi > s.lo]
     return out
