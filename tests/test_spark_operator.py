@@ -40,8 +40,9 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
     def call(b: int, recs: list[dict]) -> None:
         for out in op((b,), iter([pd.DataFrame(recs)]), states[b]):
             for kind, tick, payload in out.itertuples(index=False):
-                if kind == "row":
-                    rows.append((tick, tuple(json.loads(payload))))
+                if kind == "rows":
+                    d = json.loads(payload)
+                    rows.extend(zip(d["t"], zip(*d["c"])))
                 elif kind == "metric":
                     for k, v in json.loads(payload).items():
                         metrics[k] = metrics.get(k, 0) + v

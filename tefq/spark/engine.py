@@ -288,7 +288,7 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         func = fop.make_operator(plan, t0, lateness_ms)
     result = mapped.groupBy("b").applyInPandasWithState(
         func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
-    result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "row", 1).otherwise(0)).alias("rows"))
+    result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "rows", 1).otherwise(0)).alias("rows"))
     pr = _Progress(progress, plan.query)
 
     def start(**trigger):
@@ -321,6 +321,9 @@ def _collect(spark: SparkSession, plan: CurrentAggregatePlan, out: str) -> tuple
     for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
         if kind == "row":
             rows.append((int(tick), tuple(json.loads(payload))))
+        elif kind == "rows":
+            d = json.loads(payload)
+            rows.extend(zip(d["t"], zip(*d["c"])) if d["c"] else ((t, ()) for t in d["t"]))
         elif kind == "metric":
             d = json.loads(payload)
             per = by_batch.setdefault(d.get("batch", 0), [0, 0])

@@ -174,9 +174,10 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
                 if any(a.op != "count" for a in plan.aggregates):
                     seconds = (agg.duration_ms / 1000.0 if durations_exact(cur, ticks)
                                else fsum_durations(cur, ticks, agg.group_codes))
-                rows = _rows(plan, agg, seconds, st.terms)
-                metrics["rows_out"] = len(rows)
-                out.extend(("row", t, json.dumps(cells)) for t, cells in rows)
+                tick_list, columns = _rows(plan, agg, seconds, st.terms)
+                metrics["rows_out"] = len(tick_list)
+                if tick_list:  # one output record per bucket and batch: rows cross as columns
+                    out.append(("rows", int(ticks[-1]), json.dumps({"t": tick_list, "c": columns})))
                 if bucket == 0:
                     metrics["ticks"] = len(ticks)
                 st.last_tick = int(ticks[-1])
@@ -214,29 +215,50 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
     return op
 
 
-def _rows(plan: CurrentAggregatePlan, agg, seconds, terms: dict[int, str]) -> list[tuple[int, list]]:
+def _terms_of(values: np.ndarray, make) -> list:
+    """`make` once per distinct value (a tick's counts repeat a lot), then index."""
+    uniq, inv = np.unique(values, return_inverse=True)
+    terms = [make(v) for v in uniq.tolist()]
+    return [terms[i] for i in inv.reshape(-1).tolist()]
+
+
+def _rows(plan: CurrentAggregatePlan, agg, seconds, terms: dict[int, str]) -> tuple[list[int], list[list]]:
+    """The reported rows, column by column: (ticks, one list of cells per SELECT column)."""
     gi, ki = np.nonzero(agg.count > 0)
-    rows = []
-    ticks = agg.ticks.tolist()
-    codes = agg.group_codes.tolist()
-    counts = agg.count[gi, ki].tolist()
-    durs = seconds[gi, ki].tolist() if seconds is not None else [0.0] * len(counts)
-    for g, k, c, d in zip(gi.tolist(), ki.tolist(), counts, durs):
-        env: dict = {}
-        for name, code in zip(plan.group_vars, codes[g]):
-            env["group:" + name] = terms.get(code)
-        for a in plan.aggregates:
-            if a.op == "count":
-                env[a.alias] = c
-            elif a.op == "sum_duration":
-                env[a.alias] = d
-            else:
-                env[a.alias] = d / c
-        cells = []
-        for _, e in plan.projections:
-            if isinstance(e, Var) and e.name.startswith("group:"):
-                cells.append(env[e.name])
-            else:
-                cells.append(_to_term(_evaluate(e, env)))
-        rows.append((ticks[k], cells))
-    return rows
+    ticks = agg.ticks[ki].tolist()
+    counts = agg.count[gi, ki]
+    secs = seconds[gi, ki] if seconds is not None else np.zeros(len(gi))
+    values: dict[str, np.ndarray] = {}
+    for a in plan.aggregates:
+        values[a.alias] = counts if a.op == "count" else secs if a.op == "sum_duration" else secs / counts
+    kinds = {a.alias: ("int" if a.op == "count" else "float") for a in plan.aggregates}
+    columns: list[list] = []
+    for _, e in plan.projections:
+        if isinstance(e, Var) and e.name.startswith("group:"):
+            j = plan.group_vars.index(e.name[6:])
+            codes = agg.group_codes[gi, j]
+            columns.append(_terms_of(codes, lambda c: terms.get(c)))
+        elif isinstance(e, Var) and e.name in values:
+            conv = int if kinds[e.name] == "int" else float
+            columns.append(_terms_of(values[e.name], lambda v, conv=conv: _to_term(conv(v))))
+        elif (isinstance(e, Call) and e.op in ("+", "-", "*", "/") and len(e.args) == 2
+              and all(isinstance(a, Var) and a.name in values for a in e.args)
+              and "float" in (kinds[e.args[0].name], kinds[e.args[1].name])):
+            # double arithmetic vectorises exactly (IEEE, as the oracle's float ops); counts are > 0
+            x, y = (values[a.name].astype(np.float64) for a in e.args)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = x / y if e.op == "/" else x + y if e.op == "+" else x - y if e.op == "-" else x * y
+            cells = _terms_of(r, lambda v: _to_term(float(v)))
+            if e.op == "/":
+                cells = [None if d == 0 else c for c, d in zip(cells, y.tolist())]  # division error: unbound
+            columns.append(cells)
+        else:  # a general expression: row by row with the oracle's semantics
+            group_cols = {name: agg.group_codes[gi, j].tolist() for j, name in enumerate(plan.group_vars)}
+            col = []
+            for r in range(len(gi)):
+                env = {"group:" + name: terms.get(group_cols[name][r]) for name in plan.group_vars}
+                for alias, arr in values.items():
+                    env[alias] = int(arr[r]) if kinds[alias] == "int" else float(arr[r])
+                col.append(_to_term(_evaluate(e, env)))
+            columns.append(col)
+    return ticks, columns
