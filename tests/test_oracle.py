@@ -297,3 +297,16 @@ def test_grouping_by_an_end_variable_regroups_every_tick() -> None:
     assert rows(run(document(q), events).results[0]) == [
         (5000, (datetime_term(3000), integer(1))), (5000, (datetime_term(5000), integer(1))),
         (10000, (datetime_term(10000), integer(2)))]
+
+
+def test_compiled_duration_agrees_with_evaluate() -> None:
+    from tefq.oracle.expr import compile_expr
+
+    expr = Call("DURATION", (Var("a"), Var("b")))
+    env = {"a": f'"1970-01-01T00:00:01Z"^^<{XSD}dateTime>', "b": DateTime(3500)}
+    assert compile_expr(expr)(env) == evaluate(expr, env) == 2.5
+    for bad in ({"a": env["a"]}, {"a": env["a"], "b": '"x"'}):
+        with pytest.raises(EvalError):
+            compile_expr(expr)(bad)
+        with pytest.raises(EvalError):
+            evaluate(expr, bad)
