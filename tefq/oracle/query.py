@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from bisect import bisect_left, insort
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filters_pass
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
@@ -79,8 +79,10 @@ class Solution:
         if env is None:
             env = self._env = {k: to_value(v) if v.__class__ is str and v.endswith(_DT_SUFFIX) else v
                                for k, v in self.binding.items()}
+        if tau_dt is None:
+            tau_dt = DateTime(tau)
         for name, end in self.ends:
-            env[name] = (tau_dt or DateTime(tau)) if end > tau else DateTime(int(end))
+            env[name] = tau_dt if end > tau else DateTime(int(end))
         return env
 
     def settled(self, tau: int) -> bool:
@@ -271,7 +273,7 @@ class QueryEvaluator:
             sol.cache = (result,)
         return result
 
-    def group_row(self, key: tuple, sols: list[Solution], tau: int) -> tuple | None:
+    def group_row(self, key: tuple, sols: Iterable[Solution], tau: int) -> tuple | None:
         """(order keys, SELECT cells) of one group at tau, or None if no solution survives the filters."""
         tau_dt = DateTime(tau)
         args = self._args
@@ -375,7 +377,7 @@ class QueryEvaluator:
                 dirty |= volatile.keys()
             for key in dirty:
                 members = groups.get(key)
-                row = self.group_row(key, list(members.values()), tau) if members else None
+                row = self.group_row(key, members.values(), tau) if members else None
                 old = shown.pop(key, None)
                 if old is not None:
                     ordered.pop(bisect_left(ordered, old))
