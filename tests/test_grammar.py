@@ -1,0 +1,125 @@
+"""The grammar and parser: strict LALR construction, the paper's queries as printed, the
+leniency of spec §2, and friendly located syntax errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tefq.errors import TefqError
+from tefq.syntax import ast, build_parser, parse
+
+QUERIES = Path(__file__).parent / "data" / "queries"
+
+
+def test_grammar_is_conflict_free_lalr() -> None:
+    pytest.importorskip("interegular", reason="lark's strict mode needs interegular (lark[interegular])")
+    build_parser(strict=True)  # raises GrammarError on any shift/reduce or terminal collision
+
+
+def _spec9_statements() -> list[str]:
+    return [s for s in (QUERIES / "spec9.tef").read_text().split("\n\n") if s.strip()]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_each_spec9_statement_parses_alone(index: int) -> None:
+    text = _spec9_statements()[index]
+    doc = parse(text, "spec9.tef")
+    assert len(doc.statements) == 1
+
+
+def test_spec9_document_kinds() -> None:
+    doc = parse((QUERIES / "spec9.tef").read_text(), "spec9.tef")
+    kinds = [type(s).__name__ for s in doc.statements]
+    assert kinds == ["FactDef", "AggregateQuery", "AggregateQuery", "FactDef", "FactDef", "AggregateQuery"]
+    uc3 = doc.statements[5]
+    assert isinstance(uc3, ast.AggregateQuery)
+    assert uc3.block.while_ is not None and uc3.block.while_.elem.interval is not None
+    assert [a.func for a in uc3.block.aggregates] == ["SUM", "COUNT"]
+    assert uc3.block.aggregates[1].distinct
+    derived = doc.statements[4]
+    assert isinstance(derived, ast.FactDef) and derived.clauses is None and len(derived.body) == 2
+
+
+def test_paper_csparql_queries_parse() -> None:
+    doc = parse((QUERIES / "paper_uc1_csparql.tef").read_text(), "paper.tef")
+    assert [type(s).__name__ for s in doc.statements] == ["WindowedQuery", "WindowedQuery"]
+    q = doc.statements[0]
+    assert isinstance(q, ast.WindowedQuery)
+    assert q.register is not None and q.register.kind == "STREAM" and q.register.name == "UserJoinQuitCounts"
+    assert q.streams[0].iri is None and q.streams[0].tumbling and q.streams[0].range.text == "10s"
+
+
+@pytest.mark.parametrize("text", [
+    # lower-case keywords, `as`, names with `?`, no comma before (AGGREGATE, braces, comments
+    'select ?c as ?C (aggregate ?c, count ?u where { (current ?u :w ?c) . ?c :genre ?g } group by ?c every "PT5S")',
+    'SELECT ?c AS C, (AGGREGATE ?c, COUNT ?u WHERE ( ?u :w ?c ?c :g ?g ) GROUP BY ?c EVERY 5s) # comment',
+    'SELECT ?c AS C (AGGREGATE ?c COUNT(?u) WHERE CURRENT ?u :w ?c [?S, ?E] FILTER(?S > 0) EVERY "PT1M"^^xsd:duration)',
+    'SELECT ?c AS C (AGGREGATE ?c, COUNT(*) AS ?n, AVG DURATION(?S,?E) AS ?a WHERE ?u :w ?c [?S,?E] GROUP BY ?c [WHILE ?_ :s ?c] EVERY 10s)',
+    'REGISTER QUERY Viewers AS SELECT ?c AS C (AGGREGATE ?c, COUNT DISTINCT ?u WHERE {?u :w ?c} EVERY 1m)',
+    "CONSTRUCT FACT {?u :w ?c} (SINCE ?u :join ?c)",
+    "CONSTRUCT FACT F {?u :w ?c} (UNION (SINCE ?u :join ?c . ?c a :Channel FILTER(?c != :x)) (UNTIL ?u :quit ?c))",
+    "construct fact F {?u :w ?c .} (union (since ?u :join ?c) (until ?u :quit ?c) (until ?u :leave ?c))",
+])
+def test_leniency(text: str) -> None:
+    assert len(parse(text, "t.tef").statements) == 1
+
+
+def test_windowed_sparql_features_parse() -> None:
+    text = """
+    REGISTER QUERY Q AS PREFIX ex: <http://ex/>
+    SELECT DISTINCT ?s ?n (STR(?o) AS ?label) (timestamp(?s, ex:p, ?o) AS ?t)
+    FROM STREAM <http://ex/s1> [RANGE 10s STEP 5s] FROM STREAM <http://ex/s2> [RANGE PT1M TUMBLING]
+    FROM <http://ex/bg>
+    WHERE {
+      ?s ex:p ?o ; ex:q ?q , ?r . [ ex:z ?z ] ex:w -5 .
+      OPTIONAL { ?s ex:name ?n } MINUS { ?s a ex:Bad }
+      { ?s ex:a ?x } UNION { ?s ex:b ?x }
+      BIND (?q + 1 AS ?q1) VALUES ?v { 1 2 UNDEF } FILTER NOT EXISTS { ?s ex:c ?c }
+      { SELECT ?s (SUM(?q) AS ?total) WHERE { ?s ex:q ?q } GROUP BY ?s HAVING (SUM(?q) > 2) }
+      FILTER (regex(str(?o), "^a", "i") && ?q IN (1, 2) && xsd:integer(?q) >= 0)
+    }
+    ORDER BY DESC(?s) ?n LIMIT 10 OFFSET 2
+    """
+    q = parse(text, "w.tef").statements[0]
+    assert isinstance(q, ast.WindowedQuery)
+    assert [s.range.text for s in q.streams] == ["10s", "PT1M"]
+    assert q.streams[0].step is not None and not q.streams[0].tumbling
+    assert len(q.timestamp_calls) == 1
+    assert [i.name for i in q.select or ()] == [None, None, "label", "t"]
+
+
+def _error(text: str) -> TefqError:
+    with pytest.raises(TefqError) as info:
+        parse(text, "bad.tef")
+    return info.value
+
+
+def test_syntax_error_is_located_with_the_line() -> None:
+    e = _error("CONSTRUCT FACT F {?u :w ?c}\n(UNION (SINCE ?u :join ?c) (UNTIL ?u :quit ?c)\nSELECT")
+    assert e.file == "bad.tef" and e.line >= 2
+    text = e.render()
+    assert text.startswith(f"bad.tef:{e.line}:{e.column}: error: syntax error")
+    assert "^" in text
+
+
+@pytest.mark.parametrize("text, words, line, column", [
+    ("CONSTRUCT FACT F {?u :w ?c (UNION (SINCE ?u :join ?c))", "missing '}'", 1, 28),
+    ('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c GROUP BY ?c EVERY "PT1M"', "missing ')'", 1, 80),
+    ('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u (CURRENT ?u :w ?c) EVERY "PT1M")', "missing WHERE", 1, 40),
+    ('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 10)', "bad duration", 1, 61),
+])
+def test_common_mistakes_get_friendly_messages(text: str, words: str, line: int, column: int) -> None:
+    e = _error(text)
+    assert words in e.message
+    assert (e.line, e.column) == (line, column)
+
+
+def test_unexpected_token_lists_expected_tokens_in_words() -> None:
+    e = _error("CONSTRUCT FACT F ?u :w ?c")
+    assert "unexpected '?u'" in e.message and "'{'" in e.message
+
+
+def test_unexpected_character() -> None:
+    e = _error("SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 10s) %")
+    assert "unexpected character '%'" in e.message and e.column == 67
