@@ -265,12 +265,17 @@ def body_solutions(body: tuple[WherePattern, ...], tables: Mapping[str, FactTabl
             for b2 in bg.match(wp.pattern, b):
                 yield from go(i + 1, b2, ivs)
             return
+        lo, hi = ivs[0][0], ivs[-1][1]
         for name in wp.facts:
             table = tables[name]
+            by_triple = table.by_triple
             for triple in table.index().lookup(wp.pattern, b):
+                fivs = by_triple[triple]
+                if fivs[0][0] >= hi or fivs[-1][1] <= lo:  # cannot intersect: skip early
+                    continue
                 b2 = unify(wp.pattern, triple, b)
                 if b2 is not None:
-                    yield from go(i + 1, b2, intersect(ivs, table.by_triple[triple]))
+                    yield from go(i + 1, b2, intersect(ivs, fivs))
     yield from go(0, {}, [(-INF, INF)])  # type: ignore[list-item]
 
 
