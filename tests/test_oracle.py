@@ -310,3 +310,16 @@ def test_compiled_duration_agrees_with_evaluate() -> None:
             compile_expr(expr)(bad)
         with pytest.raises(EvalError):
             evaluate(expr, bad)
+
+
+def test_nan_values_do_not_break_row_maintenance() -> None:
+    nan = f'"NaN"^^<{DOUBLE}>'
+    v = Var("v")
+    fact = EventFact("F", Pattern(USER, c("rating"), v), (USER, v),
+                     since=(Clause(Pattern(USER, c("rates"), v)),), until=(Clause(Pattern(USER, c("unrates"), v)),))
+    q = _q((WherePattern("current", Pattern(USER, c("rating"), v), ("F",)),),
+           (Aggregate("SUM", v, False, "v"),), (Projection(USER, "u"), Projection(v, "sum")), group_by=(USER,))
+    events = [(1000, iri("a"), iri("rates"), nan), (2000, iri("b"), iri("rates"), f'"1"^^<{DOUBLE}>'),
+              (6000, iri("a"), iri("unrates"), nan), (7000, iri("c"), iri("rates"), nan)]
+    out = rows(run(document(q, facts=(fact,)), events).results[0])
+    assert [(t, u) for t, (u, _) in out] == [(5000, iri("a")), (5000, iri("b")), (10000, iri("b")), (10000, iri("c"))]

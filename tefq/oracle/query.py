@@ -19,7 +19,6 @@ when they bind a fact's end `?E` (which is `tau` while the fact is open at `tau`
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from bisect import bisect_left, insort
 from functools import lru_cache
@@ -380,7 +379,11 @@ class QueryEvaluator:
                 row = self.group_row(key, members.values(), tau) if members else None
                 old = shown.pop(key, None)
                 if old is not None:
-                    ordered.pop(bisect_left(ordered, old))
+                    i = bisect_left(ordered, old)
+                    if i < len(ordered) and ordered[i] is old:
+                        del ordered[i]
+                    else:  # a NaN in the key defeats bisection: find it by identity
+                        ordered.remove(old)
                 if row is not None:
                     entry = (row[0], numbers.setdefault(key, len(numbers)), row[1])
                     insort(ordered, entry)
@@ -413,10 +416,6 @@ class QueryEvaluator:
             except EvalError:
                 cells.append(None)
         return tuple(cells)
-
-
-def is_finite(x: float) -> bool:
-    return not math.isinf(x)
 
 
 __all__ = ["QueryEvaluator", "tick_range", "Row"]
