@@ -83,7 +83,8 @@ def background_index(graph) -> TripleIndex:
     """An rdflib Graph (or None) as N-Triples triples."""
     if graph is None:
         return TripleIndex()
-    return TripleIndex((rdflib_term(s), rdflib_term(p), rdflib_term(o)) for s, p, o in graph)
+    # t[:3]: a Dataset iterates quads; every graph of it is background knowledge
+    return TripleIndex((rdflib_term(t[0]), rdflib_term(t[1]), rdflib_term(t[2])) for t in graph)
 
 
 def rdflib_term(t) -> str:
