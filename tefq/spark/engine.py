@@ -312,8 +312,35 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
     return qr, m, warns
 
 
+def _read_sink(out: str):
+    """The committed files of the parquet sink (its _spark_metadata log), read with pyarrow on the
+    driver: result records can be large, and files of a batch that died before its commit are
+    not part of the output."""
+    import glob
+    from urllib.parse import unquote, urlparse
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    files: list[str] = []
+    for log in sorted(glob.glob(os.path.join(out, "_spark_metadata", "*"))):
+        if os.path.basename(log).startswith("."):
+            continue
+        with open(log, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if line.startswith("{"):
+                    entry = json.loads(line)
+                    if entry.get("action", "add") == "add":
+                        files.append(unquote(urlparse(entry["path"]).path))
+    frames = [pq.read_table(f).to_pandas() for f in dict.fromkeys(files)]
+    if not frames:
+        return pd.DataFrame({"kind": [], "tick": [], "payload": []})
+    return pd.concat(frames, ignore_index=True)
+
+
 def _collect(spark: SparkSession, plan: CurrentAggregatePlan, out: str) -> tuple[QueryResult, dict, list[str]]:
-    pdf = spark.read.schema(fop.OUTPUT_SCHEMA).parquet(out).toPandas()
+    pdf = _read_sink(out)
     rows = []
     metrics: dict = {}
     warnings: list[str] = []

@@ -28,6 +28,7 @@ ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + Spark's row id wi
 OUTPUT_SCHEMA = "kind string, tick long, payload string"
 STATE_SCHEMA = "blob binary"
 MAX_WARNINGS = 20
+ROWS_PER_RECORD = 20_000
 
 
 def _to_term(v) -> str | None:
@@ -176,8 +177,11 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
                                else fsum_durations(cur, ticks, agg.group_codes))
                 tick_list, columns = _rows(plan, agg, seconds, st.terms)
                 metrics["rows_out"] = len(tick_list)
-                if tick_list:  # one output record per bucket and batch: rows cross as columns
-                    out.append(("rows", int(ticks[-1]), json.dumps({"t": tick_list, "c": columns})))
+                # rows cross as columns, a few records per bucket and batch (bounded size each)
+                for lo in range(0, len(tick_list), ROWS_PER_RECORD):
+                    hi = lo + ROWS_PER_RECORD
+                    out.append(("rows", int(ticks[-1]), json.dumps({"t": tick_list[lo:hi],
+                                                                     "c": [c[lo:hi] for c in columns]})))
                 if bucket == 0:
                     metrics["ticks"] = len(ticks)
                 st.last_tick = int(ticks[-1])
