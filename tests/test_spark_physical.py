@@ -1,0 +1,46 @@
+"""The Spark physical planner: operator choice, partitioning and unsupported shapes (no Spark)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import spark_docs as sd  # noqa: E402
+
+from tefq.errors import TefqError  # noqa: E402
+from tefq.plan.logical import StreamWindow, WindowedQuery  # noqa: E402
+from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, explain_physical, plan_document  # noqa: E402
+
+
+def test_uc1_uc2_are_vectorised_and_bucketed_by_the_group_key():
+    for doc in (sd.uc1(), sd.uc2()):
+        (plan,) = plan_document(doc, 4)
+        assert isinstance(plan, CurrentAggregatePlan)
+        assert plan.group_vars == ("channel",) and plan.identity == ("user", "channel")
+        assert plan.buckets == 4
+        text = explain_physical(doc)
+        assert "hashpartitioning(bucket = xxhash64(?channel) mod 8)" in text
+        assert text == explain_physical(doc)  # deterministic
+
+
+def test_uc2_aggregates_are_planned_from_duration_of_the_interval():
+    (plan,) = plan_document(sd.uc2(), 2)
+    assert [(a.alias, a.op) for a in plan.aggregates] == [("TotalTime", "sum_duration"), ("Count", "count")]
+
+
+def test_uc3_falls_back_and_says_why():
+    (plan,) = plan_document(sd.uc3(), 4)
+    assert isinstance(plan, FallbackPlan) and plan.buckets == 1
+    assert "WHILE" in plan.reason
+    assert "general fallback" in explain_physical(sd.uc3())
+
+
+def test_windowed_query_is_not_supported_on_spark():
+    from dataclasses import replace
+
+    w = WindowedQuery("w", False, "select", (StreamWindow(None, 10_000, 10_000),), (), "SELECT * WHERE {}")
+    doc = replace(sd.uc1(), queries=(w,))
+    with pytest.raises(TefqError, match="not yet supported on Spark"):
+        plan_document(doc)
