@@ -111,7 +111,7 @@ def test_paper_csparql_needs_its_prefixes() -> None:
     with pytest.raises(TefqError) as info:
         bind(parse(text, "p.tef"), "p.tef", text, {})
     e = info.value
-    assert "undeclared prefix 'uc:'" in e.message and (e.line, e.column) == (4, 17)
+    assert "undeclared prefix 'uc:'" in e.message and (e.line, e.column) == (4, 18)
 
 
 # ---------------------------------------------------------------- located errors
@@ -136,7 +136,7 @@ def test_paper_csparql_needs_its_prefixes() -> None:
     ("SELECT ?c (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 10x)", EX, "bad duration '10x'", 1, 56),
     ('SELECT ?c (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY "PT1M"^^xsd:string)', EX, "expects an xsd:duration", 1, 56),
     ("SELECT ?c (AGGREGATE ?d, COUNT ?u WHERE ?u :w ?c EVERY 1m)", EX, "group variable ?d is not bound", 1, 22),
-    ("SELECT ?c (AGGREGATE ?c, SUM DURATION(?a, ?b) WHERE ?u :w ?c EVERY 1m)", EX, "needs a name", 1, 26),
+    ("SELECT ?c (AGGREGATE ?c, SUM STRLEN(?u) WHERE ?u :w ?c EVERY 1m)", EX, "needs a name", 1, 26),
     ("REGISTER QUERY Q AS SELECT ?s FROM STREAM <http://s> WHERE { ?s ?p ?o }", EX, "needs a window", 1, 31),
     ("REGISTER QUERY Q AS SELECT ?s WHERE { ?s ?p ?o }", EX, "needs FROM STREAM", 1, 1),
 ])

@@ -105,7 +105,7 @@ def test_syntax_error_is_located_with_the_line() -> None:
 
 @pytest.mark.parametrize("text, words, line, column", [
     ("CONSTRUCT FACT F {?u :w ?c (UNION (SINCE ?u :join ?c))", "missing '}'", 1, 28),
-    ('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c GROUP BY ?c EVERY "PT1M"', "missing ')'", 1, 80),
+    ('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c GROUP BY ?c EVERY "PT1M"', "missing ')'", 1, 79),
     ('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u (CURRENT ?u :w ?c) EVERY "PT1M")', "missing WHERE", 1, 40),
     ('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 10)', "bad duration", 1, 61),
 ])
@@ -122,4 +122,4 @@ def test_unexpected_token_lists_expected_tokens_in_words() -> None:
 
 def test_unexpected_character() -> None:
     e = _error("SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 10s) %")
-    assert "unexpected character '%'" in e.message and e.column == 67
+    assert "unexpected character '%'" in e.message and e.column == 66

@@ -343,7 +343,10 @@ class _Binder:
             dt = scope.iri(d.datatype)
             if dt.lower() != XSD_DURATION.lower():  # `xsd:Duration` (the paper's spelling) is accepted
                 raise self.err(f"{what} expects an xsd:duration, not <{dt}>", d.span)
-        ms = parse_duration(d.text, self.where.file, d.span.line, d.span.column)
+        try:
+            ms = parse_duration(d.text, self.where.file, d.span.line, d.span.column)
+        except TefqError as e:
+            raise e.located(self.where.file, self.source) from None
         if ms <= 0:
             raise self.err(f"{what} must be a positive duration, got '{d.text}'", d.span)
         return ms

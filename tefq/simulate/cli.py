@@ -80,10 +80,11 @@ def handler(args: argparse.Namespace) -> int:
 
         background = read_background(args.background)
         predicates = frozenset(p for _, p, _ in background_triples(background))
+    paths = stream_paths(args.stream, args.usecase)  # bad paths fail before the (slower) parse
     from tefq.analysis import load
 
     doc = load(path, extra_prefixes=prefixes, background_predicates=predicates)
-    elements = read_elements(stream_paths(args.stream, args.usecase))
+    elements = read_elements(paths)
 
     def progress(m) -> None:
         if not args.quiet:

@@ -557,7 +557,7 @@ def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> TefqError:
         msg = "unexpected end of the input"
         expected = set(e.expected)
     elif isinstance(e, UnexpectedToken):
-        msg = f"unexpected {_describe(e.token)}"
+        msg = "unexpected end of the input" if e.token.type == "$END" else f"unexpected {_describe(e.token)}"
         expected = set(e.accepts or e.expected)
     else:  # pragma: no cover - lark has no other kinds
         msg, expected = "syntax error", set()
@@ -566,7 +566,8 @@ def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> TefqError:
     if label:
         msg = f"{label} ({msg})"
     line, col = e.line, e.column
-    if isinstance(e, UnexpectedEOF) or line in (None, -1):
+    at_end = isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END")
+    if at_end or line in (None, -1):
         lines = text.splitlines() or [""]
         line, col = len(lines), len(lines[-1]) + 1
     err = TefqError(f"syntax error: {msg}", filename, line, col)
