@@ -89,3 +89,24 @@ def test_cli_uc3_needs_the_programme_guide(tmp_path):
     (tmp_path / "log").mkdir()
     with pytest.raises(TefqError, match="program guide"):
         _cli(["compare", "--usecase", "uc3", "--stream", str(tmp_path)])
+
+
+def test_uc1_csparql_queries_lag_tef_by_one_window():
+    """usecases/uc1_csparql.rspql (at 5 s) on spec §10: its currentCount at c is TEF's UC1 count at
+    c - 5 s, and its currentCount triples are the per-group refresh bindings of those ticks."""
+    from tefq.analysis import load
+    from tefq.oracle.windowed import run as windowed_run
+    from tefq.simulate import run
+
+    text = (ROOT / "usecases/uc1_csparql.rspql").read_text().replace("RANGE 10s", "RANGE 5s")
+    path = Path(__import__("tempfile").mkdtemp()) / "uc1_5s.rspql"
+    path.write_text(text)
+    out = windowed_run(load(str(path)), spec10_elements())
+    counts = next(r for r in out if r.name == "UserChannelCounts")
+    lagged = sorted((c - 5000, (s, o)) for c, (s, p, o) in counts.rows)
+    tef = run(uc1(), spec10_elements(), "refresh-group", 5000)
+    tef_rows = tef.results[0].rows
+    last_tick = tef_rows[-1][0]
+    assert lagged == [r for r in tef_rows if r[0] < last_tick]  # the last tick would be reported at +5 s
+    per_group_before_last = 2 + 2  # spec §10: two channels with viewers at 5 s and at 10 s
+    assert len(counts.rows) == per_group_before_last
