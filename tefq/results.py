@@ -56,7 +56,7 @@ def order_key(cell: Cell) -> tuple:
     if cell.startswith("_:"):
         return (1, cell)
     if cell.startswith("<"):
-        return (2, cell)
+        return (2, cell[1:-1])  # by the IRI itself: `...#ch6` before `...#ch69`
     from tefq.terms import split_literal
 
     lex, dt, _ = split_literal(cell)

@@ -32,8 +32,18 @@ def grammar_text() -> str:
 def build_parser(strict: bool = False) -> Lark:
     """A fresh LALR parser; tests build it with `strict=True` so that any conflict or terminal
     collision in the grammar fails loudly."""
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True,
-                maybe_placeholders=False, strict=strict)
+    import lark.lexer
+
+    # With `interegular` installed, lark checks every pair of terminals for collisions on every
+    # build (minutes for this grammar). That check is what `strict=True` is for: the strict test
+    # runs it; ordinary builds skip it.
+    saved = lark.lexer.has_interegular
+    lark.lexer.has_interegular = strict and saved
+    try:
+        return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True,
+                    maybe_placeholders=False, strict=strict)
+    finally:
+        lark.lexer.has_interegular = saved
 
 
 @functools.lru_cache(maxsize=1)
