@@ -265,7 +265,7 @@ def test_fact_and_event_patterns_in_the_period_match_brute_force(raw, d, t0) -> 
         for ch, (s, e) in facts:  # true at some instant of (tau - d, tau], as seen at tau
             if s <= tau and e > tau - d:
                 per[ch].append((min(e, tau) - s) / 1000.0)
-        p_rows += [(tau, (ch, to_term(len(v)), to_term(math.fsum(v)))) for ch, v in sorted(per.items())]
+        p_rows += [(tau, (ch, to_term(len(v)), to_term(math.fsum(v)))) for ch, v in sorted(per.items(), key=lambda kv: kv[0][1:-1])]
         quits = defaultdict(int)
         for t, _, p, ch in events:
             if p == iri("quit") and tau - d < t <= tau:
@@ -291,8 +291,8 @@ def test_synthetic_day_uc1_uc2_agree_with_the_fact_store() -> None:
         for ch, (s, e) in facts:
             if s <= tau < e:
                 per[ch].append((tau - s) / 1000.0)
-        exp1 += [(tau, (ch, to_term(len(v)))) for ch, v in sorted(per.items())]
-        exp2 += [(tau, (ch, to_term(len(v)), to_term(math.fsum(v) / len(v)))) for ch, v in sorted(per.items())]
+        exp1 += [(tau, (ch, to_term(len(v)))) for ch, v in sorted(per.items(), key=lambda kv: kv[0][1:-1])]
+        exp2 += [(tau, (ch, to_term(len(v)), to_term(math.fsum(v) / len(v)))) for ch, v in sorted(per.items(), key=lambda kv: kv[0][1:-1])]
     assert cells(out.results[0]) == exp1
     assert cells(out.results[1]) == exp2
     assert out.metrics.facts_created == len(facts) > 1000
