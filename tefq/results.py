@@ -6,6 +6,7 @@ A cell is an N-Triples term (see `tefq.terms`) or None for unbound. Numeric cell
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 Cell = str | None
 Row = tuple[int, tuple[Cell, ...]]  # (tick in ms, cells in SELECT order)
@@ -49,6 +50,7 @@ class RunResult:
     metrics: Metrics
 
 
+@lru_cache(maxsize=1 << 16)  # result cells repeat (channels, small counts): sorting millions of rows
 def order_key(cell: Cell) -> tuple:
     """SPARQL-ish ORDER BY key: unbound < blank < IRI < literal; numbers by value."""
     if cell is None:

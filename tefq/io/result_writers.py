@@ -15,6 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import IO
 
 from tefq import terms
@@ -40,6 +41,7 @@ def _names(result: QueryResult) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Cells
 
+@lru_cache(maxsize=1 << 16)  # the same terms recur in every tick's rows
 def csv_cell(cell: Cell) -> str:
     """SPARQL CSV: IRIs without brackets, literals as their lexical form, `_:b` for blank nodes."""
     if cell is None:
