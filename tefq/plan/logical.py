@@ -57,12 +57,37 @@ class Pattern:
     o: Node
     span: Span = field(default=Span(), compare=False)
 
+    def shape(self) -> "PatternShape":
+        """What an element must satisfy to match, by position (0 = s, 1 = p, 2 = o): the engines'
+        matchers are built from this."""
+        consts: list[tuple[int, str]] = []
+        same: list[tuple[int, int]] = []
+        first: dict[str, int] = {}
+        for i, n in enumerate((self.s, self.p, self.o)):
+            if isinstance(n, Term):
+                consts.append((i, n.nt))
+            elif n.name in first:
+                same.append((first[n.name], i))
+            else:
+                first[n.name] = i
+        return PatternShape(tuple(consts), tuple(same), first)
+
     def variables(self) -> tuple[Var, ...]:
         seen: list[Var] = []
         for n in (self.s, self.p, self.o):
             if isinstance(n, Var) and n not in seen:
                 seen.append(n)
         return tuple(seen)
+
+
+@dataclass(frozen=True)
+class PatternShape:
+    """A triple pattern as positions: constants `(position, term)`, pairs of positions that hold
+    the same variable, and each variable's first position."""
+
+    consts: tuple[tuple[int, str], ...]
+    same: tuple[tuple[int, int], ...]
+    first: dict[str, int]
 
 
 # ---------------------------------------------------------------- facts

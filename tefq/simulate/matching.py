@@ -125,18 +125,9 @@ def compile_clause(fact: EventFact, clause: Clause) -> Callable[[str, str, str, 
     identity straight from the event's positions: the common case, and the hot loop."""
     if clause.background or clause.filters:
         return lambda s, p, o, bg: clause_identities(fact, clause, s, p, o, bg)
-    trig = clause.trigger
-    checks: list[tuple[int, str]] = []
-    first: dict[str, int] = {}
-    same: list[tuple[int, int]] = []
-    for i, n in enumerate((trig.s, trig.p, trig.o)):
-        if isinstance(n, Term):
-            checks.append((i, n.nt))
-        elif n.name in first:
-            same.append((first[n.name], i))
-        else:
-            first[n.name] = i
-    pos = tuple(first[v.name] for v in fact.identity)
+    shape = clause.trigger.shape()
+    checks, same = shape.consts, shape.same
+    pos = tuple(shape.first[v.name] for v in fact.identity)
 
     def identities(s: str, p: str, o: str, bg: Background) -> list[tuple]:
         e = (s, p, o)

@@ -108,16 +108,10 @@ class FallbackPlan:
 
 
 def _clause(kind: int, pattern: Pattern, identity: tuple[str, ...]) -> ClausePlan:
-    consts: list[tuple[str, str]] = []
-    same: list[tuple[str, str]] = []
-    first: dict[str, str] = {}
-    for pos, node in zip(POSITIONS, (pattern.s, pattern.p, pattern.o)):
-        if isinstance(node, Term):
-            consts.append((pos, node.nt))
-        elif node.name in first:
-            same.append((first[node.name], pos))
-        else:
-            first[node.name] = pos
+    shape = pattern.shape()
+    consts = [(POSITIONS[i], term) for i, term in shape.consts]
+    same = [(POSITIONS[i], POSITIONS[j]) for i, j in shape.same]
+    first = {name: POSITIONS[i] for name, i in shape.first.items()}
     missing = [v for v in identity if v not in first]
     if missing:
         raise TefqError(f"clause does not bind ?{missing[0]}", line=pattern.span.line, column=pattern.span.column)
