@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
 
 from tefq.spark.operator import FLUSH, HEARTBEAT, make_operator  # noqa: E402
+from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.physical import plan_document  # noqa: E402
 
 
@@ -35,17 +36,12 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
     plan = plan_document(doc, buckets)[0]
     op = make_operator(plan, 0, lateness)
     states = [FakeState() for _ in range(plan.buckets)]
-    rows, metrics = [], {}
+    col = Collector(plan.group_vars, plan.projections)
 
     def call(b: int, recs: list[dict]) -> None:
         for out in op((b,), iter([pd.DataFrame(recs)]), states[b]):
             for kind, tick, payload in out.itertuples(index=False):
-                if kind == "rows":
-                    d = json.loads(payload)
-                    rows.extend(zip(d["t"], zip(*d["c"])))
-                elif kind == "metric":
-                    for k, v in json.loads(payload).items():
-                        metrics[k] = metrics.get(k, 0) + v
+                col.add(kind, tick, payload)
 
     i, sizes = 0, list(batch_sizes)
     while i < len(elements):
@@ -65,8 +61,12 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
         i += n
     for b in range(plan.buckets):
         call(b, [dict(k=FLUSH, ts=0, o=0, f=0, e=0, n=0, g0=0, t0=None, b=b, x=None)])
+    metrics: dict = {}
+    for d in col.metrics:
+        for k, v in d.items():
+            metrics[k] = metrics.get(k, 0) + v
     metrics["events_in"] = metrics.get("events_in", 0) - metrics.get("duplicates", 0)
-    return sorted(rows), metrics
+    return sorted(col.rows()), metrics
 
 
 def oracle(doc, elements):

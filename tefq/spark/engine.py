@@ -27,6 +27,7 @@ from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark import operator as fop
 from tefq.spark.fallback import make_fallback_operator
+from tefq.spark.output import Collector
 from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
 from tefq.spark.session import get_session
 from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
@@ -335,40 +336,31 @@ def _read_sink(out: str):
                         files.append(unquote(urlparse(entry["path"]).path))
     frames = [pq.read_table(f).to_pandas() for f in dict.fromkeys(files)]
     if not frames:
-        return pd.DataFrame({"kind": [], "tick": [], "payload": []})
+        return pd.DataFrame({"kind": [], "tick": [], "payload": []})  # no record yet
     return pd.concat(frames, ignore_index=True)
 
 
-def _collect(spark: SparkSession, plan: CurrentAggregatePlan, out: str) -> tuple[QueryResult, dict, list[str]]:
+def _collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, list[str]]:
     pdf = _read_sink(out)
-    rows = []
-    metrics: dict = {}
-    warnings: list[str] = []
-    by_batch: dict[int, list[int]] = {}
+    col = Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()))
     for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-        if kind == "row":
-            rows.append((int(tick), tuple(json.loads(payload))))
-        elif kind == "rows":
-            d = json.loads(payload)
-            rows.extend(zip(d["t"], zip(*d["c"])) if d["c"] else ((t, ()) for t in d["t"]))
-        elif kind == "metric":
-            d = json.loads(payload)
-            per = by_batch.setdefault(d.get("batch", 0), [0, 0])
-            per[0] += d.get("state_bytes", 0)
-            per[1] += d.get("open_facts", 0)
-            for k, v in d.items():
-                if k in ("state_bytes", "open_facts", "batch"):
-                    continue
+        col.add(kind, tick, payload)
+    metrics: dict = {}
+    by_batch: dict[int, list[int]] = {}
+    for d in col.metrics:
+        per = by_batch.setdefault(d.get("batch", 0), [0, 0])
+        per[0] += d.get("state_bytes", 0)
+        per[1] += d.get("open_facts", 0)
+        for k, v in d.items():
+            if k not in ("state_bytes", "open_facts", "batch"):
                 metrics[k] = metrics.get(k, 0) + v
-        else:
-            warnings.append(payload)
     if by_batch:  # state size at the batch holding the most open facts
         state_bytes, open_facts = max(by_batch.values(), key=lambda x: x[1])
         metrics["state_bytes_per_open_fact"] = state_bytes / open_facts if open_facts else None
         metrics["peak_open_facts"] = open_facts
-    qr = QueryResult(plan.query, plan.columns, rows)
+    qr = QueryResult(plan.query, plan.columns, col.rows())
     qr.rows = qr.sorted_rows()
-    return qr, metrics, warnings
+    return qr, metrics, col.warnings
 
 
 def run(doc: Document, stream_paths: list[str], background: str | None = None, *, t0: int = 0,

@@ -9,7 +9,6 @@ operator does not support the query.
 """
 from __future__ import annotations
 
-import json
 import pickle
 from typing import Iterator
 
@@ -18,6 +17,7 @@ import pandas as pd
 from tefq.plan.logical import Document
 from tefq.spark.facts import tick_at_or_after, tick_at_or_before
 from tefq.spark.operator import FLUSH, MAX_WARNINGS
+from tefq.spark.output import json_record
 
 ORDER_SHIFT = 1 << 42
 
@@ -42,7 +42,7 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
 
         st: FallbackState = pickle.loads(state.get[0]) if state.exists else FallbackState()
         st.batches += 1
-        out: list[tuple[str, int, str]] = []
+        out: list[tuple[str, int, bytes]] = []
         metrics: dict = {"late_events": 0, "rows_out": 0}
         flush = False
         for pdf in pdfs:
@@ -60,8 +60,8 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
                 late = data["ts"] <= st.last_tick
                 metrics["late_events"] += int(late.sum())
                 for ts in data["ts"][late].head(MAX_WARNINGS).tolist():
-                    out.append(("warn", int(ts), f"late event at {ts} ms ignored: ticks up to "
-                                f"{st.last_tick} were already reported"))
+                    out.append(("warn", int(ts), (f"late event at {ts} ms ignored: ticks up to "
+                                                  f"{st.last_tick} were already reported").encode("utf-8")))
                 data = data[~late]
             st.elements.extend(zip(data["ts"].tolist(), (st.batches * ORDER_SHIFT + data["o"]).tolist(),
                                    data["s"].tolist(), data["p"].tolist(), data["obj"].tolist()))
@@ -74,7 +74,7 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
                 st.elements.sort(key=lambda e: (e[0], e[1]))
                 res = oracle_run(single, [(t, s, p, o) for t, _, s, p, o in st.elements], None, t0)
                 rows = [r for r in res.results[0].rows if start <= r[0] <= upto]
-                out.extend(("row", t, json.dumps(list(cells))) for t, cells in rows)
+                out.extend(json_record("row", t, list(cells)) for t, cells in rows)
                 metrics["rows_out"] = len(rows)
                 metrics["ticks"] = (upto - start) // every + 1
                 st.last_tick = upto
@@ -88,7 +88,7 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
         blob = pickle.dumps(st, protocol=5)
         metrics["state_bytes"] = len(blob)
         state.update((blob,))
-        out.append(("metric", st.gmax or 0, json.dumps(metrics)))
+        out.append(json_record("metric", st.gmax or 0, metrics))
         yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
 
     return op

@@ -10,89 +10,22 @@ and report the same ticks without a second shuffle.
 """
 from __future__ import annotations
 
-import json
 import pickle
-from decimal import Decimal, DivisionByZero, InvalidOperation
 from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
-from tefq.plan.logical import Call, Expr, Term, Var
 from tefq.spark.facts import (OPEN, Events, Intervals, apply_events, current_aggregates, durations_exact,
                               fsum_durations, tick_at_or_after, tick_at_or_before)
+from tefq.spark.output import RECORD_SCHEMA, NumericRows, json_record, rows_record, terms_record
 from tefq.spark.physical import CurrentAggregatePlan
 
 HEARTBEAT, FLUSH = 2, 3
 ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + Spark's row id within the batch
-OUTPUT_SCHEMA = "kind string, tick long, payload string"
+OUTPUT_SCHEMA = RECORD_SCHEMA
 STATE_SCHEMA = "blob binary"
 MAX_WARNINGS = 20
-ROWS_PER_RECORD = 20_000
-
-
-def _to_term(v) -> str | None:
-    from tefq.oracle.values import to_term
-
-    return None if v is None else to_term(v)
-
-
-def _num(v):
-    return v
-
-
-def evaluate(e: Expr, env: dict):
-    """SPARQL arithmetic on int / Decimal / float; an error gives None (an unbound cell)."""
-    if isinstance(e, Var):
-        return env.get(e.name)
-    if isinstance(e, Term):
-        from tefq.oracle.values import to_value
-
-        return to_value(e.nt)
-    assert isinstance(e, Call)
-    args = [evaluate(a, env) for a in e.args]
-    if any(a is None or isinstance(a, bool) or not isinstance(a, (int, float, Decimal)) for a in args):
-        return None
-    if e.op == "neg":
-        return -args[0]
-    a, b = args
-    if isinstance(a, float) or isinstance(b, float):
-        a, b = float(a), float(b)
-    elif isinstance(a, Decimal) or isinstance(b, Decimal) or e.op == "/":
-        a, b = Decimal(a), Decimal(b)  # integer / integer is xsd:decimal in SPARQL
-    try:
-        if e.op == "+":
-            return a + b
-        if e.op == "-":
-            return a - b
-        if e.op == "*":
-            return a * b
-        if isinstance(a, float):
-            return a / b if b != 0 else None
-        return a / b
-    except (ZeroDivisionError, DivisionByZero, InvalidOperation):
-        return None
-
-
-def _evaluate(e: Expr, env: dict):
-    """The oracle's own expression semantics (same types, same errors), else the local subset."""
-    try:
-        from tefq.oracle.expr import EvalError, evaluate as oracle_evaluate
-    except ImportError:  # pragma: no cover - the oracle is part of tefq
-        return evaluate(e, env)
-    renamed = {k.replace("group:", "group_"): v for k, v in env.items()}
-    try:
-        return oracle_evaluate(_plain(e), renamed)
-    except EvalError:
-        return None
-
-
-def _plain(e: Expr) -> Expr:
-    if isinstance(e, Var):
-        return Var(e.name.replace("group:", "group_"))
-    if isinstance(e, Call):
-        return Call(e.op, tuple(_plain(a) for a in e.args))
-    return e
 
 
 class BucketState:
@@ -122,7 +55,7 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
         bucket = int(key[0])
         st: BucketState = pickle.loads(state.get[0]) if state.exists else BucketState(ngroups)
         st.batches += 1
-        out: list[tuple[str, int, str]] = []
+        out: list[tuple[str, int, bytes]] = []
         metrics = {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
                    "rows_out": 0}
         parts = [p for p in pdfs if len(p)]
@@ -149,8 +82,9 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
                     if late.any():
                         metrics["late_events"] = int(late.sum())
                         for ts in evs["ts"][late].head(MAX_WARNINGS).tolist():
-                            out.append(("warn", int(ts), f"late event at {ts} ms ignored for fact "
-                                        f"{plan.fact}: ticks up to {st.last_tick} were already reported"))
+                            out.append(("warn", int(ts), (f"late event at {ts} ms ignored for fact "
+                                        f"{plan.fact}: ticks up to {st.last_tick} were already reported"
+                                                          ).encode("utf-8")))
                         evs = evs[~late]
                 if len(evs):
                     # A stream is a set: the same element twice at one ms counts once.
@@ -175,13 +109,12 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
                 if any(a.op != "count" for a in plan.aggregates):
                     seconds = (agg.duration_ms / 1000.0 if durations_exact(cur, ticks)
                                else fsum_durations(cur, ticks, agg.group_codes))
-                tick_list, columns = _rows(plan, agg, seconds, st.terms)
-                metrics["rows_out"] = len(tick_list)
-                # rows cross as columns, a few records per bucket and batch (bounded size each)
-                for lo in range(0, len(tick_list), ROWS_PER_RECORD):
-                    hi = lo + ROWS_PER_RECORD
-                    out.append(("rows", int(ticks[-1]), json.dumps({"t": tick_list[lo:hi],
-                                                                     "c": [c[lo:hi] for c in columns]})))
+                rows = _rows(plan, agg, seconds)
+                metrics["rows_out"] = len(rows)
+                if len(rows):
+                    out.append(rows_record(rows))
+                    used = np.unique(rows.groups)
+                    out.append(terms_record({c: st.terms[c] for c in used.tolist() if c in st.terms}))
                 if bucket == 0:
                     metrics["ticks"] = len(ticks)
                 st.last_tick = int(ticks[-1])
@@ -213,56 +146,18 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
         metrics["open_facts"] = int((st.base.end == OPEN).sum())
         metrics["batch"] = st.batches
         state.update((blob,))
-        out.append(("metric", st.gmax if st.gmax is not None else 0, json.dumps(metrics)))
+        out.append(json_record("metric", st.gmax if st.gmax is not None else 0, metrics))
         yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
 
     return op
 
 
-def _terms_of(values: np.ndarray, make) -> list:
-    """`make` once per distinct value (a tick's counts repeat a lot), then index."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    terms = [make(v) for v in uniq.tolist()]
-    return [terms[i] for i in inv.reshape(-1).tolist()]
-
-
-def _rows(plan: CurrentAggregatePlan, agg, seconds, terms: dict[int, str]) -> tuple[list[int], list[list]]:
-    """The reported rows, column by column: (ticks, one list of cells per SELECT column)."""
+def _rows(plan: CurrentAggregatePlan, agg, seconds) -> NumericRows:
+    """The reported rows as numbers: one per (group, tick) with a valid fact."""
     gi, ki = np.nonzero(agg.count > 0)
-    ticks = agg.ticks[ki].tolist()
     counts = agg.count[gi, ki]
-    secs = seconds[gi, ki] if seconds is not None else np.zeros(len(gi))
+    secs = seconds[gi, ki] if seconds is not None else None
     values: dict[str, np.ndarray] = {}
     for a in plan.aggregates:
         values[a.alias] = counts if a.op == "count" else secs if a.op == "sum_duration" else secs / counts
-    kinds = {a.alias: ("int" if a.op == "count" else "float") for a in plan.aggregates}
-    columns: list[list] = []
-    for _, e in plan.projections:
-        if isinstance(e, Var) and e.name.startswith("group:"):
-            j = plan.group_vars.index(e.name[6:])
-            codes = agg.group_codes[gi, j]
-            columns.append(_terms_of(codes, lambda c: terms.get(c)))
-        elif isinstance(e, Var) and e.name in values:
-            conv = int if kinds[e.name] == "int" else float
-            columns.append(_terms_of(values[e.name], lambda v, conv=conv: _to_term(conv(v))))
-        elif (isinstance(e, Call) and e.op in ("+", "-", "*", "/") and len(e.args) == 2
-              and all(isinstance(a, Var) and a.name in values for a in e.args)
-              and "float" in (kinds[e.args[0].name], kinds[e.args[1].name])):
-            # double arithmetic vectorises exactly (IEEE, as the oracle's float ops); counts are > 0
-            x, y = (values[a.name].astype(np.float64) for a in e.args)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                r = x / y if e.op == "/" else x + y if e.op == "+" else x - y if e.op == "-" else x * y
-            cells = _terms_of(r, lambda v: _to_term(float(v)))
-            if e.op == "/":
-                cells = [None if d == 0 else c for c, d in zip(cells, y.tolist())]  # division error: unbound
-            columns.append(cells)
-        else:  # a general expression: row by row with the oracle's semantics
-            group_cols = {name: agg.group_codes[gi, j].tolist() for j, name in enumerate(plan.group_vars)}
-            col = []
-            for r in range(len(gi)):
-                env = {"group:" + name: terms.get(group_cols[name][r]) for name in plan.group_vars}
-                for alias, arr in values.items():
-                    env[alias] = int(arr[r]) if kinds[alias] == "int" else float(arr[r])
-                col.append(_to_term(_evaluate(e, env)))
-            columns.append(col)
-    return ticks, columns
+    return NumericRows(agg.ticks[ki], agg.group_codes[gi], values)

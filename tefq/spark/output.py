@@ -1,0 +1,174 @@
+"""Result rows of the Spark fact operators: numeric in the workers, formatted once on the driver.
+
+An operator computes its rows as numbers — per row a tick, the group terms' int64 codes and one
+value per aggregate alias (int64: an xsd:integer count; float64: an xsd:double) — and emits them
+with `rows_record`, together with the `code -> term` pairs it learnt (`terms_record`). Metrics,
+warnings and the fallback's ready-made rows travel as JSON (`json_record`). The driver feeds every
+record of the sink to a `Collector`, which formats the cells with the oracle's canonical terms
+(`tefq.oracle.values.to_term`) and the SELECT projections.
+
+Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`.
+"""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tefq.plan.logical import Call, Expr, Var
+from tefq.results import Row
+
+RECORD_SCHEMA = "kind string, tick long, payload binary"
+ROWS, TERMS = "nrows", "terms"
+
+
+@dataclass
+class NumericRows:
+    """Rows of one bucket: `ticks` (n,), `groups` (n, number of group variables) term codes, and
+    per aggregate alias an (n,) array: int64 for counts, float64 for doubles."""
+
+    ticks: np.ndarray
+    groups: np.ndarray
+    values: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.ticks)
+
+    @staticmethod
+    def concat(parts: list["NumericRows"], ngroups: int, aliases: list[str]) -> "NumericRows":
+        if not parts:
+            return NumericRows(np.zeros(0, np.int64), np.zeros((0, ngroups), np.int64),
+                               {a: np.zeros(0, np.int64) for a in aliases})
+        return NumericRows(np.concatenate([p.ticks for p in parts]), np.concatenate([p.groups for p in parts]),
+                           {a: np.concatenate([p.values[a] for p in parts]) for a in aliases})
+
+
+def json_record(kind: str, tick: int, obj) -> tuple[str, int, bytes]:
+    return kind, int(tick), json.dumps(obj).encode("utf-8")
+
+
+def rows_record(rows: NumericRows) -> tuple[str, int, bytes]:
+    """All of a bucket's rows of one micro-batch as one binary record (numpy arrays, no per-row work)."""
+    buf = io.BytesIO()
+    np.savez(buf, ticks=rows.ticks, groups=rows.groups, **{"v_" + k: v for k, v in rows.values.items()})
+    return ROWS, int(rows.ticks[-1]) if len(rows) else 0, buf.getvalue()
+
+
+def terms_record(terms: dict[int, str]) -> tuple[str, int, bytes]:
+    return json_record(TERMS, 0, [[int(k), v] for k, v in terms.items()])
+
+
+def read_rows(payload: bytes) -> NumericRows:
+    with np.load(io.BytesIO(payload)) as z:
+        values = {k[2:]: z[k] for k in z.files if k.startswith("v_")}
+        return NumericRows(z["ticks"], z["groups"], values)
+
+
+@dataclass
+class Collector:
+    """Gathers a query's sink records on the driver and formats its rows."""
+
+    group_vars: tuple[str, ...]
+    projections: tuple[tuple[str, Expr], ...]  # group variables appear as Var("group:<name>")
+    numeric: list[NumericRows] = field(default_factory=list)
+    ready: list[Row] = field(default_factory=list)  # rows the fallback formatted itself
+    terms: dict[int, str] = field(default_factory=dict)
+    metrics: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, tick: int, payload: bytes) -> None:
+        if kind == ROWS:
+            self.numeric.append(read_rows(payload))
+        elif kind == TERMS:
+            self.terms.update((int(k), v) for k, v in json.loads(payload))
+        elif kind == "row":
+            self.ready.append((int(tick), tuple(json.loads(payload))))
+        elif kind == "metric":
+            self.metrics.append(json.loads(payload))
+        else:
+            self.warnings.append(payload.decode("utf-8") if isinstance(payload, bytes) else str(payload))
+
+    def rows(self) -> list[Row]:
+        """Every row, formatted, in no particular order."""
+        out = list(self.ready)
+        if self.numeric:
+            aliases = list(self.numeric[0].values)
+            nr = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
+            out.extend(format_rows(nr, self.terms, self.group_vars, self.projections))
+        return out
+
+
+def _to_term(v) -> str | None:
+    from tefq.oracle.values import to_term
+
+    return None if v is None else to_term(v)
+
+
+def _terms_of(values: np.ndarray, make) -> list:
+    """`make` once per distinct value (a tick's counts repeat a lot), then index."""
+    uniq, inv = np.unique(values, return_inverse=True)
+    terms = [make(v) for v in uniq.tolist()]
+    return [terms[i] for i in inv.reshape(-1).tolist()]
+
+
+def _is_int(a: np.ndarray) -> bool:
+    return a.dtype.kind in "iu"
+
+
+def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...],
+                projections: tuple[tuple[str, Expr], ...]) -> list[Row]:
+    """The SELECT cells of numeric rows: group terms decoded, numbers as canonical terms, `+ - * /`
+    of doubles vectorised (IEEE, as the oracle's float ops), anything else row by row with the
+    oracle's expression semantics."""
+    values = rows.values
+    columns: list[list] = []
+    for _, e in projections:
+        if isinstance(e, Var) and e.name.startswith("group:"):
+            codes = rows.groups[:, group_vars.index(e.name[6:])]
+            columns.append(_terms_of(codes, lambda c: terms.get(c)))
+        elif isinstance(e, Var) and e.name in values:
+            arr = values[e.name]
+            conv = int if _is_int(arr) else float
+            columns.append(_terms_of(arr, lambda v, conv=conv: _to_term(conv(v))))
+        elif (isinstance(e, Call) and e.op in ("+", "-", "*", "/") and len(e.args) == 2
+              and all(isinstance(a, Var) and a.name in values for a in e.args)
+              and not all(_is_int(values[a.name]) for a in e.args)):
+            x, y = (values[a.name].astype(np.float64) for a in e.args)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = x / y if e.op == "/" else x + y if e.op == "+" else x - y if e.op == "-" else x * y
+            cells = _terms_of(r, lambda v: _to_term(float(v)))
+            if e.op == "/":
+                cells = [None if d == 0 else c for c, d in zip(cells, y.tolist())]  # division error: unbound
+            columns.append(cells)
+        else:  # a general expression: row by row with the oracle's semantics
+            columns.append(_general_column(e, rows, terms, group_vars))
+    return list(zip(rows.ticks.tolist(), zip(*columns))) if columns else [(t, ()) for t in rows.ticks.tolist()]
+
+
+def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:
+    from tefq.oracle.expr import EvalError, evaluate
+
+    group_cols = {name: rows.groups[:, j].tolist() for j, name in enumerate(group_vars)}
+    value_cols = {alias: (arr.tolist() if _is_int(arr) else [float(v) for v in arr.tolist()])
+                  for alias, arr in rows.values.items()}
+    plain = _plain(e)
+    col = []
+    for r in range(len(rows)):
+        env = {"group_" + name: terms.get(group_cols[name][r]) for name in group_vars}
+        env.update((alias, vals[r]) for alias, vals in value_cols.items())
+        try:
+            col.append(_to_term(evaluate(plain, env)))
+        except EvalError:
+            col.append(None)
+    return col
+
+
+def _plain(e: Expr) -> Expr:
+    """`group:` is not a SPARQL variable name; the oracle's evaluator sees `group_`."""
+    if isinstance(e, Var):
+        return Var(e.name.replace("group:", "group_"))
+    if isinstance(e, Call):
+        return Call(e.op, tuple(_plain(a) for a in e.args))
+    return e
