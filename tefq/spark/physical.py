@@ -3,7 +3,8 @@
 Supported today: aggregate queries whose WHERE is one `CURRENT` pattern over one event-driven
 fact whose clauses are single triple patterns, grouped by identity variables, with COUNT /
 COUNT DISTINCT of an identity variable, COUNT(*), SUM / AVG of DURATION(?S, ?E) of the interval,
-and projections with `+ - * /`. Everything else raises a TefqError naming the construct.
+and projections with `+ - * /` (bucketed by the group key). Derived facts, fact patterns without
+CURRENT and WHILE go to `tefq.spark.derived_plan`; any other aggregate query to the fallback.
 """
 from __future__ import annotations
 
@@ -204,11 +205,19 @@ def _rename_expr(e: Expr, rename: dict[str, str]) -> Expr:
 
 def plan_document(doc: Document, buckets: int = 8, fallback: bool = True) -> list:
     plans: list = []
+    from tefq.spark.derived_plan import plan_fact_query
+
     for i, q in enumerate(doc.queries):
         try:
             plans.append(plan_query(doc, q, buckets))
+            continue
         except Unsupported as e:
-            if not fallback or not isinstance(q, AggregateQuery):
+            if not isinstance(q, AggregateQuery):
+                raise
+        try:  # derived facts, fact patterns without CURRENT, WHILE: the fact-aggregate operator
+            plans.append(plan_fact_query(doc, q, buckets))
+        except Unsupported as e:
+            if not fallback:
                 raise
             plans.append(FallbackPlan(q.name, i, tuple(p.name for p in q.select), q.every_ms,
                                       e.message.replace(" is not yet supported on Spark (try --engine oracle)",

@@ -1,0 +1,144 @@
+"""Vectorised derived facts (spec §3.2) over columns of intervals: numpy only, no Spark.
+
+A `Relation` holds intervals `[start, end)` of solutions over named variables, each variable an
+int64 term code. `interval_join` joins two relations on their shared variables and intersects the
+intervals (only overlapping pairs are produced: a sort and two searchsorted sweeps, no nested
+loop); `coalesce` unions the intervals of equal keys into maximal intervals (touching ones merge:
+`[a, b)` and `[b, c)` are one fact). `derive` is the whole of §3.2: the body joined left to right,
+projected on the identity, coalesced. The Spark operator (`tefq.spark.derived_operator`) calls it
+once per micro-batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tefq.spark.facts import OPEN
+
+
+@dataclass
+class Relation:
+    """Intervals of solutions: `codes[:, i]` is the term code of `vars[i]`."""
+
+    vars: tuple[str, ...]
+    codes: np.ndarray  # (n, len(vars)) int64
+    start: np.ndarray
+    end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @staticmethod
+    def empty(names: tuple[str, ...]) -> "Relation":
+        z = np.zeros(0, np.int64)
+        return Relation(names, np.zeros((0, len(names)), np.int64), z, z.copy())
+
+    def take(self, idx: np.ndarray) -> "Relation":
+        return Relation(self.vars, self.codes[idx], self.start[idx], self.end[idx])
+
+    def columns(self, names: tuple[str, ...]) -> np.ndarray:
+        return self.codes[:, [self.vars.index(v) for v in names]].reshape(len(self), len(names))
+
+    def project(self, names: tuple[str, ...]) -> "Relation":
+        return Relation(names, self.columns(names), self.start, self.end)
+
+    def nonempty(self) -> "Relation":
+        keep = self.start < self.end
+        return self if keep.all() else self.take(np.nonzero(keep)[0])
+
+    @staticmethod
+    def concat(parts: list["Relation"]) -> "Relation":
+        names = parts[0].vars
+        parts = [p.project(names) for p in parts]
+        return Relation(names, np.concatenate([p.codes for p in parts]), np.concatenate([p.start for p in parts]),
+                        np.concatenate([p.end for p in parts]))
+
+
+def key_ranks(*keys: np.ndarray) -> list[np.ndarray]:
+    """Dense ranks of the rows of several (n_i, k) code arrays in one shared numbering."""
+    sizes = [len(k) for k in keys]
+    allk = np.concatenate(keys)
+    if allk.shape[1] == 0:
+        return [np.zeros(n, np.int64) for n in sizes]
+    if allk.shape[1] == 1:
+        _, inv = np.unique(allk[:, 0], return_inverse=True)
+    else:
+        _, inv = np.unique(allk, axis=0, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    return np.split(inv, np.cumsum(sizes)[:-1])
+
+
+def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges `[lo_i, hi_i)`: (owner i, position) of every member, owners in order."""
+    n = np.maximum(hi - lo, 0)
+    owner = np.repeat(np.arange(len(lo), dtype=np.int64), n)
+    first = np.cumsum(n) - n
+    pos = lo[owner] + (np.arange(int(n.sum()), dtype=np.int64) - first[owner])
+    return owner, pos
+
+
+def interval_join(a: Relation, b: Relation) -> Relation:
+    """Pairs of `a` and `b` rows that agree on the shared variables and whose intervals overlap,
+    with the intersection. Every overlapping pair is found exactly once: either b starts inside a
+    (`a.start <= b.start < a.end`) or a starts strictly inside b (`b.start < a.start < b.end`)."""
+    a, b = a.nonempty(), b.nonempty()
+    shared = tuple(v for v in a.vars if v in b.vars)
+    names = a.vars + tuple(v for v in b.vars if v not in a.vars)
+    if not len(a) or not len(b):
+        return Relation.empty(names)
+    ka, kb = key_ranks(a.columns(shared), b.columns(shared))
+    # Times as ranks in one vocabulary, so that (key, time) packs into one int64 sort key.
+    times = np.unique(np.concatenate([a.start, a.end, b.start, b.end]))
+    def packed(k, t): return (k << 32) | np.searchsorted(times, t)
+    a_order = np.argsort(packed(ka, a.start), kind="stable")
+    b_order = np.argsort(packed(kb, b.start), kind="stable")
+    a, ka = a.take(a_order), ka[a_order]
+    b, kb = b.take(b_order), kb[b_order]
+    a_keys, b_keys = packed(ka, a.start), packed(kb, b.start)
+    # b starting in [a.start, a.end)
+    o1, p1 = expand(np.searchsorted(b_keys, a_keys, "left"), np.searchsorted(b_keys, packed(ka, a.end), "left"))
+    # a starting in (b.start, b.end)
+    o2, p2 = expand(np.searchsorted(a_keys, b_keys, "right"), np.searchsorted(a_keys, packed(kb, b.end), "left"))
+    ia = np.concatenate([o1, p2])
+    ib = np.concatenate([p1, o2])
+    extra = [b.vars.index(v) for v in b.vars if v not in a.vars]
+    codes = np.concatenate([a.codes[ia], b.codes[ib][:, extra]], axis=1)
+    return Relation(names, codes, np.maximum(a.start[ia], b.start[ib]), np.minimum(a.end[ia], b.end[ib]))
+
+
+def coalesce(r: Relation) -> Relation:
+    """Per distinct code row, the union of its intervals as sorted maximal intervals (spec §3.2:
+    derivations of one identity coalesce; touching intervals merge). Empty intervals vanish."""
+    r = r.nonempty()
+    if len(r) < 2:
+        return r
+    key = key_ranks(r.codes)[0]
+    times = np.unique(np.concatenate([r.start, r.end]))
+    srank, erank = np.searchsorted(times, r.start), np.searchsorted(times, r.end)
+    order = np.lexsort((srank, key))
+    key, srank, erank = key[order], srank[order], erank[order]
+    reach = np.maximum.accumulate((key << 32) | erank)  # running max end within a key (keys ascend)
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (key[1:] != key[:-1]) | (srank[1:] > (reach[:-1] & 0xFFFFFFFF))
+    firsts = np.nonzero(new)[0]
+    ends = np.maximum.reduceat(erank, firsts)
+    pick = order[firsts]
+    return Relation(r.vars, r.codes[pick], r.start[pick], times[ends])
+
+
+def derive(bodies: list[Relation], identity: tuple[str, ...], carried: Relation | None = None) -> Relation:
+    """Spec §3.2: the body relations joined (intervals intersected), projected on the identity,
+    coalesced together with `carried` (earlier intervals of the same fact)."""
+    joined = bodies[0]
+    for b in bodies[1:]:
+        joined = interval_join(joined, b)
+    parts = [joined.nonempty().project(identity)]
+    if carried is not None and len(carried):
+        parts.append(carried.project(identity))
+    return coalesce(Relation.concat(parts))
+
+
+def cut(r: Relation, at: int) -> Relation:
+    """The relation as seen at `at`: open intervals end there (they continue in later pieces)."""
+    return Relation(r.vars, r.codes, r.start, np.where(r.end == OPEN, np.int64(at), r.end))

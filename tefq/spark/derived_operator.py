@@ -1,0 +1,222 @@
+"""The fact-aggregate operator: event facts, derived facts and WHILE scopes in one stateful bucket,
+one call per micro-batch (applyInPandasWithState), numpy throughout — never a state call per event.
+
+Input rows (built by `tefq.spark.derived_spark`): `k` kind (0 SINCE, 1 UNTIL, 2 heartbeat,
+3 flush), `fact` (index into the plan's event facts), `ts`, `o` (order of ties; a heartbeat's max
+event time), `f` (identity hash; a heartbeat's event count), `e` (element hash: a stream is a set),
+`n` (a heartbeat's bad-row count), `v0..` identity variable codes and `t0..` output terms.
+
+Per micro-batch, with `T` the last reported tick and `U` the last tick now final:
+1. events with `ts <= U` are applied to each event fact's intervals (`tefq.spark.facts`); later
+   ones stay pending;
+2. each derived fact = its body joined and coalesced (`tefq.spark.derived.derive`) together with
+   its facts still open at `T`, cut at `T` (so a fact keeps the start it had coalesced to);
+3. the aggregates at the ticks in `(T, U]` (`tefq.spark.derived_ticks`);
+4. the state keeps only what later ticks can need: open facts (their intervals can only grow),
+   pending events, and — under WHILE without CURRENT — closed facts of the matched fact that a
+   still open scope fact started before. Closed facts are final: no later event changes them.
+"""
+from __future__ import annotations
+
+import pickle
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from tefq.spark.derived import Relation, cut, derive, key_ranks
+from tefq.spark.derived_plan import DerivedFactPlan, EventFactPlan, FactAggregatePlan
+from tefq.spark.derived_ticks import TickSpec, tick_rows
+from tefq.spark.facts import OPEN, Events, Intervals, apply_events, tick_at_or_after, tick_at_or_before
+from tefq.spark.output import json_record, rows_record, terms_record
+
+HEARTBEAT, FLUSH = 2, 3
+ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + Spark's row id within the batch
+MAX_WARNINGS = 20
+
+
+class FactState:
+    def __init__(self, plan: FactAggregatePlan) -> None:
+        self.base = {f.name: Intervals.empty(len(f.identity)) for f in plan.event_facts}  # open after last_tick
+        self.pending: dict[str, list[Events]] = {f.name: [] for f in plan.event_facts}
+        self.open = {f.name: Relation.empty(f.identity) for f in plan.facts if isinstance(f, DerivedFactPlan)}
+        self.retained: Relation | None = None  # closed matched facts a live WHILE scope still needs
+        self.terms: dict[int, str] = {}
+        self.gmin: int | None = None
+        self.gmax: int | None = None
+        self.last_tick: int | None = None
+        self.batches = 0
+        self.flushed = False
+
+
+def tick_spec(plan: FactAggregatePlan) -> TickSpec:
+    return TickSpec(plan.current, plan.every_ms, plan.group_cols,
+                    tuple((a.alias, a.op, c) for a, c in zip(plan.aggregates, plan.distinct_cols)),
+                    plan.while_.query_key if plan.while_ else None)
+
+
+def _relation(iv: Intervals, names: tuple[str, ...]) -> Relation:
+    return Relation(names, iv.groups, iv.start, iv.end)
+
+
+class FactEvaluator:
+    """Steps 1-4 on a state, independent of Spark (the tests drive it directly)."""
+
+    def __init__(self, plan: FactAggregatePlan) -> None:
+        self.plan = plan
+        self.spec = tick_spec(plan)
+        self.index = {f.name: f for f in plan.facts}
+
+    def advance(self, st: FactState, ticks: np.ndarray, metrics: dict) -> list[tuple[str, int, bytes]]:
+        plan, upto = self.plan, int(ticks[-1])
+        current: dict[str, Relation] = {}
+        closed_now: dict[str, int] = {}
+        for f in plan.facts:
+            if isinstance(f, EventFactPlan):
+                pend = Events.concat(st.pending[f.name]) if st.pending[f.name] else None
+                if pend is not None:
+                    done = pend.ts <= upto
+                    applied = apply_events(st.base[f.name], pend.take(np.nonzero(done)[0]))
+                    st.base[f.name] = applied.intervals
+                    metrics["unmatched_until"] += applied.unmatched_until
+                    rest = pend.take(np.nonzero(~done)[0])
+                    st.pending[f.name] = [rest] if len(rest) else []
+                current[f.name] = _relation(st.base[f.name], f.identity).nonempty()
+            else:
+                bodies = [current[b.fact].project(self.index[b.fact].identity) for b in f.body]
+                bodies = [Relation(b.names, r.codes, r.start, r.end) for b, r in zip(f.body, bodies)]
+                carried = cut(st.open[f.name], st.last_tick) if st.last_tick is not None else None
+                current[f.name] = derive(bodies, f.identity, carried)
+        matched = current[plan.fact]
+        if st.retained is not None and len(st.retained):
+            matched = Relation.concat([matched, st.retained])
+        scope = None
+        if plan.while_ is not None:
+            w = current[plan.while_.fact]
+            scope = Relation(tuple(f"k{i}" for i in plan.while_.key), w.codes[:, list(plan.while_.key)]
+                             .reshape(len(w), len(plan.while_.key)), w.start, w.end)
+        out: list[tuple[str, int, bytes]] = []
+        rows = tick_rows(matched, self.spec, scope, ticks)
+        metrics["rows_out"] += len(rows)
+        if len(rows):
+            out.append(rows_record(rows))
+            used = np.unique(rows.groups)
+            out.append(terms_record({c: st.terms[c] for c in used.tolist() if c in st.terms}))
+        # Keep what later ticks need: open facts; closed ones are final and counted once.
+        for f in plan.facts:
+            r = current[f.name]
+            done = r.end <= upto
+            closed_now[f.name] = int(done.sum())
+            metrics["facts_created"] += closed_now[f.name]
+            metrics["facts_closed"] += closed_now[f.name]
+            if isinstance(f, EventFactPlan):
+                base = st.base[f.name]
+                st.base[f.name] = base.take(np.nonzero(base.end > upto)[0])
+            else:
+                st.open[f.name] = r.take(np.nonzero(~done)[0])
+        if plan.while_ is not None and not plan.current:
+            st.retained = self._retained(matched, scope, upto)
+        st.last_tick = upto
+        return out
+
+    def _retained(self, matched: Relation, scope: Relation, upto: int) -> Relation:
+        """Closed matched facts that overlap a scope fact still open after `upto`: later ticks of
+        that scope still count them (a scope starting later cannot overlap them)."""
+        closed = matched.take(np.nonzero(matched.end <= upto)[0])
+        live = scope.take(np.nonzero(scope.end > upto)[0])
+        if not len(closed) or not len(live):
+            return Relation.empty(matched.vars)
+        keys = closed.codes[:, list(self.plan.while_.query_key)].reshape(len(closed), -1)
+        kc, kl = key_ranks(keys, live.codes)
+        first_start = np.full(int(max(kc.max(initial=0), kl.max(initial=0))) + 1, OPEN, dtype=np.int64)
+        np.minimum.at(first_start, kl, live.start)
+        return closed.take(np.nonzero(first_start[kc] < closed.end)[0])
+
+    def finish(self, st: FactState, metrics: dict) -> None:
+        """End of input: the facts still open are created, not closed."""
+        for f in self.plan.facts:
+            if isinstance(f, EventFactPlan):
+                base = st.base[f.name]
+                metrics["facts_created"] += int((base.end > base.start).sum())
+            else:
+                metrics["facts_created"] += len(st.open[f.name])
+
+
+def _events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
+    codes = pdf[[f"v{i}" for i in range(arity)]].to_numpy(dtype=np.int64).reshape(len(pdf), arity)
+    return Events(pdf["k"].to_numpy(np.int64), pdf["ts"].to_numpy(np.int64),
+                  batch * ORDER_SHIFT + pdf["o"].to_numpy(np.int64), pdf["f"].to_numpy(np.int64), codes,
+                  pdf["e"].to_numpy(np.int64))
+
+
+def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int):
+    every = plan.every_ms
+    facts = plan.event_facts
+    ev = FactEvaluator(plan)
+
+    def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        st: FactState = pickle.loads(state.get[0]) if state.exists else FactState(plan)
+        st.batches += 1
+        out: list[tuple[str, int, bytes]] = []
+        metrics = {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
+                   "rows_out": 0}
+        parts = [p for p in pdfs if len(p)]
+        pdf = pd.concat(parts, ignore_index=True) if parts else None
+        flush = False
+        if pdf is not None:
+            kind = pdf["k"].to_numpy()
+            hb = pdf[kind == HEARTBEAT]
+            if len(hb):
+                lo, hi = int(hb["ts"].min()), int(hb["o"].max())
+                st.gmin = lo if st.gmin is None else min(st.gmin, lo)
+                st.gmax = hi if st.gmax is None else max(st.gmax, hi)
+                metrics["events_in"] = int(hb["f"].sum())
+                metrics["bad_rows"] = int(hb["n"].sum())
+            flush = bool((kind == FLUSH).any())
+            evs = pdf[kind <= 1]
+            if len(evs) and st.last_tick is not None:
+                late = evs["ts"].to_numpy() <= st.last_tick
+                if late.any():
+                    metrics["late_events"] = int(late.sum())
+                    for ts in evs["ts"][late].head(MAX_WARNINGS).tolist():
+                        out.append(("warn", int(ts), (f"late event at {ts} ms ignored for query {plan.query}:"
+                                                      f" ticks up to {st.last_tick} were already reported"
+                                                      ).encode("utf-8")))
+                    evs = evs[~late]
+            fact_col = evs["fact"].to_numpy()
+            for i, f in enumerate(facts):
+                mine = evs[fact_col == i]
+                if not len(mine):
+                    continue
+                since = mine[mine["k"].to_numpy() == 0]
+                for j, pos in enumerate(f.terms):
+                    pairs = since[[f"v{pos}", f"t{j}"]].dropna().drop_duplicates(f"v{pos}")
+                    st.terms.update(zip(pairs[f"v{pos}"].tolist(), pairs[f"t{j}"].tolist()))
+                st.pending[f.name].append(_events(mine, len(f.identity), st.batches))
+        if st.gmax is not None and not st.flushed:
+            first = tick_at_or_after(st.gmin, t0, every)
+            start = first if st.last_tick is None else st.last_tick + every
+            upto = (tick_at_or_after(st.gmax, t0, every) if flush
+                    else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
+            for f in facts:  # a stream is a set: the same element twice at one ms counts once
+                if st.pending[f.name]:
+                    allp = Events.concat(st.pending[f.name])
+                    pend = allp.distinct()
+                    metrics["duplicates"] += len(allp) - len(pend)
+                    st.pending[f.name] = [pend]
+            if upto >= start:
+                ticks = np.arange(start, upto + 1, every, dtype=np.int64)
+                out.extend(ev.advance(st, ticks, metrics))
+                metrics["ticks"] = len(ticks)
+            if flush:
+                st.flushed = True
+                ev.finish(st, metrics)
+        blob = pickle.dumps(st, protocol=5)
+        metrics["state_bytes"] = len(blob)
+        metrics["open_facts"] = sum(len(b) for b in st.base.values()) + sum(len(r) for r in st.open.values())
+        metrics["batch"] = st.batches
+        state.update((blob,))
+        out.append(json_record("metric", st.gmax if st.gmax is not None else 0, metrics))
+        yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
+
+    return op
