@@ -28,6 +28,7 @@ from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark import operator as fop
 from tefq.spark.fallback import make_fallback_operator
 from tefq.spark.output import Collector
+from tefq.spark.derived_plan import FactAggregatePlan
 from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
 from tefq.spark.session import get_session
 from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
@@ -283,6 +284,14 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         df = _project_all(df).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
         mapped = df.mapInArrow(make_fallback_mapper(bad_rows), FALLBACK_MAP_SCHEMA)
         func = make_fallback_operator(doc, plan.query_index, plan.every_ms, t0, lateness_ms)
+    elif isinstance(plan, FactAggregatePlan):  # derived facts, fact patterns, WHILE (tefq.spark.derived_*)
+        from tefq.spark import derived_spark
+        from tefq.spark.derived_operator import make_fact_operator
+
+        df = derived_spark.project_facts(df, plan).observe(
+            "tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
+        mapped = df.mapInArrow(derived_spark.make_fact_mapper(plan, bad_rows), derived_spark.map_schema(plan))
+        func = make_fact_operator(plan, t0, lateness_ms)
     else:
         df = _project(df, plan).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
         mapped = df.mapInArrow(make_mapper(plan, bad_rows), _map_schema(plan))
