@@ -68,12 +68,38 @@ def tick_ranges(lo: np.ndarray, hi: np.ndarray, t_first: int, d: int, nt: int) -
     return ka, kb
 
 
-def _counts(cell_group: np.ndarray, ka: np.ndarray, kb: np.ndarray, ng: int, nt: int) -> np.ndarray:
-    """(ng, nt) number of ranges covering each tick (difference arrays)."""
-    width = nt + 1
-    diff = np.bincount(cell_group * width + ka, minlength=ng * width) - np.bincount(cell_group * width + kb,
-                                                                                      minlength=ng * width)
-    return np.cumsum(diff.reshape(ng, width), axis=1)[:, :nt]
+@dataclass
+class Layout:
+    """Cells (group, tick) packed per group over the ticks its ranges can touch: group `g` owns
+    `[lo_g, hi_g]` (one spare cell past its last range end), so that difference arrays over the
+    flat cells cumsum to each group's counts without an (all groups x all ticks) grid."""
+
+    lo: np.ndarray
+    base: np.ndarray
+    size: int
+
+    @staticmethod
+    def of(g: np.ndarray, ka: np.ndarray, kb: np.ndarray, ng: int) -> "Layout":
+        lo = np.full(ng, np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.zeros(ng, dtype=np.int64)
+        np.minimum.at(lo, g, ka)
+        np.maximum.at(hi, g, kb)
+        width = hi - lo + 1
+        return Layout(lo, np.cumsum(width) - width, int(width.sum()))
+
+    def cell(self, g: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return self.base[g] + (k - self.lo[g])
+
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """(group, tick index) of every cell."""
+        width = np.diff(np.append(self.base, self.size))
+        g = np.repeat(np.arange(len(self.base), dtype=np.int64), width)
+        return g, self.lo[g] + (np.arange(self.size, dtype=np.int64) - self.base[g])
+
+    def counts(self, g: np.ndarray, ka: np.ndarray, kb: np.ndarray) -> np.ndarray:
+        """Per cell, the number of ranges `[ka, kb)` of group `g` that cover it."""
+        return np.cumsum(np.bincount(self.cell(g, ka), minlength=self.size)
+                         - np.bincount(self.cell(g, kb), minlength=self.size))
 
 
 def _merged(keys: np.ndarray, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,30 +108,48 @@ def _merged(keys: np.ndarray, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarra
     return r.codes, r.start, r.end
 
 
-def limb_sums(cell: np.ndarray, x: np.ndarray, ncells: int) -> np.ndarray:
-    """(4, ncells) int64: per cell, the sums of the 24-bit limbs of `x * 2^SCALE` (an integer for
-    every non-negative double that is a multiple of 2^-SCALE). Sums of limbs are exact."""
+def limbs(x: np.ndarray) -> np.ndarray:
+    """(4, n) int64: the 24-bit limbs of `x * 2^SCALE`, an integer for every non-negative double
+    that is a multiple of 2^-SCALE (durations of whole ms from 1 ms to 2^34 s)."""
     mant, exp = np.frexp(x)
     m = (mant * 2.0**53).astype(np.int64)  # x = m * 2^(exp - 53), m < 2^53
     shift = np.where(m == 0, 0, exp.astype(np.int64) - 53 + SCALE)  # x * 2^SCALE = m << shift
     if len(x) and (shift.min() < 0 or shift.max() > 4 * LIMB - 53):
         raise ValueError("a duration outside the exact range (1 ms to 2^34 s)")
     mask = (1 << LIMB) - 1
-    out = np.zeros((4, ncells), dtype=np.int64)
+    out = np.empty((4, len(x)), dtype=np.int64)
     for j in range(4):
         lb = LIMB * j
         right = (m >> np.clip(lb - shift, 0, 63)) & mask
         left = (m << np.clip(shift - lb, 0, 63)) & mask
-        limb = np.where(shift <= lb, right, left)
-        out[j] = np.bincount(cell, weights=limb.astype(np.float64), minlength=ncells).astype(np.int64)
+        out[j] = np.where(shift <= lb, right, left)
     return out
 
 
-def rounded(limbs: np.ndarray) -> np.ndarray:
-    """The correctly rounded double of each column's exact total (Python's int / int is)."""
-    cols = limbs.T.tolist()
-    return np.array([((a + (b << LIMB) + (c << 2 * LIMB) + (e << 3 * LIMB)) / (1 << SCALE)) for a, b, c, e in cols],
-                    dtype=np.float64)
+def cell_sums(cell: np.ndarray, lim: np.ndarray, ncells: int) -> np.ndarray:
+    """(4, ncells) int64: per cell, the sums of the limbs (exact: float64 sums of 24-bit values)."""
+    return np.stack([np.bincount(cell, weights=lim[j].astype(np.float64), minlength=ncells).astype(np.int64)
+                     for j in range(4)])
+
+
+def limb_sums(cell: np.ndarray, x: np.ndarray, ncells: int) -> np.ndarray:
+    return cell_sums(cell, limbs(x), ncells)
+
+
+def rounded(sums: np.ndarray) -> np.ndarray:
+    """The correctly rounded double of each column's exact total `sum_j sums[j] * 2^(24 j - SCALE)`.
+    After carrying, total = hi * 2^48 + lo with hi < 2^53 and lo < 2^48 both exact doubles, and one
+    IEEE addition rounds their exact sum correctly."""
+    mask = (1 << LIMB) - 1
+    n = sums.copy()
+    for j in range(3):
+        n[j + 1] += n[j] >> LIMB
+        n[j] &= mask
+    if len(n[3]) and int(n[3].max()) >= 1 << (53 - LIMB):
+        raise ValueError("a duration sum outside the exact range")
+    hi = ((n[3] << LIMB) + n[2]).astype(np.float64) * 2.0**(2 * LIMB)
+    lo = ((n[1] << LIMB) + n[0]).astype(np.float64)
+    return (hi + lo) * 2.0**-SCALE
 
 
 def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.ndarray) -> NumericRows:
@@ -133,40 +177,49 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
     else:
         codes, g = np.zeros((1, 0), np.int64), np.zeros(len(sid), np.int64)
     ng = len(codes)
-    count = _counts(g, ka, kb, ng, nt)
-    gi, ki = np.nonzero(count > 0)
+    lay = Layout.of(g, ka, kb, ng)
+    count = lay.counts(g, ka, kb)
+    report = np.nonzero(count > 0)[0]
+    gi, ki = (c[report] for c in lay.cells())
     values: dict[str, np.ndarray] = {}
     sums = None
     for alias, op, col in spec.aggregates:
         if op == "count":
-            values[alias] = count[gi, ki]
+            values[alias] = count[report]
         elif op == "count_distinct":
             keys = np.concatenate([g.reshape(-1, 1), sol.codes[sid, col].reshape(-1, 1)], axis=1)
             mk, ma, mb = _merged(keys, ka, kb)
-            values[alias] = _counts(mk[:, 0], ma, mb, ng, nt)[gi, ki]
+            values[alias] = lay.counts(mk[:, 0], ma, mb)[report]
         else:
             if sums is None:
-                sums = _duration_sums(sol, sid, g, ka, kb, ticks, gi * nt + ki)
-            values[alias] = sums if op == "sum_duration" else sums / count[gi, ki]
+                sums = _duration_sums(sol, sid, g, ka, kb, ticks, d, lay)[:, report]
+                sums = rounded(sums)
+            values[alias] = sums if op == "sum_duration" else sums / count[report]
     return NumericRows(ticks[ki], codes[gi], values)
 
 
 def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray, kb: np.ndarray,
-                   ticks: np.ndarray, cells: np.ndarray, chunk: int = 4_000_000) -> np.ndarray:
-    """For the given (group * nt + tick) cells: the exact sum of `DURATION(?S, ?E)` in seconds over
-    the active solutions, `?E` = tau while the fact is open at tau."""
-    nt = len(ticks)
-    ncells = int(g.max() + 1) * nt if len(g) else 0
-    limbs = np.zeros((4, ncells), dtype=np.int64)
-    # Chunks of whole ranges, so that the (solution, tick) pairs of one chunk stay bounded.
+                   ticks: np.ndarray, d: int, lay: Layout, chunk: int = 4_000_000) -> np.ndarray:
+    """(4, cells) limb sums of `DURATION(?S, ?E)` in seconds over the active solutions, `?E` = tau
+    while the fact is open at tau. Ticks at or after the fact's end add the constant
+    `(e - s) / 1000` (difference arrays of limbs); earlier ticks add `(tau - s) / 1000`, summed
+    per (solution, tick) pair."""
+    s, e = sol.start[sid], sol.end[sid]
+    kc = np.clip(-((int(ticks[0]) - e) // d), ka, kb)  # first tick index at or after the end
+    closed = kc < kb
+    lim = limbs((e[closed] - s[closed]) / 1000.0)
+    gc = g[closed]
+    total = np.cumsum(cell_sums(lay.cell(gc, kc[closed]), lim, lay.size)
+                      - cell_sums(lay.cell(gc, kb[closed]), lim, lay.size), axis=1)
+    # The open part, in chunks of whole ranges so that the (solution, tick) pairs stay bounded.
+    opened = kc > ka
+    ka, kb, s, g = ka[opened], kc[opened], s[opened], g[opened]
     ends = np.cumsum(kb - ka)
     lo = 0
-    while lo < len(sid):
+    while lo < len(ka):
         hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + chunk, "right")))
-        r = slice(lo, hi)
-        owner, k = expand(ka[r], kb[r])
-        s = sid[r][owner]
-        x = (np.minimum(sol.end[s], ticks[k]) - sol.start[s]) / 1000.0
-        limbs += limb_sums(g[r][owner] * nt + k, x, ncells)
+        owner, k = expand(ka[lo:hi], kb[lo:hi])
+        x = (ticks[k] - s[lo:hi][owner]) / 1000.0
+        total += limb_sums(lay.cell(g[lo:hi][owner], k), x, lay.size)
         lo = hi
-    return rounded(limbs[:, cells])
+    return total
