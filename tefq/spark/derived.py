@@ -59,23 +59,44 @@ def key_ranks(*keys: np.ndarray) -> list[np.ndarray]:
     """Dense ranks of the rows of several (n_i, k) code arrays in one shared numbering."""
     sizes = [len(k) for k in keys]
     allk = np.concatenate(keys)
-    if allk.shape[1] == 0:
-        return [np.zeros(n, np.int64) for n in sizes]
-    if allk.shape[1] == 1:
+    n, k = allk.shape
+    if k == 0 or n == 0:
+        return [np.zeros(m, np.int64) for m in sizes]
+    if k == 1:
         _, inv = np.unique(allk[:, 0], return_inverse=True)
-    else:
-        _, inv = np.unique(allk, axis=0, return_inverse=True)
-    inv = inv.reshape(-1).astype(np.int64)
+        inv = inv.reshape(-1).astype(np.int64)
+    else:  # one lexsort, then a new rank wherever the sorted row changes
+        order = np.lexsort(allk.T[::-1])
+        srt = allk[order]
+        new = np.ones(n, dtype=np.int64)
+        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+        inv = np.empty(n, dtype=np.int64)
+        inv[order] = np.cumsum(new) - 1
     return np.split(inv, np.cumsum(sizes)[:-1])
+
+
+def time_ranks(*arrays: np.ndarray) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    """(vocabulary, ranks of each array in it): order-preserving ranks below 2^32, to pack with a
+    key into one int64. Values already in [0, 2^31) (tick indices) are their own ranks: no
+    vocabulary (None)."""
+    present = [a for a in arrays if len(a)]
+    if present and min(int(a.min()) for a in present) >= 0 and max(int(a.max()) for a in present) < 1 << 31:
+        return None, [a.astype(np.int64) for a in arrays]
+    times = np.unique(np.concatenate(arrays))
+    return times, [np.searchsorted(times, a) for a in arrays]
 
 
 def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ranges `[lo_i, hi_i)`: (owner i, position) of every member, owners in order."""
     n = np.maximum(hi - lo, 0)
     owner = np.repeat(np.arange(len(lo), dtype=np.int64), n)
+    return owner, members(lo, n)
+
+
+def members(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The positions `lo_i, lo_i + 1, ..., lo_i + n_i - 1` of every range, concatenated."""
     first = np.cumsum(n) - n
-    pos = lo[owner] + (np.arange(int(n.sum()), dtype=np.int64) - first[owner])
-    return owner, pos
+    return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - first, n)
 
 
 def interval_join(a: Relation, b: Relation) -> Relation:
@@ -90,7 +111,10 @@ def interval_join(a: Relation, b: Relation) -> Relation:
     ka, kb = key_ranks(a.columns(shared), b.columns(shared))
     # Times as ranks in one vocabulary, so that (key, time) packs into one int64 sort key.
     times = np.unique(np.concatenate([a.start, a.end, b.start, b.end]))
-    def packed(k, t): return (k << 32) | np.searchsorted(times, t)
+
+    def packed(k: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return (k << 32) | np.searchsorted(times, t)
+
     a_order = np.argsort(packed(ka, a.start), kind="stable")
     b_order = np.argsort(packed(kb, b.start), kind="stable")
     a, ka = a.take(a_order), ka[a_order]
@@ -114,9 +138,8 @@ def coalesce(r: Relation) -> Relation:
     if len(r) < 2:
         return r
     key = key_ranks(r.codes)[0]
-    times = np.unique(np.concatenate([r.start, r.end]))
-    srank, erank = np.searchsorted(times, r.start), np.searchsorted(times, r.end)
-    order = np.lexsort((srank, key))
+    times, (srank, erank) = time_ranks(r.start, r.end)
+    order = np.argsort((key << 32) | srank, kind="stable")
     key, srank, erank = key[order], srank[order], erank[order]
     reach = np.maximum.accumulate((key << 32) | erank)  # running max end within a key (keys ascend)
     new = np.ones(len(order), dtype=bool)
@@ -124,7 +147,7 @@ def coalesce(r: Relation) -> Relation:
     firsts = np.nonzero(new)[0]
     ends = np.maximum.reduceat(erank, firsts)
     pick = order[firsts]
-    return Relation(r.vars, r.codes[pick], r.start[pick], times[ends])
+    return Relation(r.vars, r.codes[pick], r.start[pick], ends if times is None else times[ends])
 
 
 def derive(bodies: list[Relation], identity: tuple[str, ...], carried: Relation | None = None) -> Relation:

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.derived import Relation, coalesce, expand, key_ranks
+from tefq.spark.derived import Relation, coalesce, expand, key_ranks, members
 from tefq.spark.output import NumericRows
 
-LIMB = 24  # bits per limb: bincount sums limbs in float64, exact below 2^53
+LIMB = 32  # bits per limb: bincount sums limbs in float64, exact below 2^53 ...
+MAX_TERMS = 1 << 21  # ... for up to 2^21 terms per call
 SCALE = 62  # a duration of whole ms, as a double, is an integer multiple of 2^-62 s
 
 
@@ -109,27 +110,28 @@ def _merged(keys: np.ndarray, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarra
 
 
 def limbs(x: np.ndarray) -> np.ndarray:
-    """(4, n) int64: the 24-bit limbs of `x * 2^SCALE`, an integer for every non-negative double
-    that is a multiple of 2^-SCALE (durations of whole ms from 1 ms to 2^34 s)."""
+    """(3, n) int64: the 32-bit limbs of `x * 2^SCALE`, an integer below 2^96 for every
+    non-negative double that is a multiple of 2^-SCALE below 2^34 (durations of whole ms)."""
     mant, exp = np.frexp(x)
-    m = (mant * 2.0**53).astype(np.int64)  # x = m * 2^(exp - 53), m < 2^53
+    m = (mant * 2.0**53).astype(np.uint64)  # x = m * 2^(exp - 53), m < 2^53
     shift = np.where(m == 0, 0, exp.astype(np.int64) - 53 + SCALE)  # x * 2^SCALE = m << shift
-    if len(x) and (shift.min() < 0 or shift.max() > 4 * LIMB - 53):
+    if len(x) and (shift.min() < 0 or shift.max() > 3 * LIMB - 53):
         raise ValueError("a duration outside the exact range (1 ms to 2^34 s)")
-    mask = (1 << LIMB) - 1
-    out = np.empty((4, len(x)), dtype=np.int64)
-    for j in range(4):
-        lb = LIMB * j
-        right = (m >> np.clip(lb - shift, 0, 63)) & mask
-        left = (m << np.clip(shift - lb, 0, 63)) & mask
-        out[j] = np.where(shift <= lb, right, left)
-    return out
+    shift = shift.astype(np.uint64)
+    low = m << shift  # the low 64 bits (wraps)
+    high = (m >> np.uint64(1)) >> (np.uint64(63) - shift)  # the bits above 64
+    mask = np.uint64((1 << LIMB) - 1)
+    return np.stack([(low & mask).view(np.int64), (low >> np.uint64(LIMB)).view(np.int64), high.view(np.int64)])
 
 
 def cell_sums(cell: np.ndarray, lim: np.ndarray, ncells: int) -> np.ndarray:
-    """(4, ncells) int64: per cell, the sums of the limbs (exact: float64 sums of 24-bit values)."""
-    return np.stack([np.bincount(cell, weights=lim[j].astype(np.float64), minlength=ncells).astype(np.int64)
-                     for j in range(4)])
+    """(3, ncells) int64: per cell, the sums of the limbs (float64 sums of 32-bit values: exact)."""
+    out = np.zeros((3, ncells), dtype=np.int64)
+    for lo in range(0, len(cell), MAX_TERMS):
+        part = slice(lo, lo + MAX_TERMS)
+        for j in range(3):
+            out[j] += np.bincount(cell[part], weights=lim[j, part].astype(np.float64), minlength=ncells).astype(np.int64)
+    return out
 
 
 def limb_sums(cell: np.ndarray, x: np.ndarray, ncells: int) -> np.ndarray:
@@ -137,18 +139,18 @@ def limb_sums(cell: np.ndarray, x: np.ndarray, ncells: int) -> np.ndarray:
 
 
 def rounded(sums: np.ndarray) -> np.ndarray:
-    """The correctly rounded double of each column's exact total `sum_j sums[j] * 2^(24 j - SCALE)`.
-    After carrying, total = hi * 2^48 + lo with hi < 2^53 and lo < 2^48 both exact doubles, and one
+    """The correctly rounded double of each column's exact total `sum_j sums[j] * 2^(32 j - SCALE)`.
+    After carrying, total = hi * 2^43 + lo with hi < 2^53 and lo < 2^43 both exact doubles, and one
     IEEE addition rounds their exact sum correctly."""
     mask = (1 << LIMB) - 1
     n = sums.copy()
-    for j in range(3):
+    for j in range(2):
         n[j + 1] += n[j] >> LIMB
         n[j] &= mask
-    if len(n[3]) and int(n[3].max()) >= 1 << (53 - LIMB):
+    if len(n[2]) and int(n[2].max()) >= 1 << 32:
         raise ValueError("a duration sum outside the exact range")
-    hi = ((n[3] << LIMB) + n[2]).astype(np.float64) * 2.0**(2 * LIMB)
-    lo = ((n[1] << LIMB) + n[0]).astype(np.float64)
+    hi = ((n[2] << 21) | (n[1] >> 11)).astype(np.float64) * 2.0**43
+    lo = (((n[1] & ((1 << 11) - 1)) << LIMB) | n[0]).astype(np.float64)
     return (hi + lo) * 2.0**-SCALE
 
 
@@ -168,8 +170,11 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
     if not len(idx):
         return empty
     # One range set per solution (a solution under several scope facts counts once per tick).
-    sid, ka, kb = _merged(idx.reshape(-1, 1), ka, kb)
-    sid = sid[:, 0]
+    if len(idx) > 1 and not (np.diff(idx) > 0).all():
+        sid, ka, kb = _merged(idx.reshape(-1, 1), ka, kb)
+        sid = sid[:, 0]
+    else:
+        sid = idx
     gcodes = sol.codes[:, list(spec.group_cols)].reshape(len(sol), ngv)
     if ngv:
         codes, g = np.unique(gcodes[sid], axis=0, return_inverse=True)
@@ -200,7 +205,7 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
 
 def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray, kb: np.ndarray,
                    ticks: np.ndarray, d: int, lay: Layout, chunk: int = 4_000_000) -> np.ndarray:
-    """(4, cells) limb sums of `DURATION(?S, ?E)` in seconds over the active solutions, `?E` = tau
+    """(3, cells) limb sums of `DURATION(?S, ?E)` in seconds over the active solutions, `?E` = tau
     while the fact is open at tau. Ticks at or after the fact's end add the constant
     `(e - s) / 1000` (difference arrays of limbs); earlier ticks add `(tau - s) / 1000`, summed
     per (solution, tick) pair."""
@@ -213,13 +218,15 @@ def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray
                       - cell_sums(lay.cell(gc, kb[closed]), lim, lay.size), axis=1)
     # The open part, in chunks of whole ranges so that the (solution, tick) pairs stay bounded.
     opened = kc > ka
-    ka, kb, s, g = ka[opened], kc[opened], s[opened], g[opened]
-    ends = np.cumsum(kb - ka)
+    ka, n, s, cofs = ka[opened], (kc - ka)[opened], s[opened], (lay.base - lay.lo)[g[opened]]
+    t_first = int(ticks[0])
+    ends = np.cumsum(n)
     lo = 0
     while lo < len(ka):
         hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + chunk, "right")))
-        owner, k = expand(ka[lo:hi], kb[lo:hi])
-        x = (ticks[k] - s[lo:hi][owner]) / 1000.0
-        total += limb_sums(lay.cell(g[lo:hi][owner], k), x, lay.size)
+        part = slice(lo, hi)
+        k = members(ka[part], n[part])  # tick index of every (solution, tick) pair
+        x = (np.repeat(t_first - s[part], n[part]) + k * d) / 1000.0
+        total += limb_sums(k + np.repeat(cofs[part], n[part]), x, lay.size)
         lo = hi
     return total
