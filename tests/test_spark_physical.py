@@ -30,11 +30,29 @@ def test_uc2_aggregates_are_planned_from_duration_of_the_interval():
     assert [(a.alias, a.op) for a in plan.aggregates] == [("TotalTime", "sum_duration"), ("Count", "count")]
 
 
-def test_uc3_falls_back_and_says_why():
+def test_uc3_runs_vectorised_on_the_fact_operator_in_one_bucket():
+    from tefq.spark.derived_plan import FactAggregatePlan
+
     (plan,) = plan_document(sd.uc3(), 4)
+    assert isinstance(plan, FactAggregatePlan) and plan.buckets == 1
+    assert plan.while_ is not None and plan.while_.shared == ("show",)
+    text = explain_physical(sd.uc3())
+    assert "FactAggregateOperator" in text and "Exchange SinglePartition" in text
+    assert "general fallback" not in text
+
+
+def test_shapes_beyond_the_fact_operator_fall_back_and_say_why():
+    from dataclasses import replace
+
+    from tefq.plan.logical import WherePattern
+
+    doc = sd.uc3()
+    q = doc.queries[0]
+    two = replace(q, where=q.where + (WherePattern("background", q.where[0].pattern),))
+    (plan,) = plan_document(replace(doc, queries=(two,)), 4)
     assert isinstance(plan, FallbackPlan) and plan.buckets == 1
-    assert "WHILE" in plan.reason
-    assert "general fallback" in explain_physical(sd.uc3())
+    assert "WHERE other than a single fact pattern" in plan.reason
+    assert "general fallback" in explain_physical(replace(doc, queries=(two,)))
 
 
 def test_windowed_query_is_not_supported_on_spark():
