@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-import zlib
 from dataclasses import replace
 
 import numpy as np
@@ -16,6 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
+from test_spark_operator import FakeState, h  # noqa: E402  (the operator tests' stand-ins)
 
 from tefq.plan.logical import Pattern, Var, WherePattern  # noqa: E402
 from tefq.spark.derived import Relation, coalesce, derive, interval_join  # noqa: E402
@@ -125,18 +125,6 @@ def test_limb_sums_round_like_math_fsum(pairs):
 
 
 # ---------------------------------------------------------------- the operator without Spark
-class FakeState:
-    def __init__(self) -> None:
-        self.exists, self.get = False, None
-
-    def update(self, v) -> None:
-        self.exists, self.get = True, v
-
-
-def h(*parts: str) -> int:
-    return zlib.crc32("\x00".join(parts).encode()) * 7919 + len(parts)
-
-
 def fact_rows(plan: FactAggregatePlan, part, offset: int) -> list[dict]:
     """What the Spark projection sends for `part`: one row per matching (fact, clause)."""
     pos = {"s": 0, "p": 1, "o": 2}

@@ -70,7 +70,6 @@ class FactEvaluator:
     def advance(self, st: FactState, ticks: np.ndarray, metrics: dict) -> list[tuple[str, int, bytes]]:
         plan, upto = self.plan, int(ticks[-1])
         current: dict[str, Relation] = {}
-        closed_now: dict[str, int] = {}
         for f in plan.facts:
             if isinstance(f, EventFactPlan):
                 pend = Events.concat(st.pending[f.name]) if st.pending[f.name] else None
@@ -106,9 +105,8 @@ class FactEvaluator:
         for f in plan.facts:
             r = current[f.name]
             done = r.end <= upto
-            closed_now[f.name] = int(done.sum())
-            metrics["facts_created"] += closed_now[f.name]
-            metrics["facts_closed"] += closed_now[f.name]
+            metrics["facts_created"] += int(done.sum())
+            metrics["facts_closed"] += int(done.sum())
             if isinstance(f, EventFactPlan):
                 base = st.base[f.name]
                 st.base[f.name] = base.take(np.nonzero(base.end > upto)[0])
