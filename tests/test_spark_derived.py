@@ -60,7 +60,7 @@ def maximal(ms_by_key: dict) -> set:
 intervals = st.tuples(st.integers(0, 12), st.integers(0, 6)).map(lambda x: (x[0], x[0] + x[1]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), intervals), max_size=12),
        st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), intervals), max_size=12))
 def test_interval_join_finds_every_overlapping_pair_once(left, right):
@@ -73,7 +73,7 @@ def test_interval_join_finds_every_overlapping_pair_once(left, right):
     assert sorted(map(tuple, np.column_stack([got.codes, got.start, got.end]).tolist())) == want
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), intervals), max_size=15))
 def test_coalesce_is_the_union_per_key_as_maximal_intervals(rows):
     got = coalesce(rel(["k"], [(k, s, e) for k, (s, e) in rows]))
@@ -84,7 +84,7 @@ def test_coalesce_is_the_union_per_key_as_maximal_intervals(rows):
     assert len(got) == len(as_set(got, ["k"]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1), intervals), max_size=10),
        st.lists(st.tuples(st.integers(0, 1), st.integers(0, 2), intervals), max_size=10),
        st.integers(0, 14))
@@ -113,7 +113,7 @@ def test_derive_equals_per_millisecond_model_also_carried_across_a_cut(left, rig
     assert as_set(closed_at, ["user", "program"]) | as_set(second, ["user", "program"]) == maximal(ms)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10**10)), max_size=40))
 def test_limb_sums_round_like_math_fsum(pairs):
     cell = np.array([c for c, _ in pairs], dtype=np.int64)
@@ -233,7 +233,7 @@ def uc3_variant(kind: str, every: int) -> object:
 VARIANTS = ["uc3", "current_while", "fact_nowhile", "current_nowhile", "count_all"]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(uc3_streams(), st.sampled_from(VARIANTS), st.sampled_from([1000, 2000]))
 def test_operator_agrees_with_oracle_over_micro_batches(stream, variant, every):
     elements, sizes = stream
