@@ -216,6 +216,8 @@ def uc3_variant(kind: str, every: int) -> object:
         q = replace(q, while_=None)
     elif kind == "current_nowhile":
         q = replace(q, where=(replace(q.where[0], kind="current"),), while_=None)
+    elif kind == "while_nogroup":  # no GROUP BY: one group, reported while some program is on
+        q = replace(q, group_by=(), select=q.select[1:])
     elif kind == "count_all":  # COUNT(*) and AVG over an event fact under WHILE
         from tefq.plan.logical import Aggregate, Call, Projection
 
@@ -230,7 +232,7 @@ def uc3_variant(kind: str, every: int) -> object:
     return replace(doc, queries=(q,))
 
 
-VARIANTS = ["uc3", "current_while", "fact_nowhile", "current_nowhile", "count_all"]
+VARIANTS = ["uc3", "current_while", "fact_nowhile", "current_nowhile", "while_nogroup", "count_all"]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
