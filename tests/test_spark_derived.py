@@ -359,3 +359,35 @@ def test_spark_uc3_on_generated_data_equals_the_oracle(spark, tmp_path):
     for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "ticks", "rows_out", "late_events"):
         assert getattr(got.metrics, k) == getattr(want.metrics, k), k
     assert len([b for b in got.metrics.extra["micro_batches"] if b["rows"]]) >= 3
+
+
+@st.composite
+def link_streams(draw):
+    out, t = [], 0
+    for _ in range(draw(st.integers(1, 25))):
+        t += draw(st.sampled_from([0, 0, 1, 1000]))
+        a, b = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+        out.append((t, f"<{IPTV}n{a}>", f"<{IPTV}{draw(st.sampled_from(['link', 'link', 'unlink']))}>", f"<{IPTV}n{b}>"))
+    return out, draw(st.lists(st.integers(1, 8), max_size=4))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(link_streams())
+def test_one_element_opening_two_identities_of_one_fact(stream):
+    """A symmetric fact: `?a :link ?b` opens (a, b) and (b, a) — two identities from one element."""
+    from tefq.plan.logical import Aggregate, AggregateQuery, Clause, EventFact, Projection
+
+    a, b = Var("a"), Var("b")
+    linked = EventFact("Linked", Pattern(a, sd.t("linked"), b), (a, b),
+                       since=(Clause(Pattern(a, sd.t("link"), b)), Clause(Pattern(b, sd.t("link"), a))),
+                       until=(Clause(Pattern(a, sd.t("unlink"), b)), Clause(Pattern(b, sd.t("unlink"), a))))
+    q = AggregateQuery("q1", (Projection(a, "A"), Projection(Var("n"), "N")), (a,),
+                       (Aggregate("COUNT", b, True, "n"),),
+                       (WherePattern("fact", Pattern(a, sd.t("linked"), b), ("Linked",)),), (), None, 1000)
+    doc = replace(sd.uc1(), facts=(linked,), queries=(q,))
+    elements, sizes = stream
+    rows, metrics = drive(doc, elements, sizes)
+    want = oracle(doc, elements)
+    assert rows == want.results[0].rows
+    for k in ("facts_created", "facts_closed", "unmatched_until"):
+        assert metrics.get(k, 0) == getattr(want.metrics, k), k

@@ -142,9 +142,12 @@ class FactEvaluator:
 
 def _events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
     codes = pdf[[f"v{i}" for i in range(arity)]].to_numpy(dtype=np.int64).reshape(len(pdf), arity)
+    fid = pdf["f"].to_numpy(np.int64)
+    # A stream is a set: equal elements at one ms count once per identity. One element can give
+    # two identities through two clauses of one fact, so the duplicate key mixes in the identity.
+    elem = pdf["e"].to_numpy(np.int64).view(np.uint64) ^ (fid.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     return Events(pdf["k"].to_numpy(np.int64), pdf["ts"].to_numpy(np.int64),
-                  batch * ORDER_SHIFT + pdf["o"].to_numpy(np.int64), pdf["f"].to_numpy(np.int64), codes,
-                  pdf["e"].to_numpy(np.int64))
+                  batch * ORDER_SHIFT + pdf["o"].to_numpy(np.int64), fid, codes, elem.view(np.int64))
 
 
 def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int):
