@@ -332,7 +332,7 @@ def generated_uc3(tmp_path, nfiles: int) -> tuple[str, list]:
     from tefq.iptv.writer import generate
 
     gen = tmp_path / "gen"
-    generate(IptvConfig(events=1500, users=40, channels=4, days=0.05, seed=3), str(gen), epg=True, fmt="tsv")
+    generate(IptvConfig(events=800, users=40, channels=4, days=0.3, seed=3), str(gen), epg=True, fmt="tsv")
     elements = sorted(list(read_stream(str(gen / "log"))) + list(read_stream(str(gen / "epg"))), key=lambda e: e[0])
     d = tmp_path / "stream"
     d.mkdir()
