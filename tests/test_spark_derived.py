@@ -391,3 +391,25 @@ def test_one_element_opening_two_identities_of_one_fact(stream):
     assert rows == want.results[0].rows
     for k in ("facts_created", "facts_closed", "unmatched_until"):
         assert metrics.get(k, 0) == getattr(want.metrics, k), k
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(uc3_streams(), st.randoms(use_true_random=False))
+def test_out_of_order_within_the_lateness_is_applied_in_time_order(stream, rnd):
+    elements, sizes = stream
+    shuffled = sorted(elements, key=lambda e: e[0] + rnd.randrange(0, 2500))  # at most 2.5 s out of order
+    doc = sd.uc3(1000)
+    rows, metrics = drive(doc, shuffled, sizes, lateness=2500)
+    assert metrics["late_events"] == 0
+    assert rows == oracle(doc, shuffled).results[0].rows  # ties keep their arrival order
+
+
+def test_late_event_is_counted_and_warned_not_applied():
+    j, q, s = (f"<{IPTV}{x}>" for x in ("join", "quit", "start"))
+    elements = [(0, f"<{IPTV}c>", s, f"<{IPTV}news>"), (1000, f"<{IPTV}u1>", j, f"<{IPTV}c>"),
+                (5000, f"<{IPTV}u2>", j, f"<{IPTV}c>"), (2000, f"<{IPTV}u1>", q, f"<{IPTV}c>")]
+    doc = sd.uc3(1000)
+    rows, metrics = drive(doc, elements, [3, 1])
+    assert metrics["late_events"] == 1  # the quit at 2000 came after tick 4000 was reported
+    # u1 still attends at 5000: the late quit was not applied
+    assert [r[1][1] for r in rows if r[0] == 5000] == ['"2"^^<http://www.w3.org/2001/XMLSchema#integer>']
