@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
+from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
 
 from tefq.errors import TefqError  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
@@ -25,27 +26,6 @@ IPTV = sd.IPTV
 # What Spark, log4j and the JVM print unless told not to.
 BANNER = ("log4j", "WARN ", "INFO ", "Setting default log level", "incubator modules", "NativeCodeLoader",
           "loopback address", "SPARK_LOCAL_IP", "sc.setLogLevel")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from tefq.spark.session import get_session
-
-    s = get_session("local[2]")
-    s.conf.set("spark.sql.shuffle.partitions", "2")
-    yield s
-
-
-def run_spark(spark, doc, paths, **kw):
-    from tefq.spark.engine import run
-
-    return run(doc, paths, spark=spark, buckets=2, progress=False, **kw)
-
-
-def oracle(doc, elements, background=None):
-    from tefq.oracle import run
-
-    return run(doc, elements, background, 0)
 
 
 def uc3_stream() -> list[tuple[int, str, str, str]]:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
+from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
 
 from tefq.io.stream_writers import write_stream  # noqa: E402
 
@@ -24,27 +25,6 @@ IPTV = sd.IPTV
 EXAMPLES = int(os.environ.get("TEFQ_SPARK_EXAMPLES", "0"))
 SPARK_SETTINGS = settings(max_examples=EXAMPLES or 3, deadline=None, derandomize=not EXAMPLES,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from tefq.spark.session import get_session
-
-    s = get_session("local[2]")
-    s.conf.set("spark.sql.shuffle.partitions", "2")
-    yield s
-
-
-def run_spark(spark, doc, paths, **kw):
-    from tefq.spark.engine import run
-
-    return run(doc, paths, spark=spark, buckets=2, progress=False, **kw)
-
-
-def oracle(doc, elements):
-    from tefq.oracle import run
-
-    return run(doc, elements, None, 0)
 
 
 def write_files(directory: str, elements, cuts: list[int], fmt: str) -> str:
