@@ -1,13 +1,14 @@
 """The Spark engine's inputs and run modes against the oracle: N-Quads / TriG streams (staged as
 Parquet), background knowledge, bad RDF input, `--follow` on a growing directory with a clean
 stop, and quiet logs (no Spark banner on stderr). One SparkSession for the in-process tests; the
-CLI tests run `tefq` as a subprocess (its own JVM)."""
+bounded CLI test runs `tefq` as a subprocess (a fresh JVM, to see its start-up lines)."""
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -110,7 +111,7 @@ def banner_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if any(b in line for b in BANNER)]
 
 
-def test_cli_bounded_run_nq_with_background_is_quiet(tmp_path):
+def test_cli_bounded_run_nq_with_background_is_quiet(tmp_path):  # its own JVM: the start-up banner
     """A bounded `tefq run` on Spark: N-Quads input, a background file, the oracle's output byte
     for byte, and stderr holds tefq's own lines only (no Spark/log4j/JVM banner)."""
     from tefq.cli import run_command
@@ -141,12 +142,11 @@ def test_cli_bounded_run_nq_with_background_is_quiet(tmp_path):
     assert b"Sports" in spark_csv
 
 
-def wait_for(predicate, timeout_s: float, proc: subprocess.Popen) -> None:
+def wait_for(predicate, timeout_s: float) -> None:
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         if predicate():
             return
-        assert proc.poll() is None, "tefq --follow ended early"
         time.sleep(0.3)
     raise AssertionError("timed out")
 
@@ -158,10 +158,12 @@ def drop(directory, name: str, elements) -> None:
     os.replace(tmp, os.path.join(directory, name))
 
 
-def test_follow_appends_ticks_as_files_arrive_and_stops_cleanly(tmp_path):
-    """`--follow` on a directory that starts empty: each file's rows for the ticks its event time
-    passed appear while the run goes on; SIGTERM ends it with exit 0 and the output is the
-    oracle's rows up to the last reported tick."""
+def test_follow_appends_ticks_as_files_arrive_and_stops_cleanly(spark, tmp_path, monkeypatch):
+    """`tefq run --follow` on a directory that starts empty: each file's rows for the ticks its
+    event time passed appear in --out while the run goes on; SIGTERM lets the run finish its
+    micro-batch and exit 0, and --out is the oracle's rows up to the last reported tick. (In
+    process, on the module's session: the producer is a thread, the signal is real.)"""
+    from tefq.cli import run_command
     from tefq.io.result_writers import results_text
 
     d = tmp_path / "in"
@@ -172,24 +174,28 @@ def test_follow_appends_ticks_as_files_arrive_and_stops_cleanly(tmp_path):
              (12000, "<http://x/u3>", j, "<http://x/a>"), (21000, "<http://x/u1>", q, "<http://x/a>")]
     second = [(21000, "<http://x/u1>", j, "<http://x/b>"), (33000, "<http://x/u2>", q, "<http://x/b>")]
     third = [(47000, "<http://x/u4>", j, "<http://x/a>")]
-    proc = subprocess.Popen(TEFQ + ["run", "usecases/uc1.tef", "--stream", str(d), "--follow", "--out", str(out_csv)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(1.0)
-        drop(d, "part-0000.nq", first)  # N-Quads: staged as the files arrive
-        wait_for(lambda: out_csv.exists() and "\n20000," in out_csv.read_text(), 300, proc)
-        assert "\n30000," not in out_csv.read_text()  # the event time has not passed 30 s yet
-        drop(d, "part-0001.tsv", second)
-        drop(d, "part-0002.tsv", third)
-        wait_for(lambda: "\n40000," in out_csv.read_text(), 300, proc)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err[-3000:]
-    assert banner_lines(err) == [], err
-    doc = sd.uc1(10_000)
-    want = oracle(doc, first + second + third).results[0]
+    seen: dict[str, str] = {}
+
+    def producer() -> None:
+        try:
+            time.sleep(1.0)
+            drop(d, "part-0000.nq", first)  # N-Quads: staged as the files arrive
+            wait_for(lambda: out_csv.exists() and "\n20000," in out_csv.read_text(), 300)
+            seen["after first"] = out_csv.read_text()
+            drop(d, "part-0001.tsv", second)
+            drop(d, "part-0002.tsv", third)
+            wait_for(lambda: "\n40000," in out_csv.read_text(), 300)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled by the follow loop: stop after this batch
+
+    thread = threading.Thread(target=producer, daemon=True)
+    monkeypatch.chdir(ROOT)
+    thread.start()
+    code = run_command(["run", "usecases/uc1.tef", "--stream", str(d), "--follow", "--out", str(out_csv),
+                        "--master", "local[2]", "--quiet"])
+    thread.join(timeout=60)
+    assert code == 0
+    assert "\n30000," not in seen["after first"]  # the event time had not passed 30 s yet
+    want = oracle(sd.uc1(10_000), first + second + third).results[0]
     want.rows = [r for r in want.rows if r[0] <= 40000]  # ticks the event time (47 s) has passed
     assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")  # CRLF lines, one header
