@@ -115,15 +115,16 @@ class TieOrder:
     def __call__(self, fh: pa.Array) -> pa.Array:
         rows = np.arange(self.row, self.row + len(fh), dtype=np.int64)
         self.row += len(fh)
-        if not self.ranks:
+        if not self.ranks or not len(fh):
             return pa.array((self.partition << 33) + rows)
-        uniq, first, inv = np.unique(fh.to_numpy(zero_copy_only=False), return_index=True, return_inverse=True)
-        offset = np.empty(len(uniq), np.int64)  # per file: key = offset + row in partition
-        for i, (u, f) in enumerate(zip(uniq.tolist(), first.tolist())):
+        h = fh.to_numpy(zero_copy_only=False)
+        starts = np.concatenate(([0], np.flatnonzero(h[1:] != h[:-1]) + 1))  # a file's rows are contiguous
+        offset = np.empty(len(starts), np.int64)  # per run of one file: key = offset + row in partition
+        for i, (u, f) in enumerate(zip(h[starts].tolist(), starts.tolist())):
             r = self.ranks.get(u)
             offset[i] = (self.UNRANKED + (self.partition << 31) if r is None
                          else (r << 22) - self.start.setdefault(u, int(rows[f])))
-        return pa.array(offset[inv.reshape(-1)] + rows)
+        return pa.array(np.repeat(offset, np.diff(np.append(starts, len(h)))) + rows)
 
 
 def make_fallback_mapper(bad_rows: str | None, ranks: dict[int, int] | None = None):
