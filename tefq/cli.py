@@ -150,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from tefq.io.result_writers import write_metrics, write_results
 
-    if not (args.follow and args.engine == "spark"):  # follow mode appended its rows as they came
+    if not args.follow:  # follow mode appended its rows as they came
         write_results(run.results, args.format, args.out)
     if args.metrics:
         write_metrics(run.metrics, args.metrics)
