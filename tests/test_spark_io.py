@@ -158,11 +158,12 @@ def drop(directory, name: str, elements) -> None:
     os.replace(tmp, os.path.join(directory, name))
 
 
-def test_follow_appends_ticks_as_files_arrive_and_stops_cleanly(spark, tmp_path, monkeypatch):
-    """`tefq run --follow` on a directory that starts empty: each file's rows for the ticks its
-    event time passed appear in --out while the run goes on; SIGTERM lets the run finish its
-    micro-batch and exit 0, and --out is the oracle's rows up to the last reported tick. (In
-    process, on the module's session: the producer is a thread, the signal is real.)"""
+def test_follow_appends_ticks_as_files_arrive_stops_cleanly_and_resumes(spark, tmp_path, monkeypatch):
+    """`tefq run --follow` on a directory that starts empty: a file's rows for the ticks its event
+    time passed appear in --out while the run goes on; SIGTERM lets the run finish its micro-batch
+    and exit 0. Started again with the same --checkpoint, it resumes: --out is then the oracle's
+    rows up to the last reported tick, each tick once. (In process, on the module's session: the
+    producer is a thread, the signal is real.)"""
     from tefq.cli import run_command
     from tefq.io.result_writers import results_text
 
@@ -176,26 +177,28 @@ def test_follow_appends_ticks_as_files_arrive_and_stops_cleanly(spark, tmp_path,
     third = [(47000, "<http://x/u4>", j, "<http://x/a>")]
     seen: dict[str, str] = {}
 
-    def producer() -> None:
+    def producer(files: list[tuple[str, list]], last_tick: int) -> None:
         try:
             time.sleep(1.0)
-            drop(d, "part-0000.nq", first)  # N-Quads: staged as the files arrive
-            wait_for(lambda: out_csv.exists() and "\n20000," in out_csv.read_text(), 300)
-            seen["after first"] = out_csv.read_text()
-            drop(d, "part-0001.tsv", second)
-            drop(d, "part-0002.tsv", third)
-            wait_for(lambda: "\n40000," in out_csv.read_text(), 300)
+            for name, elements in files:
+                drop(d, name, elements)
+            wait_for(lambda: out_csv.exists() and f"\n{last_tick}," in out_csv.read_text(), 300)
+            seen[name] = out_csv.read_text()
         finally:
             os.kill(os.getpid(), signal.SIGTERM)  # handled by the follow loop: stop after this batch
 
-    thread = threading.Thread(target=producer, daemon=True)
+    def follow(files: list[tuple[str, list]], last_tick: int) -> int:
+        thread = threading.Thread(target=producer, args=(files, last_tick), daemon=True)
+        thread.start()
+        code = run_command(["run", "usecases/uc1.tef", "--stream", str(d), "--follow", "--out", str(out_csv),
+                            "--master", "local[2]", "--quiet", "--checkpoint", str(tmp_path / "ck")])
+        thread.join(timeout=60)
+        return code
+
     monkeypatch.chdir(ROOT)
-    thread.start()
-    code = run_command(["run", "usecases/uc1.tef", "--stream", str(d), "--follow", "--out", str(out_csv),
-                        "--master", "local[2]", "--quiet"])
-    thread.join(timeout=60)
-    assert code == 0
-    assert "\n30000," not in seen["after first"]  # the event time had not passed 30 s yet
+    assert follow([("part-0000.nq", first)], 20000) == 0  # N-Quads: staged as the files arrive
+    assert "\n30000," not in seen["part-0000.nq"]  # the event time had not passed 30 s yet
+    assert follow([("part-0001.tsv", second), ("part-0002.tsv", third)], 40000) == 0
     want = oracle(sd.uc1(10_000), first + second + third).results[0]
     want.rows = [r for r in want.rows if r[0] <= 40000]  # ticks the event time (47 s) has passed
     assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")  # CRLF lines, one header
