@@ -113,6 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_paths(streams, args.background)
     lateness = _duration_ms(args.lateness, "--lateness")
     window_ms = _duration_ms(args.window, "--window") if args.window else None
+    if args.follow and (args.engine != "spark" or args.simulate):
+        raise TefqError("--follow runs on the Spark engine only (a bounded file set: drop --follow)", file="--follow")
     if args.window and not args.simulate:
         raise TefqError("--window only applies with --simulate", file="--window")
 
@@ -138,16 +140,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from tefq.spark import run as spark_run
 
-        run = spark_run(doc, [s.path for s in streams], args.background, t0=args.t0, lateness_ms=lateness,
+        run = spark_run(doc, [s.path for s in streams], background, t0=args.t0, lateness_ms=lateness,
                         master=args.master or os.environ.get("TEFQ_SPARK_MASTER"), checkpoint=args.checkpoint,
                         follow=args.follow, max_files_per_trigger=args.max_files_per_trigger,
-                        bad_rows=args.bad_rows, progress=not args.quiet)
+                        bad_rows=args.bad_rows, progress=not args.quiet,
+                        on_rows=_Appender(args.format, args.out) if args.follow else None)
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     run.metrics.rows_out = sum(len(r.rows) for r in run.results)
 
     from tefq.io.result_writers import write_metrics, write_results
 
-    write_results(run.results, args.format, args.out)
+    if not args.follow:  # follow mode appended its rows as they came
+        write_results(run.results, args.format, args.out)
     if args.metrics:
         write_metrics(run.metrics, args.metrics)
     if not args.quiet:
@@ -155,6 +159,51 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"tefq: {m.events_in} events, {m.ticks} ticks, {m.rows_out} rows, facts created {m.facts_created}, "
               f"closed {m.facts_closed}, late {m.late_events}, {m.wall_seconds:.2f} s ({args.engine})", file=sys.stderr)
     return 0
+
+
+class _Appender:
+    """Follow mode's output: each micro-batch's new rows are appended to --out (or stdout) and
+    flushed, in the format a bounded run writes (one header, at the top). The file is rewritten
+    from the start of the run: a run resumed from --checkpoint hands over every committed tick
+    again, so the file always holds each reported tick once."""
+
+    def __init__(self, fmt: str, out: str | None) -> None:
+        self.fmt, self.out = fmt, out
+        self.per_query = out is not None and (out.endswith(("/", os.sep)) or os.path.isdir(out))
+        self.started: set[str] = set()
+        if out is not None and not self.per_query:  # no stale rows from an earlier run
+            try:
+                open(out, "w", encoding="utf-8").close()
+            except OSError as e:
+                raise TefqError(f"cannot write the output: {e.strerror or e}", out) from None
+
+    def __call__(self, results) -> None:
+        if self.per_query:
+            for r in results:
+                if r.rows:
+                    self._append(os.path.join(self.out, f"{r.name}.{self.fmt}"), [r])
+        else:
+            self._append(self.out, results)
+
+    def _append(self, path: str | None, results) -> None:
+        from tefq.io.result_writers import results_text
+
+        text = results_text(results, self.fmt)
+        key = path or "-"
+        if key in self.started and self.fmt != "json":
+            text = text.split("\n", 1)[1] if "\n" in text else ""  # the header is written once
+        if path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            try:
+                if self.per_query:
+                    os.makedirs(self.out, exist_ok=True)
+                with open(path, "a" if key in self.started else "w", encoding="utf-8", newline="") as fh:
+                    fh.write(text)
+            except OSError as e:
+                raise TefqError(f"cannot write the output: {e.strerror or e}", path) from None
+        self.started.add(key)
 
 
 def _run_oracle(doc, streams: Sequence[StreamArg], background, t0: int):

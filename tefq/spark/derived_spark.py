@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from tefq.spark.derived_plan import FactAggregatePlan
-from tefq.spark.engine import _bad_reason, _bad_text, _clause_condition, _divert_bad
+from tefq.spark.engine import TieOrder, _bad_reason, _bad_text, _clause_condition, _divert_bad
 from tefq.spark.sources import FLUSH_TERM
 
 
@@ -59,7 +59,7 @@ def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
             matches.append((_clause_condition(c), row(F.lit(c.kind), i, F.xxhash64(*[F.col(x) for x in c.binds]),
                                                       codes, terms)))
     special = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad.isNotNull(), F.lit(4))
-    keep = [F.col("ts"), F.xxhash64("s", "p", "o").alias("e"), _bad_text(bad).alias("x")]
+    keep = [F.col("ts"), F.col("fh"), F.xxhash64("s", "p", "o").alias("e"), _bad_text(bad).alias("x")]
     if _exclusive(plan):
         m = F.when(special.isNotNull(), default(special))
         for cond, r in matches:
@@ -71,7 +71,7 @@ def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
                .otherwise(F.array(default(F.lit(-1)))))
         out = df.select(*keep, F.posexplode(arr).alias("pos", "m"))
         out = out.withColumn("n", (F.col("pos") == 0).cast("long"))
-    cols = ([F.col("m.k").alias("k"), F.col("m.fact").alias("fact"), F.col("ts"), F.lit(0).cast("long").alias("o"),
+    cols = ([F.col("m.k").alias("k"), F.col("m.fact").alias("fact"), F.col("ts"), F.col("fh").alias("o"),
              F.col("m.f").alias("f"), F.col("e"), F.col("n")]
             + [F.col(f"m.v{i}").alias(f"v{i}") for i in range(arity)]
             + [F.col(f"m.t{i}").alias(f"t{i}") for i in range(nterms)]
@@ -86,7 +86,7 @@ def map_schema(plan: FactAggregatePlan) -> str:
     return ", ".join(parts + ["b int"])
 
 
-def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None):
+def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None, ranks: dict[int, int] | None = None):
     """Per input partition: keep the SINCE/UNTIL rows, divert bad rows, number rows for ties, and
     send one heartbeat with the partition's event-time range and element count."""
     arity, nterms = _widths(plan)
@@ -100,7 +100,7 @@ def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None):
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        row = (ctx.partitionId() if ctx is not None else 0) << 33  # ties keep partition, then row order
+        tie_order = TieOrder(ranks or {}, ctx.partitionId() if ctx is not None else 0)  # stream order of ties
         lo, hi, count, bad, flush, seen = None, None, 0, 0, False, False
         for rb in batches:
             seen = True
@@ -120,8 +120,7 @@ def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None):
                 rows = pc.filter(rb.column("x"), badmask).to_pylist()
                 _divert_bad(rows, bad_rows)
                 bad += len(rows)
-            order = pa.array(np.arange(row, row + rb.num_rows, dtype=np.int64))
-            row += rb.num_rows
+            order = tie_order(rb.column("o"))
             cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
             keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(data)
             if keep.num_rows:

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from functools import reduce
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,8 @@ from tefq.spark.output import Collector
 from tefq.spark.derived_plan import FactAggregatePlan
 from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
 from tefq.spark.session import get_session
-from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
+from tefq.spark.sources import (FLUSH_TERM, Stager, file_ranks, is_staged, read_control, read_stream,
+                                write_flush)
 
 BAD_ROW = "TEFQ_BAD_ROW"
 TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
@@ -73,7 +75,7 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
         return expr
 
     var_pos = {v: i for i, v in enumerate(plan.identity)}
-    cols = [kind.cast("int").alias("k"), F.col("ts"), F.lit(0).cast("long").alias("o"),
+    cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"),
             per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds])).alias("f"),
             F.xxhash64("s", "p", "o").alias("e"), F.lit(0).cast("long").alias("n")]
     terms = []
@@ -92,14 +94,41 @@ def _project_all(df: DataFrame) -> DataFrame:
     """For the fallback: every row, with its terms (the oracle needs them all)."""
     bad = _bad_reason()
     kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad.isNotNull(), F.lit(4)).otherwise(F.lit(0))
-    return df.select(kind.cast("int").alias("k"), "ts", F.lit(0).cast("long").alias("o"), "s", "p",
+    return df.select(kind.cast("int").alias("k"), "ts", F.col("fh").alias("o"), "s", "p",
                      F.col("o").alias("obj"), F.lit(0).cast("int").alias("b"), _bad_text(bad).alias("x"))
 
 
 FALLBACK_MAP_SCHEMA = "k int, ts long, o long, s string, p string, obj string, b int, x string"
 
 
-def make_fallback_mapper(bad_rows: str | None):
+class TieOrder:
+    """Per input partition, the order key of ties (< 2^42, see operator.ORDER_SHIFT): file rank
+    (< 2^19) << 22 + row within the file. `o` arrives as xxhash64 of the row's file path; `ranks`
+    (tefq.spark.sources.file_ranks) maps it to the file's place in stream order. Files not ranked
+    come after the ranked ones, in partition then row order; so does everything without ranks."""
+
+    UNRANKED = 1 << 41
+
+    def __init__(self, ranks: dict[int, int], partition: int) -> None:
+        self.ranks, self.partition, self.row = ranks, partition, 0
+        self.start: dict[int, int] = {}  # first row of each ranked file in this partition
+
+    def __call__(self, fh: pa.Array) -> pa.Array:
+        rows = np.arange(self.row, self.row + len(fh), dtype=np.int64)
+        self.row += len(fh)
+        if not self.ranks or not len(fh):
+            return pa.array((self.partition << 33) + rows)
+        h = fh.to_numpy(zero_copy_only=False)
+        starts = np.concatenate(([0], np.flatnonzero(h[1:] != h[:-1]) + 1))  # a file's rows are contiguous
+        offset = np.empty(len(starts), np.int64)  # per run of one file: key = offset + row in partition
+        for i, (u, f) in enumerate(zip(h[starts].tolist(), starts.tolist())):
+            r = self.ranks.get(u)
+            offset[i] = (self.UNRANKED + (self.partition << 31) if r is None
+                         else (r << 22) - self.start.setdefault(u, int(rows[f])))
+        return pa.array(np.repeat(offset, np.diff(np.append(starts, len(h)))) + rows)
+
+
+def make_fallback_mapper(bad_rows: str | None, ranks: dict[int, int] | None = None):
     fields = [("k", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("s", pa.string()), ("p", pa.string()),
               ("obj", pa.string()), ("b", pa.int32()), ("x", pa.string())]
     out_schema = pa.schema(fields)
@@ -109,13 +138,12 @@ def make_fallback_mapper(bad_rows: str | None):
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        row = (ctx.partitionId() if ctx is not None else 0) << 33
+        tie_order = TieOrder(ranks or {}, ctx.partitionId() if ctx is not None else 0)
         for rb in batches:
             badmask = pc.equal(rb.column("k"), 4)
             if pc.any(badmask).as_py():
                 _divert_bad(pc.filter(rb.column("x"), badmask).to_pylist(), bad_rows)
-            order = pa.array(np.arange(row, row + rb.num_rows, dtype=np.int64))
-            row += rb.num_rows
+            order = tie_order(rb.column("o"))
             cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
             keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(pc.not_equal(rb.column("k"), 4))
             if keep.num_rows:
@@ -143,7 +171,7 @@ def _map_schema(plan: CurrentAggregatePlan) -> str:
     return ", ".join(parts + ["b int", "x string"])
 
 
-def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None):
+def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[int, int] | None = None):
     """Per input partition: keep SINCE/UNTIL rows, divert bad rows, and send every bucket one
     heartbeat with the partition's event-time range, so that all buckets see the time reached."""
     nb = plan.buckets
@@ -162,7 +190,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None):
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        row = (ctx.partitionId() if ctx is not None else 0) << 33  # ties keep partition, then row order
+        tie_order = TieOrder(ranks or {}, ctx.partitionId() if ctx is not None else 0)  # stream order of ties
         lo, hi, count, bad, flush, seen = None, None, 0, 0, False, False
         for rb in batches:
             seen = True
@@ -183,8 +211,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None):
                 rows = pc.filter(rb.column("x"), badmask).to_pylist()
                 _divert_bad(rows, bad_rows)
                 bad += len(rows)
-            order = pa.array(np.arange(row, row + rb.num_rows, dtype=np.int64))
-            row += rb.num_rows
+            order = tie_order(rb.column("o"))
             cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
             keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(data)
             if keep.num_rows:
@@ -271,9 +298,11 @@ def _bad_row_error(text: str) -> TefqError:
     return TefqError(f"bad stream row: {reason}", path)
 
 
-def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
-             t0: int, lateness_ms: int, follow: bool, max_files_per_trigger: int | None,
-             bad_rows: str | None, progress: bool) -> tuple[QueryResult, dict, list[str]]:
+def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
+               t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
+               progress: bool, background: list | None = None, ranks: dict[int, int] | None = None):
+    """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
+    `ranks`: the stream order of the files (tefq.spark.sources.file_ranks), for ties."""
     qdir = os.path.join(workdir, plan.query)
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
@@ -282,19 +311,19 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
     df = reduce(DataFrame.unionByName, sources)
     if isinstance(plan, FallbackPlan):
         df = _project_all(df).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-        mapped = df.mapInArrow(make_fallback_mapper(bad_rows), FALLBACK_MAP_SCHEMA)
-        func = make_fallback_operator(doc, plan.query_index, plan.every_ms, t0, lateness_ms)
+        mapped = df.mapInArrow(make_fallback_mapper(bad_rows, ranks), FALLBACK_MAP_SCHEMA)
+        func = make_fallback_operator(doc, plan.query_index, plan.every_ms, t0, lateness_ms, background)
     elif isinstance(plan, FactAggregatePlan):  # derived facts, fact patterns, WHILE (tefq.spark.derived_*)
         from tefq.spark import derived_spark
         from tefq.spark.derived_operator import make_fact_operator
 
         df = derived_spark.project_facts(df, plan).observe(
             "tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-        mapped = df.mapInArrow(derived_spark.make_fact_mapper(plan, bad_rows), derived_spark.map_schema(plan))
+        mapped = df.mapInArrow(derived_spark.make_fact_mapper(plan, bad_rows, ranks), derived_spark.map_schema(plan))
         func = make_fact_operator(plan, t0, lateness_ms)
     else:
         df = _project(df, plan).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-        mapped = df.mapInArrow(make_mapper(plan, bad_rows), _map_schema(plan))
+        mapped = df.mapInArrow(make_mapper(plan, bad_rows, ranks), _map_schema(plan))
         func = fop.make_operator(plan, t0, lateness_ms)
     result = mapped.groupBy("b").applyInPandasWithState(
         func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
@@ -305,32 +334,42 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
                 .outputMode("append").trigger(**trigger).queryName(f"tefq_{plan.query}_{os.getpid()}").start())
 
+    return start, out, ctl, pr
+
+
+def ours(e: Exception) -> Exception:
+    """Spark wraps worker errors: a bad row becomes the reader's located TefqError."""
+    text = str(e)
+    return _bad_row_error(text) if BAD_ROW in text else e
+
+
+def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
+             t0: int, lateness_ms: int, max_files_per_trigger: int | None,
+             bad_rows: str | None, progress: bool, background: list | None = None,
+             ranks: dict[int, int] | None = None) -> tuple[QueryResult, dict, list[str]]:
+    """A bounded run: every file available now, then a flush for the last ticks."""
+    start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
+                                     max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
+                                     progress=progress, background=background, ranks=ranks)
     try:
-        if follow:
-            _run_until_done(start(processingTime="1 second"), pr)
-        else:
-            _run_until_done(start(availableNow=True), pr)
-            write_flush(ctl)
-            _run_until_done(start(availableNow=True), pr)
+        _run_until_done(start(availableNow=True), pr)
+        write_flush(ctl)
+        _run_until_done(start(availableNow=True), pr)
     except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; find ours
-        text = str(e)
-        if BAD_ROW in text:
-            raise _bad_row_error(text) from None
-        raise
+        err = ours(e)
+        if err is e:
+            raise
+        raise err from None
     qr, m, warns = _collect(spark, plan, out)
     m["micro_batches"] = pr.batches
     return qr, m, warns
 
 
-def _read_sink(out: str):
-    """The committed files of the parquet sink (its _spark_metadata log), read with pyarrow on the
-    driver: result records can be large, and files of a batch that died before its commit are
-    not part of the output."""
+def committed_files(out: str) -> list[str]:
+    """The committed files of the parquet sink (its _spark_metadata log): files of a batch that
+    died before its commit are not part of the output."""
     import glob
     from urllib.parse import unquote, urlparse
-
-    import pandas as pd
-    import pyarrow.parquet as pq
 
     files: list[str] = []
     for log in sorted(glob.glob(os.path.join(out, "_spark_metadata", "*"))):
@@ -343,10 +382,22 @@ def _read_sink(out: str):
                     entry = json.loads(line)
                     if entry.get("action", "add") == "add":
                         files.append(unquote(urlparse(entry["path"]).path))
-    frames = [pq.read_table(f).to_pandas() for f in dict.fromkeys(files)]
+    return list(dict.fromkeys(files))
+
+
+def read_sink_files(files: list[str]):
+    """Sink records read with pyarrow on the driver (result records can be large)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    frames = [pq.read_table(f).to_pandas() for f in files]
     if not frames:
         return pd.DataFrame({"kind": [], "tick": [], "payload": []})  # no record yet
     return pd.concat(frames, ignore_index=True)
+
+
+def _read_sink(out: str):
+    return read_sink_files(committed_files(out))
 
 
 def _collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, list[str]]:
@@ -372,16 +423,21 @@ def _collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, li
     return qr, metrics, col.warnings
 
 
-def run(doc: Document, stream_paths: list[str], background: str | None = None, *, t0: int = 0,
+def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         lateness_ms: int = 0, master: str | None = None, checkpoint: str | None = None, follow: bool = False,
         max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
-        buckets: int | None = None, spark: SparkSession | None = None) -> RunResult:
-    """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows."""
+        buckets: int | None = None, spark: SparkSession | None = None,
+        on_rows: Callable[[list[QueryResult]], None] | None = None,
+        stop: Callable[[], bool] | None = None) -> RunResult:
+    """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
+
+    `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
+    (tefq.spark.follow): `on_rows` receives each micro-batch's new rows, the run ends when `stop()`
+    turns true (default: on SIGINT/SIGTERM)."""
     started = time.time()
-    if background is not None:
-        raise TefqError("background knowledge is not yet supported on Spark (try --engine oracle)", background)
     if not stream_paths:
         raise TefqError("no --stream given")
+    triples = _background_triples(background)
     spark = spark or get_session(master)
     nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
     plans = plan_document(doc, nb)
@@ -392,22 +448,28 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
         workdir = checkpoint
         os.makedirs(workdir, exist_ok=True)
     try:
-        results, metrics = [], Metrics()
-        for i, plan in enumerate(plans):
-            qr, m, warns = run_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
-                                    follow=follow, max_files_per_trigger=max_files_per_trigger,
-                                    bad_rows=bad_rows, progress=progress)
-            for w in warns:
-                print(f"warning: {w}", file=sys.stderr)
-            results.append(qr)
-            if i == 0:  # every query reads the same input and the facts are shared
-                m["events_in"] = m.get("events_in", 0) - m.get("duplicates", 0)  # a stream is a set
-                for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
-                    setattr(metrics, k, int(m.get(k, 0)))
-                metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
-                metrics.extra["micro_batches"] = m.get("micro_batches", [])
-                metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
-            metrics.rows_out += len(qr.rows)
+        if follow:
+            from tefq.spark.follow import follow_plans
+
+            results, m = follow_plans(spark, doc, plans, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
+                                      max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
+                                      progress=progress, background=triples, on_rows=on_rows, stop=stop)
+            metrics = _metrics(m)
+            metrics.rows_out = sum(len(r.rows) for r in results)
+        else:
+            _, paths = stage_streams(stream_paths, workdir)
+            ranks = file_ranks(spark, paths)
+            results, metrics = [], Metrics()
+            for i, plan in enumerate(plans):
+                qr, m, warns = run_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
+                                        max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
+                                        progress=progress, background=triples, ranks=ranks)
+                for w in warns:
+                    print(f"warning: {w}", file=sys.stderr)
+                results.append(qr)
+                if i == 0:  # every query reads the same input and the facts are shared
+                    metrics = _metrics(m)
+                metrics.rows_out += len(qr.rows)
         metrics.intermediate_bindings = metrics.facts_created
         metrics.wall_seconds = time.time() - started
         metrics.extra["engine"] = "spark"
@@ -415,3 +477,44 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _metrics(m: dict) -> Metrics:
+    """The run's metrics from the first query's sink metrics."""
+    metrics = Metrics()
+    m["events_in"] = m.get("events_in", 0) - m.get("duplicates", 0)  # a stream is a set
+    for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
+        setattr(metrics, k, int(m.get(k, 0)))
+    metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
+    metrics.extra["micro_batches"] = m.get("micro_batches", [])
+    metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
+    return metrics
+
+
+def _background_triples(background) -> list | None:
+    """The background graph as a list of rdflib-term triples: small, picklable, shipped to the
+    executors with the fallback operator (the only operator that joins with it today)."""
+    if background is None:
+        return None
+    if isinstance(background, str):
+        from tefq.io.readers import read_background
+
+        background = read_background(background)
+    return [tuple(t[:3]) for t in background]
+
+
+def stage_streams(stream_paths: list[str], workdir: str) -> tuple[list[Stager], list[str]]:
+    """RDF streams become staged Parquet directories (tefq.spark.sources.Stager); others stay."""
+    import hashlib
+
+    stagers, paths = [], []
+    for p in stream_paths:
+        if is_staged(p):
+            key = hashlib.sha1(os.path.abspath(p).encode("utf-8")).hexdigest()[:12]
+            stager = Stager(p, os.path.join(workdir, "staged", key))
+            stager.sync()
+            stagers.append(stager)
+            paths.append(stager.directory)
+        else:
+            paths.append(p)
+    return stagers, paths

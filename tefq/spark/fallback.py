@@ -2,9 +2,9 @@
 
 One bucket holds every element read so far (its state) and, each micro-batch, asks the oracle for
 the rows of the ticks that just became final (rows at `tau` depend only on events `t <= tau`).
-Correct for every shape the oracle knows (derived facts, WHILE, FILTER, ...), with restart and
-late-data handling like the vectorised operator, but O(input) per micro-batch and one bucket:
-use it for correctness, not for throughput. The planner picks it only when the vectorised
+Correct for every shape the oracle knows (derived facts, WHILE, FILTER, background patterns, ...),
+with restart and late-data handling like the vectorised operator, but O(input) per micro-batch and
+one bucket: use it for correctness, not for throughput. The planner picks it only when the vectorised
 operator does not support the query.
 """
 from __future__ import annotations
@@ -32,7 +32,10 @@ class FallbackState:
         self.flushed = False
 
 
-def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int, lateness_ms: int):
+def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int, lateness_ms: int,
+                           background: list | None = None):
+    """`background`: the background graph's triples as rdflib terms (picklable, so they travel to
+    the executors inside this closure; the oracle indexes them)."""
     from dataclasses import replace
 
     single = replace(doc, queries=(doc.queries[query_index],))
@@ -72,7 +75,7 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
                     else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
             if upto >= start:
                 st.elements.sort(key=lambda e: (e[0], e[1]))
-                res = oracle_run(single, [(t, s, p, o) for t, _, s, p, o in st.elements], None, t0)
+                res = oracle_run(single, [(t, s, p, o) for t, _, s, p, o in st.elements], background, t0)
                 rows = [r for r in res.results[0].rows if start <= r[0] <= upto]
                 out.extend(json_record("row", t, list(cells)) for t, cells in rows)
                 metrics["rows_out"] = len(rows)

@@ -6,6 +6,12 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from tefq.spark.quiet import filtered_jvm_stderr
+
+# Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
+# (TEFQ_SPARK_LOG=warn shows them again).
+LOG4J2_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
 
 def default_master(master: str | None = None) -> str:
     """`--master`, else `TEFQ_SPARK_MASTER`, else an embedded `local[*]`."""
@@ -29,6 +35,7 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
     system Python and fail with ModuleNotFoundError (measured, see DESIGN.md)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
     m = default_master(master)
     cores = _cores(m)
     builder = (
@@ -46,8 +53,9 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
         .config("spark.sql.adaptive.enabled", "false")  # stable partitioning for stateful plans
         .config("spark.driver.memory", os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_FILE}")
     )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    with filtered_jvm_stderr():  # the JVM's own "Using incubator modules" notice
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("TEFQ_SPARK_LOG", "OFF").upper())
     return spark

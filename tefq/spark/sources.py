@@ -1,9 +1,18 @@
 """Streaming sources: stream files (Parquet, TSV, CSV) as Spark streaming file sources of
-(ts long, s, p, o, file), plus a control source the engine uses to flush at the end of input."""
+(ts long, s, p, o, file), plus a control source the engine uses to flush at the end of input.
+
+RDF streams (N-Quads, TriG, YABench `.stream`, also `.gz`) are staged: the driver reads each new
+file with tefq.io's readers (the oracle's readers: same graph times, same terms, same errors with
+file and line) and writes it as one Parquet file that Spark's file source then reads. Why: a
+graph's time may come after its statements and TriG is not line-based, so Spark cannot split these
+files itself; converting file by file keeps the oracle's semantics and still streams (follow mode
+stages files as they arrive)."""
 from __future__ import annotations
 
 import gzip
 import os
+import time
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -13,6 +22,7 @@ from tefq.errors import TefqError
 FLUSH_TERM = "<urn:tefq:flush>"
 CONTROL_SCHEMA = "ts long, s string, p string, o string"
 SPARK_FORMATS = ("parquet", "tsv", "csv")
+STAGED_FORMATS = ("nq", "trig", "stream")  # read by tefq.io on the driver, staged as Parquet
 
 
 def _files(path: str) -> list[str]:
@@ -21,18 +31,27 @@ def _files(path: str) -> list[str]:
     return stream_files(path)
 
 
-def stream_format_of(path: str) -> str:
-    """The one format of a stream path (Spark reads one format per source)."""
+def _formats(path: str) -> set[tuple[str, bool]]:
     from tefq.io.readers import stream_format
 
-    fmts = {stream_format(f) for f in _files(path)}
+    return {stream_format(f) for f in _files(path)}
+
+
+def is_staged(path: str) -> bool:
+    """True for a stream of RDF files, which `Stager` turns into Parquet for Spark."""
+    return all(fmt in STAGED_FORMATS for fmt, _ in _formats(path))
+
+
+def stream_format_of(path: str) -> str:
+    """The one format of a stream path (Spark reads one format per source)."""
+    fmts = _formats(path)
     if len(fmts) != 1:
         raise TefqError("a stream directory must hold files of one format on Spark: found "
                         + ", ".join(sorted(f + (".gz" if gz else "") for f, gz in fmts)), path)
     fmt, _ = fmts.pop()
     if fmt not in SPARK_FORMATS:
-        raise TefqError(f"{fmt} streams are not yet supported on Spark (use parquet, tsv or csv, "
-                        "or --engine oracle)", path)
+        raise TefqError(f"unexpected stream format {fmt} on Spark: a stream path holds RDF files (nq, trig, "
+                        "stream) or files of one of parquet, tsv, csv", path)
     return fmt
 
 
@@ -77,13 +96,14 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
         ts = (F.when(raw.rlike("^-?[0-9]+$"), raw.try_cast("long"))
               .otherwise(F.unix_millis(F.try_to_timestamp(raw))))
     return df.select(ts.alias("ts"), "s", "p", "o", F.col("_metadata.file_path").alias("file"),
+                     F.xxhash64(F.col("_metadata.file_path")).alias("fh"),
                      raw.alias("ts_text"))
 
 
 def read_control(spark: SparkSession, directory: str) -> DataFrame:
     os.makedirs(directory, exist_ok=True)
     df = spark.readStream.schema(CONTROL_SCHEMA).parquet(directory)
-    return df.select("ts", "s", "p", "o", F.lit(None).cast("string").alias("file"),
+    return df.select("ts", "s", "p", "o", F.lit(None).cast("string").alias("file"), F.lit(0).cast("long").alias("fh"),
                      F.lit(None).cast("string").alias("ts_text"))
 
 
@@ -99,3 +119,100 @@ def write_flush(directory: str) -> None:
     pq.write_table(pa.table({"ts": pa.array([0], pa.int64()), "s": [FLUSH_TERM], "p": [FLUSH_TERM],
                              "o": [FLUSH_TERM]}), tmp)
     os.replace(tmp, target)
+
+
+def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
+    """Stream order for ties (spec §1: equal timestamps apply in file order): xxhash64 of the path
+    Spark reports for each file (`_metadata.file_path`) -> the file's rank in the oracle's order
+    (the --stream paths in turn, each directory's files by relative path). Needed because Spark
+    packs the files of a micro-batch into partitions by size, not by name. Files that arrive
+    later (follow mode) are not ranked: their ties go by partition, then row."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    uris: list[str] = []
+    for p in paths:
+        for f in (_staged_in_order(p) if os.path.isdir(p) and _is_stage_dir(p) else _files(p)):
+            hp = jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))
+            uri = hp.getFileSystem(conf).makeQualified(hp).toUri().toString()
+            uris.append("file:/" + uri[8:] if uri.startswith("file:///") else uri)  # as Spark writes it
+    if len(uris) < 2:
+        return {}
+    rows = spark.createDataFrame([(u, i) for i, u in enumerate(uris[:1 << 19])], "u string, r long")
+    return {h: r for h, r in rows.select(F.xxhash64("u"), "r").collect()}
+
+
+STAGE_INDEX = "_stage_order"  # a staged directory's source order (ignored by Spark: leading _)
+
+
+def _is_stage_dir(path: str) -> bool:
+    return os.path.exists(os.path.join(path, STAGE_INDEX))
+
+
+def _staged_in_order(directory: str) -> list[str]:
+    with open(os.path.join(directory, STAGE_INDEX), encoding="utf-8") as fh:
+        names = sorted(line.rstrip("\n").split("\t") for line in fh if line.strip())
+    return [os.path.join(directory, target) for _, target in names]
+
+
+class Stager:
+    """Stages the RDF files of one stream path as Parquet files in `directory` (see the module doc).
+
+    A staged file keeps its source's modification time (Spark's file source takes files in that
+    order) and a name made from the source's relative path, so a restart from a checkpoint finds
+    the files it staged before and Spark skips the ones it already read."""
+
+    def __init__(self, path: str, directory: str) -> None:
+        self.path, self.directory = path, directory
+        os.makedirs(directory, exist_ok=True)
+
+    def _target(self, source: str) -> str:
+        rel = os.path.relpath(source, self.path) if os.path.isdir(self.path) else os.path.basename(source)
+        return os.path.join(self.directory, rel.replace(os.sep, "__") + ".parquet")
+
+    def sync(self) -> int:
+        """Stage the files not staged yet, in name order; returns how many. A malformed file raises
+        the reader's TefqError (file, line, column) before Spark sees any of it."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from tefq.io.readers import read_stream_file, stream_files
+
+        if os.path.isdir(self.path) and not has_files(self.path):
+            return 0
+        staged = 0
+        for source in stream_files(self.path):
+            target = self._target(source)
+            if os.path.exists(target):
+                continue
+            rows = list(read_stream_file(source))
+            ts, s, p, o = zip(*rows) if rows else ((), (), (), ())
+            tmp = os.path.join(self.directory, "." + os.path.basename(target) + ".tmp")
+            pq.write_table(pa.table({"ts": pa.array(ts, pa.int64()), "s": pa.array(s, pa.string()),
+                                     "p": pa.array(p, pa.string()), "o": pa.array(o, pa.string())}), tmp)
+            st = os.stat(source)
+            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.replace(tmp, target)  # atomic: Spark never lists a half-written file
+            with open(os.path.join(self.directory, STAGE_INDEX), "a", encoding="utf-8") as fh:
+                fh.write(f"{os.path.relpath(source, self.path) if os.path.isdir(self.path) else ''}\t"
+                         f"{os.path.basename(target)}\n")
+            staged += 1
+        return staged
+
+
+def has_files(directory: str) -> bool:
+    """Whether a directory holds a stream file yet (names Spark and tefq skip do not count)."""
+    for _root, dirs, files in os.walk(directory, followlinks=True):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        if any(not f.startswith((".", "_")) and not f.endswith(".crc") for f in files):
+            return True
+    return False
+
+
+def wait_for_files(path: str, stop: Callable[[], bool]) -> bool:
+    """Follow mode may start on an empty directory: wait for its first file (the format and, for
+    CSV/TSV, the header come from it). False if `stop()` turns true first."""
+    while os.path.isdir(path) and not has_files(path):
+        if stop():
+            return False
+        time.sleep(0.2)
+    return True

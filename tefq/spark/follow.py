@@ -1,0 +1,165 @@
+"""`--follow`: keep watching the stream directories and process files as they arrive.
+
+Every query of the document runs at once as an unbounded streaming query (1 s processing-time
+trigger). After each committed micro-batch, the rows of the ticks it reported are handed to
+`on_rows` (the CLI appends them to --out), so a tick's rows appear once the event time has passed
+it (spec §4.1: tick `tau` is final once the event time, minus --lateness, is past `tau`). There is
+no end of input, hence no final flush: ticks after the last event time are never reported.
+
+Stopping: SIGINT or SIGTERM (or `stop()` turning true) lets the micro-batch in progress finish,
+hands over its rows and returns; a second signal stops at once. With --checkpoint a later run
+resumes where this one stopped. New RDF files (nq, trig, stream) are staged as they arrive.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from typing import Callable
+
+from pyspark.sql import SparkSession
+
+from tefq.plan.logical import Document
+from tefq.results import QueryResult
+from tefq.spark.output import Collector
+from tefq.spark.sources import wait_for_files
+
+POLL_S = 0.5
+TRIGGER = "1 second"
+
+
+class SinkTail:
+    """Reads the records a query's sink committed since the last call."""
+
+    def __init__(self, plan, out: str) -> None:
+        self.plan, self.out = plan, out
+        self.seen: set[str] = set()
+        self.terms: dict[int, str] = {}  # code -> term tables arrive once and serve later rows
+        self.rows: list = []
+        self.metrics: list[dict] = []
+
+    def poll(self) -> tuple[list, list[str]]:
+        from tefq.spark.engine import committed_files, read_sink_files
+
+        files = [f for f in committed_files(self.out) if f not in self.seen]
+        if not files:
+            return [], []
+        self.seen.update(files)
+        col = Collector(getattr(self.plan, "group_vars", ()), getattr(self.plan, "projections", ()),
+                        terms=self.terms)
+        pdf = read_sink_files(files)
+        for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
+            col.add(kind, tick, payload)
+        rows = col.rows()
+        self.rows.extend(rows)
+        self.metrics.extend(col.metrics)
+        return rows, col.warnings
+
+
+class _Signals:
+    """SIGINT/SIGTERM set a flag instead of interrupting a py4j call; the second one interrupts."""
+
+    def __init__(self) -> None:
+        self.flag = threading.Event()
+        self.saved: dict = {}
+
+    def __enter__(self) -> "_Signals":
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.flag.is_set():
+            raise KeyboardInterrupt
+        print("tefq: stopping after the current micro-batch (signal again to stop at once)", file=sys.stderr)
+        self.flag.set()
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str, *,
+                 t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
+                 progress: bool, background: list | None, on_rows: Callable[[list[QueryResult]], None] | None,
+                 stop: Callable[[], bool] | None) -> tuple[list[QueryResult], dict]:
+    """Run every plan unbounded until stopped; returns all rows reported and the first query's metrics."""
+    from tefq.spark.engine import build_plan, ours, stage_streams
+    from tefq.spark.sources import file_ranks
+
+    with _Signals() as signals:
+        stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
+        for p in stream_paths:
+            if not wait_for_files(p, stopping):
+                return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
+        stagers, paths = stage_streams(stream_paths, workdir)
+        ranks = file_ranks(spark, paths)  # the files there at the start
+        running = []
+        for plan in plans:
+            start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
+                                              max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
+                                              progress=progress, background=background, ranks=ranks)
+            running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out), pr))
+        try:
+            while True:
+                for stager in stagers:
+                    stager.sync()
+                _hand_over(running, on_rows)
+                if stopping():
+                    _finish_current_batches([q for _, q, _, _ in running])
+                    break
+                for _, query, _, _ in running:
+                    if not query.isActive:
+                        exc = query.exception()
+                        raise RuntimeError(f"the streaming query {query.name} stopped: {exc}")
+                time.sleep(POLL_S)
+        except Exception as e:  # noqa: BLE001 - a bad row inside a micro-batch is the user's input
+            err = ours(e)
+            _stop_all([q for _, q, _, _ in running])
+            if err is e:
+                raise
+            raise err from None
+        _stop_all([q for _, q, _, _ in running])
+        _hand_over(running, on_rows)
+    results = [QueryResult(plan.query, plan.columns, tail.rows) for plan, _, tail, _ in running]
+    for r in results:
+        r.rows = r.sorted_rows()
+    metrics: dict = {}
+    for d in running[0][2].metrics:
+        for k, v in d.items():
+            if k not in ("state_bytes", "open_facts", "batch"):
+                metrics[k] = metrics.get(k, 0) + v
+    metrics["micro_batches"] = running[0][3].batches
+    return results, metrics
+
+
+def _hand_over(running: list, on_rows: Callable[[list[QueryResult]], None] | None) -> None:
+    """New committed rows of every query: progress lines, warnings, then `on_rows`."""
+    fresh = []
+    for plan, query, tail, pr in running:
+        pr.report(query)
+        rows, warnings = tail.poll()
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        fresh.append(QueryResult(plan.query, plan.columns, rows))
+    if on_rows is not None and any(r.rows for r in fresh):
+        for r in fresh:
+            r.rows = r.sorted_rows()
+        on_rows(fresh)
+
+
+def _finish_current_batches(queries: list, timeout_s: float = 300.0) -> None:
+    """Wait until no micro-batch is running, so stopping loses no work in progress."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and any(q.isActive and q.status.get("isTriggerActive") for q in queries):
+        time.sleep(0.1)
+
+
+def _stop_all(queries: list) -> None:
+    for q in queries:
+        try:
+            q.stop()
+        except Exception:  # noqa: BLE001 - stopping a failed query may raise its error again
+            pass
