@@ -139,35 +139,53 @@ def _map_schema(plan: CurrentAggregatePlan) -> str:
     parts = ["k int", "ts long", "o long", "f long", "e long", "n long"]
     for i in range(len(plan.group_vars)):
         parts += [f"g{i} long", f"t{i} string"]
-    return ", ".join(parts + ["b int", "x string"])
+    return ", ".join(parts + ["b int"])
 
 
 def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None):
-    """Per input partition: keep SINCE/UNTIL rows, divert bad rows, and send every bucket one
-    heartbeat with the partition's event-time range, so that all buckets see the time reached."""
+    """Per input partition: keep SINCE/UNTIL rows (their group terms dropped: each distinct
+    `code -> term` pair travels once per partition and bucket, on a terms row), divert bad rows,
+    and send every bucket one heartbeat with the partition's event-time range, so that all
+    buckets see the time reached. `mapper(batches, partition)`: partition defaults to Spark's."""
     nb = plan.buckets
     ng = len(plan.group_vars)
     fields = [("k", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()), ("e", pa.int64()),
               ("n", pa.int64())]
     for i in range(ng):
         fields += [(f"g{i}", pa.int64()), (f"t{i}", pa.string())]
-    out_schema = pa.schema(fields + [("b", pa.int32()), ("x", pa.string())])
+    out_schema = pa.schema(fields + [("b", pa.int32())])
 
-    def mapper(batches):
-        import uuid
+    def const_batch(kind: int, size: int, **cols) -> pa.RecordBatch:
+        arrays = {"k": pa.array(np.full(size, kind, np.int32))}
+        for name, typ in fields[1:] + [("b", pa.int32())]:
+            value = cols.get(name)
+            if value is None:
+                arrays[name] = (pa.nulls(size, typ) if typ == pa.string()
+                                else pa.array(np.zeros(size, typ.to_pandas_dtype())))
+            else:
+                arrays[name] = value if isinstance(value, pa.Array) else pa.array(value, typ)
+        return pa.RecordBatch.from_pydict(arrays, schema=out_schema)
 
+    def mapper(batches, partition: int | None = None):
         import pyarrow.compute as pc
 
         from pyspark import TaskContext
 
-        ctx = TaskContext.get()
-        row = (ctx.partitionId() if ctx is not None else 0) << 33  # ties keep partition, then row order
+        if partition is None:
+            ctx = TaskContext.get()
+            partition = ctx.partitionId() if ctx is not None else 0
+        row = partition << 33  # ties keep partition, then row order
         lo, hi, count, bad, flush, seen = None, None, 0, 0, False, False
+        named: list[set] = [set() for _ in range(ng)]  # (bucket, code) pairs already sent, per group var
+        term_rows: list[tuple[int, int, int, str]] = []  # (group var, bucket, code, term)
+        busy, rows_in, started = 0.0, 0, time.perf_counter()
         for rb in batches:
+            t = time.perf_counter()
             seen = True
+            rows_in += rb.num_rows
             k = rb.column("k")
             data = pc.less(k, 2)
-            real = pc.or_(pc.equal(k, -1), pc.less(k, 2))
+            real = pc.or_(pc.equal(k, -1), data)
             tsr = pc.filter(rb.column("ts"), real)
             if len(tsr):
                 mm = pc.min_max(tsr)
@@ -184,28 +202,43 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None):
                 bad += len(rows)
             order = pa.array(np.arange(row, row + rb.num_rows, dtype=np.int64))
             row += rb.num_rows
-            cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
-            keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(data)
-            if keep.num_rows:
-                yield keep
+            keep_idx = np.nonzero(data.to_numpy(zero_copy_only=False))[0]
+            if ng and len(keep_idx):
+                buckets = rb.column("b").to_numpy(zero_copy_only=False)[keep_idx]
+                for i in range(ng):
+                    codes = rb.column(f"g{i}").to_numpy(zero_copy_only=False)[keep_idx]
+                    for b in np.unique(buckets).tolist():
+                        sel = np.nonzero(buckets == b)[0]
+                        uniq, first = np.unique(codes[sel], return_index=True)
+                        new = [(c, j) for c, j in zip(uniq.tolist(), first.tolist()) if (b, c) not in named[i]]
+                        if new:
+                            terms = rb.column(f"t{i}").take(pa.array(keep_idx[sel[[j for _, j in new]]])).to_pylist()
+                            for (c, _), term in zip(new, terms):
+                                named[i].add((b, c))
+                                term_rows.append((i, b, c, term))
+            if len(keep_idx):
+                cols = {name: order if name == "o" else rb.column(name) for name in out_schema.names}
+                for i in range(ng):
+                    cols[f"t{i}"] = pa.nulls(rb.num_rows, pa.string())
+                keep = pa.RecordBatch.from_arrays([cols[n] for n in out_schema.names], schema=out_schema)
+                busy += time.perf_counter() - t
+                yield keep.take(pa.array(keep_idx)) if len(keep_idx) < rb.num_rows else keep
+            else:
+                busy += time.perf_counter() - t
+        fop.profile("mapper", rows_in=rows_in, busy_s=busy, total_s=time.perf_counter() - started)
         if not seen:
             return
-
-        def const_batch(kind: int, ts: int, o: int, f: int, n: int) -> pa.RecordBatch:
-            arrays = {"k": pa.array([kind] * nb, pa.int32()), "ts": pa.array([ts] * nb, pa.int64()),
-                      "o": pa.array([o] * nb, pa.int64()), "f": pa.array([f] * nb, pa.int64()),
-                      "e": pa.array([0] * nb, pa.int64()), "n": pa.array([n] * nb, pa.int64())}
+        if term_rows:
+            cols = {"b": [b for _, b, _, _ in term_rows]}
             for i in range(ng):
-                arrays[f"g{i}"] = pa.array([0] * nb, pa.int64())
-                arrays[f"t{i}"] = pa.array([None] * nb, pa.string())
-            arrays["b"] = pa.array(list(range(nb)), pa.int32())
-            arrays["x"] = pa.array([None] * nb, pa.string())
-            return pa.RecordBatch.from_pydict(arrays, schema=out_schema)
-
+                cols[f"g{i}"] = [c if j == i else 0 for j, _, c, _ in term_rows]
+                cols[f"t{i}"] = [term if j == i else None for j, _, _, term in term_rows]
+            yield const_batch(fop.TERMS, len(term_rows), **cols)
         if count or bad:
-            yield const_batch(2, lo if lo is not None else 0, hi if hi is not None else 0, count, bad)
+            yield const_batch(fop.HEARTBEAT, nb, ts=[lo if lo is not None else 0] * nb,
+                              o=[hi if hi is not None else 0] * nb, f=[count] * nb, n=[bad] * nb, b=list(range(nb)))
         if flush:
-            yield const_batch(3, 0, 0, 0, 0)
+            yield const_batch(fop.FLUSH, nb, b=list(range(nb)))
 
     return mapper
 
@@ -230,6 +263,7 @@ class _Progress:
         self.seen = p["batchId"]
         self.batches.append({"batch": p["batchId"], "rows": p.get("numInputRows", 0),
                              "ms": p.get("durationMs", {}).get("triggerExecution", 0),
+                             "durations_ms": dict(p.get("durationMs", {})),
                              "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))})
         if not self.enabled:
             return
@@ -237,7 +271,7 @@ class _Progress:
         obs, obs_out = (_as_dict(observed.get(name)) for name in ("tefq_in", "tefq_out"))
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
         print(f"[spark {self.name}] batch {p['batchId']}: events read {p.get('numInputRows', 0)}, "
-              f"event time {obs.get('event_time')}, rows emitted {obs_out.get('rows', 0)}, "
+              f"event time {obs.get('event_time')}, rows emitted {obs_out.get('rows') or 0}, "
               f"state {state} bytes, {p.get('durationMs', {}).get('triggerExecution', 0)} ms", file=sys.stderr)
 
 
@@ -289,7 +323,8 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         func = fop.make_operator(plan, t0, lateness_ms)
     result = mapped.groupBy("b").applyInPandasWithState(
         func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
-    result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "rows", 1).otherwise(0)).alias("rows"))
+    rows_out = F.get_json_object(F.col("payload").cast("string"), "$.rows_out").cast("long")  # metric records
+    result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "metric", rows_out)).alias("rows"))
     pr = _Progress(progress, plan.query)
 
     def start(**trigger):
@@ -308,7 +343,9 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         if BAD_ROW in text:
             raise _bad_row_error(text) from None
         raise
+    collect_started = time.perf_counter()
     qr, m, warns = _collect(spark, plan, out)
+    m["collect_seconds"] = time.perf_counter() - collect_started
     m["micro_batches"] = pr.batches
     return qr, m, warns
 
@@ -397,6 +434,7 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
                     setattr(metrics, k, int(m.get(k, 0)))
                 metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
                 metrics.extra["micro_batches"] = m.get("micro_batches", [])
+                metrics.extra["collect_seconds"] = m.get("collect_seconds")
                 metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
             metrics.rows_out += len(qr.rows)
         metrics.intermediate_bindings = metrics.facts_created
