@@ -36,11 +36,18 @@ BAD_ROW = "TEFQ_BAD_ROW"
 TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
 
 
+def _is_term(col: str) -> "F.Column":
+    """`col` rlike TERM_START, with a cheap exact shortcut for the common `<...>` IRI (its only
+    `>` is the last character): the regular expression runs only on other cells."""
+    c = F.col(col)
+    iri = c.startswith("<") & (F.instr(c, ">") == F.length(c))
+    return F.when(iri, F.lit(True)).otherwise(c.rlike(TERM_START))
+
+
 def _bad_reason() -> "F.Column":
     return (F.when(F.col("ts").isNull(), F.lit("timestamp is missing or not a time"))
             .when(F.col("s").isNull() | F.col("p").isNull() | F.col("o").isNull(), F.lit("missing column"))
-            .when(~(F.col("s").rlike(TERM_START) & F.col("p").rlike(TERM_START) & F.col("o").rlike(TERM_START)),
-                  F.lit("not an N-Triples term")))
+            .when(~(_is_term("s") & _is_term("p") & _is_term("o")), F.lit("not an N-Triples term")))
 
 
 def _bad_text(bad_reason: "F.Column") -> "F.Column":
@@ -55,26 +62,50 @@ def _clause_condition(c) -> "F.Column":
     return reduce(lambda x, y: x & y, conds, F.lit(True))
 
 
+def _is_good() -> "F.Column":
+    """The row is well formed (the negation of `_bad_reason`), as one cheap boolean: the reason
+    text is built only for the rare bad row."""
+    return (F.col("ts").isNotNull() & F.col("s").isNotNull() & F.col("p").isNotNull() & F.col("o").isNotNull()
+            & _is_term("s") & _is_term("p") & _is_term("o"))
+
+
+def _determines_element(c) -> bool:
+    """The clause's constants and identity columns (and columns equal to those) are s, p and o."""
+    known = {col for col, _ in c.consts} | set(c.binds)
+    for _ in range(2):
+        known |= {b for a, b in c.same if a in known} | {a for a, b in c.same if b in known}
+    return known >= {"s", "p", "o"}
+
+
 def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     """Clause matching and dictionary encoding in Spark SQL: only int64 codes (and the group
-    terms, for decoding the output) cross into Python."""
-    bad_reason = _bad_reason()
-    conds = [_clause_condition(c) for c in plan.clauses]
-    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad_reason.isNotNull(), F.lit(4))
-    for c, cond in zip(plan.clauses, conds):
-        kind = kind.when(cond, F.lit(c.kind))
-    kind = kind.otherwise(F.lit(-1))
+    terms, for decoding the output) cross into Python. Two steps: the row checks and the matching
+    clause are computed once per row (`good`, `m`), then every column reads them (Spark keeps
+    the two projections apart because `good` is used more than once)."""
+    match = F.lit(-1)
+    for i, c in reversed(list(enumerate(plan.clauses))):
+        match = F.when(_clause_condition(c), F.lit(i)).otherwise(match)
+    df = df.select("*", _is_good().alias("good"), match.alias("m"))
+    m, good = F.col("m"), F.col("good")
 
     def per_clause(make) -> "F.Column":
         expr = None
-        for c, cond in zip(plan.clauses, conds):
-            expr = F.when(cond, make(c)) if expr is None else expr.when(cond, make(c))
+        for i, c in enumerate(plan.clauses):
+            expr = F.when(m == i, make(c)) if expr is None else expr.when(m == i, make(c))
         return expr
 
+    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(~good, F.lit(4))
+    for i, c in enumerate(plan.clauses):
+        kind = kind.when(m == i, F.lit(c.kind))
+    kind = kind.otherwise(F.lit(-1))
     var_pos = {v: i for i, v in enumerate(plan.identity)}
-    cols = [kind.cast("int").alias("k"), F.col("ts"), F.lit(0).cast("long").alias("o"),
-            per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds])).alias("f"),
-            F.xxhash64("s", "p", "o").alias("e"), F.lit(0).cast("long").alias("n")]
+    fid = per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds]))
+    # A stream is a set: duplicates are equal elements at one time. When a clause's constants and
+    # identity columns cover s, p and o, (clause, identity) is the element: its hash is the fid.
+    one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
+    elem = fid if one_per_kind and all(_determines_element(c) for c in plan.clauses) else F.xxhash64("s", "p", "o")
+    cols = [kind.cast("int").alias("k"), F.col("ts"), F.lit(0).cast("long").alias("o"), fid.alias("f"),
+            elem.alias("e"), F.lit(0).cast("long").alias("n")]
     terms = []
     for i, g in enumerate(plan.group_vars):
         term = per_clause(lambda c, j=var_pos[g]: F.col(c.binds[j]))
@@ -83,7 +114,7 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
         cols.append(term.alias(f"t{i}"))
     bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
     cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
-    cols.append(_bad_text(bad_reason).alias("x"))
+    cols.append(F.when(~good, _bad_text(_bad_reason())).alias("x"))
     return df.select(*cols)
 
 
