@@ -3,9 +3,11 @@
     python bench/throughput.py --usecase uc1|uc2|uc3 --events N --json OUT [--data DIR] [--master URL]
 
 Writes {usecase, events, events_per_s, steady_events_per_s, limit_events_per_s, peak_rss_mb,
-state_bytes_per_open_fact, ...} and the ratios to a plain per-event Python loop and to Pathway
-(null when Pathway is not installed). `limit` is a single-pass numpy evaluation of the same
-use-case over the same events in this process (tefq.spark.facts kernels), the bar to approach.
+state_bytes_per_open_fact, micro_batches, ...} and the ratios to a plain per-event Python loop
+and to Pathway (bench/pathway_uc.py, on the first --pathway-events events; null with a
+`pathway_note` when Pathway is not installed). `limit` is the single-pass numpy evaluation of the
+same use-case over the same events in this process (bench/baselines.py), the bar to approach.
+`steady` leaves out the first micro-batch (start-up) and the end-of-input flush batch.
 """
 from __future__ import annotations
 
@@ -74,6 +76,8 @@ def main() -> int:
     ap.add_argument("--json", required=True)
     ap.add_argument("--data", default=None, help="IPTV data dir (generated when absent)")
     ap.add_argument("--master", default=None)
+    ap.add_argument("--pathway-events", type=int, default=50_000,
+                    help="run Pathway on this many first events (0: skip)")
     ap.add_argument("--days", type=float, default=2.0, help="days of log when generating --data")
     ap.add_argument("--files-per-trigger", type=int, default=None,
                     help="micro-batch size in files (default: about 1M events per micro-batch)")
@@ -95,7 +99,8 @@ def main() -> int:
     else:
         result["limit_events_per_s"] = result["python_loop_events_per_s"] = None
         result["limit_note"] = "no UC3 limit yet (derived facts by interval intersection, WHILE per show)"
-    result.update(pathway_figures(args.usecase, table, every))
+    if args.pathway_events:
+        result.update(pathway_figures(args.usecase, table, every, args.pathway_events))
     from tefq.errors import TefqError
     from tefq.spark.engine import run
 
@@ -122,7 +127,7 @@ def main() -> int:
             result["vs_python_loop"] = result["events_per_s"] / result["python_loop_events_per_s"]
             result["steady_vs_python_loop"] = (steady or 0) / result["python_loop_events_per_s"]
             result["rows_agree"] = result["limit_rows"] == result["python_loop_rows"] == result["rows_out"]
-        if result.get("pathway_events_per_s"):
+        if result.get("pathway_events_per_s"):  # Pathway ran on a prefix: compare rates
             result["vs_pathway"] = result["events_per_s"] / result["pathway_events_per_s"]
             result["steady_vs_pathway"] = (steady or 0) / result["pathway_events_per_s"]
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # driver only
@@ -133,14 +138,22 @@ def main() -> int:
     return 0
 
 
-def pathway_figures(usecase: str, table, every: int) -> dict:
+def pathway_figures(usecase: str, table, every: int, events: int) -> dict:
+    """Pathway on the first `events` events (it runs at a few thousand events/s here), its rows
+    checked against the numpy limit's on the same prefix."""
     try:
         import pathway  # noqa: F401
     except ImportError:
         return {"pathway_events_per_s": None, "pathway_note": "pathway is not installed (pip install '.[bench]')"}
+    from baselines import numpy_limit
     from pathway_uc import run_pathway
 
-    return run_pathway(usecase, table, every)
+    prefix = table.slice(0, min(events, table.num_rows))
+    out = run_pathway(usecase, prefix, every)
+    out["pathway_events"] = prefix.num_rows
+    if out.get("pathway_rows") is not None:
+        out["pathway_rows_agree"] = out["pathway_rows"] == numpy_limit(prefix, every, usecase == "uc2")[1]
+    return out
 
 
 if __name__ == "__main__":
