@@ -28,6 +28,7 @@ from throughput import IPTV, docs, load  # noqa: E402
 
 from tefq.spark.engine import make_mapper  # noqa: E402
 from tefq.spark.operator import FLUSH, make_operator  # noqa: E402
+from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.physical import plan_document  # noqa: E402
 
 
@@ -80,6 +81,7 @@ def main() -> None:
     op = make_operator(plan, 0, 0)
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(a.buckets)]
+    collector = Collector(plan.group_vars, plan.projections)
     prof = cProfile.Profile() if a.cprofile else None
     for i, group in enumerate(batches):
         started = time.perf_counter()
@@ -96,6 +98,12 @@ def main() -> None:
                 prof.disable()
             print(f"batch {i} bucket {b}: {len(pdf)} rows in, {time.perf_counter() - started:.2f} s, "
                   f"{sum(len(o) for o in out)} records")
+            for o in out:
+                for kind, tick, payload in o.itertuples(index=False):
+                    collector.add(kind, tick, payload)
+    started = time.perf_counter()
+    rows = collector.sorted_rows()
+    print(f"driver: {len(rows)} rows formatted and sorted in {time.perf_counter() - started:.2f} s")
     if prof:
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 

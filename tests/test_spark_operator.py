@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
 
+from tefq.results import QueryResult  # noqa: E402
 from tefq.spark.engine import make_mapper  # noqa: E402
 from tefq.spark.operator import FLUSH, make_operator  # noqa: E402
 from tefq.spark.sources import FLUSH_TERM  # noqa: E402
@@ -81,6 +82,8 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
         for k, v in d.items():
             metrics[k] = metrics.get(k, 0) + v
     metrics["events_in"] = metrics.get("events_in", 0) - metrics.get("duplicates", 0)
+    # The driver sorts numeric rows as arrays of ranks: the same order as the result order.
+    assert col.sorted_rows() == QueryResult("q", (), col.rows()).sorted_rows()
     return sorted(col.rows()), metrics
 
 

@@ -426,8 +426,7 @@ def _collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, li
         state_bytes, open_facts = max(by_batch.values(), key=lambda x: x[1])
         metrics["state_bytes_per_open_fact"] = state_bytes / open_facts if open_facts else None
         metrics["peak_open_facts"] = open_facts
-    qr = QueryResult(plan.query, plan.columns, col.rows())
-    qr.rows = qr.sorted_rows()
+    qr = QueryResult(plan.query, plan.columns, col.sorted_rows())
     return qr, metrics, col.warnings
 
 
