@@ -118,7 +118,7 @@ def _events_of(rows) -> Events:
                   (a[:, 2] % 2).reshape(-1, 1), a[:, 2] * 2 + a[:, 1])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(event_lists())
 def test_apply_order_and_sorted_distinct_match_lexsort_and_distinct(rows):
     ev = _events_of(rows)
@@ -131,7 +131,7 @@ def test_apply_order_and_sorted_distinct_match_lexsort_and_distinct(rows):
     assert in_order == sorted(in_order)  # apply order: (fid, ts, order)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-2**62, 2**62)), max_size=25))
 def test_group_index_matches_unique_rows(rows):
     from tefq.spark.facts import group_index

@@ -151,7 +151,9 @@ class _Column:
         return rank[self.index]
 
     def take(self, perm: np.ndarray | None = None) -> list:
-        return np.array(self.cells + [None], dtype=object)[:-1][self.index if perm is None else self.index[perm]].tolist()
+        cells = np.empty(len(self.cells), dtype=object)
+        cells[:] = self.cells
+        return cells[self.index if perm is None else self.index[perm]].tolist()
 
 
 def _is_int(a: np.ndarray) -> bool:
