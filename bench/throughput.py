@@ -3,9 +3,11 @@
     python bench/throughput.py --usecase uc1|uc2|uc3 --events N --json OUT [--data DIR] [--master URL]
 
 Writes {usecase, events, events_per_s, steady_events_per_s, limit_events_per_s, peak_rss_mb,
-state_bytes_per_open_fact, ...} and the ratios to a plain per-event Python loop and to Pathway
-(null when Pathway is not installed). `limit` is a single-pass numpy evaluation of the same
-use-case over the same events in this process (tefq.spark.facts kernels), the bar to approach.
+state_bytes_per_open_fact, micro_batches, ...} and the ratios to a plain per-event Python loop
+and to Pathway (bench/pathway_uc.py, on the first --pathway-events events; null with a
+`pathway_note` when Pathway is not installed). `limit` is the single-pass numpy evaluation of the
+same use-case over the same events in this process (bench/baselines.py), the bar to approach.
+`steady` leaves out the first micro-batch (start-up) and the end-of-input flush batch.
 """
 from __future__ import annotations
 
@@ -17,10 +19,10 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 IPTV = "http://example.org/iptv#"
 
@@ -31,11 +33,15 @@ def docs(usecase: str):
     return {"uc1": lambda: sd.uc1(10_000), "uc2": lambda: sd.uc2(60_000), "uc3": lambda: sd.uc3(60_000)}[usecase]()
 
 
-def ensure_data(data: str, events: int) -> str:
+def ensure_data(data: str, events: int, days: float = 2.0) -> str:
+    """Generate the IPTV log when absent: over `days` days, with the paper's events per user and
+    day (100,000 events for 22,872 users in one day), so the generator does not stretch the log
+    beyond --days. More events mean more users (more open facts), not more ticks."""
     log = os.path.join(data, "log")
     if not os.path.isdir(log):
+        users = max(1, round(events * 22_872 / 100_000 / days))
         subprocess.run([sys.executable, "-m", "tefq.cli", "gen", "iptv", "--out", data, "--events", str(events),
-                        "--epg", "--format", "parquet"], check=True)
+                        "--users", str(users), "--days", str(days), "--epg", "--format", "parquet"], check=True)
     return log
 
 
@@ -48,53 +54,19 @@ def load(log: str):
     return pa.concat_tables(tables)
 
 
-def limit_rate(table, every: int, uc: str) -> float:
-    """Single-pass numpy: encode, apply every event, aggregate at every tick."""
-    import pandas as pd
-
-    from tefq.spark.facts import Events, Intervals, apply_events, current_aggregates, tick_at_or_after
-
-    started = time.perf_counter()
-    ts = table.column("ts").to_numpy()
-    s = pd.factorize(table.column("s").to_numpy(zero_copy_only=False))[0].astype(np.int64)
-    p = table.column("p").to_pandas()
-    o = pd.factorize(table.column("o").to_numpy(zero_copy_only=False))[0].astype(np.int64)
-    kind = np.where(p == f"<{IPTV}join>", 0, np.where(p == f"<{IPTV}quit>", 1, -1))
-    m = kind >= 0
-    ev = Events(kind[m], ts[m], np.arange(int(m.sum()), dtype=np.int64), s[m] * 1_000_003 + o[m], o[m].reshape(-1, 1))
-    iv = apply_events(Intervals.empty(1), ev).intervals
-    ticks = np.arange(tick_at_or_after(int(ts.min()), 0, every), tick_at_or_after(int(ts.max()), 0, every) + 1,
-                      every, dtype=np.int64)
-    agg = current_aggregates(iv, ticks)
-    if uc == "uc2":
-        _ = agg.duration_ms / 1000.0 / np.maximum(agg.count, 1)
-    return len(ts) / (time.perf_counter() - started)
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
-def python_loop_rate(table, every: int, limit: int = 300_000) -> float:
-    """A plain per-event loop (dicts), the way one would write it without vectorisation."""
-    n = min(limit, table.num_rows)
-    rows = table.slice(0, n).to_pylist()
-    started = time.perf_counter()
-    open_: dict = {}
-    counts: dict = {}
-    next_tick = None
-    for r in rows:
-        t = r["ts"]
-        if next_tick is None:
-            next_tick = -(-t // every) * every
-        while t > next_tick:
-            _ = dict(counts)  # report
-            next_tick += every
-        key = (r["s"], r["o"])
-        if r["p"].endswith("join>"):
-            if key not in open_:
-                open_[key] = t
-                counts[r["o"]] = counts.get(r["o"], 0) + 1
-        elif key in open_:
-            del open_[key]
-            counts[r["o"]] -= 1
-    return n / (time.perf_counter() - started)
+def batch_figures(batches: list[dict]) -> tuple[list[dict], float | None]:
+    """Per micro-batch figures, and the steady rate: every batch but the first (worker start-up,
+    state-store set-up) and the end-of-input flush (a single control row)."""
+    per = [{"batch": b["batch"], "events": b["rows"], "seconds": b["ms"] / 1000.0,
+            "events_per_s": b["rows"] / (b["ms"] / 1000.0) if b["ms"] else None,
+            "state_bytes": b.get("state_bytes")} for b in batches]
+    steady = [b for b in per[1:] if b["events"] > 1]
+    events, secs = sum(b["events"] for b in steady), sum(b["seconds"] for b in steady)
+    return per, (events / secs if secs else None)
 
 
 def main() -> int:
@@ -104,23 +76,31 @@ def main() -> int:
     ap.add_argument("--json", required=True)
     ap.add_argument("--data", default=None, help="IPTV data dir (generated when absent)")
     ap.add_argument("--master", default=None)
+    ap.add_argument("--pathway-events", type=int, default=50_000,
+                    help="run Pathway on this many first events (0: skip)")
+    ap.add_argument("--days", type=float, default=2.0, help="days of log when generating --data")
     ap.add_argument("--files-per-trigger", type=int, default=None,
                     help="micro-batch size in files (default: about 1M events per micro-batch)")
     args = ap.parse_args()
     data = args.data or f"/tmp/tefq-bench-iptv-{args.events}"
-    log = ensure_data(data, args.events)
+    log = ensure_data(data, args.events, args.days)
     table = load(log)
     doc = docs(args.usecase)
     every = doc.queries[0].every_ms
-    result: dict = {"usecase": args.usecase, "events": table.num_rows, "machine": f"{os.cpu_count()} cores"}
-    result["limit_events_per_s"] = limit_rate(table, every, args.usecase)
-    result["python_loop_events_per_s"] = python_loop_rate(table, every)
-    try:
-        import pathway  # noqa: F401
+    result: dict = {"usecase": args.usecase, "events": table.num_rows, "data": data,
+                    "machine": f"{os.cpu_count()} cores", "load_average_start": load_average()}
+    if args.usecase in ("uc1", "uc2"):
+        from baselines import numpy_limit, python_loop
 
-        result["pathway_events_per_s"] = None  # TODO: a Pathway pipeline of the same use-case
-    except ImportError:
-        result["pathway_events_per_s"] = None
+        secs, result["limit_rows"] = numpy_limit(table, every, args.usecase == "uc2")
+        result["limit_events_per_s"] = table.num_rows / secs
+        secs, result["python_loop_rows"] = python_loop(table, every, args.usecase == "uc2")
+        result["python_loop_events_per_s"] = table.num_rows / secs
+    else:
+        result["limit_events_per_s"] = result["python_loop_events_per_s"] = None
+        result["limit_note"] = "no UC3 limit yet (derived facts by interval intersection, WHILE per show)"
+    if args.pathway_events:
+        result.update(pathway_figures(args.usecase, table, every, args.pathway_events))
     from tefq.errors import TefqError
     from tefq.spark.engine import run
 
@@ -134,24 +114,46 @@ def main() -> int:
         r = None
     wall = time.perf_counter() - started
     if r is not None:
-        batches = [b for b in r.metrics.extra.get("micro_batches", []) if b["rows"]]
-        steady = batches[1:] or batches
-        rows, ms = sum(b["rows"] for b in steady), sum(b["ms"] for b in steady)
+        per, steady = batch_figures(r.metrics.extra.get("micro_batches", []))
         result.update({
-            "events_per_s": table.num_rows / wall,
-            "steady_events_per_s": rows / (ms / 1000.0) if ms else None,
-            "wall_seconds": wall, "micro_batches": len(batches), "files_per_trigger": fpt,
+            "events_per_s": table.num_rows / wall, "steady_events_per_s": steady,
+            "wall_seconds": wall, "collect_seconds": r.metrics.extra.get("collect_seconds"),
+            "files_per_trigger": fpt, "micro_batches": per,
             "state_bytes_per_open_fact": r.metrics.extra.get("state_bytes_per_open_fact"),
             "rows_out": r.metrics.rows_out, "facts_created": r.metrics.facts_created,
         })
-        result["steady_vs_limit"] = (result["steady_events_per_s"] or 0) / result["limit_events_per_s"]
-        result["vs_python_loop"] = result["events_per_s"] / result["python_loop_events_per_s"]
-        result["vs_pathway"] = None
+        if result.get("limit_events_per_s"):
+            result["steady_vs_limit"] = (steady or 0) / result["limit_events_per_s"]
+            result["vs_python_loop"] = result["events_per_s"] / result["python_loop_events_per_s"]
+            result["steady_vs_python_loop"] = (steady or 0) / result["python_loop_events_per_s"]
+            result["rows_agree"] = result["limit_rows"] == result["python_loop_rows"] == result["rows_out"]
+        if result.get("pathway_events_per_s"):  # Pathway ran on a prefix: compare rates
+            result["vs_pathway"] = result["events_per_s"] / result["pathway_events_per_s"]
+            result["steady_vs_pathway"] = (steady or 0) / result["pathway_events_per_s"]
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # driver only
+    result["load_average_end"] = load_average()
     with open(args.json, "w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)
     print(json.dumps(result, indent=2))
     return 0
+
+
+def pathway_figures(usecase: str, table, every: int, events: int) -> dict:
+    """Pathway on the first `events` events (it runs at a few thousand events/s here), its rows
+    checked against the numpy limit's on the same prefix."""
+    try:
+        import pathway  # noqa: F401
+    except ImportError:
+        return {"pathway_events_per_s": None, "pathway_note": "pathway is not installed (pip install '.[bench]')"}
+    from baselines import numpy_limit
+    from pathway_uc import run_pathway
+
+    prefix = table.slice(0, min(events, table.num_rows))
+    out = run_pathway(usecase, prefix, every)
+    out["pathway_events"] = prefix.num_rows
+    if out.get("pathway_rows") is not None:
+        out["pathway_rows_agree"] = out["pathway_rows"] == numpy_limit(prefix, every, usecase == "uc2")[1]
+    return out
 
 
 if __name__ == "__main__":

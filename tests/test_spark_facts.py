@@ -99,3 +99,44 @@ def test_tick_rounding():
     assert tick_at_or_after(-1, 0, 5000) == 0
     assert tick_at_or_before(9999, 0, 5000) == 5000
     assert tick_at_or_after(7, 3, 5) == 8
+
+
+@st.composite
+def event_lists(draw):
+    n = draw(st.integers(0, 30))
+    rows = [(draw(st.integers(0, 5)), draw(st.sampled_from([SINCE, UNTIL])), draw(st.integers(0, 3)))
+            for _ in range(n)]  # (ts, kind, fid); the element is (fid, kind), so equal ones are duplicates
+    in_time = draw(st.booleans())
+    if in_time:
+        rows.sort(key=lambda r: r[0])
+    return rows
+
+
+def _events_of(rows) -> Events:
+    a = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    return Events(a[:, 1].copy(), a[:, 0].copy(), np.arange(len(a), dtype=np.int64), a[:, 2].copy(),
+                  (a[:, 2] % 2).reshape(-1, 1), a[:, 2] * 2 + a[:, 1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(event_lists())
+def test_apply_order_and_sorted_distinct_match_lexsort_and_distinct(rows):
+    ev = _events_of(rows)
+    assert ev.apply_order().tolist() == np.lexsort((ev.order, ev.ts, ev.fid)).tolist()
+    got = ev.sorted_distinct()
+    want = ev.distinct()
+    key = lambda e: sorted(zip(e.fid.tolist(), e.ts.tolist(), e.order.tolist(), e.kind.tolist()))  # noqa: E731
+    assert key(got) == key(want)
+    in_order = list(zip(got.fid.tolist(), got.ts.tolist(), got.order.tolist()))
+    assert in_order == sorted(in_order)  # apply order: (fid, ts, order)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-2**62, 2**62)), max_size=25))
+def test_group_index_matches_unique_rows(rows):
+    from tefq.spark.facts import group_index
+
+    groups = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    codes, g = group_index(groups)
+    assert len({tuple(r) for r in codes.tolist()}) == len(codes) == len({tuple(r) for r in groups.tolist()})
+    assert (codes[g] == groups).all()

@@ -39,11 +39,18 @@ BAD_ROW = "TEFQ_BAD_ROW"
 TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
 
 
+def _is_term(col: str) -> "F.Column":
+    """`col` rlike TERM_START, with a cheap exact shortcut for the common `<...>` IRI (its only
+    `>` is the last character): the regular expression runs only on other cells."""
+    c = F.col(col)
+    iri = c.startswith("<") & (F.instr(c, ">") == F.length(c))
+    return F.when(iri, F.lit(True)).otherwise(c.rlike(TERM_START))
+
+
 def _bad_reason() -> "F.Column":
     return (F.when(F.col("ts").isNull(), F.lit("timestamp is missing or not a time"))
             .when(F.col("s").isNull() | F.col("p").isNull() | F.col("o").isNull(), F.lit("missing column"))
-            .when(~(F.col("s").rlike(TERM_START) & F.col("p").rlike(TERM_START) & F.col("o").rlike(TERM_START)),
-                  F.lit("not an N-Triples term")))
+            .when(~(_is_term("s") & _is_term("p") & _is_term("o")), F.lit("not an N-Triples term")))
 
 
 def _bad_text(bad_reason: "F.Column") -> "F.Column":
@@ -58,26 +65,50 @@ def _clause_condition(c) -> "F.Column":
     return reduce(lambda x, y: x & y, conds, F.lit(True))
 
 
+def _is_good() -> "F.Column":
+    """The row is well formed (the negation of `_bad_reason`), as one cheap boolean: the reason
+    text is built only for the rare bad row."""
+    return (F.col("ts").isNotNull() & F.col("s").isNotNull() & F.col("p").isNotNull() & F.col("o").isNotNull()
+            & _is_term("s") & _is_term("p") & _is_term("o"))
+
+
+def _determines_element(c) -> bool:
+    """The clause's constants and identity columns (and columns equal to those) are s, p and o."""
+    known = {col for col, _ in c.consts} | set(c.binds)
+    for _ in range(2):
+        known |= {b for a, b in c.same if a in known} | {a for a, b in c.same if b in known}
+    return known >= {"s", "p", "o"}
+
+
 def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     """Clause matching and dictionary encoding in Spark SQL: only int64 codes (and the group
-    terms, for decoding the output) cross into Python."""
-    bad_reason = _bad_reason()
-    conds = [_clause_condition(c) for c in plan.clauses]
-    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad_reason.isNotNull(), F.lit(4))
-    for c, cond in zip(plan.clauses, conds):
-        kind = kind.when(cond, F.lit(c.kind))
-    kind = kind.otherwise(F.lit(-1))
+    terms, for decoding the output) cross into Python. Two steps: the row checks and the matching
+    clause are computed once per row (`good`, `m`), then every column reads them (Spark keeps
+    the two projections apart because `good` is used more than once)."""
+    match = F.lit(-1)
+    for i, c in reversed(list(enumerate(plan.clauses))):
+        match = F.when(_clause_condition(c), F.lit(i)).otherwise(match)
+    df = df.select("*", _is_good().alias("good"), match.alias("m"))
+    m, good = F.col("m"), F.col("good")
 
     def per_clause(make) -> "F.Column":
         expr = None
-        for c, cond in zip(plan.clauses, conds):
-            expr = F.when(cond, make(c)) if expr is None else expr.when(cond, make(c))
+        for i, c in enumerate(plan.clauses):
+            expr = F.when(m == i, make(c)) if expr is None else expr.when(m == i, make(c))
         return expr
 
+    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(~good, F.lit(4))
+    for i, c in enumerate(plan.clauses):
+        kind = kind.when(m == i, F.lit(c.kind))
+    kind = kind.otherwise(F.lit(-1))
     var_pos = {v: i for i, v in enumerate(plan.identity)}
-    cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"),
-            per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds])).alias("f"),
-            F.xxhash64("s", "p", "o").alias("e"), F.lit(0).cast("long").alias("n")]
+    fid = per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds]))
+    # A stream is a set: duplicates are equal elements at one time. When a clause's constants and
+    # identity columns cover s, p and o, (clause, identity) is the element: its hash is the fid.
+    one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
+    elem = fid if one_per_kind and all(_determines_element(c) for c in plan.clauses) else F.xxhash64("s", "p", "o")
+    cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"), fid.alias("f"),
+            elem.alias("e"), F.lit(0).cast("long").alias("n")]
     terms = []
     for i, g in enumerate(plan.group_vars):
         term = per_clause(lambda c, j=var_pos[g]: F.col(c.binds[j]))
@@ -86,7 +117,7 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
         cols.append(term.alias(f"t{i}"))
     bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
     cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
-    cols.append(_bad_text(bad_reason).alias("x"))
+    cols.append(F.when(~good, _bad_text(_bad_reason())).alias("x"))
     return df.select(*cols)
 
 
@@ -168,35 +199,53 @@ def _map_schema(plan: CurrentAggregatePlan) -> str:
     parts = ["k int", "ts long", "o long", "f long", "e long", "n long"]
     for i in range(len(plan.group_vars)):
         parts += [f"g{i} long", f"t{i} string"]
-    return ", ".join(parts + ["b int", "x string"])
+    return ", ".join(parts + ["b int"])
 
 
 def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[int, int] | None = None):
-    """Per input partition: keep SINCE/UNTIL rows, divert bad rows, and send every bucket one
-    heartbeat with the partition's event-time range, so that all buckets see the time reached."""
+    """Per input partition: keep SINCE/UNTIL rows (their group terms dropped: each distinct
+    `code -> term` pair travels once per partition and bucket, on a terms row), divert bad rows,
+    and send every bucket one heartbeat with the partition's event-time range, so that all
+    buckets see the time reached. `mapper(batches, partition)`: partition defaults to Spark's."""
     nb = plan.buckets
     ng = len(plan.group_vars)
     fields = [("k", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()), ("e", pa.int64()),
               ("n", pa.int64())]
     for i in range(ng):
         fields += [(f"g{i}", pa.int64()), (f"t{i}", pa.string())]
-    out_schema = pa.schema(fields + [("b", pa.int32()), ("x", pa.string())])
+    out_schema = pa.schema(fields + [("b", pa.int32())])
 
-    def mapper(batches):
-        import uuid
+    def const_batch(kind: int, size: int, **cols) -> pa.RecordBatch:
+        arrays = {"k": pa.array(np.full(size, kind, np.int32))}
+        for name, typ in fields[1:] + [("b", pa.int32())]:
+            value = cols.get(name)
+            if value is None:
+                arrays[name] = (pa.nulls(size, typ) if typ == pa.string()
+                                else pa.array(np.zeros(size, typ.to_pandas_dtype())))
+            else:
+                arrays[name] = value if isinstance(value, pa.Array) else pa.array(value, typ)
+        return pa.RecordBatch.from_pydict(arrays, schema=out_schema)
 
+    def mapper(batches, partition: int | None = None):
         import pyarrow.compute as pc
 
         from pyspark import TaskContext
 
-        ctx = TaskContext.get()
-        tie_order = TieOrder(ranks or {}, ctx.partitionId() if ctx is not None else 0)  # stream order of ties
+        if partition is None:
+            ctx = TaskContext.get()
+            partition = ctx.partitionId() if ctx is not None else 0
+        tie_order = TieOrder(ranks or {}, partition)  # stream order of ties
         lo, hi, count, bad, flush, seen = None, None, 0, 0, False, False
+        named: list[set] = [set() for _ in range(ng)]  # (bucket, code) pairs already sent, per group var
+        term_rows: list[tuple[int, int, int, str]] = []  # (group var, bucket, code, term)
+        busy, rows_in, started = 0.0, 0, time.perf_counter()
         for rb in batches:
+            t = time.perf_counter()
             seen = True
+            rows_in += rb.num_rows
             k = rb.column("k")
             data = pc.less(k, 2)
-            real = pc.or_(pc.equal(k, -1), pc.less(k, 2))
+            real = pc.or_(pc.equal(k, -1), data)
             tsr = pc.filter(rb.column("ts"), real)
             if len(tsr):
                 mm = pc.min_max(tsr)
@@ -212,28 +261,43 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
                 _divert_bad(rows, bad_rows)
                 bad += len(rows)
             order = tie_order(rb.column("o"))
-            cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
-            keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(data)
-            if keep.num_rows:
-                yield keep
+            keep_idx = np.nonzero(data.to_numpy(zero_copy_only=False))[0]
+            if ng and len(keep_idx):
+                buckets = rb.column("b").to_numpy(zero_copy_only=False)[keep_idx]
+                for i in range(ng):
+                    codes = rb.column(f"g{i}").to_numpy(zero_copy_only=False)[keep_idx]
+                    for b in np.unique(buckets).tolist():
+                        sel = np.nonzero(buckets == b)[0]
+                        uniq, first = np.unique(codes[sel], return_index=True)
+                        new = [(c, j) for c, j in zip(uniq.tolist(), first.tolist()) if (b, c) not in named[i]]
+                        if new:
+                            terms = rb.column(f"t{i}").take(pa.array(keep_idx[sel[[j for _, j in new]]])).to_pylist()
+                            for (c, _), term in zip(new, terms):
+                                named[i].add((b, c))
+                                term_rows.append((i, b, c, term))
+            if len(keep_idx):
+                cols = {name: order if name == "o" else rb.column(name) for name in out_schema.names}
+                for i in range(ng):
+                    cols[f"t{i}"] = pa.nulls(rb.num_rows, pa.string())
+                keep = pa.RecordBatch.from_arrays([cols[n] for n in out_schema.names], schema=out_schema)
+                busy += time.perf_counter() - t
+                yield keep.take(pa.array(keep_idx)) if len(keep_idx) < rb.num_rows else keep
+            else:
+                busy += time.perf_counter() - t
+        fop.profile("mapper", rows_in=rows_in, busy_s=busy, total_s=time.perf_counter() - started)
         if not seen:
             return
-
-        def const_batch(kind: int, ts: int, o: int, f: int, n: int) -> pa.RecordBatch:
-            arrays = {"k": pa.array([kind] * nb, pa.int32()), "ts": pa.array([ts] * nb, pa.int64()),
-                      "o": pa.array([o] * nb, pa.int64()), "f": pa.array([f] * nb, pa.int64()),
-                      "e": pa.array([0] * nb, pa.int64()), "n": pa.array([n] * nb, pa.int64())}
+        if term_rows:
+            cols = {"b": [b for _, b, _, _ in term_rows]}
             for i in range(ng):
-                arrays[f"g{i}"] = pa.array([0] * nb, pa.int64())
-                arrays[f"t{i}"] = pa.array([None] * nb, pa.string())
-            arrays["b"] = pa.array(list(range(nb)), pa.int32())
-            arrays["x"] = pa.array([None] * nb, pa.string())
-            return pa.RecordBatch.from_pydict(arrays, schema=out_schema)
-
+                cols[f"g{i}"] = [c if j == i else 0 for j, _, c, _ in term_rows]
+                cols[f"t{i}"] = [term if j == i else None for j, _, _, term in term_rows]
+            yield const_batch(fop.TERMS, len(term_rows), **cols)
         if count or bad:
-            yield const_batch(2, lo if lo is not None else 0, hi if hi is not None else 0, count, bad)
+            yield const_batch(fop.HEARTBEAT, nb, ts=[lo if lo is not None else 0] * nb,
+                              o=[hi if hi is not None else 0] * nb, f=[count] * nb, n=[bad] * nb, b=list(range(nb)))
         if flush:
-            yield const_batch(3, 0, 0, 0, 0)
+            yield const_batch(fop.FLUSH, nb, b=list(range(nb)))
 
     return mapper
 
@@ -258,6 +322,7 @@ class _Progress:
         self.seen = p["batchId"]
         self.batches.append({"batch": p["batchId"], "rows": p.get("numInputRows", 0),
                              "ms": p.get("durationMs", {}).get("triggerExecution", 0),
+                             "durations_ms": dict(p.get("durationMs", {})),
                              "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))})
         if not self.enabled:
             return
@@ -265,7 +330,7 @@ class _Progress:
         obs, obs_out = (_as_dict(observed.get(name)) for name in ("tefq_in", "tefq_out"))
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
         print(f"[spark {self.name}] batch {p['batchId']}: events read {p.get('numInputRows', 0)}, "
-              f"event time {obs.get('event_time')}, rows emitted {obs_out.get('rows', 0)}, "
+              f"event time {obs.get('event_time')}, rows emitted {obs_out.get('rows') or 0}, "
               f"state {state} bytes, {p.get('durationMs', {}).get('triggerExecution', 0)} ms", file=sys.stderr)
 
 
@@ -327,7 +392,8 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         func = fop.make_operator(plan, t0, lateness_ms)
     result = mapped.groupBy("b").applyInPandasWithState(
         func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
-    result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "rows", 1).otherwise(0)).alias("rows"))
+    rows_out = F.get_json_object(F.col("payload").cast("string"), "$.rows_out").cast("long")  # metric records
+    result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "metric", rows_out)).alias("rows"))
     pr = _Progress(progress, plan.query)
 
     def start(**trigger):
@@ -360,7 +426,9 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         if err is e:
             raise
         raise err from None
+    collect_started = time.perf_counter()
     qr, m, warns = _collect(spark, plan, out)
+    m["collect_seconds"] = time.perf_counter() - collect_started
     m["micro_batches"] = pr.batches
     return qr, m, warns
 
@@ -418,8 +486,7 @@ def _collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, li
         state_bytes, open_facts = max(by_batch.values(), key=lambda x: x[1])
         metrics["state_bytes_per_open_fact"] = state_bytes / open_facts if open_facts else None
         metrics["peak_open_facts"] = open_facts
-    qr = QueryResult(plan.query, plan.columns, col.rows())
-    qr.rows = qr.sorted_rows()
+    qr = QueryResult(plan.query, plan.columns, col.sorted_rows())
     return qr, metrics, col.warnings
 
 
@@ -487,6 +554,7 @@ def _metrics(m: dict) -> Metrics:
         setattr(metrics, k, int(m.get(k, 0)))
     metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
     metrics.extra["micro_batches"] = m.get("micro_batches", [])
+    metrics.extra["collect_seconds"] = m.get("collect_seconds")
     metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
     return metrics
 

@@ -81,6 +81,40 @@ class Events:
         keep[1:] = (ts[1:] != ts[:-1]) | (kind[1:] != kind[:-1]) | (elem[1:] != elem[:-1])
         return self.take(idx[keep])
 
+    def apply_order(self) -> np.ndarray:
+        """The permutation that sorts by (fid, ts, order), the order `apply_events` works in.
+        Two int64 quicksorts instead of a three-key lexsort: fids are ranked, and events that
+        arrive in (ts, order) order (the usual case) need no second key."""
+        n = len(self)
+        if n < 2:
+            return np.arange(n)
+        in_time = bool(np.all((self.ts[1:] > self.ts[:-1])
+                              | ((self.ts[1:] == self.ts[:-1]) & (self.order[1:] > self.order[:-1]))))
+        by_time = np.arange(n) if in_time else np.lexsort((self.order, self.ts))
+        _, fid_rank = np.unique(self.fid[by_time], return_inverse=True)
+        return by_time[np.argsort(fid_rank.reshape(-1).astype(np.int64) * n + np.arange(n))]
+
+    def sorted_distinct(self) -> "Events":
+        """`distinct()`, sorted by (fid, ts, order). Equal elements share their identity, so they
+        can only sit in a run of equal (fid, ts): only those (rare) runs get the exact treatment."""
+        ev = self.take(self.apply_order())
+        if ev.elem is None or len(ev) < 2:
+            return ev
+        same = (ev.fid[1:] == ev.fid[:-1]) & (ev.ts[1:] == ev.ts[:-1])
+        if not same.any():
+            return ev
+        in_run = np.zeros(len(ev), dtype=bool)
+        in_run[1:] |= same
+        in_run[:-1] |= same
+        cand = np.nonzero(in_run)[0]
+        sub = cand[np.lexsort((ev.order[cand], ev.elem[cand], ev.kind[cand], ev.ts[cand], ev.fid[cand]))]
+        dup = np.zeros(len(sub), dtype=bool)
+        dup[1:] = ((ev.fid[sub[1:]] == ev.fid[sub[:-1]]) & (ev.ts[sub[1:]] == ev.ts[sub[:-1]])
+                   & (ev.kind[sub[1:]] == ev.kind[sub[:-1]]) & (ev.elem[sub[1:]] == ev.elem[sub[:-1]]))
+        keep = np.ones(len(ev), dtype=bool)
+        keep[sub[dup]] = False
+        return ev.take(np.nonzero(keep)[0])
+
 
 @dataclass
 class Applied:
@@ -94,7 +128,13 @@ def apply_events(base: Intervals, ev: Events) -> Applied:
     coalesces with the closed interval."""
     if len(ev) == 0:
         return Applied(base, 0)
-    ev = ev.take(np.lexsort((ev.order, ev.ts, ev.fid)))
+    return apply_sorted_events(base, ev.take(ev.apply_order()))
+
+
+def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
+    """`apply_events` for events already sorted by (fid, ts, order) (`Events.apply_order`)."""
+    if len(ev) == 0:
+        return Applied(base, 0)
     n = len(ev)
     # Status before the first event of each identity: the latest interval of that identity in base.
     first = np.ones(n, dtype=bool)
@@ -162,7 +202,14 @@ def apply_events(base: Intervals, ev: Events) -> Applied:
     # Rebuild: base minus its latest rows (replaced by updated copies) plus new intervals.
     base_rest = base.take(np.nonzero(~last_of_fid)[0]) if len(base) else base
     latest_upd = Intervals(latest.fid, latest.start, latest_end, latest.groups).take(np.nonzero(~drop_latest)[0])
-    out = Intervals.concat([base_rest, latest_upd, created]).sorted()
+    out = Intervals.concat([base_rest, latest_upd, created])
+    # Each part is sorted by (fid, start) and, per fid, base_rest < latest < created by start (events
+    # come after the base's history): a stable sort by fid alone merges them (timsort finds the runs).
+    idx = np.argsort(out.fid, kind="stable")
+    out = out.take(idx)
+    same = out.fid[1:] == out.fid[:-1]
+    if np.any(same & (out.start[1:] < out.start[:-1])):  # events older than the base: sort fully
+        out = out.sorted()
     return Applied(out, unmatched)
 
 
@@ -196,11 +243,7 @@ def current_aggregates(iv: Intervals, ticks: np.ndarray) -> TickAggregates:
     lo = np.clip(-((t_first - iv.start) // every), 0, nt)  # first tick index with tau >= start
     hi = np.clip(-((t_first - iv.end) // every), 0, nt)  # first tick index with tau >= end
     live = lo < hi
-    if ngv:
-        codes, g = np.unique(iv.groups[live], axis=0, return_inverse=True)
-        g = g.reshape(-1)
-    else:
-        codes, g = np.zeros((1, 0), np.int64), np.zeros(int(live.sum()), np.int64)
+    codes, g = group_index(iv.groups[live])
     lo, hi, rel = lo[live], hi[live], iv.start[live] - t_first
     ng = len(codes)
     width = nt + 1
@@ -214,6 +257,24 @@ def current_aggregates(iv: Intervals, ticks: np.ndarray) -> TickAggregates:
     sumrel = np.cumsum(sst.reshape(ng, width), axis=1)[:, :nt]
     offs = (ticks - t_first).astype(np.int64)
     return TickAggregates(codes, ticks, count, count * offs[None, :] - sumrel)
+
+
+def group_index(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of `groups` (n, k) and each row's index among them. Column by column with
+    1-D uniques (a row-wise `np.unique(axis=0)` sorts void views, several times slower)."""
+    n, k = groups.shape
+    if k == 0:
+        return np.zeros((1, 0), np.int64), np.zeros(n, np.int64)
+    _, key = np.unique(groups[:, 0], return_inverse=True)
+    key = key.reshape(-1).astype(np.int64)
+    for j in range(1, k):
+        _, inv = np.unique(groups[:, j], return_inverse=True)
+        inv = inv.reshape(-1).astype(np.int64)
+        _, key = np.unique(key * (int(inv.max(initial=0)) + 1) + inv, return_inverse=True)
+        key = key.reshape(-1).astype(np.int64)
+    first = np.zeros(int(key.max(initial=-1)) + 1, dtype=np.int64)
+    first[key[::-1]] = np.arange(n - 1, -1, -1)  # any row of each group gives its codes
+    return groups[first], key
 
 
 def durations_exact(iv: Intervals, ticks: np.ndarray) -> bool:

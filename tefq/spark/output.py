@@ -11,8 +11,10 @@ Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`.
 """
 from __future__ import annotations
 
+import gc
 import io
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,10 +96,21 @@ class Collector:
         """Every row, formatted, in no particular order."""
         out = list(self.ready)
         if self.numeric:
-            aliases = list(self.numeric[0].values)
-            nr = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
-            out.extend(format_rows(nr, self.terms, self.group_vars, self.projections))
+            out.extend(format_rows(self._numeric(), self.terms, self.group_vars, self.projections))
         return out
+
+    def sorted_rows(self) -> list[Row]:
+        """Every row in the result order (`QueryResult.sorted_rows`). Numeric rows are sorted as
+        arrays: each column's distinct cells are ranked once by `order_key`, then one lexsort."""
+        if self.ready or not self.numeric:
+            from tefq.results import order_key
+
+            return sorted(self.rows(), key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
+        return format_rows(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
+
+    def _numeric(self) -> NumericRows:
+        aliases = list(self.numeric[0].values)
+        return NumericRows.concat(self.numeric, len(self.group_vars), aliases)
 
 
 def _to_term(v) -> str | None:
@@ -106,11 +119,41 @@ def _to_term(v) -> str | None:
     return None if v is None else to_term(v)
 
 
-def _terms_of(values: np.ndarray, make) -> list:
-    """`make` once per distinct value (a tick's counts repeat a lot), then index."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    terms = [make(v) for v in uniq.tolist()]
-    return [terms[i] for i in inv.reshape(-1).tolist()]
+class _Column:
+    """One SELECT column, dictionary-encoded: distinct cells and each row's index among them."""
+
+    def __init__(self, cells: list, index: np.ndarray) -> None:
+        self.cells, self.index = cells, index
+
+    @staticmethod
+    def of_values(values: np.ndarray, make) -> "_Column":
+        """`make` once per distinct value (a tick's counts repeat a lot)."""
+        uniq, inv = np.unique(values, return_inverse=True)
+        return _Column([make(v) for v in uniq.tolist()], inv.reshape(-1).astype(np.int64))
+
+    @staticmethod
+    def of_cells(cells: list) -> "_Column":
+        pos: dict = {}
+        index = np.fromiter((pos.setdefault(c, len(pos)) for c in cells), dtype=np.int64, count=len(cells))
+        return _Column(list(pos), index)
+
+    def ranks(self) -> np.ndarray:
+        """Per row, the rank of its cell's `order_key` among the distinct cells (ties share one)."""
+        from tefq.results import order_key
+
+        keys = [order_key(c) for c in self.cells]
+        rank = np.zeros(len(keys), dtype=np.int64)
+        r, prev = -1, None
+        for i in sorted(range(len(keys)), key=keys.__getitem__):
+            if prev is None or keys[i] != prev:
+                r, prev = r + 1, keys[i]
+            rank[i] = r
+        return rank[self.index]
+
+    def take(self, perm: np.ndarray | None = None) -> list:
+        cells = np.empty(len(self.cells), dtype=object)
+        cells[:] = self.cells
+        return cells[self.index if perm is None else self.index[perm]].tolist()
 
 
 def _is_int(a: np.ndarray) -> bool:
@@ -118,33 +161,52 @@ def _is_int(a: np.ndarray) -> bool:
 
 
 def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...],
-                projections: tuple[tuple[str, Expr], ...]) -> list[Row]:
+                projections: tuple[tuple[str, Expr], ...], ordered: bool = False) -> list[Row]:
     """The SELECT cells of numeric rows: group terms decoded, numbers as canonical terms, `+ - * /`
     of doubles vectorised (IEEE, as the oracle's float ops), anything else row by row with the
-    oracle's expression semantics."""
+    oracle's expression semantics. `ordered`: in the result order (tick, then cells by
+    `order_key`), sorted as arrays of ranks."""
     values = rows.values
-    columns: list[list] = []
+    columns: list[_Column] = []
     for _, e in projections:
         if isinstance(e, Var) and e.name.startswith("group:"):
             codes = rows.groups[:, group_vars.index(e.name[6:])]
-            columns.append(_terms_of(codes, lambda c: terms.get(c)))
+            columns.append(_Column.of_values(codes, lambda c: terms.get(c)))
         elif isinstance(e, Var) and e.name in values:
             arr = values[e.name]
             conv = int if _is_int(arr) else float
-            columns.append(_terms_of(arr, lambda v, conv=conv: _to_term(conv(v))))
+            columns.append(_Column.of_values(arr, lambda v, conv=conv: _to_term(conv(v))))
         elif (isinstance(e, Call) and e.op in ("+", "-", "*", "/") and len(e.args) == 2
               and all(isinstance(a, Var) and a.name in values for a in e.args)
               and not all(_is_int(values[a.name]) for a in e.args)):
             x, y = (values[a.name].astype(np.float64) for a in e.args)
             with np.errstate(divide="ignore", invalid="ignore"):
                 r = x / y if e.op == "/" else x + y if e.op == "+" else x - y if e.op == "-" else x * y
-            cells = _terms_of(r, lambda v: _to_term(float(v)))
-            if e.op == "/":
-                cells = [None if d == 0 else c for c, d in zip(cells, y.tolist())]  # division error: unbound
-            columns.append(cells)
+            col = _Column.of_values(r, lambda v: _to_term(float(v)))
+            if e.op == "/" and (y == 0).any():  # division error: unbound
+                col.cells.append(None)
+                col.index = np.where(y == 0, len(col.cells) - 1, col.index)
+            columns.append(col)
         else:  # a general expression: row by row with the oracle's semantics
-            columns.append(_general_column(e, rows, terms, group_vars))
-    return list(zip(rows.ticks.tolist(), zip(*columns))) if columns else [(t, ()) for t in rows.ticks.tolist()]
+            columns.append(_Column.of_cells(_general_column(e, rows, terms, group_vars)))
+    with _no_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
+        if not columns:
+            ticks = np.sort(rows.ticks) if ordered else rows.ticks
+            return [(t, ()) for t in ticks.tolist()]
+        perm = np.lexsort(tuple(c.ranks() for c in reversed(columns)) + (rows.ticks,)) if ordered else None
+        ticks = rows.ticks if perm is None else rows.ticks[perm]
+        return list(zip(ticks.tolist(), zip(*(c.take(perm) for c in columns))))
+
+
+@contextmanager
+def _no_gc():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:
