@@ -363,6 +363,21 @@ def _collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, li
     return qr, metrics, col.warnings
 
 
+def _run_windowed(spark, doc, plan, stream_paths, workdir, results: list, metrics: Metrics, **kwargs) -> None:
+    from tefq.spark.windowed import run_windowed
+
+    qrs, m = run_windowed(spark, doc, plan, stream_paths, workdir, **kwargs)
+    results.extend(qrs)
+    metrics.rows_out += sum(len(r.rows) for r in qrs)
+    metrics.ticks += m.get("ticks", 0)  # windows evaluated, empty ones included (spec §8)
+    metrics.intermediate_bindings += m.get("feedback_triples", 0)  # REGISTER STREAM feedback (spec §7)
+    metrics.late_events += m.get("late_events", 0)
+    if not metrics.events_in:
+        metrics.events_in = m.get("events_in", 0)
+    metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
+    metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
+
+
 def run(doc: Document, stream_paths: list[str], background: str | None = None, *, t0: int = 0,
         lateness_ms: int = 0, master: str | None = None, checkpoint: str | None = None, follow: bool = False,
         max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
@@ -385,6 +400,11 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
     try:
         results, metrics = [], Metrics()
         for i, plan in enumerate(plans):
+            if getattr(plan, "query", None) == "windowed":  # C-SPARQL queries: tefq.spark.windowed
+                _run_windowed(spark, doc, plan, stream_paths, workdir, results, metrics, t0=t0, lateness_ms=lateness_ms,
+                              follow=follow, max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
+                              progress=progress)
+                continue
             qr, m, warns = run_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                     follow=follow, max_files_per_trigger=max_files_per_trigger,
                                     bad_rows=bad_rows, progress=progress)
@@ -399,7 +419,9 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
                 metrics.extra["micro_batches"] = m.get("micro_batches", [])
                 metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
             metrics.rows_out += len(qr.rows)
-        metrics.intermediate_bindings = metrics.facts_created
+        metrics.intermediate_bindings += metrics.facts_created
+        order = {q.name: i for i, q in enumerate(doc.queries)}
+        results.sort(key=lambda r: order.get(r.name, len(order)))
         metrics.wall_seconds = time.time() - started
         metrics.extra["engine"] = "spark"
         return RunResult(results, metrics)
