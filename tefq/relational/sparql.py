@@ -13,7 +13,7 @@ The answer must be rdflib's exactly (the oracle is the definition), so:
   an aggregate over no solution gives one empty solution; an unbound GROUP BY key is a group of its
   own; Extend leaves the variable unbound on an error;
 * common expressions are vectorised (variables, constants, BOUND, COALESCE, IF, && || !, numeric
-  comparisons, xsd:integer + - *, IRI equality); every other expression is evaluated by rdflib's own
+  comparisons, xsd:integer + -, IRI equality); every other expression is evaluated by rdflib's own
   expression code, once per distinct combination of the variables it reads; aggregates other than
   COUNT and SAMPLE use rdflib's own accumulators per group.
 Unsupported algebra (property paths, GRAPH, SERVICE, EXISTS, DESCRIBE) raises a TefqError.
@@ -269,15 +269,22 @@ class _Run:
         b = self.part(node.p2)
         if not node.get("lazy"):
             b = b.drop_duplicates(ignore_index=True)  # rdflib: set(evalPart(p2))
+        elif _correlated_aggregate(node, self.error):
+            # rdflib evaluates a lazy join's right side once per left solution; a grouped
+            # subquery then yields its "no group" empty solution for a left row without a group
+            return self._left_join(a.reset_index(drop=True), b, None)
         return _join(a, b)
 
     def _LeftJoin(self, node) -> pd.DataFrame:
+        _correlated_aggregate(node, self.error)
         a = self.part(node.p1).reset_index(drop=True)
         b = self.part(node.p2)
+        return self._left_join(a, b, node.expr)
+
+    def _left_join(self, a: pd.DataFrame, b: pd.DataFrame, expr) -> pd.DataFrame:
         a_id = a.assign(__row__=np.arange(len(a)))
         j = _join(a_id, b)
-        expr = node.expr
-        if len(j) and not (isinstance(expr, CompValue) and expr.name == "TrueFilter"):
+        if len(j) and expr is not None and not (isinstance(expr, CompValue) and expr.name == "TrueFilter"):
             j = j[self.ebv(expr, j)]
         rest = a[~np.isin(np.arange(len(a)), j["__row__"].to_numpy())]
         return _norm(pd.concat([j.drop(columns="__row__"), rest], ignore_index=True))
@@ -359,7 +366,13 @@ class _Run:
         group = node.p
         df = self.part(group.p).reset_index(drop=True)
         if not len(df):
-            return _unit()  # rdflib: one empty solution when there is no group at all
+            if group.expr is not None:
+                return _unit()  # rdflib: one empty solution when there is no group at all
+            from rdflib.plugins.sparql.aggregates import Aggregator
+
+            # no GROUP BY: rdflib's one implicit group exists even when empty (COUNT 0, AVG 0, ...)
+            got = Aggregator(aggregations=node.A).get_bindings()
+            return _norm(pd.DataFrame([{str(a.res): to_nt(got.get(a.res)) for a in node.A}]))
         if group.expr is None:
             codes = np.zeros(len(df), np.int64)
         else:
@@ -542,10 +555,10 @@ class _Run:
             out = np.where(t, a, b).astype(object)
             out[err] = None
             return out
-        if name in ("AdditiveExpression", "MultiplicativeExpression"):
+        if name == "AdditiveExpression":
             ops = list(expr.op or [])
-            if any(op not in ("+", "-", "*") for op in ops):
-                return None  # `/` gives xsd:decimal: rdflib's arithmetic
+            if any(op not in ("+", "-") for op in ops):
+                return None  # rdflib's `*` and `/` give xsd:decimal: its own arithmetic
             cols = [self._operand(e, df) for e in [expr.expr] + list(expr.other or [])]
             if any(c is None for c in cols):
                 return None
@@ -560,7 +573,7 @@ class _Run:
             acc = np.where(unbound, 0, kinds[0][1]).astype(object)
             for op, (_, v) in zip(ops, kinds[1:]):
                 v = np.where(unbound, 0, v).astype(np.int64).astype(object)  # exact Python ints
-                acc = acc + v if op == "+" else acc - v if op == "-" else acc * v
+                acc = acc + v if op == "+" else acc - v
             return np.array([None if u else _int_term(int(x)) for x, u in zip(acc, unbound)], dtype=object)
         if name == "Function" and expr.iri == _TIMESTAMP_FN:
             return None
@@ -579,6 +592,43 @@ class _Run:
         """An expression's term per row (None for an error or unbound)."""
         got = self._operand(expr, df)
         return got if got is not None else self._rowwise(expr, df, False)
+
+
+def _correlated_aggregate(node, error) -> bool:
+    """rdflib evaluates the right side of a lazy Join and of a LeftJoin under each left solution's
+    bindings. For patterns that is the SPARQL join; for a subquery with aggregates or LIMIT it is
+    not. The one such shape evaluated here (and answered True): the right side is a sub-SELECT
+    whose GROUP BY holds every shared variable (per left row, rdflib gets that row's group, or the
+    empty "no group" solution). Other correlated shapes raise: they would give another answer."""
+    shared = {str(v) for v in (node.p1._vars or ())} & {str(v) for v in (node.p2._vars or ())}
+    if not shared:
+        return False
+    inner = node.p2
+    while getattr(inner, "name", None) in ("ToMultiSet", "Project", "Extend"):
+        inner = inner.p
+    risky = _contains(node.p2, ("AggregateJoin", "Slice"))
+    if not risky:
+        return False
+    grouped = {str(e) for e in (inner.p.expr or []) if isinstance(e, Variable)} \
+        if getattr(inner, "name", None) == "AggregateJoin" else set()
+    projected = {str(v) for v in node.p2.p.PV} if getattr(node.p2, "name", None) == "ToMultiSet" and \
+        getattr(node.p2.p, "name", None) == "Project" else None
+    visible = shared if projected is None else shared & projected
+    if getattr(inner, "name", None) == "AggregateJoin" and visible <= grouped \
+            and not _contains(inner.p.p, ("AggregateJoin", "Slice")):
+        return True
+    raise error("a sub-SELECT with aggregates or LIMIT correlated with the pattern before it (rdflib evaluates "
+                "it once per solution)")
+
+
+def _contains(node, names: tuple[str, ...]) -> bool:
+    if isinstance(node, CompValue):
+        if node.name in names:
+            return True
+        return any(_contains(v, names) for k, v in node.items() if k != "_vars")
+    if isinstance(node, (list, tuple)):
+        return any(_contains(v, names) for v in node)
+    return False
 
 
 _INT_TERM_CACHE: dict[int, str] = {}
