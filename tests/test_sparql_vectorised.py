@@ -128,10 +128,17 @@ preds = st.sampled_from([iri("p"), iri("q"), iri("r")])
 windows = st.lists(st.tuples(st.integers(0, 50), terms, preds, objects), max_size=25)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(content=windows, name=st.sampled_from(sorted(set(QUERIES) - {"order_limit"})))
 def test_random_windows_equal_rdflib(content, name: str) -> None:
-    want, got = both(QUERIES[name], content)
+    text = PREFIX + QUERIES[name]
+    try:
+        want = Evaluator(text).evaluate(content)
+    except TefqError:  # e.g. SUM of a language-tagged string: rdflib fails the query, and so must we
+        with pytest.raises(TefqError):
+            VectorEvaluator(text).evaluate(content)
+        return
+    got = VectorEvaluator(text).evaluate(content)
     assert bag(got.rows) == bag(want.rows)
     assert set(got.triples) == set(want.triples)
 

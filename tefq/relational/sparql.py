@@ -10,8 +10,7 @@ joins on the shared variables (unbound-aware), GROUP BY is a pandas groupby.
 The answer must be rdflib's exactly (the oracle is the definition), so:
 * the window's terms are normalised through rdflib once (`to_nt(to_rdflib(term))`);
 * rdflib's own deviations from SPARQL 1.1 are kept: a non-lazy Join reads its right side as a set;
-  an aggregate over no solution gives one empty solution; an unbound GROUP BY key is a group of its
-  own; Extend leaves the variable unbound on an error;
+  an aggregate over no solution gives one empty solution; unbound GROUP BY keys form one group; Extend leaves the variable unbound on an error;
 * common expressions are vectorised (variables, constants, BOUND, COALESCE, IF, && || !, numeric
   comparisons, xsd:integer + -, IRI equality); every other expression is evaluated by rdflib's own
   expression code, once per distinct combination of the variables it reads; aggregates other than
@@ -181,7 +180,7 @@ class VectorEvaluator:
             return Answer(names, rows, [])
         except TefqError:
             raise
-        except SPARQLError as e:
+        except Exception as e:  # noqa: BLE001 - as the oracle: an evaluation error is the query's fault
             raise TefqError(f"SPARQL evaluation failed: {e}", self.source, self.line) from None
         finally:
             _timestamps.reset(token)
@@ -225,7 +224,7 @@ class _Run:
         self.w = window
         self.error = error
         self._by_p: dict[str, pd.DataFrame] | None = None
-        self.ctx = QueryContext(Graph())
+        self.ctx = QueryContext(Graph(), initBindings={})
 
     # ---------------------------------------------------------------- graph patterns
     def part(self, node: CompValue) -> pd.DataFrame:
@@ -380,10 +379,6 @@ class _Run:
                                  (df[str(e)] if str(e) in df.columns else [None] * len(df))
                                  for i, e in enumerate(group.expr)})
             codes = keys.fillna("\0").groupby(list(keys.columns), sort=False).ngroup().to_numpy()
-            unbound = keys.isna().any(axis=1).to_numpy()
-            if unbound.any():  # rdflib keys an unbound/error value by a fresh error object: own group
-                codes = codes.copy()
-                codes[unbound] = codes.max() + 1 + np.arange(int(unbound.sum()))
         uniq, first = np.unique(codes, return_index=True)
         order = np.argsort(first)  # groups in order of first appearance
         groups = uniq[order]
