@@ -91,7 +91,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from tefq.plan.explain import explain
 
-    text = explain(_load(args))
+    doc = _load(args)
+    text = explain(doc)
     print(text, end="" if text.endswith("\n") else "\n")
     if args.physical:
         from tefq.spark import explain_physical
