@@ -187,7 +187,7 @@ def csrbench_doc(n: int, tmp_path: Path):
 
 
 @pytest.mark.skipif(not CSRBENCH.exists(), reason="CSRBench data not available")
-@pytest.mark.parametrize("n", range(1, 8))
+@pytest.mark.parametrize("n", [3, 4, 6])  # two FILTERs; AVG with empty windows; a self-join
 def test_csrbench_queries_equal_oracle(n: int, tmp_path) -> None:
     from tefq.io.readers import read_stream
 
