@@ -34,7 +34,7 @@ from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flus
 
 DATA, HEARTBEAT, FLUSH, BAD, OTHER = 0, 2, 3, 4, 5
 MAP_SCHEMA = "k int, ts long, s string, p string, o string, n long, x string"
-SMALL_WINDOW = 64  # relevant triples below which a window goes to rdflib (see docs/spark-windowed.md)
+SMALL_WINDOW = 1000  # relevant triples below which a window goes to rdflib (measured: docs/spark-windowed.md)
 
 
 @dataclass(frozen=True)
