@@ -43,17 +43,19 @@ def _spark_equals_oracle(spark, doc, elements, stream_dir, files: int = 1, **kw)
     return want
 
 
-def test_uc1_csparql_tumbling_with_feedback(spark, tmp_path) -> None:
+def test_uc1_csparql_tumbling_with_feedback(spark, tmp_path, monkeypatch) -> None:
     from tefq.analysis import load
 
+    monkeypatch.setenv("TEFQ_SMALL_WINDOW", "0")  # every window through the vectorised evaluator
     doc = load(str(ROOT / "usecases" / "uc1_csparql.rspql"))
     want = _spark_equals_oracle(spark, doc, iptv_log(1, n=200, span_ms=60_000), tmp_path / "log", files=2)
     assert want.feedback_triples > 0 and all(r.rows for r in want)
 
 
-def test_sliding_windows_over_several_batches(spark, tmp_path) -> None:
+def test_sliding_windows_over_several_batches(spark, tmp_path, monkeypatch) -> None:
     from tefq.analysis import load
 
+    monkeypatch.setenv("TEFQ_SMALL_WINDOW", "0")  # every window through the vectorised evaluator
     path = tmp_path / "sliding.rspql"
     path.write_text("""REGISTER QUERY Sliding AS
 PREFIX : <http://example.org/iptv#>

@@ -54,7 +54,7 @@ class WindowedPlan:
         lines.append("  WindowedOperator: applyInPandasWithState, one key (windows in close order:"
                      f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}); state = open windows'"
                      " elements + fed-back triples; at event time >= close: vectorised SPARQL algebra per window"
-                     f" (tefq.relational.sparql; < {SMALL_WINDOW} triples: rdflib)")
+                     f" (tefq.relational.sparql; < {small_window()} triples: rdflib)")
         for name, w in zip(self.queries, self.windows):
             lines.append(f"    {name}: {w}")
         lines.append("  Exchange SinglePartition (key 0)")
@@ -131,17 +131,22 @@ def make_mapper(bad_rows: str | None):
     return mapper
 
 
-def make_operator(doc: Document, t0: int, lateness_ms: int):
+def small_window() -> int:
+    """SMALL_WINDOW, or TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
+    return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
+
+
+def make_operator(doc: Document, t0: int, lateness_ms: int, small: int = SMALL_WINDOW):
     """The windowed operator (applyInPandasWithState): one key, one pickled `WindowedState`."""
     import pickle
 
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         from tefq.relational.windowed import IncrementalRun, WindowedState
 
-        cache_key = (doc.source, t0, tuple(getattr(q, "sparql", "") for q in doc.queries))
+        cache_key = (doc.source, t0, small, tuple(getattr(q, "sparql", "") for q in doc.queries))
         run = _runs.get(cache_key)
         if run is None:  # parse once per worker process
-            run = _runs[cache_key] = IncrementalRun(doc, t0, small=SMALL_WINDOW)
+            run = _runs[cache_key] = IncrementalRun(doc, t0, small=small)
         st: WindowedState = pickle.loads(state.get[0]) if state.exists else WindowedState()
         parts = [p for p in pdfs if len(p)]
         pdf = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=MAP_SCHEMA_COLUMNS)
@@ -192,7 +197,7 @@ def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_
     df = _project(reduce(DataFrame.unionByName, sources), plan, t0)
     mapped = df.mapInArrow(make_mapper(bad_rows), MAP_SCHEMA).withColumn("key", F.lit(0))
     result = mapped.groupBy("key").applyInPandasWithState(
-        make_operator(doc, t0, lateness_ms), RECORD_SCHEMA, "blob binary", "append", GroupStateTimeout.NoTimeout)
+        make_operator(doc, t0, lateness_ms, small_window()), RECORD_SCHEMA, "blob binary", "append", GroupStateTimeout.NoTimeout)
     pr = _Progress(progress, plan.query)
 
     def start(**trigger):
