@@ -55,10 +55,12 @@ def test_shapes_beyond_the_fact_operator_fall_back_and_say_why():
     assert "general fallback" in explain_physical(replace(doc, queries=(two,)))
 
 
-def test_windowed_query_is_not_supported_on_spark():
+def test_windowed_queries_get_one_windowed_plan():
     from dataclasses import replace
 
-    w = WindowedQuery("w", False, "select", (StreamWindow(None, 10_000, 10_000),), (), "SELECT * WHERE {}")
-    doc = replace(sd.uc1(), queries=(w,))
-    with pytest.raises(TefqError, match="not yet supported on Spark"):
-        plan_document(doc)
+    from tefq.spark.windowed import WindowedPlan
+
+    w = WindowedQuery("w", False, "select", (StreamWindow(None, 10_000, 10_000),), (), "SELECT * WHERE { ?s ?p ?o }")
+    doc = replace(sd.uc1(), queries=(w, replace(w, name="v")))
+    (plan,) = plan_document(doc)
+    assert isinstance(plan, WindowedPlan) and plan.queries == ("w", "v") and plan.predicates is None

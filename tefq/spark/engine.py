@@ -490,6 +490,21 @@ def _collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, li
     return qr, metrics, col.warnings
 
 
+def _run_windowed(spark, doc, plan, stream_paths, workdir, results: list, metrics: Metrics, **kwargs) -> None:
+    from tefq.spark.windowed import run_windowed
+
+    qrs, m = run_windowed(spark, doc, plan, stream_paths, workdir, **kwargs)
+    results.extend(qrs)
+    metrics.rows_out += sum(len(r.rows) for r in qrs)
+    metrics.ticks += m.get("ticks", 0)  # windows evaluated, empty ones included (spec §8)
+    metrics.intermediate_bindings += m.get("feedback_triples", 0)  # REGISTER STREAM feedback (spec §7)
+    metrics.late_events += m.get("late_events", 0)
+    if not metrics.events_in:
+        metrics.events_in = m.get("events_in", 0)
+    metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
+    metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
+
+
 def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         lateness_ms: int = 0, master: str | None = None, checkpoint: str | None = None, follow: bool = False,
         max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
@@ -516,28 +531,39 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         os.makedirs(workdir, exist_ok=True)
     try:
         if follow:
+            if any(getattr(p, "query", None) == "windowed" for p in plans):
+                raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
+                                "run them bounded, or with --engine oracle")
             from tefq.spark.follow import follow_plans
 
             results, m = follow_plans(spark, doc, plans, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                       max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                                       progress=progress, background=triples, on_rows=on_rows, stop=stop)
-            metrics = _metrics(m)
+            metrics = _metrics(m, Metrics())
             metrics.rows_out = sum(len(r.rows) for r in results)
         else:
             _, paths = stage_streams(stream_paths, workdir)
             ranks = file_ranks(spark, paths)
-            results, metrics = [], Metrics()
-            for i, plan in enumerate(plans):
+            results, metrics, first = [], Metrics(), True
+            for plan in plans:
+                if getattr(plan, "query", None) == "windowed":  # C-SPARQL queries: tefq.spark.windowed
+                    _run_windowed(spark, doc, plan, paths, workdir, results, metrics, t0=t0,
+                                  lateness_ms=lateness_ms, follow=False, max_files_per_trigger=max_files_per_trigger,
+                                  bad_rows=bad_rows, progress=progress)
+                    continue
                 qr, m, warns = run_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                         max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                                         progress=progress, background=triples, ranks=ranks)
                 for w in warns:
                     print(f"warning: {w}", file=sys.stderr)
                 results.append(qr)
-                if i == 0:  # every query reads the same input and the facts are shared
-                    metrics = _metrics(m)
+                if first:  # every query reads the same input and the facts are shared
+                    _metrics(m, metrics)
+                    first = False
                 metrics.rows_out += len(qr.rows)
-        metrics.intermediate_bindings = metrics.facts_created
+        metrics.intermediate_bindings += metrics.facts_created
+        order = {q.name: i for i, q in enumerate(doc.queries)}
+        results.sort(key=lambda r: order.get(r.name, len(order)))
         metrics.wall_seconds = time.time() - started
         metrics.extra["engine"] = "spark"
         return RunResult(results, metrics)
@@ -546,9 +572,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _metrics(m: dict) -> Metrics:
-    """The run's metrics from the first query's sink metrics."""
-    metrics = Metrics()
+def _metrics(m: dict, metrics: Metrics) -> Metrics:
+    """The run's metrics (filled in) from the first fact query's sink metrics."""
     m["events_in"] = m.get("events_in", 0) - m.get("duplicates", 0)  # a stream is a set
     for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
         setattr(metrics, k, int(m.get(k, 0)))

@@ -208,6 +208,12 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True) -> lis
     from tefq.spark.derived_plan import plan_fact_query
 
     for i, q in enumerate(doc.queries):
+        if isinstance(q, WindowedQuery):  # all of them run in one operator (tefq.spark.windowed)
+            if not any(getattr(p, "query", None) == "windowed" for p in plans):
+                from tefq.spark.windowed import plan_windowed
+
+                plans.append(plan_windowed(doc))
+            continue
         try:
             plans.append(plan_query(doc, q, buckets))
             continue

@@ -71,10 +71,11 @@ class _Stream:
 
 
 def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]], background=None,
-        t0: int = 0, semantics: Semantics | None = None) -> WindowedResults:
+        t0: int = 0, semantics: Semantics | None = None, evaluator=Evaluator) -> WindowedResults:
     """Every WindowedQuery of `doc` over `elements` (one stream feeding every FROM STREAM, or a
     mapping IRI -> elements with None as the default stream). Returns one QueryResult per query,
-    in document order, as a `WindowedResults` list (see its counters)."""
+    in document order, as a `WindowedResults` list (see its counters). `evaluator` is the R2R
+    class (rdflib's `Evaluator`; tests pass the vectorised one to compare them)."""
     from tefq.plan.logical import WindowedQuery
 
     sem = semantics or DEFAULT
@@ -113,7 +114,7 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
             instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
         agenda.extend((c, i) for c in instants)
     agenda.sort()
-    evaluators = [Evaluator(q.sparql, doc.source, bg) for q in queries]
+    evaluators = [evaluator(q.sparql, doc.source, bg) for q in queries]
     results = [QueryResult(q.name, _columns(q)) for q in queries]
     previous: list[dict | None] = [None] * len(queries)
     for c, i in agenda:

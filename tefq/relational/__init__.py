@@ -1,0 +1,1 @@
+"""Relational (vectorised) evaluation of SPARQL over in-memory tables, shared by the Spark engine."""

@@ -1,0 +1,241 @@
+"""Windowed (C-SPARQL, spec §8) queries on Spark Structured Streaming.
+
+Pipeline for a document's windowed queries (all of them in one streaming query):
+file sources ∪ control source -> Spark SQL projection (kind, ts, terms; rows whose predicate no
+query can match and rows before t0 are reduced to their timestamp, bad rows carry their text)
+-> mapInArrow (drops the reduced rows, adds one heartbeat per partition with the event-time range
+and element count, diverts bad rows) -> groupBy(key).applyInPandasWithState (the windowed operator:
+keeps the elements open windows need; when event time reaches a window's close c it evaluates the
+window with the vectorised SPARQL evaluator, tefq.relational.sparql, and feeds REGISTER STREAM
+output back) -> parquet sink -> rows read on the driver.
+
+Feedback makes window c depend on the windows before it, so the operator has one key: windows are
+evaluated in (close, document) order, as the oracle's `run()` does (tefq.relational.windowed).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import reduce
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from tefq.plan.logical import Document
+from tefq.results import QueryResult
+from tefq.spark.output import RECORD_SCHEMA, json_record
+from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
+
+DATA, HEARTBEAT, FLUSH, BAD, OTHER = 0, 2, 3, 4, 5
+MAP_SCHEMA = "k int, ts long, s string, p string, o string, n long, x string"
+SMALL_WINDOW = 1000  # relevant triples below which a window goes to rdflib (measured: docs/spark-windowed.md)
+
+
+@dataclass(frozen=True)
+class WindowedPlan:
+    """Every windowed query of a document, run by one stateful operator."""
+
+    queries: tuple[str, ...]
+    windows: tuple[str, ...]  # per query, for explain
+    predicates: frozenset[str] | None
+    feedback: tuple[str, ...]  # REGISTER STREAM names
+    query: str = "windowed"
+
+    def explain(self) -> str:
+        lines = [f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL, spec §8) — report at window close,"
+                 " Rstream"]
+        lines.append("  Sink: parquet file sink (exactly once with --checkpoint) -> rows decoded on the driver")
+        lines.append("  WindowedOperator: applyInPandasWithState, one key (windows in close order:"
+                     f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}); state = open windows'"
+                     " elements + fed-back triples; at event time >= close: vectorised SPARQL algebra per window"
+                     f" (tefq.relational.sparql; < {small_window()} triples: rdflib)")
+        for name, w in zip(self.queries, self.windows):
+            lines.append(f"    {name}: {w}")
+        lines.append("  Exchange SinglePartition (key 0)")
+        lines.append("  MapInArrow: per-partition heartbeat (event-time range, element count), bad rows")
+        preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))
+        lines.append(f"  Project: kind, ts, terms only for predicates {preds} (others: time only)")
+        lines.append("  FileStreamSource (ts, s, p, o) [maxFilesPerTrigger]")
+        return "\n".join(lines)
+
+
+def plan_windowed(doc: Document) -> WindowedPlan:
+    from tefq.relational.windowed import IncrementalRun
+
+    run = IncrementalRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
+    descr = []
+    for q in run.queries:
+        descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
+                                for w in q.windows) + f" -> {q.form.upper()}")
+    return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
+                        tuple(q.name for q in run.queries if q.registers_stream))
+
+
+def _project(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
+    from tefq.spark.engine import _bad_reason, _bad_text
+
+    bad = _bad_reason()
+    relevant = F.col("ts") >= F.lit(t0)
+    if plan.predicates is not None:
+        relevant = relevant & F.col("p").isin(*sorted(plan.predicates))
+    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(FLUSH)).when(bad.isNotNull(), F.lit(BAD))
+            .when(relevant, F.lit(DATA)).when(F.col("ts") >= F.lit(t0), F.lit(OTHER)).otherwise(F.lit(-1)))
+    keep = F.col("k") == F.lit(DATA)
+    return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", _bad_text(bad).alias("x")).select(
+        "k", "ts", F.when(keep, F.col("s")).alias("s"), F.when(keep, F.col("p")).alias("p"),
+        F.when(keep, F.col("o")).alias("o"), F.lit(0).cast("long").alias("n"), "x")
+
+
+def make_mapper(bad_rows: str | None):
+    out_schema = pa.schema([("k", pa.int32()), ("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()),
+                            ("o", pa.string()), ("n", pa.int64()), ("x", pa.string())])
+
+    def mapper(batches):
+        import pyarrow.compute as pc
+
+        from tefq.spark.engine import _divert_bad
+
+        lo = hi = None
+        count = bad = 0
+        seen = False
+        for rb in batches:
+            seen = True
+            k = rb.column("k")
+            real = pc.or_(pc.equal(k, DATA), pc.equal(k, OTHER))
+            tsr = pc.filter(rb.column("ts"), real)
+            if len(tsr):
+                mm = pc.min_max(tsr)
+                a, z = mm["min"].as_py(), mm["max"].as_py()
+                lo = a if lo is None else min(lo, a)
+                hi = z if hi is None else max(hi, z)
+                count += len(tsr)
+            badmask = pc.equal(k, BAD)
+            if pc.any(badmask).as_py():
+                rows = pc.filter(rb.column("x"), badmask).to_pylist()
+                _divert_bad(rows, bad_rows)
+                bad += len(rows)
+            keep = rb.filter(pc.or_(pc.equal(k, DATA), pc.equal(k, FLUSH)))
+            if keep.num_rows:
+                yield keep.select(out_schema.names).cast(out_schema)
+        if seen and (count or bad):  # ts = min, n = count, x = "max|bad"
+            yield pa.RecordBatch.from_pydict(
+                {"k": [HEARTBEAT], "ts": [lo if lo is not None else 0], "s": [None], "p": [None], "o": [None],
+                 "n": [count], "x": [f"{hi if hi is not None else ''}|{bad}"]}, schema=out_schema)
+
+    return mapper
+
+
+def small_window() -> int:
+    """SMALL_WINDOW, or TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
+    return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
+
+
+def make_operator(doc: Document, t0: int, lateness_ms: int, small: int = SMALL_WINDOW):
+    """The windowed operator (applyInPandasWithState): one key, one pickled `WindowedState`."""
+    import pickle
+
+    def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        from tefq.relational.windowed import IncrementalRun, WindowedState
+
+        cache_key = (doc.source, t0, small, tuple(getattr(q, "sparql", "") for q in doc.queries))
+        run = _runs.get(cache_key)
+        if run is None:  # parse once per worker process
+            run = _runs[cache_key] = IncrementalRun(doc, t0, small=small)
+        st: WindowedState = pickle.loads(state.get[0]) if state.exists else WindowedState()
+        parts = [p for p in pdfs if len(p)]
+        pdf = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=MAP_SCHEMA_COLUMNS)
+        kind = pdf["k"].to_numpy()
+        hb = pdf[kind == HEARTBEAT]
+        lo = int(hb["ts"].min()) if len(hb) else None
+        his = [int(x.split("|")[0]) for x in hb["x"] if x.split("|")[0]]
+        bad = sum(int(x.split("|")[1]) for x in hb["x"])
+        data = pdf[kind == DATA][["ts", "s", "p", "o"]].astype({"ts": np.int64})
+        late_before = st.late_events
+        run.add(st, data, lo if his else None, max(his) if his else None, int(hb["n"].sum()) if len(hb) else 0)
+        flush = bool((kind == FLUSH).any())
+        reports = run.advance(st, None if flush else (st.last - lateness_ms if st.last is not None else None))
+        out = []
+        by_query: dict[int, list] = {}
+        for r in reports:
+            by_query.setdefault(r.query, []).extend([r.tick, list(c)] for c in r.rows)
+        for i, rows in by_query.items():
+            out.append(json_record(f"wrows{i}", rows[-1][0], rows))
+        if st.late_events > late_before:
+            out.append(json_record("warn", st.last or 0, f"{st.late_events - late_before} late events: windows up"
+                                   f" to {st.done} ms were already reported"))
+        out.append(json_record("metric", st.last or 0, {"ticks": st.ticks, "events_in": st.events_in,
+                                                         "feedback_triples": st.feedback_triples,
+                                                         "late_events": st.late_events, "bad_rows": bad,
+                                                         "rows": sum(len(r) for r in by_query.values())}))
+        state.update((pickle.dumps(st, protocol=5),))
+        yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
+
+    return op
+
+
+_runs: dict = {}
+MAP_SCHEMA_COLUMNS = ["k", "ts", "s", "p", "o", "n", "x"]
+
+
+def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_paths: list[str], workdir: str, *,
+                 t0: int, lateness_ms: int, follow: bool, max_files_per_trigger: int | None,
+                 bad_rows: str | None, progress: bool) -> tuple[list[QueryResult], dict]:
+    """Run the plan; returns one QueryResult per windowed query (document order) and the metrics."""
+    from tefq.spark.engine import _Progress, _read_sink, _run_until_done, _bad_row_error, BAD_ROW
+    from tefq.relational.windowed import IncrementalRun
+
+    qdir = os.path.join(workdir, plan.query)
+    ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
+    os.makedirs(ctl, exist_ok=True)
+    sources = [read_stream(spark, p, max_files_per_trigger) for p in stream_paths] + [read_control(spark, ctl)]
+    df = _project(reduce(DataFrame.unionByName, sources), plan, t0)
+    mapped = df.mapInArrow(make_mapper(bad_rows), MAP_SCHEMA).withColumn("key", F.lit(0))
+    result = mapped.groupBy("key").applyInPandasWithState(
+        make_operator(doc, t0, lateness_ms, small_window()), RECORD_SCHEMA, "blob binary", "append", GroupStateTimeout.NoTimeout)
+    pr = _Progress(progress, plan.query)
+
+    def start(**trigger):
+        return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+                .outputMode("append").trigger(**trigger).queryName(f"tefq_windowed_{os.getpid()}").start())
+
+    try:
+        if follow:
+            _run_until_done(start(processingTime="1 second"), pr)
+        else:
+            _run_until_done(start(availableNow=True), pr)
+            write_flush(ctl)
+            _run_until_done(start(availableNow=True), pr)
+    except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; find ours
+        if BAD_ROW in str(e):
+            raise _bad_row_error(str(e)) from None
+        raise
+    run = IncrementalRun(doc, t0)
+    results = [QueryResult(q.name, cols) for q, cols in zip(run.queries, run.columns)]
+    metrics: dict = {}
+    pdf = _read_sink(out)
+    for kind, payload in zip(pdf["kind"], pdf["payload"]):
+        if kind.startswith("wrows"):
+            results[int(kind[5:])].rows.extend((int(t), tuple(c)) for t, c in json.loads(payload))
+        elif kind == "metric":
+            m = json.loads(payload)
+            for k in ("ticks", "events_in", "feedback_triples", "late_events"):  # cumulative in the state
+                metrics[k] = max(metrics.get(k, 0), m[k])
+            metrics["bad_rows"] = metrics.get("bad_rows", 0) + m["bad_rows"]
+        elif kind == "warn":
+            import sys
+
+            print(f"warning: {json.loads(payload)}", file=sys.stderr)
+    for r in results:
+        r.rows = r.sorted_rows()
+    metrics["micro_batches"] = pr.batches
+    return results, metrics
+
+
+__all__ = ["WindowedPlan", "plan_windowed", "run_windowed"]
+
