@@ -272,7 +272,8 @@ def _bad_row_error(text: str) -> TefqError:
 
 def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
              t0: int, lateness_ms: int, follow: bool, max_files_per_trigger: int | None,
-             bad_rows: str | None, progress: bool) -> tuple[QueryResult, dict, list[str]]:
+             bad_rows: str | None, progress: bool, operator=None) -> tuple[QueryResult, dict, list[str]]:
+    """`operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = os.path.join(workdir, plan.query)
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
@@ -287,6 +288,8 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         df = _project(df, plan).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
         mapped = df.mapInArrow(make_mapper(plan, bad_rows), _map_schema(plan))
         func = fop.make_operator(plan, t0, lateness_ms)
+    if operator is not None:
+        func = operator(plan)
     result = mapped.groupBy("b").applyInPandasWithState(
         func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
     result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "rows", 1).otherwise(0)).alias("rows"))
