@@ -62,7 +62,7 @@ def test_generated_data_over_micro_batches(spark, tmp_path):
     assert len(r.metrics.extra["micro_batches"]) >= 4  # three files, then the flush
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(streams(), st.sampled_from(["refresh", "refresh-group", "sequence"]))
 def test_hypothesis_streams_on_spark(spark, tmp_path_factory, stream, strategy):
     elements, _ = stream
