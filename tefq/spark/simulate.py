@@ -374,7 +374,7 @@ def explain_simulated(doc: Document, strategy: str, window_ms: int | None = None
         else:
             head = (f"SimulatedFacts {strategy} on Spark (single bucket, oracle-side simulation tefq.simulate per"
                     " micro-batch: not scalable)")
-            body = p.explain()
+            body = p.explain().replace("the oracle reports the ticks", "tefq.simulate runs the windows")
         out.append(head + "\n" + body)
     return "\n\n".join(out) + "\n"
 
