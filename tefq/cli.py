@@ -94,7 +94,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     doc = _load(args)
     text = explain(doc)
     print(text, end="" if text.endswith("\n") else "\n")
-    if args.physical:
+    if args.physical and args.simulate:
+        from tefq.spark.simulate import explain_simulated
+
+        print(explain_simulated(doc, args.simulate, _duration_ms(args.window, "--window") if args.window else None))
+    elif args.physical:
         from tefq.spark import explain_physical
 
         print(explain_physical(doc))
@@ -128,13 +132,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     doc = _load(args, predicates)
 
     started = time.perf_counter()
-    if args.simulate:
-        if args.engine != "oracle":
-            raise TefqError("--simulate runs on the oracle engine only in this version: add --engine oracle",
-                            file="--simulate")
+    if args.simulate and args.engine == "oracle":
         from tefq.simulate import run as simulate_run
 
         run = simulate_run(doc, list(_elements(streams)), args.simulate, window_ms, background, t0=args.t0)
+    elif args.simulate:
+        from tefq.spark.simulate import run as spark_simulate
+
+        run = spark_simulate(doc, [s.path for s in streams], args.simulate, window_ms, background, t0=args.t0,
+                             lateness_ms=lateness,
+                             master=args.master or os.environ.get("TEFQ_SPARK_MASTER"),
+                             max_files_per_trigger=args.max_files_per_trigger, bad_rows=args.bad_rows,
+                             progress=not args.quiet)
     elif args.engine == "oracle":
         run = _run_oracle(doc, streams, background, args.t0)
     else:
@@ -243,6 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="print the logical plan (and with --physical the Spark plan)")
     with_query(p)
     p.add_argument("--physical", action="store_true", help="also show the Spark physical plan and partitioning")
+    p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"),
+                   help="with --physical: the Spark plan of that simulation")
+    p.add_argument("--window", metavar="DURATION", help="with --simulate: the window (default: the query's EVERY)")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("run", help="run a document over streams")

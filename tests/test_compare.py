@@ -78,11 +78,14 @@ def test_cli_writes_json_and_plot(tmp_path, capsys, monkeypatch):
     assert "refresh-group" in capsys.readouterr().out
 
 
-def test_cli_missing_stream_and_spark(tmp_path):
+def test_cli_missing_stream(tmp_path):
     with pytest.raises(TefqError, match="no such stream"):
         _cli(["compare", "--usecase", "uc1", "--stream", str(tmp_path / "nope")])
-    with pytest.raises(TefqError, match="oracle"):
-        _cli(["compare", "--usecase", "uc1", "--stream", str(tmp_path), "--engine", "spark"])
+    with pytest.raises(TefqError, match="no C-SPARQL version"):
+        _cli(["compare", "--usecase", "uc3", "--stream", str(ROOT / "examples/spec10/events.tsv"),
+              "--approaches", "tef,csparql-query"])
+    with pytest.raises(TefqError, match="csparql-query needs"):
+        compare(uc1(), spec10_elements(), [5000], approaches=["tef", "csparql-query"])
 
 
 def test_cli_uc3_needs_the_programme_guide(tmp_path):
@@ -110,3 +113,60 @@ def test_uc1_csparql_queries_lag_tef_by_one_window():
     assert lagged == [r for r in tef_rows if r[0] < last_tick]  # the last tick would be reported at +5 s
     per_group_before_last = 2 + 2  # spec §10: two channels with viewers at 5 s and at 10 s
     assert len(counts.rows) == per_group_before_last
+
+
+def _rspql_at(name: str, window: str) -> str:
+    from tefq.simulate.csparql import with_range
+
+    text = with_range((ROOT / f"usecases/{name}").read_text(), {"5s": 5000, "10s": 10_000}[window])
+    path = Path(__import__("tempfile").mkdtemp()) / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_uc2_csparql_lags_tef_by_one_window_and_feeds_back_the_refresh_bindings():
+    """usecases/uc2_csparql.rspql (at 5 s) on spec §10: its rows at c are TEF's UC2 rows at c - 5 s,
+    and its UserSessions triples are exactly the per-fact refresh bindings (9, spec §10)."""
+    from tefq.analysis import load
+    from tefq.oracle.windowed import run as windowed_run
+    from tefq.simulate import run
+
+    out = windowed_run(load(_rspql_at("uc2_csparql.rspql", "5s")), spec10_elements())
+    sessions, avg = out
+    assert out.feedback_triples == len(sessions.rows) == 9 == run(uc2(), spec10_elements(), "refresh", 5000).metrics.intermediate_bindings
+    got = [(c - 5000, (ch, n, float(a.split('"')[1]))) for c, (ch, n, a) in avg.rows]
+    tef = run(uc2(), spec10_elements(), "refresh", 5000).results[0].rows
+    want = [(t, (ch, n, float(a.split('"')[1]))) for t, (ch, n, a) in tef if t < tef[-1][0]]
+    assert sorted(got) == sorted(want)
+    # hand-checked: at 10 s channel B has Cathy (7 s) and David (8 s): 2 viewers, 2.5 s on average
+    assert (10_000, ("<http://example.org/iptv#B>", '"2"^^<http://www.w3.org/2001/XMLSchema#integer>', 2.5)) in got
+
+
+def test_csparql_query_approach_on_generated_data(tmp_path):
+    """compare's csparql-query: UC2's queries equal TEF (lagged) and feed back exactly the per-fact
+    refresh bindings on generated data. (UC1's per-channel counters drift when a user zaps back to
+    a channel inside one window: docs/baselines.md.)"""
+    from tefq.analysis import load
+    from tefq.io.readers import read_stream
+    from tefq.iptv.generator import IptvConfig
+    from tefq.iptv.writer import generate
+    from tefq.simulate.csparql import csparql_path
+
+    out = str(tmp_path / "iptv")
+    generate(IptvConfig(events=300, users=120, channels=6, days=0.02, seed=4), out, fmt="tsv")
+    elements = list(read_stream(out + "/log"))
+    ms = compare(load(str(ROOT / "usecases/uc2.tef")), elements, [60_000], ["tef", "refresh", "csparql-query"],
+                 csparql=csparql_path("uc2"))
+    by = {m.approach: m for m in ms}
+    assert all(m.agrees for m in ms), [(m.approach, m.note) for m in ms]
+    assert "lag one window" in by["csparql-query"].note and by["csparql-query"].rows_out > 50
+    assert by["csparql-query"].intermediate_bindings == by["refresh"].intermediate_bindings > 1000
+
+
+def test_windowed_graph_keeps_predicates_of_filter_exists():
+    """A predicate named only inside FILTER NOT EXISTS must stay in the window's graph."""
+    from tefq.oracle.windowed.r2r import _predicates
+    from rdflib.plugins.sparql import prepareQuery
+
+    q = prepareQuery("PREFIX : <http://e/> SELECT * WHERE { ?s :p ?o FILTER NOT EXISTS { ?o :quit ?c } }")
+    assert _predicates(q.algebra) == frozenset({"<http://e/p>", "<http://e/quit>"})

@@ -49,11 +49,13 @@ def projected(part: list, plan, first_row: int = 0) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({c: pa.array(v, types[c]) for c, v in cols.items()})
 
 
-def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0, partitions: int = 1):
+def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0, partitions: int = 1,
+          make_op=make_operator):
     """Feed `elements` (stream order) in micro-batches, each split into `partitions` input partitions
-    that go through the engine's mapper; each bucket gets its rows, as after Spark's shuffle."""
+    that go through the engine's mapper; each bucket gets its rows, as after Spark's shuffle.
+    `make_op(plan, t0, lateness)`: the stateful operator under test."""
     plan = plan_document(doc, buckets)[0]
-    op = make_operator(plan, 0, lateness)
+    op = make_op(plan, 0, lateness)
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(plan.buckets)]
     col = Collector(plan.group_vars, plan.projections)

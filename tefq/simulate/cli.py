@@ -40,10 +40,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--stream", required=True, metavar="DIR",
                    help="a generated data set (tefq gen iptv: DIR/log, DIR/epg) or a stream file/directory")
     p.add_argument("--windows", default="10s,100s,200s,400s", metavar="LIST", help="window sizes (default: %(default)s)")
-    p.add_argument("--engine", choices=("oracle", "spark"), default="oracle")
+    p.add_argument("--engine", choices=("oracle", "spark"), default="oracle",
+                   help="run TEF and the simulations on the oracle's windowed executor or on Spark")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per approach and window (spread)")
     p.add_argument("--approaches", default="tef,refresh,refresh-group,sequence", metavar="LIST",
-                   help="which approaches (default: %(default)s)")
+                   help="which approaches (default: %(default)s; add csparql-query for uc1/uc2: "
+                        "usecases/ucN_csparql.rspql on the windowed oracle)")
     p.add_argument("--query", metavar="FILE.tef", help="the use-case document (default: usecases/<usecase>.tef)")
     p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
@@ -59,9 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handler(args: argparse.Namespace) -> int:
     from tefq.simulate.compare import compare, format_table, read_elements, stream_paths, usecase_path
 
-    if args.engine == "spark":
-        raise TefqError("compare --engine spark: the simulations run on the oracle engine only in this version; "
-                        "use --engine oracle", file="--engine")
     windows = parse_windows(args.windows)
     approaches = [a.strip() for a in args.approaches.split(",") if a.strip()]
     prefixes = {"": "http://example.org/iptv#"}
@@ -92,7 +91,13 @@ def handler(args: argparse.Namespace) -> int:
             print(f"tefq compare: {m.approach} {m.window_s:g} s: {m.intermediate_bindings} bindings, "
                   f"{r['events_per_s']:.0f} events/s{'' if m.agrees else ', ROWS DIFFER'}", file=sys.stderr)
 
-    ms = compare(doc, elements, windows, approaches, args.repeat, background, args.t0, args.check_oracle, progress)
+    csparql = None
+    if "csparql-query" in approaches:
+        from tefq.simulate.csparql import csparql_path
+
+        csparql = csparql_path(args.usecase)
+    ms = compare(doc, elements, windows, approaches, args.repeat, background, args.t0, args.check_oracle, progress,
+                 engine=args.engine, stream_paths=paths, csparql=csparql)
     print(format_table(ms))
     rows = [m.row() for m in ms]
     for r in rows:

@@ -63,15 +63,33 @@ def _rows(result) -> list:
 
 def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], approaches: Iterable[str] = APPROACHES,
             repeat: int = 1, background=None, t0: int = 0, check_oracle: bool = False,
-            progress=None) -> list[Measurement]:
-    """Run every approach at every window size `repeat` times; rows are checked against TEF's."""
+            progress=None, *, engine: str = "oracle", stream_paths: list[str] | None = None,
+            csparql: str | None = None, spark=None) -> list[Measurement]:
+    """Run every approach at every window size `repeat` times; rows are checked against TEF's.
+
+    `engine="spark"` runs TEF and the simulations on Spark over `stream_paths` (one session, `spark`
+    or a new one, for every run); `csparql-query` (the .rspql at `csparql`) always runs on the
+    windowed oracle."""
     approaches = list(approaches)
     for a in approaches:
-        if a not in APPROACHES and a != "csparql-query":
+        if a not in APPROACHES + ("csparql-query",):
             raise TefqError(f"unknown approach '{a}' (expected {', '.join(APPROACHES + ('csparql-query',))})",
                             file="--approaches")
     if repeat < 1:
         raise TefqError(f"--repeat must be at least 1, got {repeat}", file="--repeat")
+    if "csparql-query" in approaches and csparql is None:
+        raise TefqError("csparql-query needs the use-case's C-SPARQL queries (usecases/ucN_csparql.rspql)",
+                        file="--approaches")
+    if engine == "spark":
+        if not stream_paths:
+            raise TefqError("compare --engine spark needs stream paths", file="--stream")
+        if background is not None:
+            raise TefqError("background knowledge is not yet supported on Spark (try --engine oracle)",
+                            file="--background")
+        if spark is None:
+            from tefq.spark.session import get_session
+
+            spark = get_session()
     from tefq.oracle import prepare
 
     events = prepare(elements)
@@ -84,12 +102,20 @@ def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], a
             reference = _rows(oracle_run(with_every(doc, w), events, background, t0=t0))
         tef_rows = None
         for a in ["tef"] + [a for a in approaches if a != "tef"]:
-            if a == "csparql-query":
-                continue  # see csparql.py: run separately (rdflib per window is far slower)
             m = Measurement(a, w / 1000, 0, events=len(events))
             for _ in range(repeat):
+                if a == "csparql-query":
+                    from tefq.simulate.csparql import check, run_csparql
+
+                    c = run_csparql(csparql, events, w, t0)
+                    m.wall.append(c.wall)
+                    m.intermediate_bindings, m.rows_out = c.feedback_triples, len(c.rows)
+                    m.agrees, m.note = check(c.rows, tef_rows[0][1] if tef_rows else [], events, w, t0)
+                    if engine == "spark":
+                        m.note = "csparql-query runs on the windowed oracle; " + m.note
+                    continue
                 started = time.perf_counter()
-                r = run_native(doc, events, w, background, t0) if a == "tef" else run(doc, events, a, w, background, t0)
+                r = _run_one(a, doc, events, w, background, t0, engine, stream_paths, spark)
                 m.wall.append(time.perf_counter() - started)
                 m.intermediate_bindings = r.metrics.intermediate_bindings
                 m.rows_out = r.metrics.rows_out
@@ -109,6 +135,21 @@ def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], a
             if progress:
                 progress(m)
     return out
+
+
+def _run_one(approach: str, doc: Document, events: list[Element], w: int, background, t0: int, engine: str,
+             stream_paths: list[str] | None, spark):
+    if engine == "spark":
+        if approach == "tef":
+            from tefq.spark.engine import run as spark_run
+
+            return spark_run(with_every(doc, w), list(stream_paths or []), t0=t0, progress=False, spark=spark)
+        from tefq.spark.simulate import run as spark_simulate
+
+        return spark_simulate(doc, list(stream_paths or []), approach, w, t0=t0, progress=False, spark=spark)
+    if approach == "tef":
+        return run_native(doc, events, w, background, t0)
+    return run(doc, events, approach, w, background, t0)
 
 
 def format_table(ms: list[Measurement]) -> str:

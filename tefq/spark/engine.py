@@ -365,9 +365,11 @@ def _bad_row_error(text: str) -> TefqError:
 
 def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
                t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
-               progress: bool, background: list | None = None, ranks: dict[int, int] | None = None):
+               progress: bool, background: list | None = None, ranks: dict[int, int] | None = None,
+               operator=None):
     """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
-    `ranks`: the stream order of the files (tefq.spark.sources.file_ranks), for ties."""
+    `ranks`: the stream order of the files (tefq.spark.sources.file_ranks), for ties.
+    `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = os.path.join(workdir, plan.query)
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
@@ -390,6 +392,8 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         df = _project(df, plan).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
         mapped = df.mapInArrow(make_mapper(plan, bad_rows, ranks), _map_schema(plan))
         func = fop.make_operator(plan, t0, lateness_ms)
+    if operator is not None:
+        func = operator(plan)
     result = mapped.groupBy("b").applyInPandasWithState(
         func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
     rows_out = F.get_json_object(F.col("payload").cast("string"), "$.rows_out").cast("long")  # metric records
@@ -412,11 +416,11 @@ def ours(e: Exception) -> Exception:
 def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
              t0: int, lateness_ms: int, max_files_per_trigger: int | None,
              bad_rows: str | None, progress: bool, background: list | None = None,
-             ranks: dict[int, int] | None = None) -> tuple[QueryResult, dict, list[str]]:
+             ranks: dict[int, int] | None = None, operator=None) -> tuple[QueryResult, dict, list[str]]:
     """A bounded run: every file available now, then a flush for the last ticks."""
     start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                      max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
-                                     progress=progress, background=background, ranks=ranks)
+                                     progress=progress, background=background, ranks=ranks, operator=operator)
     try:
         _run_until_done(start(availableNow=True), pr)
         write_flush(ctl)

@@ -147,7 +147,6 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     pos_c = np.minimum(pos, max(len(latest) - 1, 0))
     has_base = (pos < len(latest)) & (latest.fid[pos_c] == ev.fid) if len(latest) else np.zeros(n, bool)
     base_open = has_base & (latest.end[pos_c] == OPEN) if len(latest) else np.zeros(n, bool)
-    base_end = np.where(has_base & ~base_open, latest.end[pos_c] if len(latest) else 0, -1)
 
     # The status after an event depends only on its kind: open after SINCE, closed after UNTIL.
     prev_open = np.empty(n, dtype=bool)

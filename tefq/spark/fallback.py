@@ -33,9 +33,10 @@ class FallbackState:
 
 
 def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int, lateness_ms: int,
-                           background: list | None = None):
+                           background: list | None = None, evaluate=None):
     """`background`: the background graph's triples as rdflib terms (picklable, so they travel to
-    the executors inside this closure; the oracle indexes them)."""
+    the executors inside this closure; the oracle indexes them). `evaluate(doc, elements, background,
+    t0) -> RunResult` defaults to the oracle (the simulations pass theirs)."""
     from dataclasses import replace
 
     single = replace(doc, queries=(doc.queries[query_index],))
@@ -43,6 +44,7 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         from tefq.oracle import run as oracle_run
 
+        run = evaluate or oracle_run
         st: FallbackState = pickle.loads(state.get[0]) if state.exists else FallbackState()
         st.batches += 1
         out: list[tuple[str, int, bytes]] = []
@@ -75,7 +77,7 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
                     else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
             if upto >= start:
                 st.elements.sort(key=lambda e: (e[0], e[1]))
-                res = oracle_run(single, [(t, s, p, o) for t, _, s, p, o in st.elements], background, t0)
+                res = run(single, [(t, s, p, o) for t, _, s, p, o in st.elements], background, t0)
                 rows = [r for r in res.results[0].rows if start <= r[0] <= upto]
                 out.extend(json_record("row", t, list(cells)) for t, cells in rows)
                 metrics["rows_out"] = len(rows)
@@ -84,7 +86,8 @@ def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int,
                 if flush:
                     m = res.metrics
                     metrics.update(events_in=m.events_in, facts_created=m.facts_created,
-                                   facts_closed=m.facts_closed, unmatched_until=m.unmatched_until)
+                                   facts_closed=m.facts_closed, unmatched_until=m.unmatched_until,
+                                   intermediate_bindings=m.intermediate_bindings)
             if flush:
                 st.flushed = True
         metrics["batch"] = st.batches

@@ -63,6 +63,37 @@ def _events(pdf: pd.DataFrame, rows: np.ndarray, ngroups: int, batch: int) -> Ev
     return Events(col("k"), col("ts"), batch * ORDER_SHIFT + col("o"), col("f"), groups, col("e"))
 
 
+def ingest(pdf: pd.DataFrame, st, bucket: int, ngroups: int, metrics: dict, out: list,
+           late_note: str) -> tuple[bool, Events]:
+    """One bucket's rows of a micro-batch into its state `st` (gmin, gmax, terms, last_tick, batches):
+    heartbeats widen the event-time range, terms rows name group codes, SINCE/UNTIL rows become
+    Events; late ones (at or before the last reported tick) are counted, warned about with
+    `late_note` (formatted with the last tick) and left out. Returns (flush seen, events)."""
+    kind = pdf["k"].to_numpy()
+    hb = np.nonzero(kind == HEARTBEAT)[0]
+    if len(hb):
+        lo, hi = int(pdf["ts"].to_numpy()[hb].min()), int(pdf["o"].to_numpy()[hb].max())
+        st.gmin = lo if st.gmin is None else min(st.gmin, lo)
+        st.gmax = hi if st.gmax is None else max(st.gmax, hi)
+        if bucket == 0:
+            metrics["events_in"] = int(pdf["f"].to_numpy()[hb].sum())
+            metrics["bad_rows"] = int(pdf["n"].to_numpy()[hb].sum())
+    named = np.nonzero(kind == TERMS)[0]
+    for i in range(ngroups):  # the mapper sends each partition's code -> term pairs once
+        terms = pdf[f"t{i}"].to_numpy()[named]
+        has = pd.notna(terms)
+        st.terms.update(zip(pdf[f"g{i}"].to_numpy()[named][has].tolist(), terms[has].tolist()))
+    ev = _events(pdf, np.nonzero(kind <= 1)[0], ngroups, st.batches)
+    if len(ev) and st.last_tick is not None:
+        late = ev.ts <= st.last_tick
+        if late.any():
+            metrics["late_events"] = int(late.sum())
+            for ts in ev.ts[late][:MAX_WARNINGS].tolist():
+                out.append(("warn", int(ts), f"late event at {ts} ms {late_note.format(st.last_tick)}".encode("utf-8")))
+            ev = ev.take(np.nonzero(~late)[0])
+    return bool((kind == FLUSH).any()), ev
+
+
 def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
     ngroups = len(plan.group_vars)
     every = plan.every_ms
@@ -80,31 +111,8 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
         clock.append(time.perf_counter())
         flush = False
         if pdf is not None:
-            kind = pdf["k"].to_numpy()
-            hb = np.nonzero(kind == HEARTBEAT)[0]
-            if len(hb):
-                lo, hi = int(pdf["ts"].to_numpy()[hb].min()), int(pdf["o"].to_numpy()[hb].max())
-                st.gmin = lo if st.gmin is None else min(st.gmin, lo)
-                st.gmax = hi if st.gmax is None else max(st.gmax, hi)
-                if bucket == 0:
-                    metrics["events_in"] = int(pdf["f"].to_numpy()[hb].sum())
-                    metrics["bad_rows"] = int(pdf["n"].to_numpy()[hb].sum())
-            flush = bool((kind == FLUSH).any())
-            named = np.nonzero(kind == TERMS)[0]
-            for i in range(ngroups):  # the mapper sends each partition's code -> term pairs once
-                terms = pdf[f"t{i}"].to_numpy()[named]
-                has = pd.notna(terms)
-                st.terms.update(zip(pdf[f"g{i}"].to_numpy()[named][has].tolist(), terms[has].tolist()))
-            ev = _events(pdf, np.nonzero(kind <= 1)[0], ngroups, st.batches)
-            if len(ev) and st.last_tick is not None:
-                late = ev.ts <= st.last_tick
-                if late.any():
-                    metrics["late_events"] = int(late.sum())
-                    for ts in ev.ts[late][:MAX_WARNINGS].tolist():
-                        out.append(("warn", int(ts), (f"late event at {ts} ms ignored for fact "
-                                    f"{plan.fact}: ticks up to {st.last_tick} were already reported"
-                                                      ).encode("utf-8")))
-                    ev = ev.take(np.nonzero(~late)[0])
+            flush, ev = ingest(pdf, st, bucket, ngroups, metrics, out,
+                               f"ignored for fact {plan.fact}: ticks up to {{}} were already reported")
             if len(ev):
                 st.pending.append(ev)
                 st.pending_sorted = False

@@ -203,7 +203,10 @@ def _rename_expr(e: Expr, rename: dict[str, str]) -> Expr:
     return e
 
 
-def plan_document(doc: Document, buckets: int = 8, fallback: bool = True) -> list:
+def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_aggregates: bool = True) -> list:
+    """One plan per query (windowed queries share one). `fact_aggregates=False` sends what the
+    fact-aggregate operator would run to the fallback instead (the simulations have no
+    simulated form of that operator)."""
     plans: list = []
     from tefq.spark.derived_plan import plan_fact_query
 
@@ -217,10 +220,12 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True) -> lis
         try:
             plans.append(plan_query(doc, q, buckets))
             continue
-        except Unsupported as e:
+        except Unsupported:
             if not isinstance(q, AggregateQuery):
                 raise
         try:  # derived facts, fact patterns without CURRENT, WHILE: the fact-aggregate operator
+            if not fact_aggregates:
+                raise Unsupported("derived facts, fact patterns and WHILE in a simulation")
             plans.append(plan_fact_query(doc, q, buckets))
         except Unsupported as e:
             if not fallback:

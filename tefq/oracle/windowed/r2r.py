@@ -111,7 +111,7 @@ def _predicates(algebra: object) -> frozenset[str] | None:
             return True
         seen.add(id(node))
         if isinstance(node, CompValue):
-            if node.name == "BGP":
+            if node.name in ("BGP", "TriplesBlock"):  # TriplesBlock: the graph of a FILTER (NOT) EXISTS
                 for _, p, _ in node.get("triples") or []:
                     if not isinstance(p, URIRef):
                         return False
