@@ -244,7 +244,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             seen = True
             rows_in += rb.num_rows
             k = rb.column("k")
-            data = pc.less(k, 2)
+            data = pc.and_(pc.greater_equal(k, 0), pc.less(k, 2))  # SINCE/UNTIL rows: the only ones shuffled
             real = pc.or_(pc.equal(k, -1), data)
             tsr = pc.filter(rb.column("ts"), real)
             if len(tsr):

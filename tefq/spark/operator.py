@@ -20,9 +20,9 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from tefq.spark.facts import (OPEN, Events, Intervals, apply_events, apply_sorted_events, current_aggregates,
-                              durations_exact,
-                              fsum_durations, tick_at_or_after, tick_at_or_before)
+from tefq.spark.facts import (OPEN, SINCE, UNTIL, Events, Intervals, apply_events, apply_sorted_events,
+                              current_aggregates, durations_exact, fsum_durations, tick_at_or_after,
+                              tick_at_or_before)
 from tefq.spark.output import RECORD_SCHEMA, NumericRows, json_record, rows_record, terms_record
 from tefq.spark.physical import CurrentAggregatePlan
 
@@ -83,7 +83,7 @@ def ingest(pdf: pd.DataFrame, st, bucket: int, ngroups: int, metrics: dict, out:
         terms = pdf[f"t{i}"].to_numpy()[named]
         has = pd.notna(terms)
         st.terms.update(zip(pdf[f"g{i}"].to_numpy()[named][has].tolist(), terms[has].tolist()))
-    ev = _events(pdf, np.nonzero(kind <= 1)[0], ngroups, st.batches)
+    ev = _events(pdf, np.nonzero((kind == SINCE) | (kind == UNTIL))[0], ngroups, st.batches)
     if len(ev) and st.last_tick is not None:
         late = ev.ts <= st.last_tick
         if late.any():
