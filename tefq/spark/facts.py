@@ -285,27 +285,33 @@ def durations_exact(iv: Intervals, ticks: np.ndarray) -> bool:
     return every % 125 == 0 and bool(((iv.start - int(ticks[0])) % 125 == 0).all())
 
 
-def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray) -> np.ndarray:
-    """Per (group, tick): `math.fsum` of the facts' durations `(tau - start) / 1000.0` in seconds —
-    bit for bit what the oracle sums. Used only when `durations_exact` is False."""
-    import math
+def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray,
+                   chunk: int = 4_000_000) -> np.ndarray:
+    """Per (group, tick): the correctly rounded exact sum of the facts' durations
+    `(tau - start) / 1000.0` in seconds — bit for bit the oracle's `math.fsum` — with integer limbs
+    (tefq.spark.derived_ticks) over every (fact, tick) pair, in chunks. `group_codes` are
+    `current_aggregates(iv, ticks).group_codes`. Used only when `durations_exact` is False."""
+    from tefq.spark.derived import members
+    from tefq.spark.derived_ticks import limb_sums, rounded
 
-    out = np.zeros((len(group_codes), len(ticks)), dtype=np.float64)
-    if len(group_codes) == 0:
-        return out
-    if group_codes.shape[1]:
-        gidx = {tuple(c): i for i, c in enumerate(group_codes.tolist())}
-        g = np.array([gidx.get(tuple(c), -1) for c in iv.groups.tolist()], dtype=np.int64)
-    else:
-        g = np.zeros(len(iv), dtype=np.int64)
-    for k, tau in enumerate(ticks.tolist()):
-        valid = np.nonzero((iv.start <= tau) & (iv.end > tau) & (g >= 0))[0]
-        if not len(valid):
-            continue
-        order = valid[np.argsort(g[valid], kind="stable")]
-        gs = g[order]
-        durs = ((tau - iv.start[order]) / 1000.0).tolist()
-        cuts = np.nonzero(np.diff(gs))[0] + 1
-        for lo, hi in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(gs)]]).tolist()):
-            out[gs[lo], k] = math.fsum(durs[lo:hi])
-    return out
+    nt, ng = len(ticks), len(group_codes)
+    if nt == 0 or ng == 0 or len(iv) == 0:
+        return np.zeros((ng, nt), dtype=np.float64)
+    t_first, every = int(ticks[0]), int(ticks[1] - ticks[0]) if nt > 1 else 1
+    lo = np.clip(-((t_first - iv.start) // every), 0, nt)  # as in current_aggregates
+    hi = np.clip(-((t_first - iv.end) // every), 0, nt)
+    live = lo < hi
+    codes, g = group_index(iv.groups[live])
+    assert np.array_equal(codes, group_codes), "group codes differ from current_aggregates'"
+    lo, n, start = lo[live], (hi - lo)[live], iv.start[live]
+    total = np.zeros((3, ng * nt), dtype=np.int64)
+    ends = np.cumsum(n)
+    first = 0
+    while first < len(lo):  # whole facts per chunk, about `chunk` (fact, tick) pairs each
+        last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + chunk, "right")))
+        part = slice(first, last)
+        k = members(lo[part], n[part])  # tick index of every (fact, tick) pair
+        x = (np.repeat(t_first - start[part], n[part]) + k * every) / 1000.0
+        total += limb_sums(np.repeat(g[part] * nt, n[part]) + k, x, ng * nt)
+        first = last
+    return rounded(total).reshape(ng, nt)
