@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
+from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
 
 from tefq.errors import TefqError  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
@@ -21,25 +22,6 @@ pytestmark = pytest.mark.spark
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from tefq.spark.session import get_session
-
-    s = get_session("local[2]")
-    s.conf.set("spark.sql.shuffle.partitions", "2")
-    yield s
-
-
-def run_spark(spark, doc, paths, **kw):
-    from tefq.spark.engine import run
-
-    return run(doc, paths, spark=spark, buckets=2, progress=False, **kw)
-
-
-def oracle(doc, elements):
-    from tefq.oracle import run
-
-    return run(doc, elements, None, 0)
 
 
 def write_parts(tmp_path, elements, nfiles, fmt="tsv"):

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
+from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
 import spark_docs as sd  # noqa: E402
 from test_spark_operator import FakeState, h  # noqa: E402  (the operator tests' stand-ins)
 
@@ -314,15 +315,6 @@ def test_operator_with_clauses_that_match_the_same_element(stream):
 
 
 # ---------------------------------------------------------------- real Spark
-@pytest.fixture(scope="module")
-def spark():
-    from tefq.spark.session import get_session
-
-    s = get_session("local[2]")
-    s.conf.set("spark.sql.shuffle.partitions", "2")
-    yield s
-
-
 def generated_uc3(tmp_path, nfiles: int) -> tuple[str, list]:
     """IPTV log and program guide from the generator (small), merged on one time line and cut into
     time-ordered files, so that every micro-batch of one file advances both streams together."""

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
+from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
 import spark_docs as sd  # noqa: E402
 from test_spark import write_parts  # noqa: E402
 from test_spark_operator import streams  # noqa: E402
@@ -18,15 +19,6 @@ from tefq.oracle import run as oracle_run  # noqa: E402
 from tefq.simulate import run as simulate_run  # noqa: E402
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from tefq.spark.session import get_session
-
-    s = get_session("local[2]")
-    s.conf.set("spark.sql.shuffle.partitions", "2")
-    yield s
 
 
 def spark_sim(spark, doc, paths, strategy, window=None, **kw):

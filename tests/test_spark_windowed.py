@@ -11,18 +11,10 @@ import os  # noqa: E402
 import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
+from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
 from test_sparql_vectorised import CSRBENCH, ROOT, csrbench_doc, iptv_log  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
 from tefq.oracle.windowed import run as oracle_run  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from tefq.spark.session import get_session
-
-    s = get_session("local[2]")
-    s.conf.set("spark.sql.shuffle.partitions", "2")
-    yield s
 
 
 def _spark_equals_oracle(spark, doc, elements, stream_dir, files: int = 1, **kw) -> list:

@@ -29,6 +29,7 @@ from tefq.spark.derived_plan import DerivedFactPlan, EventFactPlan, FactAggregat
 from tefq.spark.derived_ticks import TickSpec, tick_rows
 from tefq.spark.facts import OPEN, Events, Intervals, apply_events, tick_at_or_after, tick_at_or_before
 from tefq.spark.output import json_record, rows_record, terms_record
+from tefq.spark.operator import batch_frame, batch_metrics
 
 HEARTBEAT, FLUSH = 2, 3
 ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + Spark's row id within the batch
@@ -159,10 +160,8 @@ def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int):
         st: FactState = pickle.loads(state.get[0]) if state.exists else FactState(plan)
         st.batches += 1
         out: list[tuple[str, int, bytes]] = []
-        metrics = {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
-                   "rows_out": 0}
-        parts = [p for p in pdfs if len(p)]
-        pdf = pd.concat(parts, ignore_index=True) if parts else None
+        metrics = batch_metrics()
+        pdf = batch_frame(pdfs)
         flush = False
         if pdf is not None:
             kind = pdf["k"].to_numpy()

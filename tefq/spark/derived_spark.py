@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from tefq.spark.derived_plan import FactAggregatePlan
-from tefq.spark.engine import TieOrder, _bad_reason, _bad_text, _clause_condition, _divert_bad
+from tefq.spark.engine import PartitionScan, TieOrder, _bad_reason, _bad_text, _clause_condition
 from tefq.spark.sources import FLUSH_TERM
 
 
@@ -100,25 +100,13 @@ def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None, ranks: dict[
 
         ctx = TaskContext.get()
         tie_order = TieOrder(ranks or {}, ctx.partitionId() if ctx is not None else 0)  # stream order of ties
-        lo, hi, count, bad, flush, seen = None, None, 0, 0, False, False
+        scan, flush, seen = PartitionScan(bad_rows), False, False
         for rb in batches:
             seen = True
             k = rb.column("k")
             data = pc.or_(pc.equal(k, 0), pc.equal(k, 1))
-            real = pc.and_(pc.or_(data, pc.equal(k, -1)), pc.equal(rb.column("n"), 1))
-            tsr = pc.filter(rb.column("ts"), real)
-            if len(tsr):
-                mm = pc.min_max(tsr)
-                a, z = mm["min"].as_py(), mm["max"].as_py()
-                lo = a if lo is None else min(lo, a)
-                hi = z if hi is None else max(hi, z)
-                count += len(tsr)
+            scan.see(rb, pc.and_(pc.or_(data, pc.equal(k, -1)), pc.equal(rb.column("n"), 1)), pc.equal(k, 4))
             flush = flush or pc.any(pc.equal(k, 3)).as_py()
-            badmask = pc.equal(k, 4)
-            if pc.any(badmask).as_py():
-                rows = pc.filter(rb.column("x"), badmask).to_pylist()
-                _divert_bad(rows, bad_rows)
-                bad += len(rows)
             order = tie_order(rb.column("o"))
             cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
             keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(data)
@@ -134,8 +122,8 @@ def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None, ranks: dict[
                 [pa.array([None if name.startswith("t") and name != "ts" else values.get(name, 0)],
                           out_schema.field(name).type) for name in out_schema.names], schema=out_schema)
 
-        if count or bad:
-            yield control(2, lo if lo is not None else 0, hi if hi is not None else 0, count, bad)
+        if scan.any:
+            yield control(2, scan.lo or 0, scan.hi or 0, scan.count, scan.bad)
         if flush:
             yield control(3, 0, 0, 0, 0)
 

@@ -195,6 +195,38 @@ def _divert_bad(rows: list[str], bad_rows: str | None) -> None:
             fh.write(r.replace("\n", " ") + "\n")
 
 
+class PartitionScan:
+    """What a mapper learns from its input partition besides the rows it keeps: the event-time
+    range and number of stream rows (for the heartbeats) and the bad rows (raised, or written
+    to --bad-rows and counted)."""
+
+    def __init__(self, bad_rows: str | None) -> None:
+        self.bad_rows = bad_rows
+        self.lo: int | None = None
+        self.hi: int | None = None
+        self.count = self.bad = 0
+
+    def see(self, rb: pa.RecordBatch, real: pa.Array, badmask: pa.Array) -> None:
+        """`real`: the rows that are stream elements; `badmask`: the bad ones (text in column x)."""
+        import pyarrow.compute as pc
+
+        tsr = pc.filter(rb.column("ts"), real)
+        if len(tsr):
+            mm = pc.min_max(tsr)
+            a, z = mm["min"].as_py(), mm["max"].as_py()
+            self.lo = a if self.lo is None else min(self.lo, a)
+            self.hi = z if self.hi is None else max(self.hi, z)
+            self.count += len(tsr)
+        if pc.any(badmask).as_py():
+            rows = pc.filter(rb.column("x"), badmask).to_pylist()
+            _divert_bad(rows, self.bad_rows)
+            self.bad += len(rows)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.count or self.bad)
+
+
 def _map_schema(plan: CurrentAggregatePlan) -> str:
     parts = ["k int", "ts long", "o long", "f long", "e long", "n long"]
     for i in range(len(plan.group_vars)):
@@ -235,7 +267,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             ctx = TaskContext.get()
             partition = ctx.partitionId() if ctx is not None else 0
         tie_order = TieOrder(ranks or {}, partition)  # stream order of ties
-        lo, hi, count, bad, flush, seen = None, None, 0, 0, False, False
+        scan, flush, seen = PartitionScan(bad_rows), False, False
         named: list[set] = [set() for _ in range(ng)]  # (bucket, code) pairs already sent, per group var
         term_rows: list[tuple[int, int, int, str]] = []  # (group var, bucket, code, term)
         busy, rows_in, started = 0.0, 0, time.perf_counter()
@@ -245,21 +277,8 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             rows_in += rb.num_rows
             k = rb.column("k")
             data = pc.and_(pc.greater_equal(k, 0), pc.less(k, 2))  # SINCE/UNTIL rows: the only ones shuffled
-            real = pc.or_(pc.equal(k, -1), data)
-            tsr = pc.filter(rb.column("ts"), real)
-            if len(tsr):
-                mm = pc.min_max(tsr)
-                a, z = mm["min"].as_py(), mm["max"].as_py()
-                lo = a if lo is None else min(lo, a)
-                hi = z if hi is None else max(hi, z)
-                count += len(tsr)
-            if pc.any(pc.equal(k, 3)).as_py():
-                flush = True
-            badmask = pc.equal(k, 4)
-            if pc.any(badmask).as_py():
-                rows = pc.filter(rb.column("x"), badmask).to_pylist()
-                _divert_bad(rows, bad_rows)
-                bad += len(rows)
+            scan.see(rb, pc.or_(pc.equal(k, -1), data), pc.equal(k, 4))
+            flush = flush or pc.any(pc.equal(k, 3)).as_py()
             order = tie_order(rb.column("o"))
             keep_idx = np.nonzero(data.to_numpy(zero_copy_only=False))[0]
             if ng and len(keep_idx):
@@ -293,9 +312,9 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
                 cols[f"g{i}"] = [c if j == i else 0 for j, _, c, _ in term_rows]
                 cols[f"t{i}"] = [term if j == i else None for j, _, _, term in term_rows]
             yield const_batch(fop.TERMS, len(term_rows), **cols)
-        if count or bad:
-            yield const_batch(fop.HEARTBEAT, nb, ts=[lo if lo is not None else 0] * nb,
-                              o=[hi if hi is not None else 0] * nb, f=[count] * nb, n=[bad] * nb, b=list(range(nb)))
+        if scan.any:
+            yield const_batch(fop.HEARTBEAT, nb, ts=[scan.lo or 0] * nb, o=[scan.hi or 0] * nb, f=[scan.count] * nb,
+                              n=[scan.bad] * nb, b=list(range(nb)))
         if flush:
             yield const_batch(fop.FLUSH, nb, b=list(range(nb)))
 

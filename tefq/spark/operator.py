@@ -63,6 +63,18 @@ def _events(pdf: pd.DataFrame, rows: np.ndarray, ngroups: int, batch: int) -> Ev
     return Events(col("k"), col("ts"), batch * ORDER_SHIFT + col("o"), col("f"), groups, col("e"))
 
 
+def batch_metrics() -> dict:
+    """A bucket's metrics for one micro-batch, before anything happened (summed on the driver)."""
+    return {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
+            "rows_out": 0}
+
+
+def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
+    """A bucket's rows of one micro-batch as one frame (None when there are none)."""
+    parts = [p for p in pdfs if len(p)]
+    return pd.concat(parts, ignore_index=True, copy=False) if len(parts) > 1 else parts[0] if parts else None
+
+
 def ingest(pdf: pd.DataFrame, st, bucket: int, ngroups: int, metrics: dict, out: list,
            late_note: str) -> tuple[bool, Events]:
     """One bucket's rows of a micro-batch into its state `st` (gmin, gmax, terms, last_tick, batches):
@@ -104,10 +116,8 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
         st: BucketState = pickle.loads(state.get[0]) if state.exists else BucketState(ngroups)
         st.batches += 1
         out: list[tuple[str, int, bytes]] = []
-        metrics = {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
-                   "rows_out": 0}
-        parts = [p for p in pdfs if len(p)]
-        pdf = pd.concat(parts, ignore_index=True, copy=False) if len(parts) > 1 else parts[0] if parts else None
+        metrics = batch_metrics()
+        pdf = batch_frame(pdfs)
         clock.append(time.perf_counter())
         flush = False
         if pdf is not None:
@@ -142,12 +152,7 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
                         cur, unmatched = applied.intervals, applied.unmatched_until
                     rest = pend.take(np.nonzero(~done)[0])
                     st.pending = [rest] if len(rest) else []
-                agg = current_aggregates(cur, ticks)
-                seconds = None
-                if any(a.op != "count" for a in plan.aggregates):
-                    seconds = (agg.duration_ms / 1000.0 if durations_exact(cur, ticks)
-                               else fsum_durations(cur, ticks, agg.group_codes))
-                rows = _rows(plan, agg, seconds)
+                agg, rows = tick_rows(plan, cur, ticks)
                 metrics["rows_out"] = len(rows)
                 if len(rows):
                     out.append(rows_record(rows))
@@ -187,6 +192,16 @@ def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
         yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
 
     return op
+
+
+def tick_rows(plan: CurrentAggregatePlan, facts: Intervals, ticks: np.ndarray):
+    """The plan's aggregates over `facts` at `ticks`: (TickAggregates, NumericRows)."""
+    agg = current_aggregates(facts, ticks)
+    seconds = None
+    if any(a.op != "count" for a in plan.aggregates):
+        seconds = (agg.duration_ms / 1000.0 if durations_exact(facts, ticks)
+                   else fsum_durations(facts, ticks, agg.group_codes))
+    return agg, _rows(plan, agg, seconds)
 
 
 def _rows(plan: CurrentAggregatePlan, agg, seconds) -> NumericRows:

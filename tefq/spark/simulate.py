@@ -31,8 +31,7 @@ import pandas as pd
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
-from tefq.spark.facts import (OPEN, SINCE, Events, Intervals, apply_events, current_aggregates, durations_exact,
-                              fsum_durations, tick_at_or_after, tick_at_or_before)
+from tefq.spark.facts import OPEN, SINCE, Events, Intervals, apply_events, tick_at_or_after, tick_at_or_before
 from tefq.spark.output import NumericRows, json_record, rows_record, terms_record
 from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
 
@@ -210,7 +209,7 @@ def make_strategy(name: str, ngv: int):
 def simulate_window(strategy, plan: CurrentAggregatePlan, tau: int, w: int, ev: Events | None,
                     metrics: dict) -> NumericRows | None:
     """One window `(tau - w, tau]`: carried state + the window's events -> rows at `tau` -> carry."""
-    from tefq.spark.operator import _rows
+    from tefq.spark.operator import tick_rows
 
     base = strategy.restore()
     if ev is not None and len(ev):
@@ -227,13 +226,7 @@ def simulate_window(strategy, plan: CurrentAggregatePlan, tau: int, w: int, ev: 
     valid = cur.take(np.nonzero(cur.end == OPEN)[0])  # every event is at or before tau
     rows = None
     if len(valid):
-        ticks = np.array([tau], np.int64)
-        agg = current_aggregates(valid, ticks)
-        seconds = None
-        if any(a.op != "count" for a in plan.aggregates):
-            seconds = (agg.duration_ms / 1000.0 if durations_exact(valid, ticks)
-                       else fsum_durations(valid, ticks, agg.group_codes))
-        rows = _rows(plan, agg, seconds)
+        _, rows = tick_rows(plan, valid, np.array([tau], np.int64))
     strategy.carry(valid, changes)
     return rows
 
@@ -253,7 +246,7 @@ class SimBucketState:
 
 def make_simulation_operator(plan: CurrentAggregatePlan, strategy: str, t0: int, lateness_ms: int):
     """applyInPandasWithState function: the windows that became final in this micro-batch, in order."""
-    from tefq.spark.operator import ingest
+    from tefq.spark.operator import batch_frame, batch_metrics, ingest
 
     ngroups = len(plan.group_vars)
     w = plan.every_ms
@@ -264,10 +257,8 @@ def make_simulation_operator(plan: CurrentAggregatePlan, strategy: str, t0: int,
                               else SimBucketState(make_strategy(strategy, ngroups)))
         st.batches += 1
         out: list[tuple[str, int, bytes]] = []
-        metrics = {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
-                   "rows_out": 0}
-        parts = [p for p in pdfs if len(p)]
-        pdf = pd.concat(parts, ignore_index=True) if parts else None
+        metrics = batch_metrics()
+        pdf = batch_frame(pdfs)
         flush = False
         if pdf is not None:
             flush, ev = ingest(pdf, st, bucket, ngroups, metrics, out,

@@ -99,34 +99,20 @@ def make_mapper(bad_rows: str | None):
     def mapper(batches):
         import pyarrow.compute as pc
 
-        from tefq.spark.engine import _divert_bad
+        from tefq.spark.engine import PartitionScan
 
-        lo = hi = None
-        count = bad = 0
-        seen = False
+        scan, seen = PartitionScan(bad_rows), False
         for rb in batches:
             seen = True
             k = rb.column("k")
-            real = pc.or_(pc.equal(k, DATA), pc.equal(k, OTHER))
-            tsr = pc.filter(rb.column("ts"), real)
-            if len(tsr):
-                mm = pc.min_max(tsr)
-                a, z = mm["min"].as_py(), mm["max"].as_py()
-                lo = a if lo is None else min(lo, a)
-                hi = z if hi is None else max(hi, z)
-                count += len(tsr)
-            badmask = pc.equal(k, BAD)
-            if pc.any(badmask).as_py():
-                rows = pc.filter(rb.column("x"), badmask).to_pylist()
-                _divert_bad(rows, bad_rows)
-                bad += len(rows)
+            scan.see(rb, pc.or_(pc.equal(k, DATA), pc.equal(k, OTHER)), pc.equal(k, BAD))
             keep = rb.filter(pc.or_(pc.equal(k, DATA), pc.equal(k, FLUSH)))
             if keep.num_rows:
                 yield keep.select(out_schema.names).cast(out_schema)
-        if seen and (count or bad):  # ts = min, n = count, x = "max|bad"
+        if seen and scan.any:  # ts = min, n = count, x = "max|bad"
             yield pa.RecordBatch.from_pydict(
-                {"k": [HEARTBEAT], "ts": [lo if lo is not None else 0], "s": [None], "p": [None], "o": [None],
-                 "n": [count], "x": [f"{hi if hi is not None else ''}|{bad}"]}, schema=out_schema)
+                {"k": [HEARTBEAT], "ts": [scan.lo or 0], "s": [None], "p": [None], "o": [None],
+                 "n": [scan.count], "x": [f"{scan.hi if scan.hi is not None else ''}|{scan.bad}"]}, schema=out_schema)
 
     return mapper
 
