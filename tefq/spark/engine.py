@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.errors import TefqError
-from tefq.plan.logical import Document
+from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark import operator as fop
 from tefq.spark.fallback import make_fallback_operator
@@ -542,6 +542,9 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     started = time.time()
     if not stream_paths:
         raise TefqError("no --stream given")
+    if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
+        raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
+                        "run them bounded", file="--follow")
     triples = _background_triples(background)
     spark = spark or get_session(master)
     nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
@@ -554,9 +557,6 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         os.makedirs(workdir, exist_ok=True)
     try:
         if follow:
-            if any(getattr(p, "query", None) == "windowed" for p in plans):
-                raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
-                                "run them bounded, or with --engine oracle")
             from tefq.spark.follow import follow_plans
 
             results, m = follow_plans(spark, doc, plans, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
