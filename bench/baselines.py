@@ -3,8 +3,10 @@
 * `numpy_limit`: the best single-pass, single-core numpy computation of UC1 / UC2 we know: terms
   dictionary-encoded by Arrow, one sort, fact intervals by status transitions (coalescing,
   redundant SINCE, unmatched UNTIL, duplicates as the engine treats them), then per (channel, tick)
-  counts and duration sums with difference arrays. It produces every reported row as numbers
-  (tick, channel code, count[, average seconds]), like the engine's operator does.
+  counts with difference arrays and, for UC2, the spec's exact sum of the double durations (the
+  oracle's math.fsum, by the engine's integer-limb kernel over (fact, tick) pairs; `exact=False`:
+  the cheaper rational sum, which is not the oracle's answer). It produces every reported row as
+  numbers (tick, channel code, count[, average seconds]), like the engine's operator does.
 * `python_loop`: a plain per-event Python loop with dicts (the single-threaded, Esper-style way),
   producing the same rows as numbers: at each tick, one row per channel with open facts.
 
@@ -25,7 +27,7 @@ def _codes(col: pa.ChunkedArray) -> np.ndarray:
     return pc.dictionary_encode(col.combine_chunks()).indices.to_numpy().astype(np.int64)
 
 
-def numpy_limit(table: pa.Table, every: int, durations: bool, t0: int = 0) -> tuple[float, int]:
+def numpy_limit(table: pa.Table, every: int, durations: bool, t0: int = 0, exact: bool = True) -> tuple[float, int]:
     started = time.perf_counter()
     ts = table.column("ts").to_numpy()
     p = table.column("p")
@@ -85,64 +87,30 @@ def numpy_limit(table: pa.Table, every: int, durations: bool, t0: int = 0) -> tu
     ticks = t_first + ki * every
     values = count[gi, ki]
     if durations:
-        sst = (np.bincount(g * width + lo, weights=rel, minlength=n_o * width)
-               - np.bincount(g * width + hi, weights=rel, minlength=n_o * width))
-        sumrel = np.cumsum(sst.reshape(n_o, width), axis=1)[:, :nt]
-        secs = (count[gi, ki] * (ki * every) - sumrel[gi, ki]) / 1000.0
+        # As the engine (facts.durations_exact): whole multiples of 125 ms are exact doubles, and
+        # then the rational sum is the oracle's.
+        cheap = not exact or (every % 125 == 0 and not (rel % 125).any())
+        secs = (rational_sums(g, lo, hi, rel, every, n_o, nt, count, gi, ki) if cheap
+                else exact_sums(g, lo, hi, rel, every, n_o, nt)[gi, ki])
         _ = secs / values  # AverageDuration
     _ = (ticks, gi, values)
     return time.perf_counter() - started, len(ticks)
 
 
-def python_loop(table: pa.Table, every: int, durations: bool, t0: int = 0) -> tuple[float, int]:
-    """Per event: dict look-ups; per tick: one row per channel with open facts."""
-    ts_l = table.column("ts").to_pylist()
-    s_l = table.column("s").to_pylist()
-    p_l = table.column("p").to_pylist()
-    o_l = table.column("o").to_pylist()
-    join, quit_ = f"<{IPTV}join>", f"<{IPTV}quit>"
-    started = time.perf_counter()
-    open_: dict = {}  # (user, channel) -> start
-    closed_at: dict = {}  # (user, channel) -> (start, end) of its last closed fact, for coalescing
-    count: dict = {}  # channel -> open facts
-    starts: dict = {}  # channel -> sum of open facts' starts (durations at a tick = count * tau - sum)
-    seen: set = set()  # elements at the current ms (a stream is a set)
-    seen_ts = None
-    rows_t: list = []
-    rows_c: list = []
-    rows_v: list = []
-    tick = t0 + -((t0 - ts_l[0]) // every) * every if ts_l else 0
+def rational_sums(g, lo, hi, rel, every, n_o, nt, count, gi, ki) -> np.ndarray:
+    """Per reported cell, the exact sum of the durations in ms by difference arrays, divided once:
+    `(count * tau - sum of starts) / 1000`. Cheap, but not the oracle's answer: the spec sums the
+    xsd:double durations exactly (math.fsum of each fact's rounded `(tau - start) / 1000`)."""
+    width = nt + 1
+    sst = (np.bincount(g * width + lo, weights=rel, minlength=n_o * width)
+           - np.bincount(g * width + hi, weights=rel, minlength=n_o * width))
+    sumrel = np.cumsum(sst.reshape(n_o, width), axis=1)[:, :nt]
+    return (count[gi, ki] * (ki * every) - sumrel[gi, ki]) / 1000.0
 
-    def report(tau: int) -> None:
-        for ch, c in count.items():
-            if c:
-                rows_t.append(tau)
-                rows_c.append(ch)
-                rows_v.append((c * tau - starts[ch]) / 1000.0 / c if durations else c)
 
-    for t, s, p, o in zip(ts_l, s_l, p_l, o_l):
-        while t > tick:
-            report(tick)
-            tick += every
-        if t != seen_ts:
-            seen, seen_ts = set(), t
-        if (s, p, o) in seen:
-            continue
-        seen.add((s, p, o))
-        key = (s, o)
-        if p == join:
-            if key not in open_:
-                last = closed_at.get(key)
-                begin = last[0] if last is not None and last[1] == t else t
-                open_[key] = begin
-                count[o] = count.get(o, 0) + 1
-                starts[o] = starts.get(o, 0) + begin
-        elif p == quit_:
-            begin = open_.pop(key, None)
-            if begin is not None:
-                closed_at[key] = (begin, t)
-                count[o] -= 1
-                starts[o] -= begin
-    if ts_l:
-        report(tick)  # the tick at or after the last event
-    return time.perf_counter() - started, len(rows_t)
+def exact_sums(g, lo, hi, rel, every, n_o, nt) -> np.ndarray:
+    """(n_o, nt): per (channel, tick), bit for bit the oracle's math.fsum of the facts' durations
+    `(tau - start) / 1000.0`: the engine's integer-limb kernel over every (fact, tick) pair."""
+    from tefq.spark.facts import exact_duration_sums
+
+    return exact_duration_sums(g, lo, hi, rel, every, n_o, nt)

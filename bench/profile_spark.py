@@ -39,7 +39,8 @@ def main() -> None:
     plan = plan_document(docs(a.usecase), nb)[0]
     files = stream_files(os.path.join(a.data, "log"))[:a.files]
     raw = spark.read.schema("ts long, s string, p string, o string").parquet(*files).select(
-        "ts", "s", "p", "o", F.col("_metadata.file_path").alias("file"), F.col("ts").cast("string").alias("ts_text"))
+        "ts", "s", "p", "o", F.col("_metadata.file_path").alias("file"), F.xxhash64(F.col("_metadata.file_path")).alias("fh"),
+        F.col("ts").cast("string").alias("ts_text"))
     n = raw.count()
     projected = engine._project(raw, plan)
     mapped = projected.mapInArrow(engine.make_mapper(plan, None), engine._map_schema(plan))

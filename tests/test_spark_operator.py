@@ -36,12 +36,13 @@ def h(*parts: str) -> int:
 
 
 def projected(part: list, plan, first_row: int = 0) -> pa.RecordBatch:
-    """What the engine's Spark SQL projection makes of stream rows (crc32 codes instead of xxhash64)."""
+    """What the engine's Spark SQL projection makes of stream rows (crc32 codes instead of xxhash64;
+    group terms on SINCE rows only)."""
     cols: dict[str, list] = {c: [] for c in ("k", "ts", "o", "f", "e", "n", "g0", "t0", "b", "x")}
     for t, s, p, o in part:
         kind = 3 if p == FLUSH_TERM else 0 if p.endswith("join>") else 1 if p.endswith("quit>") else -1
         row = dict(k=kind, ts=t, o=0, f=h(s, o) if kind >= 0 else None, e=h(s, p, o), n=0, g0=h(o),
-                   t0=o if kind >= 0 else None, b=h(o) % plan.buckets if plan.buckets > 1 else 0, x=None)
+                   t0=o if kind == 0 else None, b=h(o) % plan.buckets if plan.buckets > 1 else 0, x=None)
         for c, v in row.items():
             cols[c].append(v)
     types = dict(k=pa.int32(), ts=pa.int64(), o=pa.int64(), f=pa.int64(), e=pa.int64(), n=pa.int64(), g0=pa.int64(),

@@ -29,6 +29,7 @@ from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark import operator as fop
 from tefq.spark.fallback import make_fallback_operator
 from tefq.spark.output import Collector
+from tefq.spark.partitioning import by_bucket, shuffle_labels
 from tefq.spark.derived_plan import FactAggregatePlan
 from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
 from tefq.spark.session import get_session
@@ -36,6 +37,7 @@ from tefq.spark.sources import (FLUSH_TERM, Stager, file_ranks, is_staged, read_
                                 write_flush)
 
 BAD_ROW = "TEFQ_BAD_ROW"
+SINCE_KIND = 0  # ClausePlan.kind of a SINCE clause (1: UNTIL)
 TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
 
 
@@ -109,12 +111,16 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     elem = fid if one_per_kind and all(_determines_element(c) for c in plan.clauses) else F.xxhash64("s", "p", "o")
     cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"), fid.alias("f"),
             elem.alias("e"), F.lit(0).cast("long").alias("n")]
+    # Only a SINCE opens a fact, so only SINCE rows' group terms can reach the output: the strings
+    # of other rows are not sent to Python at all (strings are the costly cells there).
+    since = reduce(lambda x, y: x | y, [m == j for j, c in enumerate(plan.clauses) if c.kind == SINCE_KIND],
+                   F.lit(False))
     terms = []
     for i, g in enumerate(plan.group_vars):
         term = per_clause(lambda c, j=var_pos[g]: F.col(c.binds[j]))
         terms.append(term)
         cols.append(F.xxhash64(term).alias(f"g{i}"))
-        cols.append(term.alias(f"t{i}"))
+        cols.append(F.when(since, term).alias(f"t{i}"))
     bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
     cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
     cols.append(F.when(~good, _bad_text(_bad_reason())).alias("x"))
@@ -281,16 +287,17 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             flush = flush or pc.any(pc.equal(k, 3)).as_py()
             order = tie_order(rb.column("o"))
             keep_idx = np.nonzero(data.to_numpy(zero_copy_only=False))[0]
-            if ng and len(keep_idx):
-                buckets = rb.column("b").to_numpy(zero_copy_only=False)[keep_idx]
+            opens = keep_idx[k.to_numpy(zero_copy_only=False)[keep_idx] == SINCE_KIND]  # the rows with terms
+            if ng and len(opens):
+                buckets = rb.column("b").to_numpy(zero_copy_only=False)[opens]
                 for i in range(ng):
-                    codes = rb.column(f"g{i}").to_numpy(zero_copy_only=False)[keep_idx]
+                    codes = rb.column(f"g{i}").to_numpy(zero_copy_only=False)[opens]
                     for b in np.unique(buckets).tolist():
                         sel = np.nonzero(buckets == b)[0]
                         uniq, first = np.unique(codes[sel], return_index=True)
                         new = [(c, j) for c, j in zip(uniq.tolist(), first.tolist()) if (b, c) not in named[i]]
                         if new:
-                            terms = rb.column(f"t{i}").take(pa.array(keep_idx[sel[[j for _, j in new]]])).to_pylist()
+                            terms = rb.column(f"t{i}").take(pa.array(opens[sel[[j for _, j in new]]])).to_pylist()
                             for (c, _), term in zip(new, terms):
                                 named[i].add((b, c))
                                 term_rows.append((i, b, c, term))
@@ -413,8 +420,11 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         func = fop.make_operator(plan, t0, lateness_ms)
     if operator is not None:
         func = operator(plan)
+    # One bucket per shuffle partition (tefq.spark.partitioning): group by each bucket's label.
+    labels = shuffle_labels(plan.buckets, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
     result = mapped.groupBy("b").applyInPandasWithState(
-        func, fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
+        by_bucket(func, labels), fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
     rows_out = F.get_json_object(F.col("payload").cast("string"), "$.rows_out").cast("long")  # metric records
     result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "metric", rows_out)).alias("rows"))
     pr = _Progress(progress, plan.query)

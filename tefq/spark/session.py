@@ -44,6 +44,7 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
         .config("spark.default.parallelism", str(max(2, 2 * cores)))
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200000")
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
