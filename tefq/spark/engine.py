@@ -29,7 +29,7 @@ from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark import operator as fop
 from tefq.spark.fallback import make_fallback_operator
 from tefq.spark.output import Collector
-from tefq.spark.partitioning import by_bucket, shuffle_labels
+from tefq.spark.partitioning import by_bucket, checkpointed_labels
 from tefq.spark.derived_plan import FactAggregatePlan
 from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
 from tefq.spark.session import get_session
@@ -421,7 +421,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     if operator is not None:
         func = operator(plan)
     # One bucket per shuffle partition (tefq.spark.partitioning): group by each bucket's label.
-    labels = shuffle_labels(plan.buckets, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    labels = checkpointed_labels(qdir, ck, plan.buckets, int(spark.conf.get("spark.sql.shuffle.partitions")))
     mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
     result = mapped.groupBy("b").applyInPandasWithState(
         by_bucket(func, labels), fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)

@@ -9,6 +9,8 @@ see the bucket index (`by_bucket`).
 """
 from __future__ import annotations
 
+import json
+import os
 from typing import Callable
 
 _C1, _C2, _M32 = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
@@ -41,6 +43,25 @@ def shuffle_labels(buckets: int, partitions: int) -> list[int]:
             v += 1
         labels.append(v)
         v = 0
+    return labels
+
+
+def checkpointed_labels(directory: str, checkpoint: str, buckets: int, partitions: int) -> list[int]:
+    """The labels of a query, kept in `directory` beside its checkpoint: the state is keyed by label,
+    and a restarted query uses the partition count its checkpoint recorded, not the session's. A
+    checkpoint written before labels existed keyed its state by the bucket index itself."""
+    path = os.path.join(directory, "bucket-labels.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    commits = os.path.join(checkpoint, "commits")
+    if os.path.isdir(commits) and any(f.isdigit() for f in os.listdir(commits)):
+        return list(range(buckets))
+    labels = shuffle_labels(buckets, partitions)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(labels, fh)
+    os.replace(tmp, path)
     return labels
 
 
