@@ -114,3 +114,57 @@ def exact_sums(g, lo, hi, rel, every, n_o, nt) -> np.ndarray:
     from tefq.spark.facts import exact_duration_sums
 
     return exact_duration_sums(g, lo, hi, rel, every, n_o, nt)
+
+
+def python_loop(table: pa.Table, every: int, durations: bool, t0: int = 0) -> tuple[float, int]:
+    """Per event: dict look-ups; per tick: one row per channel with open facts."""
+    ts_l = table.column("ts").to_pylist()
+    s_l = table.column("s").to_pylist()
+    p_l = table.column("p").to_pylist()
+    o_l = table.column("o").to_pylist()
+    join, quit_ = f"<{IPTV}join>", f"<{IPTV}quit>"
+    started = time.perf_counter()
+    open_: dict = {}  # (user, channel) -> start
+    closed_at: dict = {}  # (user, channel) -> (start, end) of its last closed fact, for coalescing
+    count: dict = {}  # channel -> open facts
+    starts: dict = {}  # channel -> sum of open facts' starts (durations at a tick = count * tau - sum)
+    seen: set = set()  # elements at the current ms (a stream is a set)
+    seen_ts = None
+    rows_t: list = []
+    rows_c: list = []
+    rows_v: list = []
+    tick = t0 + -((t0 - ts_l[0]) // every) * every if ts_l else 0
+
+    def report(tau: int) -> None:
+        for ch, c in count.items():
+            if c:
+                rows_t.append(tau)
+                rows_c.append(ch)
+                rows_v.append((c * tau - starts[ch]) / 1000.0 / c if durations else c)
+
+    for t, s, p, o in zip(ts_l, s_l, p_l, o_l):
+        while t > tick:
+            report(tick)
+            tick += every
+        if t != seen_ts:
+            seen, seen_ts = set(), t
+        if (s, p, o) in seen:
+            continue
+        seen.add((s, p, o))
+        key = (s, o)
+        if p == join:
+            if key not in open_:
+                last = closed_at.get(key)
+                begin = last[0] if last is not None and last[1] == t else t
+                open_[key] = begin
+                count[o] = count.get(o, 0) + 1
+                starts[o] = starts.get(o, 0) + begin
+        elif p == quit_:
+            begin = open_.pop(key, None)
+            if begin is not None:
+                closed_at[key] = (begin, t)
+                count[o] -= 1
+                starts[o] -= begin
+    if ts_l:
+        report(tick)  # the tick at or after the last event
+    return time.perf_counter() - started, len(rows_t)
