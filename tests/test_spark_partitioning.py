@@ -9,6 +9,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from spark_helpers import spark  # noqa: E402,F401
 
+from tefq.errors import TefqError  # noqa: E402
 from tefq.spark.partitioning import by_bucket, checkpointed_labels, shuffle_labels, spark_hash_int  # noqa: E402
 
 
@@ -50,6 +51,8 @@ def test_labels_are_kept_with_the_checkpoint(tmp_path):
     assert first == shuffle_labels(4, 4)
     # A restart: Spark keeps the checkpoint's partition count, so the labels must not follow the session's.
     assert checkpointed_labels(str(tmp_path), str(ck), 4, 2) == first
+    with pytest.raises(TefqError, match="fresh --checkpoint"):
+        checkpointed_labels(str(tmp_path), str(ck), 8, 8)
 
 
 def test_a_checkpoint_from_before_labels_keeps_bucket_indices(tmp_path):

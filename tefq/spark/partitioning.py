@@ -1,9 +1,8 @@
 """Bucket -> shuffle partition, one to one.
 
 `groupBy("b")` sends a row to shuffle partition `pmod(murmur3(b, 42), P)`. For the bucket ids
-0..3 and P = 4 that is partitions 3, 3, 2, 3: three buckets in one task, run one after another
-on one core, and two cores' worth of partitions left empty (measured: the reduce stage of a
-1M-event UC1 micro-batch ran on one core). So the engine groups by a *label* per bucket, the
+0..3 and P = 4 that is partitions 3, 3, 2, 3: three buckets in one reduce task, run one after
+another on one core, and two partitions empty. So the engine groups by a *label* per bucket, the
 smallest integer that Spark's hash sends to the bucket's own partition, and the operators still
 see the bucket index (`by_bucket`).
 """
@@ -12,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 from typing import Callable
+
+from tefq.errors import TefqError
 
 _C1, _C2, _M32 = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
 
@@ -53,7 +54,11 @@ def checkpointed_labels(directory: str, checkpoint: str, buckets: int, partition
     path = os.path.join(directory, "bucket-labels.json")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            labels = json.load(fh)
+        if len(labels) != buckets:
+            raise TefqError(f"this checkpoint was written with {len(labels)} buckets, the run has {buckets} "
+                            "(spark.sql.shuffle.partitions changed?): use a fresh --checkpoint", checkpoint)
+        return labels
     commits = os.path.join(checkpoint, "commits")
     if os.path.isdir(commits) and any(f.isdigit() for f in os.listdir(commits)):
         return list(range(buckets))
