@@ -356,7 +356,8 @@ class _Progress:
         obs, obs_out = (_as_dict(observed.get(name)) for name in ("tefq_in", "tefq_out"))
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
         print(f"[spark {self.name}] batch {p['batchId']}: events read {p.get('numInputRows', 0)}, "
-              f"event time {obs.get('event_time')}, rows emitted {obs_out.get('rows') or 0}, "
+              f"event time {obs.get('event_time')}, ticks emitted {obs_out.get('ticks') or 0}, "
+              f"rows emitted {obs_out.get('rows') or 0}, "
               f"state {state} bytes, {p.get('durationMs', {}).get('triggerExecution', 0)} ms", file=sys.stderr)
 
 
@@ -425,8 +426,11 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
     result = mapped.groupBy("b").applyInPandasWithState(
         by_bucket(func, labels), fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
-    rows_out = F.get_json_object(F.col("payload").cast("string"), "$.rows_out").cast("long")  # metric records
-    result = result.observe("tefq_out", F.sum(F.when(F.col("kind") == "metric", rows_out)).alias("rows"))
+    def metric(name: str) -> "F.Column":  # summed over the micro-batch's metric records
+        value = F.get_json_object(F.col("payload").cast("string"), f"$.{name}").cast("long")
+        return F.sum(F.when(F.col("kind") == "metric", value))
+
+    result = result.observe("tefq_out", metric("rows_out").alias("rows"), metric("ticks").alias("ticks"))
     pr = _Progress(progress, plan.query)
 
     def start(**trigger):
