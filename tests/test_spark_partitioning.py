@@ -44,8 +44,6 @@ def test_spark_hashes_and_partitions_like_the_labels_say(spark):  # noqa: F811
 
 
 def test_labels_are_kept_with_the_checkpoint(tmp_path):
-
-
     ck = tmp_path / "checkpoint"
     first = checkpointed_labels(str(tmp_path), str(ck), 4, 4)
     assert first == shuffle_labels(4, 4)
@@ -56,8 +54,6 @@ def test_labels_are_kept_with_the_checkpoint(tmp_path):
 
 
 def test_a_checkpoint_from_before_labels_keeps_bucket_indices(tmp_path):
-
-
     (tmp_path / "checkpoint" / "commits").mkdir(parents=True)
     (tmp_path / "checkpoint" / "commits" / "0").write_text("v1\n{}\n")
     assert checkpointed_labels(str(tmp_path), str(tmp_path / "checkpoint"), 4, 4) == [0, 1, 2, 3]

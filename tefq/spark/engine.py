@@ -426,6 +426,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
     result = mapped.groupBy("b").applyInPandasWithState(
         by_bucket(func, labels), fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
+
     def metric(name: str) -> "F.Column":  # summed over the micro-batch's metric records
         value = F.get_json_object(F.col("payload").cast("string"), f"$.{name}").cast("long")
         return F.sum(F.when(F.col("kind") == "metric", value))
