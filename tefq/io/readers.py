@@ -173,10 +173,10 @@ def _read_table(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] 
         if not line.strip():
             continue  # blank lines carry nothing (typically a trailing newline)
         if order is None:
-            order = _header(line, fmt, path, lineno, log)
-            if order is not None:
-                continue
-            order = (0, 1, 2, 3)  # recorded as a bad header: the file is read in the default order
+            # A first line that is not the header is recorded (with --bad-rows) and the rest of
+            # the file is read in the default column order.
+            order = _header(line, fmt, path, lineno, log) or default
+            continue
         # Fast path: four plain cells in the usual order, integer ts, terms the checker has already
         # accepted (its memo); everything else goes through the full check.
         cells = line.split(sep)

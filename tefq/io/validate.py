@@ -222,8 +222,12 @@ def classify_cells(ts: str | None, s: str | None, p: str | None, o: str | None) 
         if c is None:
             return "empty-cell", i + 1, f"column {ROLES[i]} is missing"
     try:
-        for c in cells:
-            check_text(c)
+        for i, c in enumerate(cells):
+            try:
+                check_text(c)  # type: ignore[arg-type]
+            except Fault as f:
+                f.cell = i
+                raise
         _CHECKER.element(ts, s, p, o)  # type: ignore[arg-type]
     except Fault as f:
         return f.kind, (f.cell if f.cell >= 0 else 0) + 1, f.message
