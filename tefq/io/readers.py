@@ -402,8 +402,6 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
-
     try:
         pf = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
@@ -422,8 +420,6 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
             t = t.value_type
         if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
             raise TefqError(f"column {c} must hold N-Triples terms as strings, found {t}", path)
-    patterns = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$",
-                "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})$"}
     row0 = 0
     batches = pf.iter_batches(batch_size=1 << 16, columns=list(HEADER))
     while True:
@@ -448,25 +444,7 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
         for i in sorted(bad):  # report in row order
             c = next(c for j, c in enumerate(HEADER) if lists[j][i] is None)
             _parquet_bad(Fault("empty-cell", 0, f"row {row0 + i + 1}: column {c} is null"), lists, i, row0, path, log)
-        for j, c in enumerate("spo", 1):
-            # Check distinct values only (streams repeat their terms); fix up rows whose term is
-            # not already in normal form (or report them, with the row).
-            values = pc.unique(cols[c])
-            ok = pc.match_substring_regex(values, patterns[c])
-            if c == "o":
-                ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
-            if pc.all(ok).as_py():
-                continue
-            badv = pc.filter(values, pc.invert(ok))
-            for i in pc.indices_nonzero(pc.is_in(cols[c], value_set=badv)).to_pylist():
-                if i in bad:
-                    continue
-                try:
-                    lists[j][i] = check_term(lists[j][i], c, j)
-                except Fault as fault:
-                    fault.message = f"row {row0 + i + 1}, column {c}: {fault.message}"
-                    _parquet_bad(fault, lists, i, row0, path, log)
-                    bad.add(i)
+        _check_terms(cols, lists, bad, row0, path, log)
         if where is not None:
             where[0] = row0  # the elements of this batch are rows row0 + 1, ...
         rows = zip(*lists)
@@ -474,6 +452,35 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
             rows = (r for i, r in enumerate(rows) if i not in bad)
         row0 += batch.num_rows
         yield rows
+
+
+def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: str, log: BadRowLog) -> None:
+    """Check the distinct values of s, p, o only (streams repeat their terms): one regex pass per
+    column finds the values not already in normal form; those go through the term parser, which
+    normalises them in `lists` or reports the row (added to `bad`)."""
+    import pyarrow.compute as pc
+
+    from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
+
+    patterns = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$",
+                "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})$"}
+    for j, c in enumerate("spo", 1):
+        values = pc.unique(cols[c])
+        ok = pc.match_substring_regex(values, patterns[c])
+        if c == "o":
+            ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
+        if pc.all(ok).as_py():
+            continue
+        badv = pc.filter(values, pc.invert(ok))
+        for i in pc.indices_nonzero(pc.is_in(cols[c], value_set=badv)).to_pylist():
+            if i in bad:
+                continue
+            try:
+                lists[j][i] = check_term(lists[j][i], c, j)
+            except Fault as fault:
+                fault.message = f"row {row0 + i + 1}, column {c}: {fault.message}"
+                _parquet_bad(fault, lists, i, row0, path, log)
+                bad.add(i)
 
 
 def _parquet_bad(fault: Fault, lists: list[list], i: int, row0: int, path: str, log: BadRowLog) -> None:

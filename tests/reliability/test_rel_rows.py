@@ -196,3 +196,15 @@ def test_fuzzed_rows_are_read_or_located(tmp_path_factory, engine, rows) -> None
         if i in data_lines:
             verdict = classify_line(raw.rstrip(b"\r"), "tsv")
             assert (verdict is None) == (i not in {line for line, _ in records}), (i, raw, verdict)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_parquet_bad_rows_are_recorded_by_row(tmp_path, engine) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "s.parquet")
+    pq.write_table(pa.table({"ts": [1, 2, 3, 4], "s": [S, "<rel>", S, S], "p": [P, P, P, '"p"'],
+                             "o": [O, O, None, O]}), path)
+    n, records = ENGINES[engine](path, str(tmp_path / "bad"))
+    assert (n, records) == (1, [(2, "bad-term"), (3, "empty-cell"), (4, "term-position")])
