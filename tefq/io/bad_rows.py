@@ -57,4 +57,11 @@ class BadRowLog:
             self._out = None
 
 
+class IgnoreBadRows(BadRowLog):
+    """Skips bad rows without a trace: only for re-reading input already checked (to locate a row)."""
+
+    def report(self, fault: Fault, file: str, line: int, row: str | None, column_base: int = 1) -> None:
+        self.count += 1
+
+
 STRICT = BadRowLog()  # the default: the first bad row stops the run

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tefq import terms
 from tefq.errors import TefqError
-from tefq.io.bad_rows import STRICT, BadRow, BadRowLog
+from tefq.io.bad_rows import STRICT, BadRow, BadRowLog, IgnoreBadRows
 from tefq.io.ntriples import TermError, check_position, normalise_term, scan_term
 from tefq.io.timestamps import literal_ms
 from tefq.io.validate import (HEADER, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
@@ -108,7 +108,7 @@ def locate_ts(paths: Iterable[str], ts: int) -> tuple[str, int]:
     for path in paths:
         for f in stream_files(path):
             where = [0]
-            for i, e in enumerate(read_stream_file(f, BadRowLog(os.devnull), where)):
+            for i, e in enumerate(read_stream_file(f, IgnoreBadRows(), where)):
                 if e[0] == ts:
                     return f, where[0] or i + 1
     return "", 0

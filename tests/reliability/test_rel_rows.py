@@ -152,7 +152,7 @@ def test_cli_bad_rows_on_the_oracle(tmp_path) -> None:
 GOOD_ROWS = [f"1000\t{S}\t{P}\t{O}", f'2000\t{S}\t{P}\t"a b"@en', f'3\t_:b1\t{P}\t"1"^^<http://x/dt>',
              f"1970-01-01T00:00:01Z\t{S}\t{P}\t42"]
 PIECES = ["\t", ",", '"', "\\", "<", ">", " ", "\x00", "\ufeff", "é", "\\u00", "^^", "@", "_:", "-", "9" * 20,
-          "T", ":", "\r", "\x85", "\U0001F600", "\ud800"]
+          "T", ":", "\r", "\x85", "\U0001F600", "\udcff", "\udc80"]  # the last two: raw bytes 0xff, 0x80
 
 
 @st.composite
@@ -172,8 +172,13 @@ def mutated_rows(draw) -> str:
 
 
 def encode(rows: list[str]) -> bytes:
-    return TSV_H.encode() + b"".join(r.encode("utf-8", "surrogateescape" if False else "replace") + b"\n"
-                                     for r in rows)
+    """Lone surrogates \udc80-\udcff become raw (invalid UTF-8) bytes; other ones become '?'."""
+    return TSV_H.encode() + b"".join(_raw(r) + b"\n" for r in rows)
+
+
+def _raw(text: str) -> bytes:
+    return b"".join(c.encode("utf-8", "surrogateescape") if not 0xD800 <= ord(c) < 0xDC80 else b"?"
+                    for c in text)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

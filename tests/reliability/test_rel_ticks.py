@@ -66,6 +66,15 @@ def test_a_stray_timestamp_stops_with_the_row_named(tmp_path, name) -> None:
     assert f"{STRAYS[name]} ms" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_the_stray_row_is_found_past_recorded_bad_rows(tmp_path) -> None:
+    path = stream(tmp_path, [(0, "join")])
+    with open(path, "a") as fh:
+        fh.write("noon\t<http://x/s>\t<http://x/p>\t<http://x/o>\n")
+    r = run_bounded(["run", UC1, "--engine", "oracle", "--stream", path, "--quiet", "--bad-rows",
+                     str(tmp_path / "bad")] + BOUND)
+    assert r.returncode == 2 and f"{path}:22:1: error: " in r.stderr, r.stderr[-2000:]
+
+
 def test_a_stray_event_that_opens_nothing_costs_nothing(tmp_path) -> None:
     """An unmatched event at 0 stretches the range, but no tick in the gap has rows: it runs."""
     path = stream(tmp_path, [(0, "other")])
