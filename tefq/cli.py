@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allowed lateness, e.g. 5s (oracle: each stream file arrives as one batch)")
     p.add_argument("--max-ticks", type=int, metavar="N",
                    help="stop (exit 2, naming the row) if a query would report rows at more than N ticks "
-                        "(default 1000000; 0: no bound)")
+                        "(default 1000000; 0: no bound; oracle engine for now)")
     p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"))
     p.add_argument("--window", metavar="DURATION", help="simulation window (default: the query's EVERY)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
