@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                              max_files_per_trigger=args.max_files_per_trigger, bad_rows=args.bad_rows,
                              progress=not args.quiet)
     elif args.engine == "oracle":
-        run = _run_oracle(doc, streams, background, args.t0)
+        run = _run_oracle(doc, streams, background, args)
     else:
         from tefq.spark import run as spark_run
 
@@ -215,12 +215,31 @@ class _Appender:
         self.started.add(key)
 
 
-def _run_oracle(doc, streams: Sequence[StreamArg], background, t0: int):
+def _run_oracle(doc, streams: Sequence[StreamArg], background, args: argparse.Namespace):
+    from tefq.io.bad_rows import BadRowLog
+    from tefq.io.readers import locate_ts, read_stream_file, stream_files
     from tefq.oracle import run as oracle_run
+    from tefq.oracle.query import DEFAULT_MAX_TICKS
     from tefq.plan.logical import WindowedQuery
 
-    elements = list(_elements(streams))
-    run = oracle_run(doc, elements, background, t0=t0)
+    t0 = args.t0
+    log = BadRowLog(args.bad_rows)
+    elements: list[Element] = []
+    sizes: list[int] = []  # one arrival batch per file (--lateness)
+    try:
+        for f in [f for s in streams for f in stream_files(s.path)]:
+            n = len(elements)
+            elements.extend(read_stream_file(f, log))
+            sizes.append(len(elements) - n)
+    finally:
+        log.close()
+    if args.max_ticks is not None and args.max_ticks < 0:
+        raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
+    run = oracle_run(doc, elements, background, t0=t0,
+                     max_ticks=DEFAULT_MAX_TICKS if args.max_ticks is None else args.max_ticks,
+                     lateness_ms=_duration_ms(args.lateness, "--lateness") if args.lateness else None,
+                     batch_sizes=sizes, locate=lambda ts: locate_ts([s.path for s in streams], ts))
+    run.metrics.extra["bad_rows"] = log.count
     if any(isinstance(q, WindowedQuery) for q in doc.queries):
         from tefq.oracle.windowed import run as windowed_run
 
@@ -267,7 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="PATH", help="result file, or a directory for one file per query")
     p.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
     p.add_argument("--t0", type=int, default=0, metavar="MS", help="tick origin in ms (ticks are t0 + k*EVERY)")
-    p.add_argument("--lateness", metavar="DURATION", help="allowed lateness (Spark engine), e.g. 5s")
+    p.add_argument("--lateness", metavar="DURATION",
+                   help="allowed lateness, e.g. 5s (oracle: each stream file arrives as one batch)")
+    p.add_argument("--max-ticks", type=int, metavar="N",
+                   help="stop (exit 2, naming the row) if a query would report rows at more than N ticks "
+                        "(default 1000000; 0: no bound; oracle engine for now)")
     p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"))
     p.add_argument("--window", metavar="DURATION", help="simulation window (default: the query's EVERY)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
@@ -316,8 +339,34 @@ def run_command(argv: Sequence[str]) -> int:
         return 1
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread; a BaseException so no `except Exception` swallows it."""
+
+
 def main() -> None:
-    sys.exit(run_command(sys.argv[1:]))
+    """The `tefq` entry point. SIGTERM and SIGINT stop any run cleanly: a message on stderr, the
+    temporary directories of tefq.cleanup removed, exit 143 / 130, no traceback."""
+    import signal
+
+    from tefq import cleanup
+
+    def terminate(signum, frame) -> None:
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        code = run_command(sys.argv[1:])
+    except _Terminated:
+        print("tefq: terminated by SIGTERM: the run stopped, temporary files removed", file=sys.stderr)
+        code = 143
+    except KeyboardInterrupt:  # SIGINT outside run_command's own handler
+        print("tefq: interrupted", file=sys.stderr)
+        code = 130
+    finally:
+        for s in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the clean-up short
+            signal.signal(s, signal.SIG_IGN)
+        cleanup.remove_all()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ for Parquet) and, where known, the column: nothing is skipped silently. See docs
 """
 from __future__ import annotations
 
-import csv
 import gzip
 import itertools
 import os
@@ -18,8 +17,11 @@ from typing import TYPE_CHECKING
 
 from tefq import terms
 from tefq.errors import TefqError
+from tefq.io.bad_rows import STRICT, BadRow, BadRowLog, IgnoreBadRows
 from tefq.io.ntriples import TermError, check_position, normalise_term, scan_term
-from tefq.io.timestamps import literal_ms, parse_ts
+from tefq.io.timestamps import literal_ms
+from tefq.io.validate import (HEADER, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
+                              element_of_line, header_order, split_csv, term_fault)
 
 if TYPE_CHECKING:
     import rdflib
@@ -33,7 +35,6 @@ TIME_PREDICATES = (
     terms.iri(terms.PROV + "generatedAtTime"),
     "<http://www.streamreasoning.org/schema/benchmark#hasTimestamp>",
 )
-_HEADER = ("ts", "s", "p", "o")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,28 +82,52 @@ def stream_files(path: str) -> list[str]:
     return [full for _, full in found]
 
 
-def read_stream(path: str) -> Iterator[Element]:
-    """All elements of a stream file or directory, in file order (see the module doc)."""
+def read_stream(path: str, bad_rows: BadRowLog = STRICT) -> Iterator[Element]:
+    """All elements of a stream file or directory, in file order (see the module doc). A bad row
+    raises a located BadRow (exit 2), or with a recording `bad_rows` log is recorded and skipped."""
+    files = stream_files(path)
     # chain keeps the per-element path in C: Parquet batches are handed over as whole zips.
-    return itertools.chain.from_iterable(map(read_stream_file, stream_files(path)))
+    return itertools.chain.from_iterable(read_stream_file(f, bad_rows) for f in files)
 
 
-def read_stream_file(path: str) -> Iterator[Element]:
+def read_stream_file(path: str, bad_rows: BadRowLog = STRICT, where: list[int] | None = None) -> Iterator[Element]:
+    """One file's elements; `where[0]`, if given, follows the line (Parquet: row) being read."""
     fmt, gz = stream_format(path)
     if fmt == "parquet":
-        return itertools.chain.from_iterable(_parquet_batches(path))
+        return itertools.chain.from_iterable(_parquet_batches(path, bad_rows, where))
     if fmt == "trig":
         return _read_trig(path, gz)
     if fmt in ("tsv", "csv"):
-        return _read_table(path, gz, fmt)
-    return _read_quads(path, gz, fmt)
+        return _read_table(path, gz, fmt, bad_rows, where)
+    return _read_quads(path, gz, fmt, bad_rows, where)
+
+
+def locate_ts(paths: Iterable[str], ts: int) -> tuple[str, int]:
+    """(file, line) of the first row with timestamp `ts` in the streams (line 0: not found, or
+    TriG); for naming a row in an error found after reading (an absurd time range)."""
+    for path in paths:
+        for f in stream_files(path):
+            where = [0]
+            for i, e in enumerate(read_stream_file(f, IgnoreBadRows(), where)):
+                if e[0] == ts:
+                    return f, where[0] or i + 1
+    return "", 0
+
+
+def literal_path_pattern(path: str) -> str:
+    """A file name as a glob pattern that matches only itself (`[`, `]`, `*`, `?`, `{`, `}`
+    escaped): for readers that take patterns (Spark's pathGlobFilter); tefq's own readers take
+    every stream path literally."""
+    return re.sub(r"([\\\[\]*?{}])", r"\\\1", path)
 
 
 # ---------------------------------------------------------------------------------------------
 # Text helpers
 
-def _lines(path: str, gz: bool, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line) pairs; read and decoding errors become located TefqErrors."""
+def _lines(path: str, gz: bool, log: BadRowLog, where: list[int] | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line without its end) pairs; a line that is not UTF-8 or holds a raw
+    control character is a bad row (tefq.io.validate); read errors are located TefqErrors.
+    `where[0]`, if given, follows the current line number (to locate a row later)."""
     try:
         f = gzip.open(path, "rb") if gz else open(path, "rb")
     except OSError as e:
@@ -118,136 +143,68 @@ def _lines(path: str, gz: bool, keep_ends: bool = False) -> Iterator[tuple[int, 
             except (OSError, EOFError, zlib.error) as e:
                 raise TefqError(f"cannot read the stream file: {e}", path, lineno + 1) from None
             lineno += 1
+            if where is not None:
+                where[0] = lineno
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM is accepted
+                raw = raw[3:]
+            raw = raw.rstrip(b"\r\n")
             try:
                 line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise TefqError(f"invalid UTF-8 (byte {e.start + 1} of the line)", path, lineno) from None
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            yield lineno, (line if keep_ends else line.rstrip("\r\n"))
-
-
-def _term(text: str, role: str, path: str, lineno: int, col: int, where: str = "") -> str:
-    """Normalise one cell; `col` is the 1-based column of the cell (0 if unknown)."""
-    try:
-        term = normalise_term(text)
-        check_position(term, role)
-        return term
-    except TermError as e:
-        column = col + e.pos if col else 0
-        raise TefqError(f"{where}{e}", path, lineno, column) from None
+                if "\x00" in line:
+                    check_text(line)
+            except (UnicodeDecodeError, Fault):
+                try:
+                    check_text(decode_line(raw))
+                except Fault as fault:
+                    log.report(fault, path, lineno, raw.decode("utf-8", "replace"))
+                continue
+            yield lineno, line
 
 
 # ---------------------------------------------------------------------------------------------
-# TSV / CSV
+# TSV / CSV (the row rules are tefq.io.validate's)
 
-def _header_index(cells: list[str], path: str, lineno: int, line: str, sep: str) -> tuple[int, ...]:
-    names = [c.strip().lower() for c in cells]
-    if sorted(names) != sorted(_HEADER):
-        want = sep.join(_HEADER).replace("\t", "<TAB>")
-        raise TefqError(f"expected the header {want!r} (in any order), found {line.strip()[:60]!r}",
-                        path, lineno, 1, source_line=line)
-    return tuple(names.index(n) for n in _HEADER)
-
-
-def _read_table(path: str, gz: bool, fmt: str) -> Iterator[Element]:
-    if fmt == "csv":
-        yield from _read_csv(path, gz)
-        return
-    idx: tuple[int, ...] | None = None
-    memo_s, memo_p, memo_o, memo = _memo(path)
-    for lineno, line in _lines(path, gz):
+def _read_table(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] | None = None) -> Iterator[Element]:
+    order: tuple[int, ...] | None = None
+    checker = RowChecker()
+    memo_s, memo_p, memo_o = checker.memo
+    sep, default = ("\t" if fmt == "tsv" else ","), (0, 1, 2, 3)
+    for lineno, line in _lines(path, gz, log, where):
         if not line.strip():
             continue  # blank lines carry nothing (typically a trailing newline)
-        cells = line.split("\t")
-        if idx is None:
-            idx = _header_index(cells, path, lineno, line, "\t")
+        if order is None:
+            # A first line that is not the header is recorded (with --bad-rows) and the rest of
+            # the file is read in the default column order.
+            order = _header(line, fmt, path, lineno, log) or default
             continue
-        if len(cells) > 4 and idx[3] == 3:
-            # A raw TAB inside the object literal is legal N-Triples: glue the tail back.
-            glued = cells[:3] + ["\t".join(cells[3:])]
-            try:
-                normalise_term(glued[3])
-                cells = glued
-            except TermError:
-                pass
-        if len(cells) != 4:
-            raise TefqError(f"expected 4 TAB-separated columns (ts, s, p, o), found {len(cells)}",
-                            path, lineno, source_line=line)
-        its, is_, ip, io = idx
-        cell = cells[its]
+        # Fast path: four plain cells in the usual order, integer ts, terms the checker has already
+        # accepted (its memo); everything else goes through the full check.
+        cells = line.split(sep)
+        if len(cells) == 4 and order == default and '"' not in cells[0]:
+            ts, s, p, o = cells
+            s, p, o = memo_s.get(s), memo_p.get(p), memo_o.get(o)
+            if s and p and o and ts.isdigit() and ts.isascii() and len(ts) < 19 and (sep == "\t" or '"' not in line):
+                yield int(ts), s, p, o
+                continue
         try:
-            ts = int(cell) if cell.isascii() and cell.isdigit() else parse_ts(cell)
-            k = is_
-            s = memo_s.get(cells[is_]) or memo(memo_s, cells[is_], "s", lineno)
-            k = ip
-            p = memo_p.get(cells[ip]) or memo(memo_p, cells[ip], "p", lineno)
-            k = io
-            o = memo_o.get(cells[io]) or memo(memo_o, cells[io], "o", lineno)
-        except (ValueError, TefqError) as e:
-            start = sum(len(c) + 1 for c in cells[:k if isinstance(e, TefqError) else its])
-            if isinstance(e, TefqError):
-                e.column += start
-                e.source_line = line
-                raise
-            raise TefqError(str(e), path, lineno, start + 1, source_line=line) from None
-        yield ts, s, p, o
+            yield element_of_line(checker, line, fmt, order)
+        except Fault as fault:
+            log.report(fault, path, lineno, line)
 
 
-def _memo(path: str, column: bool = True) -> tuple[dict, dict, dict, Callable[..., str]]:
-    """Per-file memo of normalised cells by role (streams repeat their terms; checking each
-    distinct cell once makes the text readers several times faster)."""
-
-    def memo(table: dict, text: str, role: str, lineno: int, where: str = "") -> str:
-        body = text.strip(" ")  # `1, <s>, ...`: spaces around a term carry nothing
-        lead = len(text) - len(text.lstrip(" "))
-        term = _term(body, role, path, lineno, 1 + lead if column else 0, where)
-        if len(table) >= 1 << 16:
-            table.clear()
-        table[text] = term
-        return term
-
-    return {}, {}, {}, memo
-
-
-def _read_csv(path: str, gz: bool) -> Iterator[Element]:
-    state = {"line": 0}
-
-    def tracked() -> Iterator[str]:
-        for lineno, line in _lines(path, gz, keep_ends=True):
-            state["line"] = lineno
-            yield line
-
-    reader = csv.reader(tracked(), strict=True)
-    memo_s, memo_p, memo_o, memo = _memo(path, column=False)
-    idx: tuple[int, ...] | None = None
-    start = 1
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as e:
-            raise TefqError(f"malformed CSV: {e}", path, state["line"] or 1) from None
-        lineno, start = start, state["line"] + 1  # a quoted field may span lines: report the first
-        if not cells or (len(cells) == 1 and not cells[0].strip()):
-            continue
-        if idx is None:
-            idx = _header_index(cells, path, lineno, ",".join(cells), ",")
-            continue
-        if len(cells) != 4:
-            raise TefqError(f"expected 4 comma-separated columns (ts, s, p, o), found {len(cells)}",
-                            path, lineno)
-        its, is_, ip, io = idx
-        cell = cells[its]
-        try:
-            ts = int(cell) if cell.isascii() and cell.isdigit() else parse_ts(cell)
-        except ValueError as e:
-            raise TefqError(f"column ts: {e}", path, lineno) from None
-        s, p, o = cells[is_], cells[ip], cells[io]
-        yield (ts, memo_s.get(s) or memo(memo_s, s, "s", lineno, "column s: "),
-               memo_p.get(p) or memo(memo_p, p, "p", lineno, "column p: "),
-               memo_o.get(o) or memo(memo_o, o, "o", lineno, "column o: "))
+def _header(line: str, fmt: str, path: str, lineno: int, log: BadRowLog) -> tuple[int, ...] | None:
+    """The column order a header line gives; a first line that is not the header is a bad row
+    (`bad-header`), never silently taken as the header nor silently lost."""
+    try:
+        cells = split_csv(line)[0] if fmt == "csv" else line.split("\t")
+    except Fault:
+        cells = []
+    order = header_order(cells)
+    if order is None:
+        want = ("," if fmt == "csv" else "\t").join(HEADER).replace("\t", "<TAB>")
+        log.report(Fault("bad-header", 0, f"expected the header {want!r} (in any order) as the first line, "
+                         f"found {line.strip()[:60]!r}"), path, lineno, line)
+    return order
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,7 +214,16 @@ _WS = re.compile(r"[ \t]*")
 
 
 def _statement(line: str, path: str, lineno: int, fourth: str) -> tuple[str, str, str, str | None] | None:
-    """Parse `s p o [x] .`; `fourth` is "graph" (N-Quads) or "time" (YABench). None = blank line."""
+    """`parse_statement` with its fault raised as a located TefqError (tefq.io.rdf uses it)."""
+    try:
+        return parse_statement(line, fourth)
+    except Fault as fault:
+        raise BadRow(fault, path, lineno, line) from None
+
+
+def parse_statement(line: str, fourth: str) -> tuple[str, str, str, str | None] | None:
+    """Parse `s p o [x] .`; `fourth` is "graph" (N-Quads) or "time" (YABench). None = blank line.
+    Raises Fault (bad-term, bad-escape, term-position or bad-statement)."""
     pos = _WS.match(line).end()
     if pos == len(line) or line[pos] == "#":
         return None
@@ -270,13 +236,15 @@ def _statement(line: str, path: str, lineno: int, fourth: str) -> tuple[str, str
             check_position(term, role if role != "x" else ("g" if fourth == "graph" else "o"), pos)
             out.append(term)
             pos = _WS.match(line, end).end()
-        if not line.startswith(".", pos):
-            raise TermError("expected '.' at the end of the statement", pos)
-        pos = _WS.match(line, pos + 1).end()
-        if pos != len(line) and line[pos] != "#":
-            raise TermError(f"unexpected text after '.': {line[pos:pos + 30]!r}", pos)
     except TermError as e:
-        raise TefqError(str(e), path, lineno, e.pos + 1, source_line=line) from None
+        fault = term_fault(line[e.pos:].split(" ", 1)[0], "", e)
+        fault.offset = e.pos
+        raise fault from None
+    if not line.startswith(".", pos):
+        raise Fault("bad-statement", pos, "expected '.' at the end of the statement")
+    pos = _WS.match(line, pos + 1).end()
+    if pos != len(line) and line[pos] != "#":
+        raise Fault("bad-statement", pos, f"unexpected text after '.': {line[pos:pos + 30]!r}")
     return out[0], out[1], out[2], (out[3] if len(out) == 4 else None)
 
 
@@ -323,32 +291,45 @@ class _FastStatements:
         return None if o is None else (s, p, o, None)
 
 
-def _read_quads(path: str, gz: bool, fmt: str) -> Iterator[Element]:
+def _time_literal(term: str, offset: int) -> int:
+    """A graph time or YABench timestamp literal -> ms, or Fault (bad-timestamp, timestamp-range)."""
+    try:
+        ts = literal_ms(term)
+    except ValueError as e:
+        raise Fault("bad-timestamp", offset, str(e)) from None
+    if not TS_MIN <= ts <= TS_MAX:
+        raise Fault("timestamp-range", offset, f"timestamp {term} does not fit in 64 bits of milliseconds")
+    return ts
+
+
+def _read_quads(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] | None) -> Iterator[Element]:
     fourth = "time" if fmt == "stream" else "graph"
     fast = _FastStatements(fourth)
 
     def statements() -> Iterator[tuple[int, str, str, str, str | None, str]]:
-        for lineno, line in _lines(path, gz):
-            st = fast(line.rstrip()) or _statement(line, path, lineno, fourth)
+        for lineno, line in _lines(path, gz, log, where):
+            try:
+                st = fast(line.rstrip()) or parse_statement(line, fourth)
+                if st is not None and fourth == "time":
+                    if st[3] is None:
+                        raise Fault("bad-statement", len(line.rstrip()),
+                                    "expected `<s> <p> <o> \"timestamp\" .` (YABench stream)")
+                    st = (*st[:3], str(_time_literal(st[3], line.rfind(st[3]))))
+            except Fault as fault:
+                log.report(fault, path, lineno, line)
+                continue
             if st is not None:
                 yield (lineno, *st, line)
 
     if fourth == "graph":
-        yield from _timestamp_graphs(statements(), path, None)
+        yield from _timestamp_graphs(statements(), path, None, log)
         return
     for lineno, s, p, o, t, line in statements():
-        if t is None:
-            raise TefqError("expected `<s> <p> <o> \"timestamp\" .` (YABench stream)", path, lineno,
-                            source_line=line)
-        try:
-            ts = literal_ms(t)
-        except ValueError as e:
-            raise TefqError(str(e), path, lineno, line.rfind(t) + 1, source_line=line) from None
-        yield ts, s, p, o
+        yield int(t), s, p, o
 
 
 def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]], path: str,
-                      locate: Callable[[str], tuple[int, str]] | None) -> Iterator[Element]:
+                      locate: Callable[[str], tuple[int, str]] | None, log: BadRowLog = STRICT) -> Iterator[Element]:
     """Give every quad its graph's time. Quads of a graph whose time is not known yet wait (in
     file order) until its time declaration arrives; a graph never given a time is an error.
     Quads come with their line number and text, or line 0 (TriG, via rdflib) and then `locate`
@@ -359,11 +340,12 @@ def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]
     for lineno, s, p, o, g, line in quads:
         if p in TIME_PREDICATES and o.startswith('"') and not s.startswith('"'):
             try:
-                ms = literal_ms(o)
-            except ValueError as e:
+                ms = _time_literal(o, 0)
+            except Fault as fault:
                 at, text = (lineno, line) if lineno else locate(o)
-                raise TefqError(str(e), path, at, (text.find(o) + 1) if text and lineno else 0,
-                                source_line=text or None) from None
+                fault.offset = text.find(o) if text and lineno else 0
+                log.report(fault, path, at, text or None, 1 if text and lineno else 0)
+                continue
             if graph_ts.setdefault(s, ms) != ms:
                 at, text = (lineno, line) if lineno else locate(s)
                 raise TefqError(f"graph {s} is given two times: {graph_ts[s]} and {ms} ms", path, at,
@@ -415,19 +397,17 @@ def background_triples(graph: "rdflib.Graph") -> Iterator[tuple[str, str, str]]:
 # ---------------------------------------------------------------------------------------------
 # Parquet (vectorised: terms already in normal form are checked by one regex pass per column)
 
-def _parquet_batches(path: str) -> Iterator[Iterator[Element]]:
+def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iterator[Iterator[Element]]:
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-
-    from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
 
     try:
         pf = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
         raise TefqError(f"cannot read the Parquet file: {e}", path) from None
     schema = pf.schema_arrow
-    missing = [c for c in _HEADER if c not in schema.names]
+    missing = [c for c in HEADER if c not in schema.names]
     if missing:
         raise TefqError(f"missing Parquet column(s) {', '.join(missing)}: expected ts (int64 ms), s, p, o "
                         f"(strings); found {', '.join(schema.names)}", path)
@@ -440,10 +420,8 @@ def _parquet_batches(path: str) -> Iterator[Iterator[Element]]:
             t = t.value_type
         if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
             raise TefqError(f"column {c} must hold N-Triples terms as strings, found {t}", path)
-    patterns = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$",
-                "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})$"}
     row0 = 0
-    batches = pf.iter_batches(batch_size=1 << 16, columns=list(_HEADER))
+    batches = pf.iter_batches(batch_size=1 << 16, columns=list(HEADER))
     while True:
         try:
             batch = next(batches)
@@ -451,31 +429,60 @@ def _parquet_batches(path: str) -> Iterator[Iterator[Element]]:
             return
         except (OSError, pa.ArrowException) as e:
             raise TefqError(f"cannot read the Parquet file: {e}", path, row0 + 1) from None
-        cols = {}
-        for c in _HEADER:
+        cols, lists, bad = {}, [], set()
+        for c in HEADER:
             col = batch.column(c)
-            if col.null_count:
-                first = pc.index(pc.is_null(col), True).as_py()
-                raise TefqError(f"row {row0 + first + 1}: column {c} is null", path, row0 + first + 1)
             if pa.types.is_dictionary(col.type):
                 col = col.dictionary_decode()
             if c == "ts" and pa.types.is_timestamp(col.type):
                 col = pc.floor_temporal(col, unit="millisecond").cast(pa.timestamp("ms", col.type.tz)) \
                     .view(pa.int64())
             cols[c] = col
-        lists = [cols[c].to_pylist() for c in _HEADER]
-        for j, c in enumerate("spo", 1):
-            # Check distinct values only (streams repeat their terms); fix up rows whose term is
-            # not already in normal form (or raise, with the row).
-            values = pc.unique(cols[c])
-            ok = pc.match_substring_regex(values, patterns[c])
-            if c == "o":
-                ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
-            if pc.all(ok).as_py():
-                continue
-            bad = pc.filter(values, pc.invert(ok))
-            for i in pc.indices_nonzero(pc.is_in(cols[c], value_set=bad)).to_pylist():
-                row = row0 + i + 1
-                lists[j][i] = _term(lists[j][i], c, path, row, 0, f"row {row}, column {c}: ")
+            lists.append(col.to_pylist())
+            if col.null_count:
+                bad.update(pc.indices_nonzero(pc.is_null(col)).to_pylist())
+        for i in sorted(bad):  # report in row order
+            c = next(c for j, c in enumerate(HEADER) if lists[j][i] is None)
+            _parquet_bad(Fault("empty-cell", 0, f"row {row0 + i + 1}: column {c} is null"), lists, i, row0, path, log)
+        _check_terms(cols, lists, bad, row0, path, log)
+        if where is not None:
+            where[0] = row0  # the elements of this batch are rows row0 + 1, ...
+        rows = zip(*lists)
+        if bad:
+            rows = (r for i, r in enumerate(rows) if i not in bad)
         row0 += batch.num_rows
-        yield zip(*lists)
+        yield rows
+
+
+def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: str, log: BadRowLog) -> None:
+    """Check the distinct values of s, p, o only (streams repeat their terms): one regex pass per
+    column finds the values not already in normal form; those go through the term parser, which
+    normalises them in `lists` or reports the row (added to `bad`)."""
+    import pyarrow.compute as pc
+
+    from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
+
+    patterns = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$",
+                "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})$"}
+    for j, c in enumerate("spo", 1):
+        values = pc.unique(cols[c])
+        ok = pc.match_substring_regex(values, patterns[c])
+        if c == "o":
+            ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
+        if pc.all(ok).as_py():
+            continue
+        badv = pc.filter(values, pc.invert(ok))
+        for i in pc.indices_nonzero(pc.is_in(cols[c], value_set=badv)).to_pylist():
+            if i in bad:
+                continue
+            try:
+                lists[j][i] = check_term(lists[j][i], c, j)
+            except Fault as fault:
+                fault.message = f"row {row0 + i + 1}, column {c}: {fault.message}"
+                _parquet_bad(fault, lists, i, row0, path, log)
+                bad.add(i)
+
+
+def _parquet_bad(fault: Fault, lists: list[list], i: int, row0: int, path: str, log: BadRowLog) -> None:
+    row = "\t".join("" if col[i] is None else str(col[i]) for col in lists)
+    log.report(fault, path, row0 + i + 1, row, 0)

@@ -2,15 +2,18 @@
 
 `run(doc, elements, background, t0)` evaluates the document's `AggregateQuery`s over the whole
 input sorted by (t, stream order). `WindowedQuery`s are left to `tefq.oracle.windowed.run`, which
-the caller appends (see `tefq.cli._run_oracle`). Decisions the spec leaves open: docs/semantics.md.
+the caller appends (see `tefq.cli._run_oracle`). Decisions the spec leaves open: docs/semantics.md
+(late data: "Lateness"; absurd time ranges: "Ticks").
 """
 from __future__ import annotations
 
+import sys
 import time
-from typing import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from tefq.oracle.facts import TripleIndex, background_index, build_store
-from tefq.oracle.query import QueryEvaluator
+from tefq.oracle.late import MAX_WARNINGS, drop_late, outlier
+from tefq.oracle.query import DEFAULT_MAX_TICKS, QueryEvaluator, TooManyTicks
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, QueryResult, RunResult
 
@@ -28,10 +31,43 @@ def prepare(elements: Iterable[Element]) -> list[Element]:
     return out
 
 
-def run(doc: Document, elements: Iterable[Element], background=None, t0: int = 0) -> RunResult:
+def run(doc: Document, elements: Iterable[Element], background=None, t0: int = 0, *,
+        max_ticks: int = DEFAULT_MAX_TICKS, lateness_ms: int | None = None, batch_sizes: Sequence[int] | None = None,
+        locate: Callable[[int], tuple[str, int]] | None = None) -> RunResult:
+    """`elements` in arrival order. Without `lateness_ms` every element is applied (in time order).
+    With it, the elements arrive in batches of `batch_sizes` (one per stream file; default: one
+    batch) and an element at or before a tick already reported is late, as on Spark: counted,
+    warned, not applied. `locate(ts) -> (file, line)` names the row an absurd time range comes from."""
     started = time.perf_counter()
-    events = prepare(elements)
+    arrived = list(elements)
     bg = background_index(background)
+    queries = [q for q in doc.queries if isinstance(q, AggregateQuery)]
+    by_every: dict[int | None, list[AggregateQuery]] = {}
+    for q in queries:  # late events depend on the ticks: queries of one EVERY see the same input
+        by_every.setdefault(None if lateness_ms is None else q.every_ms, []).append(q)
+    metrics: Metrics | None = None
+    results: dict[str, QueryResult] = {}
+    for every, group in by_every.items() or [(None, [])]:
+        kept, late = (arrived, []) if every is None else drop_late(arrived, batch_sizes or [len(arrived)],
+                                                                   lateness_ms or 0, every, t0)
+        for ts, last in late[:MAX_WARNINGS]:
+            print(f"warning: late event at {ts} ms ignored for queries {', '.join(q.name for q in group)}: "
+                  f"ticks up to {last} were already reported", file=sys.stderr)
+        m = _evaluate(doc, group, prepare(kept), bg, t0, max_ticks, locate, results)
+        m.late_events = len(late)
+        if metrics is None:  # as on Spark: the counts of the first query's input
+            metrics = m
+        else:
+            metrics.ticks += m.ticks
+            metrics.rows_out += m.rows_out
+    assert metrics is not None
+    metrics.wall_seconds = time.perf_counter() - started
+    return RunResult([results[q.name] for q in queries], metrics)
+
+
+def _evaluate(doc: Document, queries: list[AggregateQuery], events: list[Element], bg: TripleIndex, t0: int,
+              max_ticks: int, locate: Callable[[int], tuple[str, int]] | None,
+              results: dict[str, QueryResult]) -> Metrics:
     store = build_store(doc, events, bg)
     event_times: dict[tuple[str, str, str], list[int]] = {}
     for t, s, p, o in events:
@@ -41,19 +77,29 @@ def run(doc: Document, elements: Iterable[Element], background=None, t0: int = 0
     metrics.facts_created, metrics.facts_closed = store.counts()
     metrics.unmatched_until = store.unmatched_until
     metrics.intermediate_bindings = metrics.facts_created
-    results: list[QueryResult] = []
-    for q in doc.queries:
-        if not isinstance(q, AggregateQuery):
-            continue  # WindowedQuery: tefq.oracle.windowed
+    for q in queries:
         if not events:
-            results.append(QueryResult(q.name, tuple(p.name for p in q.select)))
+            results[q.name] = QueryResult(q.name, tuple(p.name for p in q.select))
             continue
-        result, n_ticks = QueryEvaluator(q, store, event_index, event_times, bg).run(events[0][0], events[-1][0], t0)
+        try:
+            result, n_ticks = QueryEvaluator(q, store, event_index, event_times, bg).run(
+                events[0][0], events[-1][0], t0, max_ticks)
+        except TooManyTicks as e:
+            raise _name_the_row(e, [ev[0] for ev in events], locate) from None
         metrics.ticks += n_ticks
         metrics.rows_out += len(result.rows)
-        results.append(result)
-    metrics.wall_seconds = time.perf_counter() - started
-    return RunResult(results, metrics)
+        results[q.name] = result
+    return metrics
+
+
+def _name_the_row(e: TooManyTicks, times: list[int], locate: Callable[[int], tuple[str, int]] | None) -> TooManyTicks:
+    """Point the error at the row whose timestamp stretches the range (see `late.outlier`)."""
+    ts, why = outlier(times)
+    e.message += f"; {why}: is its timestamp right (0, -1, seconds instead of ms)? Else raise --max-ticks"
+    if locate is not None:
+        e.file, e.line = locate(ts)
+        e.column = 1 if e.line else 0
+    return e
 
 
 __all__ = ["run", "prepare"]

@@ -28,7 +28,21 @@ from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filte
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
 from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_value
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
+from tefq.errors import TefqError
 from tefq.results import QueryResult, Row, order_key
+
+DEFAULT_MAX_TICKS = 1_000_000  # ticks with rows one query may report (--max-ticks; 0 = no bound)
+
+
+class TooManyTicks(TefqError):
+    """A query would report rows at more than `max_ticks` ticks: the events span an absurd time
+    range (a stray timestamp) or the bound is too small. `tefq.oracle.run` names the row."""
+
+    def __init__(self, query: str, max_ticks: int, every_ms: int, first_t: int, last_t: int) -> None:
+        span = (last_t - first_t) // every_ms + 1
+        super().__init__(f"query {query} would report rows at more than {max_ticks:,} ticks (--max-ticks): its "
+                         f"events span {span:,} ticks of {every_ms} ms, from {first_t} to {last_t} ms")
+        self.query, self.max_ticks = query, max_ticks
 
 _ERROR = object()
 _DT_SUFFIX = "^^<http://www.w3.org/2001/XMLSchema#dateTime>"  # an aggregate argument that raised: skipped
@@ -318,8 +332,12 @@ class QueryEvaluator:
         return not self.q.group_by
 
     # ------------------------------------------------------------ the sweep
-    def run(self, first_t: int, last_t: int, t0: int) -> tuple[QueryResult, int]:
+    def run(self, first_t: int, last_t: int, t0: int, max_ticks: int = DEFAULT_MAX_TICKS) -> tuple[QueryResult, int]:
+        """Rows at every tick from the first to the last event. Ticks where no group exists are
+        skipped, so the cost follows the ticks that have rows; more than `max_ticks` of those
+        (0: no bound) raises TooManyTicks."""
         q, d = self.q, self.d
+        visited = 0
         result = QueryResult(q.name, tuple(p.name for p in q.select))
         k_first, k_last = tick_range(first_t, last_t, t0, d)
         n_ticks = k_last - k_first + 1
@@ -344,6 +362,9 @@ class QueryEvaluator:
         k = k_first
         while k <= k_last:
             tau = t0 + k * d
+            visited += 1
+            if visited > max_ticks > 0:
+                raise TooManyTicks(q.name, max_ticks, d, first_t, last_t)
             dirty: set[tuple] = set()
             for sign, sol in changes.get(k, ()):
                 if self.regroup:
@@ -418,4 +439,4 @@ class QueryEvaluator:
         return tuple(cells)
 
 
-__all__ = ["QueryEvaluator", "tick_range", "Row"]
+__all__ = ["QueryEvaluator", "tick_range", "Row", "TooManyTicks", "DEFAULT_MAX_TICKS"]
