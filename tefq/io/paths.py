@@ -10,7 +10,7 @@ import hashlib
 import os
 import re
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"(?:[^A-Za-z0-9._-]|\.\.+)+")  # `..` too: harmless inside one name, but alarming
 _MAX_STEM = 100  # well under the usual 255-byte limit, leaving room for an extension and a temp suffix
 
 
