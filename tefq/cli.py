@@ -143,6 +143,9 @@ def _check_run_options(args: argparse.Namespace) -> None:
                                 file=option)
     if args.stream.count("-") > 1:
         raise TefqError("standard input can be given once (--stream -)", file="--stream")
+    if args.follow and ("-" in args.stream or args.stream_format):
+        raise TefqError("--follow watches stream directories as they grow: --stream - and --stream-format "
+                        "are for bounded runs", file="--follow")
     if args.format is None:  # people at a terminal get a table, pipes and files get CSV
         args.format = "text" if args.out is None and not args.follow and sys.stdout.isatty() else "csv"
     if args.follow:

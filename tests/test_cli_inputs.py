@@ -82,6 +82,8 @@ def test_spark_only_options_are_refused_with_the_oracle(capsys, option):
 def test_follow_needs_an_appendable_format(capsys, tmp_path):
     code, _, err = tefq(capsys, "run", UC1, "--stream", tmp_path, "--follow", "--format", "json")
     assert code == 2 and "--follow appends rows as they come: use --format csv, tsv, jsonl" in err
+    code, _, err = tefq(capsys, "run", UC1, "--stream", "-", "--follow")
+    assert code == 2 and "--stream - and --stream-format are for bounded runs" in err
 
 
 def _parsers(parser: argparse.ArgumentParser, path: str = "tefq"):
@@ -136,3 +138,10 @@ def test_spark_reads_stdin_with_a_format_as_the_oracle(capsys, monkeypatch):
                           "--master", "local[2]")
     assert code == 0, err
     assert out == expected
+
+
+def test_default_format_is_text_on_a_terminal_and_csv_otherwise(capsys, monkeypatch):
+    assert from_file(capsys, SPEC10 / "events.tsv").startswith("tick,CHANNEL,USER\r\n")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    out = from_file(capsys, SPEC10 / "events.tsv")
+    assert out.splitlines()[0].split() == ["tick", "CHANNEL", "USER"] and out.endswith("(6 rows)\n")
