@@ -11,6 +11,7 @@ column. `engine="spark"` hands that file to `tefq.spark.run`.
 """
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import time
@@ -64,10 +65,7 @@ class Query:
     def document(self, background_predicates: frozenset[str] = frozenset()) -> "Document":
         """The bound logical plan. The background's predicates take part in binding (a pattern
         on one of them is a background pattern, not an event pattern), hence a parameter."""
-        from tefq.analysis import bind
-        from tefq.syntax import parse
-
-        return bind(parse(self.text, self.name), self.name, self.text, self.prefixes, background_predicates)
+        return _bound(self.text, self.name, tuple(sorted(self.prefixes.items())), background_predicates)
 
     @property
     def names(self) -> list[str]:
@@ -99,6 +97,15 @@ class Query:
         run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
         run.metrics.rows_out = sum(len(r.rows) for r in run.results)
         return Result(run)
+
+
+@functools.lru_cache(maxsize=32)  # bind once per document (and print its warnings once)
+def _bound(text: str, name: str, prefixes: tuple[tuple[str, str], ...],
+           background_predicates: frozenset[str]) -> "Document":
+    from tefq.analysis import bind
+    from tefq.syntax import parse
+
+    return bind(parse(text, name), name, text, dict(prefixes), background_predicates)
 
 
 def stage_events(events: Any, workdir: str) -> "StagedStreams":
