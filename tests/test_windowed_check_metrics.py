@@ -32,3 +32,19 @@ def test_plot_without_matplotlib_says_how_to_install_it(capsys, monkeypatch):
                         "--system", "default", "--plot", "out.png"])
     err = capsys.readouterr().err
     assert code == 2 and "pip install 'tefq[plot]'" in err and err.startswith("--plot: error:")
+
+
+def test_tefq_json_and_jsonl_answers_read_as_the_same_relations(tmp_path):
+    from tefq.io.result_writers import results_text
+    from tefq.oracle.windowed.answers import read_answers
+    from tefq.results import QueryResult
+
+    i = "<http://www.w3.org/2001/XMLSchema#integer>"
+    result = QueryResult("q", ("c", "n"), [(10_000, ("<http://e/a>", f'"2"^^{i}')), (10_000, ("<http://e/b>", f'"1"^^{i}')),
+                                           (20_000, ("<http://e/a>", f'"3"^^{i}'))])
+    read = {}
+    for fmt in ("json", "jsonl"):
+        (tmp_path / f"a.{fmt}").write_text(results_text([result], fmt))
+        read[fmt] = read_answers(tmp_path / f"a.{fmt}")
+    assert [r.at for r in read["json"]] == [10_000, 20_000]
+    assert [(r.at, r.rows) for r in read["json"]] == [(r.at, r.rows) for r in read["jsonl"]]
