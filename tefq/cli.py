@@ -10,18 +10,39 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from tefq.errors import TefqError
 
 Element = tuple[int, str, str, str]
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or action.required or action.default is argparse.SUPPRESS
+                or "default" in text.lower()
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        if action.nargs == 0:  # a flag
+            return f"{text} (default: off)".lstrip()
+        shown = "none" if action.default is None else "%(default)s"
+        return f"{text} (default: {shown})".lstrip()
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad option is a TefqError (exit 2, one clear line) like every other bad input."""
+    """argparse, but a bad option is a TefqError (exit 2, one clear line) like every other bad input,
+    and every option's help shows its default."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise TefqError(f"{message} (see '{self.prog} --help')", file=self.prog)
@@ -55,7 +76,7 @@ def _stream_arg(value: str) -> StreamArg:
 
 def _check_paths(streams: Sequence[StreamArg], background: str | None) -> None:
     for s in streams:
-        if not os.path.exists(s.path):
+        if s.path != "-" and not os.path.exists(s.path):
             raise TefqError(f"no such stream file or directory: {s.path}", file="--stream")
     if background and not os.path.exists(background):
         raise TefqError(f"no such background file: {background}", file="--background")
@@ -105,11 +126,44 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _elements(streams: Sequence[StreamArg]) -> Iterator[Element]:
-    from tefq.io.readers import read_stream
+# Options only the Spark engine reads: with --engine oracle they would be silently dropped.
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger")
 
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    if args.follow and (args.engine != "spark" or args.simulate):
+        raise TefqError("--follow runs on the Spark engine only (a bounded file set: drop --follow)", file="--follow")
+    if args.window and not args.simulate:
+        raise TefqError("--window only applies with --simulate", file="--window")
+    if args.engine == "oracle":
+        for name in SPARK_ONLY_OPTIONS:
+            if getattr(args, name) is not None:
+                option = "--" + name.replace("_", "-")
+                raise TefqError(f"{option} applies to the Spark engine only: drop it or use --engine spark",
+                                file=option)
+    if args.stream.count("-") > 1:
+        raise TefqError("standard input can be given once (--stream -)", file="--stream")
+    if args.follow and ("-" in args.stream or args.stream_format):
+        raise TefqError("--follow watches stream directories as they grow: --stream - and --stream-format "
+                        "are for bounded runs", file="--follow")
+    if args.format is None:  # people at a terminal get a table, pipes and files get CSV
+        args.format = "text" if args.out is None and not args.follow and sys.stdout.isatty() else "csv"
+    if args.follow:
+        from tefq.io.result_writers import APPENDABLE_FORMATS
+
+        if args.format not in APPENDABLE_FORMATS:
+            raise TefqError(f"--follow appends rows as they come: use --format {', '.join(APPENDABLE_FORMATS)}",
+                            file="--format")
+
+
+def _stage(streams: Sequence[StreamArg], fmt: str | None, workdir: str):
+    """Stdin and --stream-format inputs staged for the readers (tefq.io.staging)."""
+    from tefq.io.staging import StagedStreams, stage_stream
+
+    staged = StagedStreams()
     for s in streams:
-        yield from read_stream(s.path)
+        stage_stream(s.path, fmt, workdir, staged)
+    return staged
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -117,10 +171,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_paths(streams, args.background)
     lateness = _duration_ms(args.lateness, "--lateness")
     window_ms = _duration_ms(args.window, "--window") if args.window else None
-    if args.follow and (args.engine != "spark" or args.simulate):
-        raise TefqError("--follow runs on the Spark engine only (a bounded file set: drop --follow)", file="--follow")
-    if args.window and not args.simulate:
-        raise TefqError("--window only applies with --simulate", file="--window")
+    _check_run_options(args)
+    with tempfile.TemporaryDirectory(prefix="tefq-stage-") as workdir:
+        return _run_staged(args, _stage(streams, args.stream_format, workdir), workdir, lateness, window_ms)
+
+
+def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, window_ms: int | None) -> int:
+    from tefq.io.staging import as_parquet
 
     background = None
     predicates: frozenset[str] = frozenset()
@@ -135,32 +192,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.simulate and args.engine == "oracle":
         from tefq.simulate import run as simulate_run
 
-        run = simulate_run(doc, list(_elements(streams)), args.simulate, window_ms, background, t0=args.t0)
+        run = simulate_run(doc, list(staged.elements()), args.simulate, window_ms, background, t0=args.t0)
     elif args.simulate:
         from tefq.spark.simulate import run as spark_simulate
 
-        run = spark_simulate(doc, [s.path for s in streams], args.simulate, window_ms, background, t0=args.t0,
+        run = spark_simulate(doc, as_parquet(staged, workdir), args.simulate, window_ms, background, t0=args.t0,
                              lateness_ms=lateness,
                              master=args.master or os.environ.get("TEFQ_SPARK_MASTER"),
                              max_files_per_trigger=args.max_files_per_trigger, bad_rows=args.bad_rows,
                              progress=not args.quiet)
     elif args.engine == "oracle":
-        run = _run_oracle(doc, streams, background, args)
+        from tefq.api import run_oracle
+
+        run = run_oracle(doc, staged, background, t0=args.t0, lateness_ms=lateness, max_ticks=args.max_ticks,
+                         bad_rows=args.bad_rows)
     else:
         from tefq.spark import run as spark_run
 
-        run = spark_run(doc, [s.path for s in streams], background, t0=args.t0, lateness_ms=lateness,
+        run = spark_run(doc, as_parquet(staged, workdir), background, t0=args.t0, lateness_ms=lateness,
                         master=args.master or os.environ.get("TEFQ_SPARK_MASTER"), checkpoint=args.checkpoint,
                         follow=args.follow, max_files_per_trigger=args.max_files_per_trigger,
                         bad_rows=args.bad_rows, progress=not args.quiet,
-                        on_rows=_Appender(args.format, args.out) if args.follow else None)
+                        on_rows=_Appender(args.format, args.out, args.tick_format) if args.follow else None)
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     run.metrics.rows_out = sum(len(r.rows) for r in run.results)
 
     from tefq.io.result_writers import write_metrics, write_results
 
     if not args.follow:  # follow mode appended its rows as they came
-        write_results(run.results, args.format, args.out)
+        write_results(run.results, args.format, args.out, args.tick_format)
     if args.metrics:
         write_metrics(run.metrics, args.metrics)
     if not args.quiet:
@@ -176,9 +236,11 @@ class _Appender:
     from the start of the run: a run resumed from --checkpoint hands over every committed tick
     again, so the file always holds each reported tick once."""
 
-    def __init__(self, fmt: str, out: str | None) -> None:
-        self.fmt, self.out = fmt, out
-        self.per_query = out is not None and (out.endswith(("/", os.sep)) or os.path.isdir(out))
+    def __init__(self, fmt: str, out: str | None, tick_format: str = "ms") -> None:
+        from tefq.io.result_writers import is_directory_target
+
+        self.fmt, self.out, self.tick_format = fmt, out, tick_format
+        self.per_query = is_directory_target(out)
         self.started: set[str] = set()
         if out is not None and not self.per_query:  # no stale rows from an earlier run
             try:
@@ -188,18 +250,20 @@ class _Appender:
 
     def __call__(self, results) -> None:
         if self.per_query:
+            from tefq.io.result_writers import result_path
+
             for r in results:
                 if r.rows:
-                    self._append(os.path.join(self.out, f"{r.name}.{self.fmt}"), [r])
+                    self._append(result_path(self.out, r.name, self.fmt), [r])
         else:
             self._append(self.out, results)
 
     def _append(self, path: str | None, results) -> None:
         from tefq.io.result_writers import results_text
 
-        text = results_text(results, self.fmt)
+        text = results_text(results, self.fmt, self.tick_format)
         key = path or "-"
-        if key in self.started and self.fmt != "json":
+        if key in self.started and self.fmt != "jsonl":
             text = text.split("\n", 1)[1] if "\n" in text else ""  # the header is written once
         if path is None:
             sys.stdout.write(text)
@@ -215,46 +279,11 @@ class _Appender:
         self.started.add(key)
 
 
-def _run_oracle(doc, streams: Sequence[StreamArg], background, args: argparse.Namespace):
-    from tefq.io.bad_rows import BadRowLog
-    from tefq.io.readers import locate_ts, read_stream_file, stream_files
-    from tefq.oracle import run as oracle_run
-    from tefq.oracle.query import DEFAULT_MAX_TICKS
-    from tefq.plan.logical import WindowedQuery
-
-    t0 = args.t0
-    log = BadRowLog(args.bad_rows)
-    elements: list[Element] = []
-    sizes: list[int] = []  # one arrival batch per file (--lateness)
-    try:
-        for f in [f for s in streams for f in stream_files(s.path)]:
-            n = len(elements)
-            elements.extend(read_stream_file(f, log))
-            sizes.append(len(elements) - n)
-    finally:
-        log.close()
-    if args.max_ticks is not None and args.max_ticks < 0:
-        raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
-    run = oracle_run(doc, elements, background, t0=t0,
-                     max_ticks=DEFAULT_MAX_TICKS if args.max_ticks is None else args.max_ticks,
-                     lateness_ms=_duration_ms(args.lateness, "--lateness") if args.lateness else None,
-                     batch_sizes=sizes, locate=lambda ts: locate_ts([s.path for s in streams], ts))
-    run.metrics.extra["bad_rows"] = log.count
-    if any(isinstance(q, WindowedQuery) for q in doc.queries):
-        from tefq.oracle.windowed import run as windowed_run
-
-        windowed = windowed_run(doc, elements, background, t0=t0)
-        run.results.extend(windowed)
-        # Windowed queries count their windows as ticks and their feedback triples as bindings (§7, §8).
-        run.metrics.ticks += windowed.ticks
-        run.metrics.intermediate_bindings += windowed.intermediate_bindings
-        order = {q.name: i for i, q in enumerate(doc.queries)}
-        run.results.sort(key=lambda r: order.get(r.name, len(order)))
-    return run
-
-
 # ---------------------------------------------------------------- the parser
 def build_parser() -> argparse.ArgumentParser:
+    from tefq.io.readers import STREAM_FORMATS
+    from tefq.io.result_writers import FORMATS as RESULT_FORMATS
+
     parser = _Parser(prog="tefq", description="Temporal fact/event stream processing with TEF-SPARQL.")
     parser.add_argument("--version", action="version", version=f"tefq {__import__('tefq').__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -279,19 +308,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a document over streams")
     with_query(p)
     p.add_argument("--stream", action="append", required=True, metavar="[IRI=]PATH",
-                   help="a stream file or directory; IRI=PATH feeds FROM STREAM <IRI> only")
+                   help="a stream file or directory, or - for standard input; IRI=PATH feeds FROM STREAM <IRI> only")
+    p.add_argument("--stream-format", choices=STREAM_FORMATS, metavar="FMT",
+                   help=f"read every --stream as {'|'.join(STREAM_FORMATS)} whatever its extension "
+                        "(default: by extension; tsv for standard input)")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
-    p.add_argument("--engine", choices=("spark", "oracle"), default="spark")
-    p.add_argument("--format", choices=("csv", "tsv", "json"), default="csv")
-    p.add_argument("--out", metavar="PATH", help="result file, or a directory for one file per query")
+    p.add_argument("--engine", choices=("spark", "oracle"), default="spark", help="the engine that runs the document")
+    p.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
+                   help=f"result format: {'|'.join(RESULT_FORMATS)} (default: text on a terminal, else csv)")
+    p.add_argument("--tick-format", choices=("ms", "iso"), default="ms",
+                   help="ticks as integer ms or as xsd:dateTime (parquet/arrow: always a timestamp)")
+    p.add_argument("--out", metavar="PATH", help="result file, or a directory for one file per query "
+                                                  "(default: standard output)")
     p.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
     p.add_argument("--t0", type=int, default=0, metavar="MS", help="tick origin in ms (ticks are t0 + k*EVERY)")
     p.add_argument("--lateness", metavar="DURATION",
-                   help="allowed lateness, e.g. 5s (oracle: each stream file arrives as one batch)")
+                   help="allowed lateness, e.g. 5s (default: 0; oracle: each stream file arrives as one batch)")
     p.add_argument("--max-ticks", type=int, metavar="N",
                    help="stop (exit 2, naming the row) if a query would report rows at more than N ticks "
                         "(default 1000000; 0: no bound; oracle engine for now)")
-    p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"))
+    p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"),
+                   help="run a simulated baseline instead of TEF (see docs/cli.md)")
     p.add_argument("--window", metavar="DURATION", help="simulation window (default: the query's EVERY)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
     p.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory (restart without loss)")

@@ -43,7 +43,7 @@ def test_tsv_golden() -> None:
 
 
 def test_json_lines_golden() -> None:
-    lines = results_text([q1()], "json").splitlines()
+    lines = results_text([q1()], "jsonl").splitlines()
     assert [json.loads(x) for x in lines] == [
         {"tick": 1000, "head": {"vars": ["ch", "n", "note"]}, "results": {"bindings": [
             {"ch": {"type": "bnode", "value": "x"},
@@ -68,7 +68,7 @@ def test_several_queries_share_one_table_with_a_query_column() -> None:
     tsv = results_text([q1(), q2()], "tsv").splitlines()
     assert tsv[0] == "?query\t?tick\t?ch\t?n\t?note\t?total"
     assert tsv[-1] == '"uc2"\t1000\t<http://e/ch1>\t\t\t7'
-    docs = [json.loads(x) for x in results_text([q1(), q2()], "json").splitlines()]
+    docs = [json.loads(x) for x in results_text([q1(), q2()], "jsonl").splitlines()]
     assert [(d["query"], d["tick"]) for d in docs] == [("q1", 1000), ("q1", 2000), ("uc2", 1000)]
 
 
@@ -80,8 +80,8 @@ def test_out_file_directory_and_stdout(tmp_path, capsys) -> None:
     written = write_results([q1(), q2()], "tsv", d)
     assert [p.rsplit("/", 1)[1] for p in written] == ["q1.tsv", "uc2.tsv"]
     assert open(written[1]).read() == results_text([q2()], "tsv")
-    write_results([q1(), q2()], "json", None)
-    assert capsys.readouterr().out == results_text([q1(), q2()], "json")
+    write_results([q1(), q2()], "jsonl", None)
+    assert capsys.readouterr().out == results_text([q1(), q2()], "jsonl")
 
 
 def test_single_query_to_an_existing_directory(tmp_path) -> None:
@@ -90,12 +90,12 @@ def test_single_query_to_an_existing_directory(tmp_path) -> None:
 
 def test_empty_result_writes_the_header() -> None:
     assert results_text([QueryResult("q", ("a",))], "csv") == "tick,a\r\n"
-    assert results_text([QueryResult("q", ("a",))], "json") == ""
+    assert results_text([QueryResult("q", ("a",))], "jsonl") == ""
 
 
 def test_bad_format_and_unwritable_output(tmp_path) -> None:
     with pytest.raises(TefqError, match="unknown result format"):
-        write_results([q1()], "xml", None)
+        write_results([q1()], "yaml", None)
     with pytest.raises(TefqError, match="cannot write") as info:
         write_results([q1()], "csv", str(tmp_path / "missing" / "r.csv"))
     assert info.value.file == str(tmp_path / "missing" / "r.csv")
@@ -166,7 +166,7 @@ def test_written_cells_read_back(rows) -> None:
         fields = line.split("\t")
         assert int(fields[0]) == t
         assert [normalise_term(f) if f else None for f in fields[1:]] == list(cs)
-    docs = [json.loads(x) for x in results_text([result], "json").splitlines()]
+    docs = [json.loads(x) for x in results_text([result], "jsonl").splitlines()]
     back = [(d["tick"], tuple(_term_of_json(b[n]) if n in b else None for n in ("a", "b")))
             for d in docs for b in d["results"]["bindings"]]
     assert back == ordered

@@ -175,7 +175,7 @@ def test_cli_check_accepts_tefq_json_and_commented_csparql(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert run_command(base + ["--answers", str(good), "--json", str(out)]) == 0
     assert json.loads(out.read_text())["verdict"] == "pass"
-    assert run_command(base + ["--answers", str(bad), "--json", str(out)]) == 0
+    assert run_command(base + ["--answers", str(bad), "--json", str(out)]) == 1  # FAIL gates CI (issue 15)
     data = json.loads(out.read_text())
     assert data["verdict"] == "fail" and data["windows"][-1]["recall"] == 0.0
     capsys.readouterr()

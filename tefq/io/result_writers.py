@@ -1,13 +1,15 @@
-"""Result tables (spec §5) as SPARQL 1.1 Query Results CSV, TSV and JSON, and the metrics file.
+"""Result tables (spec §5) in the SPARQL 1.1 Query Results formats and a few more, and the metrics file.
 
-Decisions (docs/formats.md): CSV lines end with CRLF as SPARQL 1.1 CSV requires; TSV lines end
-with LF and its header names are `?`-prefixed as SPARQL 1.1 TSV requires; JSON is JSON Lines: one
-SPARQL results document per tick and line, with a top-level `"tick"` (and `"query"` when several
-queries share one output).
+Decisions (docs/formats.md): every format is one table with `tick` first (after `query` when several
+queries share one output). CSV lines end with CRLF as SPARQL 1.1 CSV requires; TSV lines end with
+LF and its header names are `?`-prefixed as SPARQL 1.1 TSV requires; `json` is ONE SPARQL 1.1
+Query Results JSON document and `xml` one SPARQL Query Results XML document; `jsonl` is one
+results document per (query, tick) and line with a top-level `"tick"` (tefq's former `json`);
+`text` is an aligned table for people; `parquet` / `arrow` hold `tick` as a UTC timestamp and the
+cells as N-Triples strings. Every file is written atomically (tefq.io.atomic).
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -16,13 +18,24 @@ import re
 import sys
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from tefq import terms
 from tefq.errors import TefqError
+from tefq.io.atomic import atomic_open, atomic_path
+from tefq.io.paths import path_in
+from tefq.io.timestamps import format_iso_ms
 from tefq.results import Cell, Metrics, QueryResult
 
-FORMATS = ("csv", "tsv", "json")
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+FORMATS = ("csv", "tsv", "json", "jsonl", "xml", "text", "parquet", "arrow")
+BINARY_FORMATS = ("parquet", "arrow")
+APPENDABLE_FORMATS = ("csv", "tsv", "jsonl")  # one header (or none) and then rows: --follow appends these
+TICK_FORMATS = ("ms", "iso")
+EXTENSIONS = {"text": "txt"}  # file extension per format where it is not the format's name
+SPARQL_RESULTS_NS = "http://www.w3.org/2005/sparql-results#"
 # Turtle's abbreviated numbers: a TSV cell may be bare only if reading it back gives the same term.
 _BARE = {
     terms.XSD_INTEGER: re.compile(r"[+-]?[0-9]+"),
@@ -80,115 +93,258 @@ def json_cell(cell: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Tables
+# Tables: one header and rows of terms, whatever the format
 
-def _write_table(out: IO[str], fmt: str, names: list[str],
-                 rows: Iterator[tuple[str | None, int, dict[str, Cell]]]) -> None:
-    """rows: (query name or None, tick, cells by column name). `query` column iff names[0] is it."""
-    has_query = names[0] == "query"
-    if fmt == "csv":
-        w = csv.writer(out, lineterminator="\r\n")
-        w.writerow(names)
-        for q, tick, cells in rows:
-            w.writerow(([q] if has_query else []) + [str(tick)]
-                       + [csv_cell(cells.get(n)) for n in names[1 + has_query:]])
-    else:
-        out.write("\t".join("?" + n for n in names) + "\n")
-        for q, tick, cells in rows:
-            lead = [terms.literal(q)] if has_query else []  # the query name is a string literal
-            out.write("\t".join(lead + [str(tick)] + [tsv_cell(cells.get(n)) for n in names[1 + has_query:]])
-                      + "\n")
+Table = tuple[list[str], Iterator[list[Cell]]]
 
 
-def _rows(result: QueryResult, with_query: bool) -> Iterator[tuple[str | None, int, dict[str, Cell]]]:
-    names = _names(result)
-    for tick, cells in result.sorted_rows():
-        yield (result.name if with_query else None), tick, dict(zip(names, cells))
+def tick_term(tick: int, tick_format: str = "ms") -> str:
+    """The tick as a term: `"10000"^^xsd:integer` (ms) or `"1970-01-01T00:00:10.000Z"^^xsd:dateTime`."""
+    if tick_format == "iso":
+        return terms.literal(format_iso_ms(tick), terms.XSD_DATETIME)
+    return terms.literal(str(tick), terms.XSD_INTEGER)
 
+
+def table(results: list[QueryResult], tick_format: str = "ms") -> Table:
+    """Header and rows of one output. Several queries share it with a leading `query` column (a
+    string literal) and the union of their column names, in order of first appearance."""
+    with_query = len(results) > 1
+    names: list[str] = []
+    for r in results:
+        names += [n for n in _names(r) if n not in names]
+
+    def rows() -> Iterator[list[Cell]]:
+        for r in results:
+            lead = [terms.literal(r.name)] if with_query else []
+            own = _names(r)
+            for tick, cells in r.sorted_rows():
+                by_name = dict(zip(own, cells))
+                yield lead + [tick_term(tick, tick_format)] + [by_name.get(n) for n in names]
+
+    return (["query"] if with_query else []) + ["tick"] + names, rows()
+
+
+def _write_csv(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
+    w = csv.writer(out, lineterminator="\r\n")
+    w.writerow(head)
+    for row in rows:
+        w.writerow([csv_cell(c) for c in row])
+
+
+def _write_tsv(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
+    out.write("\t".join("?" + n for n in head) + "\n")
+    for row in rows:
+        out.write("\t".join(tsv_cell(c) for c in row) + "\n")
+
+
+def _write_sparql_json(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
+    """One SPARQL 1.1 Query Results JSON document; bindings written as they come."""
+    out.write(json.dumps({"head": {"vars": head}})[:-1] + ', "results": {"bindings": [')
+    for i, row in enumerate(rows):
+        binding = {n: json_cell(c) for n, c in zip(head, row) if c is not None}
+        out.write(("," if i else "") + "\n" + json.dumps(binding, ensure_ascii=False))
+    out.write("\n]}}\n")
+
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """Escape for XML 1.0; characters XML 1.0 cannot hold at all are an error, not dropped."""
+    if _XML_BAD.search(text):
+        raise TefqError(f"a result cell holds a control character XML 1.0 cannot represent: {text[:40]!r} "
+                        "(use --format json, csv or tsv)")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def xml_cell(cell: str) -> str:
+    if terms.is_iri(cell):
+        return f"<uri>{_xml(terms.iri_value(cell))}</uri>"
+    if terms.is_blank(cell):
+        return f"<bnode>{_xml(cell[2:])}</bnode>"
+    lex, dt, lang = terms.split_literal(cell)
+    attr = f' xml:lang="{_xml(lang)}"' if lang else (f' datatype="{_xml(dt)}"' if dt else "")
+    return f"<literal{attr}>{_xml(lex)}</literal>"
+
+
+def _write_xml(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
+    out.write(f'<?xml version="1.0" encoding="utf-8"?>\n<sparql xmlns="{SPARQL_RESULTS_NS}">\n  <head>\n')
+    out.write("".join(f'    <variable name="{_xml(n)}"/>\n' for n in head) + "  </head>\n  <results>\n")
+    for row in rows:
+        out.write("    <result>" + "".join(f'<binding name="{_xml(n)}">{xml_cell(c)}</binding>'
+                                          for n, c in zip(head, row) if c is not None) + "</result>\n")
+    out.write("  </results>\n</sparql>\n")
+
+
+def _write_text(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
+    """An aligned table for people: cells as in CSV, numbers right-aligned, unbound empty."""
+    body = [[csv_cell(c).translate(_SHOW_CONTROLS) for c in row] for row in rows]
+    numeric = [all(_is_number(row[i]) for row in body if row[i]) for i in range(len(head))]
+    widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(head)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    out.write(line(head) + "\n" + "  ".join("-" * w for w in widths) + "\n")
+    out.write("".join(line(row) + "\n" for row in body))
+    out.write(f"({len(body)} row{'s' if len(body) != 1 else ''})\n")
+
+
+_SHOW_CONTROLS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _is_number(text: str) -> bool:
+    return bool(_NUMBER.fullmatch(text))
+
+
+_TABLE_WRITERS = {"csv": _write_csv, "tsv": _write_tsv, "json": _write_sparql_json, "xml": _write_xml,
+                  "text": _write_text}
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Lines (tefq's former `json`): one SPARQL results document per (query, tick)
 
 def _json_line(doc: dict) -> str:
     """One document per line: escape the characters other tools also take as line breaks."""
     return json.dumps(doc, ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
 
 
-def _write_json(out: IO[str], results: list[QueryResult], with_query: bool) -> None:
-    """JSON Lines: one SPARQL 1.1 results document per (query, tick), ticks ascending."""
+def _write_jsonl(out: IO[str], results: list[QueryResult], tick_format: str) -> None:
+    with_query = len(results) > 1
     for result in results:
         names = _names(result)
         doc: dict | None = None
         for tick, cells in result.sorted_rows():
-            if doc is None or doc["tick"] != tick:
+            shown = format_iso_ms(tick) if tick_format == "iso" else tick
+            if doc is None or doc["tick"] != shown:
                 if doc is not None:
                     out.write(_json_line(doc))
                 doc = ({"query": result.name} if with_query else {}) | {
-                    "tick": tick, "head": {"vars": names}, "results": {"bindings": []}}
+                    "tick": shown, "head": {"vars": names}, "results": {"bindings": []}}
             doc["results"]["bindings"].append(
                 {n: json_cell(c) for n, c in zip(names, cells) if c is not None})
         if doc is not None:
             out.write(_json_line(doc))
 
 
-def _write_one(out: IO[str], results: list[QueryResult], fmt: str) -> None:
-    with_query = len(results) > 1
-    if fmt == "json":
-        _write_json(out, results, with_query)
-        return
-    if not with_query:
-        _write_table(out, fmt, ["tick"] + _names(results[0]), _rows(results[0], False))
-        return
-    # One table for all queries: the union of their column names, in order of first appearance.
-    names: list[str] = []
-    for r in results:
-        names += [n for n in _names(r) if n not in names]
-    _write_table(out, fmt, ["query", "tick"] + names,
-                 (row for r in results for row in _rows(r, True)))
+# ---------------------------------------------------------------------------------------------
+# Arrow and Parquet
+
+def arrow_table(results: list[QueryResult]) -> "pa.Table":
+    """`tick` as timestamp[ms, UTC], every other column N-Triples terms as strings (null = unbound)."""
+    import pyarrow as pa
+
+    head, rows = table(results)
+    columns = list(zip(*rows)) or [()] * len(head)
+    arrays = []
+    for name, values in zip(head, columns):
+        if name == "tick":
+            ms = [int(terms.split_literal(v)[0]) for v in values]
+            arrays.append(pa.array(ms, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC")))
+        elif name == "query" and len(results) > 1:
+            arrays.append(pa.array([terms.split_literal(v)[0] for v in values], type=pa.string()))
+        else:
+            arrays.append(pa.array(values, type=pa.string()))
+    return pa.Table.from_arrays(arrays, names=head)
 
 
-@contextlib.contextmanager
-def _open_out(path: str | None) -> Iterator[IO[str]]:
-    if path is None:
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    try:
-        f = open(path, "w", encoding="utf-8", newline="")
-    except OSError as e:
-        raise TefqError(f"cannot write the output: {e.strerror or e}", path) from None
-    with f:
-        yield f
+def _write_binary(path: str | None, results: list[QueryResult], fmt: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = arrow_table(results)
+    sink = pa.BufferOutputStream() if path is None else pa.OSFile(path, "wb")
+    with sink:
+        if fmt == "parquet":
+            pq.write_table(data, sink)
+        else:
+            with pa.ipc.new_file(sink, data.schema) as w:
+                w.write_table(data)
+        if path is None:
+            sys.stdout.buffer.write(sink.getvalue().to_pybytes())
+            sys.stdout.buffer.flush()
 
 
-def write_results(results: list[QueryResult], fmt: str = "csv", out: str | None = None) -> list[str]:
-    """Write the results as spec §5 says; returns the files written (empty for stdout).
+# ---------------------------------------------------------------------------------------------
+# Entry points
 
-    `out` None -> stdout; a directory (existing, or a path ending in `/`) -> `DIR/<query>.<fmt>`
-    per query; otherwise one file (several queries share it with a leading `query` column)."""
+def _check(fmt: str, tick_format: str) -> str:
     fmt = fmt.lower()
     if fmt not in FORMATS:
-        raise TefqError(f"unknown result format {fmt!r}: expected csv, tsv or json")
-    if out is not None and (out.endswith(("/", os.sep)) or os.path.isdir(out)):
+        raise TefqError(f"unknown result format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if tick_format not in TICK_FORMATS:
+        raise TefqError(f"unknown tick format {tick_format!r}: expected ms or iso")
+    return fmt
+
+
+def _write_one(out: IO[str], results: list[QueryResult], fmt: str, tick_format: str) -> None:
+    if fmt == "jsonl":
+        _write_jsonl(out, results, tick_format)
+        return
+    head, rows = table(results, tick_format)
+    _TABLE_WRITERS[fmt](out, head, rows)
+
+
+def is_directory_target(out: str | None) -> bool:
+    """`--out DIR/` or an existing directory: one file per query."""
+    return out is not None and (out.endswith(("/", os.sep)) or os.path.isdir(out))
+
+
+def result_path(directory: str, query_name: str, fmt: str) -> str:
+    """Where `--out DIR/` puts a query's results: DIR/<safe query name>.<extension>."""
+    return path_in(directory, query_name, EXTENSIONS.get(fmt, fmt))
+
+
+def _write_file(path: str | None, results: list[QueryResult], fmt: str, tick_format: str) -> None:
+    if fmt in BINARY_FORMATS:
+        if path is None:
+            _write_binary(None, results, fmt)
+        else:
+            with atomic_path(path) as tmp:
+                _write_binary(tmp, results, fmt)
+    elif path is None:
+        _write_one(sys.stdout, results, fmt, tick_format)
+        sys.stdout.flush()
+    else:
+        with atomic_open(path) as f:
+            _write_one(f, results, fmt, tick_format)
+
+
+def write_results(results: list[QueryResult], fmt: str = "csv", out: str | None = None,
+                  tick_format: str = "ms") -> list[str]:
+    """Write the results as spec §5 says; returns the files written (empty for stdout).
+
+    `out` None -> stdout; a directory (existing, or a path ending in `/`) -> one file per query,
+    named by `result_path`; otherwise one file (several queries share it with a leading `query`
+    column). Files appear complete or not at all (written to a temporary name, then renamed)."""
+    fmt = _check(fmt, tick_format)
+    if is_directory_target(out):
         try:
             os.makedirs(out, exist_ok=True)
         except OSError as e:
             raise TefqError(f"cannot create the output directory: {e.strerror or e}", out) from None
         written = []
         for r in results:
-            path = os.path.join(out, f"{r.name}.{fmt}")
-            with _open_out(path) as f:
-                _write_one(f, [r], fmt)
+            path = result_path(out, r.name, fmt)
+            _write_file(path, [r], fmt, tick_format)
             written.append(path)
         return written
     if not results:
         return []
-    with _open_out(out) as f:
-        _write_one(f, results, fmt)
+    _write_file(out, results, fmt, tick_format)
     return [out] if out else []
 
 
-def results_text(results: list[QueryResult], fmt: str = "csv") -> str:
-    """What write_results would print (for tests and the REPL)."""
+def results_text(results: list[QueryResult], fmt: str = "csv", tick_format: str = "ms") -> str:
+    """What write_results would print for a text format (for tests, follow mode and the REPL)."""
+    fmt = _check(fmt, tick_format)
+    if fmt in BINARY_FORMATS:
+        raise TefqError(f"{fmt} is a binary format")
+    if not results:
+        return ""
     buf = io.StringIO(newline="")
-    _write_one(buf, results, fmt)
+    _write_one(buf, results, fmt, tick_format)
     return buf.getvalue()
 
 
@@ -196,6 +352,6 @@ def write_metrics(metrics: Metrics, path: str | None) -> None:
     """The metrics JSON object (spec §7), indented; `path` None means no metrics file."""
     if path is None:
         return
-    with _open_out(path) as f:
+    with atomic_open(path) as f:
         json.dump(metrics.to_json(), f, indent=2)
         f.write("\n")

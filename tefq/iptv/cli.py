@@ -19,6 +19,8 @@ IPTV_NS = "http://example.org/iptv#"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from tefq.io.result_writers import FORMATS as RESULT_FORMATS
+
     p = subparsers.add_parser("gen", help="generate synthetic streams")
     gens = p.add_subparsers(dest="generator", metavar="GENERATOR", parser_class=type(p))
     gens.required = True
@@ -31,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--days", type=float, default=1.0, metavar="D", help="time span in days (default 1)")
     g.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
     g.add_argument("--epg", action="store_true", help="also write the program guide stream")
-    g.add_argument("--format", choices=("parquet", "tsv", "csv", "nq", "trig"), default="parquet")
+    g.add_argument("--format", choices=("parquet", "tsv", "csv", "nq", "trig"), default="parquet",
+                   help="stream file format")
     g.set_defaults(func=cmd_gen_iptv)
 
     s = subparsers.add_parser("stats", help="what an IPTV stream holds (events, users, sessions, ...)")
@@ -45,8 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "channel, uc3: viewers and viewing time per program")
     u.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
                    help=f"IPTV data directory, generated with the defaults if absent (default {DEFAULT_DATA})")
-    u.add_argument("--engine", choices=("spark", "oracle"), default="spark")
-    u.add_argument("--format", choices=("csv", "tsv", "json"), default="csv")
+    u.add_argument("--engine", choices=("spark", "oracle"), default="spark", help="the engine that runs the use-case")
+    u.add_argument("--format", choices=RESULT_FORMATS, default="csv", metavar="FMT",
+                   help=f"result format: {'|'.join(RESULT_FORMATS)}")
     u.add_argument("--out", metavar="PATH", help="result file (default: standard output)")
     u.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
     u.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
@@ -94,12 +98,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def usecase_file(name: str) -> Path:
-    """usecases/<name>.tef of the source tree (or of the working directory)."""
-    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
+    """The use-case document shipped inside the package (tefq/usecases/, package data), else
+    usecases/<name>.tef of the working directory."""
+    import tefq
+
+    for base in (Path(tefq.__file__).resolve().parent, Path.cwd()):
         f = base / "usecases" / f"{name}.tef"
         if f.is_file():
             return f
-    raise TefqError(f"cannot find usecases/{name}.tef (run from the tefq source tree)", file=name)
+    raise TefqError(f"cannot find usecases/{name}.tef: the package was installed without its data "
+                    "(reinstall tefq)", file=name)
 
 
 def ensure_default_data(data: str) -> None:

@@ -2,7 +2,7 @@
 
 `run(doc, elements, background, t0)` evaluates the document's `AggregateQuery`s over the whole
 input sorted by (t, stream order). `WindowedQuery`s are left to `tefq.oracle.windowed.run`, which
-the caller appends (see `tefq.cli._run_oracle`). Decisions the spec leaves open: docs/semantics.md
+the caller appends (see `tefq.api.run_oracle`). Decisions the spec leaves open: docs/semantics.md
 (late data: "Lateness"; absurd time ranges: "Ticks").
 """
 from __future__ import annotations

@@ -61,6 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handler(args: argparse.Namespace) -> int:
     from tefq.simulate.compare import compare, format_table, read_elements, stream_paths, usecase_path
 
+    if args.plot:  # plotting is an optional extra: say so before the long run
+        from tefq.plotting import require_matplotlib
+
+        require_matplotlib()
     windows = parse_windows(args.windows)
     approaches = [a.strip() for a in args.approaches.split(",") if a.strip()]
     prefixes = {"": "http://example.org/iptv#"}

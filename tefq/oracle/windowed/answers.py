@@ -1,7 +1,8 @@
 """Engine answers as timestamped relations, read from CSRBench's answer format
 (`{"relations": [{"timestamp": t, "head": {"vars": [...]}, "results": {"bindings":
 [{"timestamp": t, "binding": {var: SPARQL-JSON term}}]}}]}`), from a list of SPARQL 1.1 JSON
-results documents with a `"tick"` (tefq's own JSON output), or from JSON lines of either.
+results documents with a `"tick"` (tefq's `jsonl` output), from JSON lines of either, or from one
+SPARQL JSON document whose first variable is `tick` (tefq's `json` output).
 
 Bindings are compared as CSRBench does: a relation is a *set* of mappings. Numbers compare by
 value (engines print 87.66666666666667 as a double or a decimal), other terms exactly.
@@ -104,7 +105,24 @@ def read_answers(path: str | Path) -> list[Relation]:
         except json.JSONDecodeError:
             raise TefqError(f"not JSON: {e.msg}", str(p), e.lineno, e.colno) from None
     if isinstance(docs, dict):
-        docs = [docs]
+        docs = _by_tick(docs)
     if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
         raise TefqError("expected {\"relations\": [...]} or a list of SPARQL-JSON results", str(p))
     return [_relation(d, f"{p} (relation {i + 1})") for i, d in enumerate(docs)]
+
+
+def _by_tick(doc: dict) -> list[dict]:
+    """tefq's `--format json` (one SPARQL JSON document, `tick` its first variable) as one
+    document per tick; any other single document stays one relation."""
+    head = doc.get("head", {}).get("vars", [])
+    bindings = doc.get("results", {}).get("bindings")
+    if "tick" not in head or "tick" in doc or "timestamp" in doc or not isinstance(bindings, list):
+        return [doc]
+    ticks: dict[int, list] = {}
+    for b in bindings:
+        tick = b.get("tick", {}).get("value", "") if isinstance(b, dict) else ""
+        if not tick.lstrip("-").isdigit():
+            return [doc]  # ISO ticks or no tick: not comparable by time, keep it whole
+        ticks.setdefault(int(tick), []).append({k: v for k, v in b.items() if k not in ("tick", "query")})
+    vars_ = [v for v in head if v not in ("tick", "query")]
+    return [{"tick": t, "head": {"vars": vars_}, "results": {"bindings": rows}} for t, rows in sorted(ticks.items())]

@@ -23,8 +23,8 @@ class WindowReport:
     at: int
     expected: int
     actual: int
-    precision: float
-    recall: float
+    precision: float | None  # None: the engine answered nothing (0/0 is not a precision of 1.0)
+    recall: float | None  # None: the oracle expected nothing
     delay: int | None = None
     gracious_open: int | None = None
     gracious_close: int | None = None
@@ -45,7 +45,8 @@ class CheckResult:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        d["windows"] = [{k: v for k, v in asdict(w).items() if v is not None} for w in self.windows]
+        d["windows"] = [{k: v for k, v in asdict(w).items() if v is not None or k in ("precision", "recall")}
+                        for w in self.windows]
         return d
 
 
@@ -63,11 +64,24 @@ def contains(oracle: Sequence[Relation], actual: Sequence[Relation], strict: boo
     return None
 
 
-def _pr(expected: frozenset, actual: frozenset) -> tuple[float, float]:
+def _pr(expected: frozenset, actual: frozenset) -> tuple[float | None, float | None]:
+    """Precision and recall; undefined (None) when their denominator is empty."""
     hit = len(expected & actual)
-    precision = hit / len(actual) if actual else 1.0
-    recall = hit / len(expected) if expected else 1.0
+    precision = hit / len(actual) if actual else None
+    recall = hit / len(expected) if expected else None
     return precision, recall
+
+
+def f1(precision: float | None, recall: float | None) -> float:
+    """F1 of one window: both undefined means both sides empty (agreement, 1.0); one undefined
+    means one side answered nothing while the other did (0.0)."""
+    if precision is None or recall is None:
+        return 1.0 if precision is None and recall is None else 0.0
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
 
 
 def window_metrics(oracle: Sequence[Relation], actual: Sequence[Relation], offset: int | None = None
@@ -102,11 +116,11 @@ def window_metrics(oracle: Sequence[Relation], actual: Sequence[Relation], offse
         if assigned[i] and timed:
             delay = min(actual[j].at for j in assigned[i]) - rel.at  # type: ignore[operator]
         o, c = rel.window or (rel.at or 0, rel.at or 0)
-        reports.append(WindowReport(o, c, rel.at or 0, len(rel.rows), len(got), round(p, 4), round(r, 4), delay))
+        reports.append(WindowReport(o, c, rel.at or 0, len(rel.rows), len(got), _rounded(p), _rounded(r), delay))
         got_all.append(got)
     for j in surplus:
         at = actual[j].at or 0
-        reports.append(WindowReport(at, at, at, 0, len(actual[j].rows), 0.0 if actual[j].rows else 1.0, 1.0))
+        reports.append(WindowReport(at, at, at, 0, len(actual[j].rows), 0.0 if actual[j].rows else None, None))
     return reports, got_all
 
 
@@ -117,8 +131,7 @@ def _timed(oracle: Sequence[Relation], actual: Sequence[Relation]) -> bool:
 def _mean_f1(reports: Sequence[WindowReport]) -> float:
     if not reports:
         return 1.0
-    f = [(2 * w.precision * w.recall / (w.precision + w.recall)) if w.precision + w.recall else 0.0 for w in reports]
-    return sum(f) / len(f)
+    return sum(f1(w.precision, w.recall) for w in reports) / len(reports)
 
 
 def t0_candidates(first: int, range_ms: int, unit: int, sweep: bool) -> list[int]:
@@ -165,7 +178,7 @@ def _gracious(ev: WindowEvaluator, sem: Semantics, t0: int, oracle: Sequence[Rel
     ts = ev.ts
     step = ev.query.step_ms
     for rel, rows_got, rep in zip(oracle, got, reports):
-        if rep.precision == 1.0 and rep.recall == 1.0:
+        if f1(rep.precision, rep.recall) == 1.0:
             continue
         o, c = rel.window or (0, 0)
         near_o = ts[bisect_left(ts, o - step):bisect_right(ts, o + step)]
@@ -177,12 +190,11 @@ def _gracious(ev: WindowEvaluator, sem: Semantics, t0: int, oracle: Sequence[Rel
             hi = bisect_right(ts, nc) if sem.closed_right else bisect_left(ts, nc)
             rows, _ = ev.rows(lo, max(lo, hi))
             p, r = _pr(rows, rows_got)
-            f = 2 * p * r / (p + r) if p + r else 0.0
-            return ((-f, abs(no - o) + abs(nc - c)), no, nc, p, r)
+            return ((-f1(p, r), abs(no - o) + abs(nc - c)), no, nc, p, r)
 
         # coordinate search (close, then open): content changes only at element timestamps
         best = min(fit(o, nc) for nc in closes if nc > o)
         best = min([best] + [fit(no, best[2]) for no in opens if no < best[2]])
         if best is not None:
             _, rep.gracious_open, rep.gracious_close, p, r = best
-            rep.gracious_precision, rep.gracious_recall = round(p, 4), round(r, 4)
+            rep.gracious_precision, rep.gracious_recall = _rounded(p), _rounded(r)

@@ -13,7 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="oracle_command", metavar="SUBCOMMAND")
     sub.required = True
 
-    c = sub.add_parser("check", help="verdict and per-window metrics for one engine's answers")
+    c = sub.add_parser("check", help="verdict and per-window metrics for one engine's answers",
+                       description="Exit code: 0 when the verdict is PASS, 1 when it is FAIL, 2 for bad input.")
     c.add_argument("--query", required=True, metavar="Q",
                    help="C-SPARQL text (.query/.rspql, `${X}` filled from <stem>.config.json or --config), "
                         "a .tef document, or CSRBench's queries .properties (with --query-number)")
@@ -83,6 +84,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from tefq.oracle.windowed.engine import WindowEvaluator
     from tefq.oracle.windowed.streams import read_elements
 
+    if args.plot:
+        from tefq.plotting import require_matplotlib
+
+        require_matplotlib()
     q = _query(args)
     system = _system(args.system, args.csrbench)
     sem = system.semantics_for(q.number)
@@ -101,10 +106,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"{'window':>17} {'at':>8} {'exp':>5} {'act':>5} {'prec':>6} {'recall':>6} {'delay':>6}"
           + ("  gracious window (prec/recall)" if args.gracious else ""))
     for w in res.windows:
-        line = (f"[{w.open:>7},{w.close:>7}) {w.at:>8} {w.expected:>5} {w.actual:>5} {w.precision:>6.2f} "
-                f"{w.recall:>6.2f} {'' if w.delay is None else w.delay:>6}")
+        line = (f"[{w.open:>7},{w.close:>7}) {w.at:>8} {w.expected:>5} {w.actual:>5} {_ratio(w.precision):>6} "
+                f"{_ratio(w.recall):>6} {'' if w.delay is None else w.delay:>6}")
         if w.gracious_open is not None:
-            line += f"  [{w.gracious_open},{w.gracious_close}) ({w.gracious_precision:.2f}/{w.gracious_recall:.2f})"
+            line += f"  [{w.gracious_open},{w.gracious_close}) ({_ratio(w.gracious_precision)}/{_ratio(w.gracious_recall)})"
         print(line)
     if args.json:
         _write_json(args.json, res.to_json())
@@ -112,7 +117,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         from tefq.oracle.windowed.plot import plot
 
         plot(res, args.plot)
-    return 0
+    return 0 if res.verdict == "pass" else 1  # CI can gate on the verdict
+
+
+def _ratio(x: float | None) -> str:
+    """A precision or recall; `-` when undefined (nothing answered, or nothing expected)."""
+    return "-" if x is None else f"{x:.2f}"
 
 
 def cmd_table2(args: argparse.Namespace) -> int:

@@ -1,0 +1,30 @@
+"""Safe file names for things users name (query names, stream IRIs) inside a directory tefq owns.
+
+A query name may be an IRI (`REGISTER QUERY <http://ex.org/q/1>`) or hold `/`, `..` or characters
+a file system refuses: written as is, `--out DIR/` would write outside DIR. `safe_name` maps any
+name to one path component; `path_in` joins it to a directory. Reused for checkpoint directories.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+_UNSAFE = re.compile(r"(?:[^A-Za-z0-9._-]|\.\.+)+")  # `..` too: harmless inside one name, but alarming
+_MAX_STEM = 100  # well under the usual 255-byte limit, leaving room for an extension and a temp suffix
+
+
+def safe_name(name: str) -> str:
+    """One path component for `name`: kept as is when already safe (`q1`, `UC1.counts`); otherwise
+    unsafe runs become `_` and a short hash of the whole name keeps distinct names distinct
+    (`http://ex.org/q/1` -> `http_ex.org_q_1-3f2a9c1b`). Never empty, never starts with `.`."""
+    cleaned = _UNSAFE.sub("_", name).strip("_.") or "query"
+    if cleaned == name and len(name) <= _MAX_STEM and not name.startswith("."):
+        return name
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+    return f"{cleaned[:_MAX_STEM]}-{digest}"
+
+
+def path_in(directory: str, name: str, extension: str = "") -> str:
+    """`directory/<safe_name(name)>[.extension]`, guaranteed to lie inside `directory`."""
+    return os.path.join(directory, safe_name(name) + (f".{extension}" if extension else ""))

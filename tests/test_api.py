@@ -1,0 +1,136 @@
+"""The Python API (issue 15): tefq.compile / tefq.load, Query.run on every kind of events input,
+Result.to_pandas / to_arrow / metrics, located errors; and the README's example run as written."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import tefq
+from tefq.api import python_value
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC10 = ROOT / "examples" / "spec10"
+NS = "http://example.org/iptv#"
+
+
+def events_tuples() -> list[tuple[int, str, str, str]]:
+    from tefq.io.readers import read_stream
+
+    return list(read_stream(str(SPEC10 / "events.tsv")))
+
+
+def expected_table() -> pd.DataFrame:
+    """The CLI's oracle rows for spec §10's UC1 (tests/test_cli.py checks them by hand)."""
+    return pd.DataFrame({"tick": [5000, 5000, 10000, 10000, 15000, 15000],
+                         "CHANNEL": [NS + c for c in "ABABAB"], "USER": [1, 1, 1, 2, 1, 3]})
+
+
+def test_readme_example_runs_as_written(capsys):
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Python API"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own README
+    out = capsys.readouterr().out
+    assert "CHANNEL" in out and "row 1, column s" in out
+
+
+@pytest.mark.parametrize("kind", ["pandas", "arrow", "arrow-timestamp", "tuples", "path", "paths"])
+def test_every_input_kind_gives_the_same_rows(kind):
+    q = tefq.load(SPEC10 / "uc1.tef")
+    rows = events_tuples()
+    frame = pd.DataFrame(rows, columns=["ts", "s", "p", "o"])
+    events = {
+        "pandas": frame,
+        "arrow": pa.Table.from_pandas(frame),
+        "arrow-timestamp": pa.Table.from_pandas(frame.assign(ts=pd.to_datetime(frame.ts, unit="ms", utc=True))),
+        "tuples": iter(rows),
+        "path": SPEC10 / "events.tsv",
+        "paths": [str(SPEC10 / "events.tsv")],
+    }[kind]
+    pd.testing.assert_frame_equal(q.run(events).to_pandas(), expected_table())
+
+
+def test_not_an_ntriples_term_names_row_and_column():
+    q = tefq.load(SPEC10 / "uc1.tef")
+    rows = events_tuples()
+    rows[2] = (rows[2][0], rows[2][1], rows[2][2], NS + "B")  # a bare IRI in column o
+    with pytest.raises(tefq.TefqError, match="row 3, column o") as info:
+        q.run(rows)
+    assert info.value.file == "<events>" and info.value.line == 3
+    with pytest.raises(tefq.TefqError, match="row 3, column o"):
+        q.run(pd.DataFrame(rows, columns=["ts", "s", "p", "o"]))
+    with pytest.raises(tefq.TefqError, match="no column.*p"):
+        q.run(pd.DataFrame({"ts": [1], "s": ["<x:a>"], "o": ["<x:b>"]}))
+    with pytest.raises(tefq.TefqError, match=r"row 2: expected a \(ts, s, p, o\) tuple"):
+        q.run([rows[0], (1, 2)])
+
+
+def test_compile_errors_have_line_and_column(tmp_path):
+    with pytest.raises(tefq.TefqError) as info:
+        tefq.compile("PREFIX : <http://e/>\nSELECT ?x WHERE {", name="mine.tef")
+    assert (info.value.file, info.value.line, info.value.column) == ("mine.tef", 2, 18)
+    with pytest.raises(tefq.TefqError, match="cannot read query file"):
+        tefq.load(tmp_path / "missing.tef")
+    q = tefq.compile((SPEC10 / "uc1.tef").read_text().replace("PREFIX : <http://example.org/iptv#>\n", ""),
+                     prefixes={"": NS})  # a prefix the text does not declare
+    assert q.names == ["q1"]
+
+
+def test_to_pandas_values_arrow_and_metrics():
+    result = tefq.load(SPEC10 / "uc1.tef").run(SPEC10 / "events.tsv")
+    table = result.to_pandas("q1")
+    assert table["USER"].dtype.kind == "i" and table["CHANNEL"][0] == NS + "A"
+    arrow = result.to_arrow()
+    assert arrow.schema.field("tick").type == pa.timestamp("ms", tz="UTC")
+    assert arrow.column("CHANNEL")[0].as_py() == f"<{NS}A>"
+    assert {"events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks",
+            "rows_out", "intermediate_bindings", "wall_seconds"} <= set(result.metrics)
+    assert (result.metrics["events_in"], result.metrics["rows_out"]) == (8, 6)
+    with pytest.raises(tefq.TefqError, match="no query named 'nope'"):
+        result.to_pandas("nope")
+
+
+def test_python_values():
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    assert python_value(None) is None
+    assert python_value("<http://e/x>") == "http://e/x"
+    assert python_value("_:b1") == "_:b1"
+    assert python_value(f'"3"^^<{xsd}integer>') == 3
+    assert python_value(f'"2.5"^^<{xsd}decimal>') == 2.5
+    assert python_value(f'"true"^^<{xsd}boolean>') is True
+    assert python_value('"hi"@en') == "hi"
+    assert python_value(f'"2020-01-01T00:00:00Z"^^<{xsd}dateTime>') == "2020-01-01T00:00:00Z"
+
+
+def test_unbound_cells_are_none_and_several_queries_are_picked_by_name():
+    doc = (SPEC10 / "uc1.tef").read_text() + """
+REGISTER QUERY Labels AS
+SELECT ?user ?label
+FROM STREAM <http://example.org/iptv/log> [RANGE 10s STEP 10s]
+WHERE { ?user :join ?channel . OPTIONAL { ?user :label ?label } }
+"""
+    rows = events_tuples() + [(2000, f"<{NS}Alice>", f"<{NS}label>", '"A"')]
+    result = tefq.compile(doc).run(rows)
+    assert result.queries == ["q1", "Labels"]
+    labels = result.to_pandas("Labels")
+    assert list(labels.columns) == ["tick", "user", "label"]
+    by_user = dict(zip(labels.user, labels.label))
+    assert by_user[NS + "Alice"] == "A" and by_user[NS + "Bob"] is None
+
+
+def test_unknown_engine():
+    with pytest.raises(tefq.TefqError, match="unknown engine"):
+        tefq.load(SPEC10 / "uc1.tef").run([], engine="flink")
+
+
+@pytest.mark.spark
+def test_spark_engine_on_a_dataframe_matches_the_oracle():
+    q = tefq.load(SPEC10 / "uc1.tef")
+    frame = pd.DataFrame(events_tuples(), columns=["ts", "s", "p", "o"])
+    on_spark = q.run(frame, engine="spark")
+    pd.testing.assert_frame_equal(on_spark.to_pandas(), expected_table())
+    assert on_spark.metrics["events_in"] == 8
