@@ -205,3 +205,32 @@ def test_uc1_rspql_gives_the_csparql_rows() -> None:
 def test_examples_bind(path: Path) -> None:
     doc = load(str(path))
     assert doc.queries and all(isinstance(q, WindowedQuery) for q in doc.queries)
+
+
+# ---------------------------------------------------------------- oracle check and compare
+@pytest.mark.skipif(not CSRBENCH.exists(), reason="CSRBench data not available")
+def test_oracle_check_takes_an_rspql_query(tmp_path, capsys) -> None:
+    """CSRBench Q2 in RSP-QL, in a file named like a C-SPARQL one (the content decides), against
+    C-SPARQL's recorded answers: the verdict of its C-SPARQL form (test_windowed_run.py)."""
+    path = tmp_path / "q2.query"
+    path.write_text(rspql_text(csparql_text(2)))
+    out = tmp_path / "r.json"
+    code = run_command(["oracle", "check", "--query", str(path), "--stream", str(CSRBENCH / "csrbench-dataset.trig"),
+                        "--answers", str(CSRBENCH / "answers" / "csparql-answer-2.json"), "--system", "csparql",
+                        "--csrbench", str(CSRBENCH), "--json", str(out)])
+    assert code == 0 and "PASS" in capsys.readouterr().out
+    assert len(json.loads(out.read_text())["windows"]) == 34
+
+
+def test_compare_baseline_in_rspql_gives_the_csparql_rows(tmp_path) -> None:
+    """compare's csparql-query approach with UC1 in RSP-QL (`--baseline-query`): with every RANGE
+    set to the compared window size, the rows and feedback of the C-SPARQL baseline."""
+    from test_sparql_vectorised import iptv_log
+
+    from tefq.simulate.csparql import run_csparql
+
+    log = iptv_log(5, n=300, span_ms=90_000)
+    want = run_csparql(str(ROOT / "usecases" / "uc1_csparql.rspql"), log, 7000)
+    got = run_csparql(str(ROOT / "usecases" / "uc1_rspql.rspql"), log, 7000)
+    assert got.rows == want.rows and want.rows
+    assert (got.feedback_triples, got.ticks) == (want.feedback_triples, want.ticks)
