@@ -19,7 +19,7 @@ from rdflib.plugins.stores.memory import Memory
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, normalise_term
-from tefq.io.readers import Element, _statement, _timestamp_graphs
+from tefq.io.elements import Element, statement, timestamp_graphs
 
 
 def _from_rdflib(t: rdflib.term.Node) -> str:
@@ -89,7 +89,7 @@ def _parse_rdf(data: bytes, fmt: str, path: str, graph: rdflib.Graph) -> None:
 def _locate_line_error(text: str, path: str, fourth: str) -> None:
     """Re-read a line-based file with tefq's own parser to find where rdflib failed."""
     for lineno, line in enumerate(text.splitlines(), 1):
-        st = _statement(line, path, lineno, "graph")
+        st = statement(line, path, lineno, "graph")
         if st is not None and fourth == "none" and st[3] is not None:
             raise TefqError("N-Triples has three terms per line, found a fourth", path, lineno,
                             source_line=line)
@@ -130,7 +130,7 @@ def read_trig(path: str, gz: bool) -> Iterator[Element]:
                 raise TefqError(str(e), path, *locate(str(s))[:1]) from None
             yield (0, *terms_, g, "")
 
-    return _timestamp_graphs(quads(), path, locate)
+    return timestamp_graphs(quads(), path, locate)
 
 
 _BACKGROUND_FORMATS = {"ttl": "turtle", "turtle": "turtle", "nt": "nt", "n3": "n3", "trig": "trig",
