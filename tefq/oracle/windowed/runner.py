@@ -134,12 +134,12 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
                 feed.fed.append((c, s, p, o))
                 feed.fed_ts.append(c)
                 out.feedback_triples += 1
-        results[i].rows.extend((c, tuple(_canonical(x) for x in r)) for r in rows)
+        results[i].rows.extend((c, tuple(canonical_cell(x) for x in r)) for r in rows)
     out.extend(results)
     return out
 
 
-def _canonical(cell: str | None) -> str | None:
+def canonical_cell(cell: str | None) -> str | None:
     """Numbers in the shared canonical form (tefq.results: the oracle's and Spark's rows compare
     with ==); every other term as rdflib gave it."""
     if cell is None or not cell.startswith('"') or "^^<http://www.w3.org/2001/XMLSchema#" not in cell:
@@ -150,6 +150,9 @@ def _canonical(cell: str | None) -> str | None:
         return cell
     v = to_value(cell)
     return to_term(v) if is_numeric(v) else cell
+
+
+_canonical = canonical_cell  # the name tefq.relational.windowed imports
 
 
 def _columns(q: OracleQuery) -> tuple[str, ...]:
@@ -175,4 +178,4 @@ def r2s_rows(cells_list: list, previous: dict | None, op: str) -> tuple[list, di
     return ([] if previous is None else [cells for k, cells in previous.items() if k not in keyed]), keyed
 
 
-__all__ = ["run", "r2s_rows", "WindowedResults"]
+__all__ = ["run", "r2s_rows", "canonical_cell", "WindowedResults"]
