@@ -102,6 +102,16 @@ WHERE { WINDOW :w { ?u :join ?c } }""")
     assert "WINDOW" not in q.sparql.upper().replace("NAMED WINDOW", "") and "?u :join ?c" in q.sparql
 
 
+def test_rspjs_spelling_on_stream(tmp_path) -> None:
+    """RSP.js writes `ON STREAM <s>`; its unit-less `[RANGE 10 STEP 2]` (ms) is refused."""
+    doc = _doc(tmp_path, PREFIX + """REGISTER RSTREAM <http://ex.org/out> AS SELECT *
+FROM NAMED WINDOW :w ON STREAM :log [RANGE PT10S STEP PT2S] WHERE { WINDOW :w { ?s ?p ?o } }""")
+    assert doc.queries[0].windows[0].iri == IPTV + "log"
+    err = _error(tmp_path, PREFIX + "SELECT * FROM NAMED WINDOW :w ON STREAM :log [RANGE 10 STEP 2]\n"
+                 "WHERE { WINDOW :w { ?s ?p ?o } }")
+    assert "expected a duration" in str(err) and err.line == 2
+
+
 def test_prologue_after_register_and_several_windows(tmp_path) -> None:
     doc = _doc(tmp_path, """REGISTER RSTREAM <http://ex.org/out> AS
 PREFIX : <http://example.org/iptv#>
