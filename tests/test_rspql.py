@@ -244,3 +244,9 @@ def test_compare_baseline_in_rspql_gives_the_csparql_rows(tmp_path) -> None:
     got = run_csparql(str(ROOT / "usecases" / "uc1_rspql.rspql"), log, 7000)
     assert got.rows == want.rows and want.rows
     assert (got.feedback_triples, got.ticks) == (want.feedback_triples, want.ticks)
+
+
+def test_two_windows_with_one_name_are_refused(tmp_path) -> None:
+    err = _error(tmp_path, PREFIX + "SELECT ?u FROM NAMED WINDOW :w ON <http://s> [RANGE PT10S]\n"
+                 "FROM NAMED WINDOW :w ON <http://t> [RANGE PT5S]\nWHERE { WINDOW :w { ?u :join ?c } }")
+    assert "two windows have the same name" in str(err) and err.line == 3

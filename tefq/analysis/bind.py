@@ -402,11 +402,12 @@ class _Binder:
         """RSP-QL: every `WINDOW <w> { ... }` names a declared window, and every declared window is
         read by one (tefq evaluates the merge of the windows: a window no pattern names would
         otherwise change the answers; docs/language.md)."""
-        declared = {scope.iri(s.name): s for s in q.streams if s.name is not None}
-        if len(declared) < sum(1 for s in q.streams if s.name is not None):
-            dup = next(s for s in q.streams if s.name is not None and
-                       sum(1 for t in q.streams if t.name is not None and scope.iri(t.name) == scope.iri(s.name)) > 1)
-            raise self.err("two windows have the same name", dup.span)
+        declared: dict[str, ast.StreamClause] = {}
+        for s in q.streams:
+            if s.name is not None:
+                if scope.iri(s.name) in declared:
+                    raise self.err("two windows have the same name", s.span)
+                declared[scope.iri(s.name)] = s
         used: set[str] = set()
         for w in q.window_patterns:
             if isinstance(w.name, ast.Var):
