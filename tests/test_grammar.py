@@ -123,3 +123,81 @@ def test_unexpected_token_lists_expected_tokens_in_words() -> None:
 def test_unexpected_character() -> None:
     e = _error("SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 10s) %")
     assert "unexpected character '%'" in e.message and e.column == 66
+
+
+# ---------------------------------------------------------------- grammar and parser hygiene
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_one_grammar_file() -> None:
+    """`grammar/tef.lark` is the only grammar: `tefq/grammar` is a link to it (the package data)."""
+    from tefq.syntax.parser import grammar_text
+
+    assert (ROOT / "tefq" / "grammar").resolve() == (ROOT / "grammar").resolve()
+    assert grammar_text() == (ROOT / "grammar" / "tef.lark").read_text(encoding="utf-8")
+
+
+def test_non_editable_install_carries_the_grammar(tmp_path) -> None:
+    """`pip install .` (not editable) ships grammar/tef.lark inside the package: a wheel built from
+    the checkout, unpacked elsewhere, parses a query with the checkout out of reach."""
+    import subprocess
+    import sys
+    import zipfile
+
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "w"),
+                            str(ROOT)], capture_output=True, text=True)
+    if build.returncode != 0:
+        pytest.skip(f"cannot build a wheel here: {build.stderr.strip().splitlines()[-1:]}")
+    (wheel,) = (tmp_path / "w").glob("tefq-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read("tefq/grammar/tef.lark").decode("utf-8") == (ROOT / "grammar" / "tef.lark").read_text(encoding="utf-8")
+        z.extractall(tmp_path / "site")
+    code = ("import tefq.syntax.parser as p; assert p.__file__.startswith(%r); "
+            "print(len(p.parse('SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 1m)').statements))"
+            % str(tmp_path / "site"))
+    env = {"PYTHONPATH": str(tmp_path / "site"), "XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "1", run.stderr
+
+
+def test_parser_tables_are_cached_per_grammar(tmp_path, monkeypatch) -> None:
+    from tefq.syntax.parser import build_parser, grammar_text, parser_cache_file
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = parser_cache_file(grammar_text())
+    assert path is not None and path.parent == tmp_path / "tefq" and not path.exists()
+    build_parser(cache=True)
+    assert path.exists()
+    assert build_parser(cache=True).parse("SELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 1m)")
+    assert parser_cache_file(grammar_text() + "\n// changed") != path
+
+
+@pytest.mark.parametrize("token", ['"%s"', "'%s'", '"""%s"""', ":%s", "<http://x/%s>", "?%s", ":a\\.%s"])
+def test_a_one_megabyte_token_parses_in_bounded_memory(token: str) -> None:
+    """A 1 MB token (string, prefixed name, IRI, variable) used to take ~2 GB in `re`'s backtrack
+    stack; the token regexes now keep it bounded (peak RSS of the parsing process < 400 MB: its
+    VmHWM, which starts afresh at exec, unlike ru_maxrss, which keeps the forking parent's)."""
+    import subprocess
+    import sys
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs Linux's /proc/self/status (VmHWM)")
+    body = token % ("a" * 1_000_000)
+    code = ("import re, sys; from tefq.syntax import parse; "
+            "d = parse('PREFIX : <http://e/> SELECT ?s FROM STREAM <http://s> [RANGE 1s TUMBLING] "
+            "WHERE { ?s :p ' + sys.stdin.read() + ' }'); "
+            "print(len(d.statements), re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1))")
+    run = subprocess.run([sys.executable, "-c", code], input=body, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-500:]
+    statements, peak_kb = map(int, run.stdout.split())
+    assert statements == 1 and peak_kb < 400_000, f"{peak_kb} KB"
+
+
+def test_invalid_utf8_is_located_by_line_and_column(tmp_path, capsys) -> None:
+    from tefq.cli import run_command
+
+    path = tmp_path / "bad.tef"
+    path.write_bytes(b"PREFIX : <http://e/>\n# caf\xc3\xa9 \xff\nSELECT ?c AS C (AGGREGATE ?c, COUNT ?u WHERE ?u :w ?c EVERY 1m)\n")
+    assert run_command(["parse", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2:8: error: invalid UTF-8: byte 0xff" in err and "^" in err

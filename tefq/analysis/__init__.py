@@ -15,12 +15,25 @@ def load(path: str, extra_prefixes: dict[str, str] | None = None,
     from tefq.syntax import parse
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            source = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise TefqError(f"cannot read query file: {reason}", path) from None
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise TefqError(f"cannot read query file: {e.strerror or e}", path) from None
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _invalid_utf8(path, data, e) from None
     return bind(parse(source, path), path, source, extra_prefixes or {}, background_predicates)
+
+
+def _invalid_utf8(path: str, data: bytes, e: UnicodeDecodeError) -> TefqError:
+    """Where the first invalid byte is, as a line and a column in characters (the valid text
+    before it decodes), not a byte offset."""
+    line_start = data.rfind(b"\n", 0, e.start) + 1
+    line = data.count(b"\n", 0, e.start) + 1
+    column = len(data[line_start:e.start].decode("utf-8", errors="replace")) + 1
+    err = TefqError(f"invalid UTF-8: byte 0x{data[e.start]:02x} (save the query as UTF-8)", path, line, column)
+    return err.located(path, data.decode("utf-8", errors="replace"))
 
 
 __all__ = ["bind", "load", "parse_duration", "summary", "format_ms", "unifies", "TIMESTAMP_FUNCTION"]

@@ -17,6 +17,9 @@ from tefq.terms import PREDECLARED_PREFIXES, XSD, XSD_DURATION, iri as nt_iri, l
 # SPARQL text of a windowed query (rdflib has no `timestamp` built-in); engines register it.
 TIMESTAMP_FUNCTION = "urn:tefq:fn:timestamp"
 
+# RSP-QL's REGISTER forms and the R2S operator each one names.
+RSPQL_R2S = {"RSTREAM": "rstream", "ISTREAM": "istream", "DSTREAM": "dstream"}
+
 
 @dataclass(frozen=True)
 class _Where:
@@ -360,16 +363,12 @@ class _Binder:
         for p in q.pnames:
             scope.iri(p)  # an undeclared prefix is located here, not deep inside rdflib
         if not q.streams:
-            raise self.err("a windowed query needs FROM STREAM <iri> [RANGE d TUMBLING]", q.span)
+            raise self.err("a windowed query needs FROM STREAM <iri> [RANGE d TUMBLING] (C-SPARQL) or"
+                           " FROM NAMED WINDOW <w> ON <iri> [RANGE d STEP d] (RSP-QL)", q.span)
         if q.named_graphs:
             raise self.err("FROM NAMED is not supported in windowed queries", q.span)
-        windows: list[L.StreamWindow] = []
-        for s in q.streams:
-            if s.range is None:
-                raise self.err("FROM STREAM needs a window: [RANGE d TUMBLING] or [RANGE d STEP d]", s.span)
-            rng = self.duration(scope, s.range, "RANGE")
-            step = self.duration(scope, s.step, "STEP") if s.step is not None else rng
-            windows.append(L.StreamWindow(scope.iri(s.iri) if s.iri is not None else None, rng, step))
+        windows = [self._window(scope, s) for s in q.streams]
+        self._check_window_patterns(scope, q)
         background = tuple(scope.iri(g) for g in q.graphs)
         sparql = self._static_sparql(scope, q)
         algebra = self._check_sparql(sparql, q)
@@ -380,16 +379,61 @@ class _Binder:
             else:
                 names = tuple(i.name if i.name is not None else i.expr.name  # type: ignore[union-attr]
                               for i in q.select)
-        registers_stream = q.register is not None and q.register.kind == "STREAM"
-        return L.WindowedQuery(name, registers_stream, q.form, tuple(windows), background, sparql, names, q.span)
+        kind = q.register.kind if q.register is not None else "QUERY"
+        registers_stream = kind == "STREAM" or (kind in RSPQL_R2S and q.form == "construct")
+        r2s = RSPQL_R2S.get(kind, "rstream")
+        return L.WindowedQuery(name, registers_stream, q.form, tuple(windows), background, sparql, names, q.span,
+                               r2s, tuple(scope.iri(s.name) if s.name else "" for s in q.streams))
+
+    def _window(self, scope: _Scope, s: ast.StreamClause) -> L.StreamWindow:
+        """One C-SPARQL `FROM STREAM` or RSP-QL `FROM NAMED WINDOW` clause as a time window."""
+        if s.elements is not None:
+            raise self.err("count-based windows ([ELEMENTS n]) are not supported: tefq's windows are"
+                           " time-based, [RANGE d STEP d] or [RANGE d]", s.span)
+        if s.range is None:
+            if s.name is not None:
+                raise self.err("FROM NAMED WINDOW needs a window: [RANGE d STEP d] or [RANGE d] (tumbling)", s.span)
+            raise self.err("FROM STREAM needs a window: [RANGE d TUMBLING] or [RANGE d STEP d]", s.span)
+        rng = self.duration(scope, s.range, "RANGE")
+        step = self.duration(scope, s.step, "STEP") if s.step is not None else rng
+        return L.StreamWindow(scope.iri(s.iri) if s.iri is not None else None, rng, step)
+
+    def _check_window_patterns(self, scope: _Scope, q: ast.WindowedQuery) -> None:
+        """RSP-QL: every `WINDOW <w> { ... }` names a declared window, and every declared window is
+        read by one (tefq evaluates the merge of the windows: a window no pattern names would
+        otherwise change the answers; docs/language.md)."""
+        declared: dict[str, ast.StreamClause] = {}
+        for s in q.streams:
+            if s.name is not None:
+                if scope.iri(s.name) in declared:
+                    raise self.err("two windows have the same name", s.span)
+                declared[scope.iri(s.name)] = s
+        used: set[str] = set()
+        for w in q.window_patterns:
+            if isinstance(w.name, ast.Var):
+                raise self.err("WINDOW ?var (a window chosen by a variable) is not supported: name the"
+                               " window, WINDOW <w> { ... }", w.span)
+            iri = scope.iri(w.name)
+            if iri not in declared:
+                raise self.err(f"WINDOW <{iri}> names no window: declare it with FROM NAMED WINDOW <{iri}>"
+                               " ON <stream> [RANGE d STEP d]", w.span)
+            used.add(iri)
+        if q.window_patterns and any(s.name is None for s in q.streams):
+            raise self.err("WINDOW <w> { ... } reads named windows: declare them with FROM NAMED WINDOW,"
+                           " not FROM STREAM", q.window_patterns[0].span)
+        for iri, s in declared.items():
+            if iri not in used:
+                raise self.err(f"window <{iri}> is declared but no WINDOW <{iri}> {{ ... }} pattern reads it", s.span)
 
     def _static_sparql(self, scope: _Scope, q: ast.WindowedQuery) -> str:
-        """The document prologue + the query text without its FROM STREAM clauses (spec §8)."""
+        """The document prologue + the query text without its FROM STREAM / FROM NAMED WINDOW clauses
+        (spec §8) and without the `WINDOW <w>` headers of RSP-QL window patterns."""
         head = []
         if scope.base:
             head.append(f"BASE <{scope.base}>")
         head += [f"PREFIX {p}: <{ns}>" for p, ns in scope.prefixes.items()]
         edits = [(s.start, s.end, "") for s in q.streams]
+        edits += [(w.start, w.end, "") for w in q.window_patterns]  # RSP-QL: `WINDOW <w> {P}` -> `{P}`
         edits += [(a, b, f"<{TIMESTAMP_FUNCTION}>") for a, b in q.timestamp_calls]
         text, pos = [], q.start
         for a, b, repl in sorted(edits):

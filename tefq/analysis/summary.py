@@ -38,6 +38,7 @@ def summary(doc: L.Document) -> list[str]:
                 + ("tumbling" if w.step_ms == w.range_ms else f"step {format_ms(w.step_ms)}")
                 for w in q.windows)
             kind = "windowed " + q.form + (" (registers a stream)" if q.registers_stream else "")
+            kind += f" {q.r2s.upper()}" if q.r2s != "rstream" else ""
             outs = f" -> {', '.join(q.select_names)}" if q.select_names else ""
             lines.append(f"query {q.name}: {kind}, {wins}{outs}")
     return lines

@@ -12,29 +12,22 @@ import itertools
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from tefq import terms
 from tefq.errors import TefqError
-from tefq.io.bad_rows import STRICT, BadRow, BadRowLog, IgnoreBadRows
-from tefq.io.ntriples import TermError, check_position, normalise_term, scan_term
-from tefq.io.timestamps import literal_ms
-from tefq.io.validate import (HEADER, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
-                              element_of_line, header_order, split_csv, term_fault)
+from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
+from tefq.io.elements import TIME_PREDICATES, Element, parse_statement, time_literal, timestamp_graphs  # noqa: F401
+from tefq.io.ntriples import TermError, check_position, normalise_term
+from tefq.io.validate import (HEADER, Fault, RowChecker, check_text, check_term, decode_line, element_of_line,
+                              header_order, split_csv)
 
 if TYPE_CHECKING:
     import rdflib
 
-Element = tuple[int, str, str, str]
-
 STREAM_FORMATS = ("tsv", "csv", "parquet", "nq", "trig", "stream")
 TEXT_FORMATS = ("tsv", "csv", "nq", "trig", "stream")
-# Predicates that give a named graph its time; their triples are metadata, not stream elements.
-TIME_PREDICATES = (
-    terms.iri(terms.PROV + "generatedAtTime"),
-    "<http://www.streamreasoning.org/schema/benchmark#hasTimestamp>",
-)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,49 +203,12 @@ def _header(line: str, fmt: str, path: str, lineno: int, log: BadRowLog) -> tupl
 # ---------------------------------------------------------------------------------------------
 # N-Quads and YABench .stream (line-based)
 
-_WS = re.compile(r"[ \t]*")
-
-
-def _statement(line: str, path: str, lineno: int, fourth: str) -> tuple[str, str, str, str | None] | None:
-    """`parse_statement` with its fault raised as a located TefqError (tefq.io.rdf uses it)."""
-    try:
-        return parse_statement(line, fourth)
-    except Fault as fault:
-        raise BadRow(fault, path, lineno, line) from None
-
-
-def parse_statement(line: str, fourth: str) -> tuple[str, str, str, str | None] | None:
-    """Parse `s p o [x] .`; `fourth` is "graph" (N-Quads) or "time" (YABench). None = blank line.
-    Raises Fault (bad-term, bad-escape, term-position or bad-statement)."""
-    pos = _WS.match(line).end()
-    if pos == len(line) or line[pos] == "#":
-        return None
-    out: list[str] = []
-    try:
-        for role in ("s", "p", "o", "x"):
-            if role == "x" and line.startswith(".", pos):
-                break
-            term, end = scan_term(line, pos)
-            check_position(term, role if role != "x" else ("g" if fourth == "graph" else "o"), pos)
-            out.append(term)
-            pos = _WS.match(line, end).end()
-    except TermError as e:
-        fault = term_fault(line[e.pos:].split(" ", 1)[0], "", e)
-        fault.offset = e.pos
-        raise fault from None
-    if not line.startswith(".", pos):
-        raise Fault("bad-statement", pos, "expected '.' at the end of the statement")
-    pos = _WS.match(line, pos + 1).end()
-    if pos != len(line) and line[pos] != "#":
-        raise Fault("bad-statement", pos, f"unexpected text after '.': {line[pos:pos + 30]!r}")
-    return out[0], out[1], out[2], (out[3] if len(out) == 4 else None)
-
 
 class _FastStatements:
     """Splits the common `s p o [x] .` line without the tokenizer: subjects and predicates hold
     no spaces, so the line splits on spaces; each distinct cell is checked once (memo). Anything
     unusual (TABs, comments, spaces inside literals that do not split cleanly) returns None and
-    goes through `_statement`, which also produces the located error."""
+    goes through `parse_statement`, whose fault is reported located."""
 
     def __init__(self, fourth: str) -> None:
         self.roles = {"s": {}, "p": {}, "o": {}, "x": {}}
@@ -291,17 +247,6 @@ class _FastStatements:
         return None if o is None else (s, p, o, None)
 
 
-def _time_literal(term: str, offset: int) -> int:
-    """A graph time or YABench timestamp literal -> ms, or Fault (bad-timestamp, timestamp-range)."""
-    try:
-        ts = literal_ms(term)
-    except ValueError as e:
-        raise Fault("bad-timestamp", offset, str(e)) from None
-    if not TS_MIN <= ts <= TS_MAX:
-        raise Fault("timestamp-range", offset, f"timestamp {term} does not fit in 64 bits of milliseconds")
-    return ts
-
-
 def _read_quads(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] | None) -> Iterator[Element]:
     fourth = "time" if fmt == "stream" else "graph"
     fast = _FastStatements(fourth)
@@ -314,7 +259,7 @@ def _read_quads(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] 
                     if st[3] is None:
                         raise Fault("bad-statement", len(line.rstrip()),
                                     "expected `<s> <p> <o> \"timestamp\" .` (YABench stream)")
-                    st = (*st[:3], str(_time_literal(st[3], line.rfind(st[3]))))
+                    st = (*st[:3], str(time_literal(st[3], line.rfind(st[3]))))
             except Fault as fault:
                 log.report(fault, path, lineno, line)
                 continue
@@ -322,53 +267,10 @@ def _read_quads(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] 
                 yield (lineno, *st, line)
 
     if fourth == "graph":
-        yield from _timestamp_graphs(statements(), path, None, log)
+        yield from timestamp_graphs(statements(), path, None, log)
         return
     for lineno, s, p, o, t, line in statements():
         yield int(t), s, p, o
-
-
-def _timestamp_graphs(quads: Iterable[tuple[int, str, str, str, str | None, str]], path: str,
-                      locate: Callable[[str], tuple[int, str]] | None, log: BadRowLog = STRICT) -> Iterator[Element]:
-    """Give every quad its graph's time. Quads of a graph whose time is not known yet wait (in
-    file order) until its time declaration arrives; a graph never given a time is an error.
-    Quads come with their line number and text, or line 0 (TriG, via rdflib) and then `locate`
-    finds a line that mentions a term."""
-    graph_ts: dict[str, int] = {}
-    waiting: dict[str, list[tuple[str, str, str]]] = {}
-    first_use: dict[str, tuple[int, str]] = {}
-    for lineno, s, p, o, g, line in quads:
-        if p in TIME_PREDICATES and o.startswith('"') and not s.startswith('"'):
-            try:
-                ms = _time_literal(o, 0)
-            except Fault as fault:
-                at, text = (lineno, line) if lineno else locate(o)
-                fault.offset = text.find(o) if text and lineno else 0
-                log.report(fault, path, at, text or None, 1 if text and lineno else 0)
-                continue
-            if graph_ts.setdefault(s, ms) != ms:
-                at, text = (lineno, line) if lineno else locate(s)
-                raise TefqError(f"graph {s} is given two times: {graph_ts[s]} and {ms} ms", path, at,
-                                source_line=text or None)
-            for el in waiting.pop(s, ()):
-                yield (ms, *el)
-            continue
-        if g is None:
-            where = (lineno, line) if lineno else locate(s)
-            raise TefqError(f"the triple {s} {p} {o} is in the default graph: every stream element "
-                            "must be in a named graph that has a time (prov:generatedAtTime or "
-                            "bench:hasTimestamp)", path, where[0], source_line=where[1] or None)
-        ms = graph_ts.get(g)
-        if ms is not None:
-            yield ms, s, p, o
-        else:
-            waiting.setdefault(g, []).append((s, p, o))
-            first_use.setdefault(g, (lineno, line))
-    for g in waiting:
-        lineno, line = first_use[g] if first_use[g][0] else locate(g)
-        raise TefqError(f"graph {g} has no time: declare `{g} prov:generatedAtTime "
-                        "\"...\"^^xsd:dateTime` (or CSRBench's bench:hasTimestamp \"ms\"^^xsd:long)",
-                        path, lineno, source_line=line or None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -132,13 +132,17 @@ class _Printer:
 
     def windowed_query(self, q: L.WindowedQuery) -> None:
         reg = ", registers a stream" if q.registers_stream else ""
-        self.out(0, f"query {q.name}: windowed {q.form}{reg}")
+        r2s = f", {q.r2s.upper()}" if q.r2s != "rstream" else ""
+        self.out(0, f"query {q.name}: windowed {q.form}{reg}{r2s}")
         if q.select_names:
             self.out(1, "Output " + ", ".join(q.select_names))
-        for w in q.windows:
+        for i, w in enumerate(q.windows):
             step = "tumbling" if w.step_ms == w.range_ms else f"step {format_ms(w.step_ms)}"
             stream = f"<{w.iri}>" if w.iri else "(default stream)"
-            self.out(1, f"Window {stream} range {format_ms(w.range_ms)} {step}")
+            name = f"<{q.window_names[i]}> on " if i < len(q.window_names) and q.window_names[i] else ""
+            self.out(1, f"Window {name}{stream} range {format_ms(w.range_ms)} {step}")
+        if any(q.window_names) and len(q.windows) > 1:
+            self.out(1, "Windows merged: every WINDOW <w> { P } pattern reads all windows' content (docs/language.md)")
         for g in q.background:
             self.out(1, f"Background <{g}>")
         self.out(1, "SPARQL algebra (per window)")

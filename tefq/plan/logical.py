@@ -194,7 +194,9 @@ class StreamWindow:
 class WindowedQuery:
     """A C-SPARQL-style registered query. `sparql` is the same query as static SPARQL 1.1 text
     (prologue included, REGISTER header and FROM STREAM clauses removed, `FROM <iri>` kept) that
-    rdflib can parse and evaluate over one window's content; engines derive their algebra from it."""
+    rdflib can parse and evaluate over one window's content (the merge of its windows' contents);
+    engines derive their algebra from it. An RSP-QL query maps onto the same plan: its named
+    windows become `windows`, its `WINDOW <w> { P }` patterns `{ P }`, its REGISTER form `r2s`."""
 
     name: str
     registers_stream: bool  # REGISTER STREAM (output is a stream others can read) vs QUERY
@@ -204,6 +206,8 @@ class WindowedQuery:
     sparql: str
     select_names: tuple[str, ...] = ()  # output columns of a SELECT, in order
     span: Span = field(default=Span(), compare=False)
+    r2s: TypingLiteral["rstream", "istream", "dstream"] = "rstream"  # RSP-QL's REGISTER ISTREAM|DSTREAM
+    window_names: tuple[str, ...] = ()  # RSP-QL window IRIs, one per window ("" for C-SPARQL's)
 
 
 Query = Union[AggregateQuery, WindowedQuery]

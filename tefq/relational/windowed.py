@@ -17,7 +17,7 @@ from bisect import bisect_left
 import pandas as pd
 
 from tefq.oracle.windowed.query import from_windowed
-from tefq.oracle.windowed.runner import _canonical, _columns, _names_stream, _Stream
+from tefq.oracle.windowed.runner import _canonical, _columns, _names_stream, _Stream, r2s_rows
 from tefq.oracle.windowed.windows import close_instants
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.relational.sparql import VectorEvaluator
@@ -40,6 +40,7 @@ class WindowedState:
     events_in: int = 0
     late_events: int = 0
     flushed: bool = False
+    previous: dict = field(default_factory=dict)  # query index -> last relation (RSP-QL ISTREAM/DSTREAM)
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,9 @@ class IncrementalRun:
             st.ticks += 1
             ans = ev.evaluate(content)
             cells_list = ans.triples if ans.triples or q.form == "construct" else ans.rows
-            if q.registers_stream and ans.triples:
-                fed = list(dict.fromkeys(ans.triples))  # a stream is a set: one element per triple
+            cells_list, st.previous[i] = r2s_rows(cells_list, st.previous.get(i), q.r2s)
+            if q.registers_stream and q.form == "construct" and cells_list:
+                fed = list(dict.fromkeys(cells_list))  # a stream is a set: one element per triple
                 st.feedback_triples += len(fed)
                 feed = st.feeds.setdefault(q.name, _Stream())
                 feed.fed.extend((c, s, p, o) for s, p, o in fed)

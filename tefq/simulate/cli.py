@@ -46,6 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--approaches", default="tef,refresh,refresh-group,sequence", metavar="LIST",
                    help="which approaches (default: %(default)s; add csparql-query for uc1/uc2: "
                         "usecases/ucN_csparql.rspql on the windowed oracle)")
+    p.add_argument("--baseline-query", metavar="FILE", help="csparql-query's queries, in C-SPARQL or RSP-QL"
+                   " (default: usecases/<usecase>_csparql.rspql)")
     p.add_argument("--query", metavar="FILE.tef", help="the use-case document (default: usecases/<usecase>.tef)")
     p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
@@ -99,7 +101,7 @@ def handler(args: argparse.Namespace) -> int:
     if "csparql-query" in approaches:
         from tefq.simulate.csparql import csparql_path
 
-        csparql = csparql_path(args.usecase)
+        csparql = args.baseline_query or csparql_path(args.usecase)
     ms = compare(doc, elements, windows, approaches, args.repeat, background, args.t0, args.check_oracle, progress,
                  engine=args.engine, stream_paths=paths, csparql=csparql)
     print(format_table(ms))

@@ -22,7 +22,7 @@ from tefq.errors import TefqError
 from tefq.results import Row
 
 Element = tuple[int, str, str, str]
-_RANGE = re.compile(r"RANGE\s+\S+")
+_RANGE = re.compile(r"RANGE\s+[^\s\]]+")  # C-SPARQL `RANGE 10s TUMBLING]`, RSP-QL `RANGE PT10S]`
 
 
 def csparql_path(usecase: str) -> str:

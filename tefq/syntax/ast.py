@@ -159,7 +159,7 @@ class FactDef:
 # ---------------------------------------------------------------- queries
 @dataclass(frozen=True)
 class Register:
-    kind: TypingLiteral["QUERY", "STREAM"]
+    kind: TypingLiteral["QUERY", "STREAM", "RSTREAM", "ISTREAM", "DSTREAM"]  # the last three: RSP-QL
     name: str
     decls: tuple[Decl, ...]
     span: Span = field(default=_NOSPAN, compare=False)
@@ -229,6 +229,19 @@ class StreamClause:
     start: int  # character offsets of the whole `FROM STREAM ...` clause
     end: int
     span: Span = field(default=_NOSPAN, compare=False)
+    name: Iri | None = None  # RSP-QL's `FROM NAMED WINDOW <name> ON <iri> [...]`
+    elements: int | None = None  # RSP-QL's count window `[ELEMENTS n ...]` (refused by bind)
+
+
+@dataclass(frozen=True)
+class WindowPattern:
+    """RSP-QL's `WINDOW <w> { ... }` inside WHERE: `start`..`end` are the offsets of the
+    `WINDOW <w>` header, which the bind step cuts from the static SPARQL text."""
+
+    name: Iri | Var
+    start: int
+    end: int
+    span: Span = field(default=_NOSPAN, compare=False)
 
 
 @dataclass(frozen=True)
@@ -249,6 +262,7 @@ class WindowedQuery:
     timestamp_calls: tuple[tuple[int, int], ...] = ()  # offsets of C-SPARQL `timestamp` names
     pnames: tuple[PName, ...] = ()  # every prefixed name in the query text (for prefix checks)
     span: Span = field(default=_NOSPAN, compare=False)
+    window_patterns: tuple[WindowPattern, ...] = ()  # RSP-QL `WINDOW <w> { ... }`
 
 
 Statement = Union[FactDef, AggregateQuery, WindowedQuery]

@@ -29,26 +29,47 @@ def grammar_text() -> str:
     return (Path(__file__).resolve().parents[2] / "grammar" / GRAMMAR_NAME).read_text(encoding="utf-8")
 
 
-def build_parser(strict: bool = False) -> Lark:
+def parser_cache_file(text: str) -> Path | None:
+    """Where the built LALR tables are kept between runs (building them takes ~0.7 s): a file per
+    grammar and lark version under the user's cache directory; None when it cannot be created."""
+    import hashlib
+    import os
+    import sys
+
+    import lark
+
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tefq"
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return root / f"tef-{digest}-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache"
+
+
+def build_parser(strict: bool = False, cache: bool = False) -> Lark:
     """A fresh LALR parser; tests build it with `strict=True` so that any conflict or terminal
-    collision in the grammar fails loudly."""
+    collision in the grammar fails loudly. With `cache`, the tables come from (and go to) the
+    user's cache directory; lark checks the grammar's hash before using them."""
     import lark.lexer
 
     # With `interegular` installed, lark checks every pair of terminals for collisions on every
     # build (minutes for this grammar). That check is what `strict=True` is for: the strict test
     # runs it; ordinary builds skip it.
+    text = grammar_text()
+    cache_file = parser_cache_file(text) if cache and not strict else None
     saved = lark.lexer.has_interegular
     lark.lexer.has_interegular = strict and saved
     try:
-        return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True,
-                    maybe_placeholders=False, strict=strict)
+        return Lark(text, parser="lalr", lexer="contextual", propagate_positions=True,
+                    maybe_placeholders=False, strict=strict, cache=str(cache_file) if cache_file else False)
     finally:
         lark.lexer.has_interegular = saved
 
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return build_parser()
+    return build_parser(cache=True)
 
 
 # ---------------------------------------------------------------- helpers
@@ -120,6 +141,7 @@ class _ToAst(Transformer):
         super().__init__(visit_tokens=False)
         self.timestamp_calls: list[tuple[int, int]] = []
         self.pname_uses: list[tuple[int, ast.PName]] = []
+        self.window_patterns: list[ast.WindowPattern] = []
 
     # -- document and prologue
     def start(self, meta, ch):
@@ -297,6 +319,25 @@ class _ToAst(Transformer):
         tumbling = any(_is_tok(c, "TUMBLING") for c in ch)
         return ("window", durations[0], durations[1] if len(durations) > 1 else None, tumbling)
 
+    def count_window(self, meta, ch):
+        return ("count_window", int(next(c for c in ch if _is_tok(c, "INTEGER"))), _span(meta))
+
+    def from_window(self, meta, ch):
+        """RSP-QL's `FROM NAMED WINDOW <w> ON <s> [RANGE r STEP s]`: a stream clause with a name;
+        without STEP the window is tumbling."""
+        nodes = _nodes(ch)
+        name, iri = nodes[0], nodes[1]
+        win = nodes[2] if len(nodes) > 2 else None
+        if win is not None and win[0] == "count_window":
+            return ast.StreamClause(iri, None, None, False, meta.start_pos, meta.end_pos, _span(meta), name, win[1])
+        rng, step = (win[1], win[2]) if win else (None, None)
+        return ast.StreamClause(iri, rng, step, step is None, meta.start_pos, meta.end_pos, _span(meta), name)
+
+    def window_graph(self, meta, ch):
+        name, pattern = ch[1], ch[2]
+        self.window_patterns.append(ast.WindowPattern(name, ch[0].start_pos, pattern.meta.start_pos, _span(meta)))
+        return Tree("window_graph", ch, meta)
+
     def from_graph(self, meta, ch):
         return ("graph", ch[1])
 
@@ -337,8 +378,9 @@ class _ToAst(Transformer):
         start, end = qmeta.start_pos, qmeta.end_pos
         ts = tuple(p for p in self.timestamp_calls if start <= p[0] < end)
         pnames = tuple(p for pos, p in self.pname_uses if start <= pos < end)
+        windows = tuple(w for w in self.window_patterns if start <= w.start < end)
         return ast.WindowedQuery(register, form, items, streams, graphs, named, has_where, every,
-                                 start, end, ts, pnames, span)
+                                 start, end, ts, pnames, span, windows)
 
     def _check_aggregate_rest(self, rest: list[Any], block: ast.AggregateBlock) -> None:
         """A TEF aggregate query ends with its (AGGREGATE ...) block: SPARQL clauses after it are

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from tefq.errors import TefqError
@@ -60,13 +62,22 @@ def _system(spec: str, csrbench: str | None):
     return resolve_system(spec, _csrbench_dir(csrbench))
 
 
+def is_rspql(path: Path) -> bool:
+    """An RSP-QL file (told by its content: `FROM NAMED WINDOW`, whatever its extension) goes
+    through tefq's parser; other text through the C-SPARQL loader, which fills `${X}` placeholders."""
+    try:
+        return re.search(r"FROM\s+NAMED\s+WINDOW\b", path.read_text(encoding="utf-8", errors="replace"), re.I) is not None
+    except OSError:
+        return False
+
+
 def _query(args: argparse.Namespace):
     from tefq.oracle.windowed.query import from_windowed, load_query
 
     path = Path(args.query)
     if not path.exists():
         raise TefqError(f"no such query file: {path}", str(path))
-    if path.suffix == ".tef":
+    if path.suffix == ".tef" or is_rspql(path):
         from tefq.analysis import load
         from tefq.plan.logical import WindowedQuery
 
@@ -91,6 +102,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     q = _query(args)
     system = _system(args.system, args.csrbench)
     sem = system.semantics_for(q.number)
+    if q.r2s != "rstream":  # an RSP-QL REGISTER ISTREAM|DSTREAM names its own R2S
+        sem = replace(sem, r2s=q.r2s)
     actual = read_answers(args.answers)
     elements = read_elements(args.stream)
     if len(q.windows) != 1:

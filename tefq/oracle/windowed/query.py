@@ -26,6 +26,7 @@ class OracleQuery:
     t0: int = 0  # the first t0 the query's author suggests (CSRBench's firstt0)
     number: str | None = None  # CSRBench's query number, to look up a system's R2S operator
     source: str = "<query>"
+    r2s: str = "rstream"  # the query's own R2S (RSP-QL's REGISTER ISTREAM|DSTREAM), else the system's
 
     @property
     def range_ms(self) -> int:
@@ -37,7 +38,7 @@ class OracleQuery:
 
 
 def from_windowed(q: WindowedQuery) -> OracleQuery:
-    return OracleQuery(q.name, q.sparql, q.windows, q.form, q.registers_stream, q.select_names)
+    return OracleQuery(q.name, q.sparql, q.windows, q.form, q.registers_stream, q.select_names, r2s=q.r2s)
 
 
 def csrbench_queries(path: str | Path) -> dict[str, OracleQuery]:

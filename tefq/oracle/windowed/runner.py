@@ -127,19 +127,19 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
             continue
         ans = ev.evaluate(sorted(content, key=lambda e: e[0]))
         cells_list = ans.triples if ans.triples or q.form == "construct" else ans.rows
-        if q.registers_stream and ans.triples:
+        rows, previous[i] = r2s_rows(cells_list, previous[i], q.r2s if q.r2s != "rstream" else sem.r2s)
+        if q.registers_stream and q.form == "construct" and rows:
             feed = feeds[q.name]
-            for s, p, o in dict.fromkeys(ans.triples):  # a stream is a set: one element per triple
+            for s, p, o in dict.fromkeys(rows):  # a stream is a set: one element per triple
                 feed.fed.append((c, s, p, o))
                 feed.fed_ts.append(c)
                 out.feedback_triples += 1
-        rows = _r2s(cells_list, previous, i, sem)
-        results[i].rows.extend((c, tuple(_canonical(x) for x in r)) for r in rows)
+        results[i].rows.extend((c, tuple(canonical_cell(x) for x in r)) for r in rows)
     out.extend(results)
     return out
 
 
-def _canonical(cell: str | None) -> str | None:
+def canonical_cell(cell: str | None) -> str | None:
     """Numbers in the shared canonical form (tefq.results: the oracle's and Spark's rows compare
     with ==); every other term as rdflib gave it."""
     if cell is None or not cell.startswith('"') or "^^<http://www.w3.org/2001/XMLSchema#" not in cell:
@@ -150,6 +150,9 @@ def _canonical(cell: str | None) -> str | None:
         return cell
     v = to_value(cell)
     return to_term(v) if is_numeric(v) else cell
+
+
+_canonical = canonical_cell  # the name tefq.relational.windowed imports
 
 
 def _columns(q: OracleQuery) -> tuple[str, ...]:
@@ -163,17 +166,16 @@ def _columns(q: OracleQuery) -> tuple[str, ...]:
         return ()
 
 
-def _r2s(cells_list: list, previous: list, i: int, sem: Semantics) -> list:
-    """Rstream keeps the relation as SPARQL gives it (a bag); Istream / Dstream are set
-    differences with the previous relation (rows in the order SPARQL gave them)."""
-    if sem.r2s == "rstream":
-        return list(cells_list)
+def r2s_rows(cells_list: list, previous: dict | None, op: str) -> tuple[list, dict | None]:
+    """One window's R2S: Rstream keeps the relation as SPARQL gives it (a bag); Istream / Dstream
+    are set differences with the previous window's relation (`previous`, None before the first;
+    rows in the order SPARQL gave them). Returns the rows and what the next window compares with."""
+    if op == "rstream":
+        return list(cells_list), None
     keyed = {binding([str(k) for k in range(len(cells))], cells): cells for cells in cells_list}
-    prev = previous[i]
-    previous[i] = keyed
-    if sem.r2s == "istream":
-        return [cells for k, cells in keyed.items() if prev is None or k not in prev]
-    return [] if prev is None else [cells for k, cells in prev.items() if k not in keyed]
+    if op == "istream":
+        return [cells for k, cells in keyed.items() if previous is None or k not in previous], keyed
+    return ([] if previous is None else [cells for k, cells in previous.items() if k not in keyed]), keyed
 
 
-__all__ = ["run", "WindowedResults"]
+__all__ = ["run", "r2s_rows", "canonical_cell", "WindowedResults"]
