@@ -85,7 +85,8 @@ def test_tokenizer_agrees_with_the_normal_form(term) -> None:
 @given(s=st.one_of(iris, bnodes), p=iris, o=st.one_of(iris, bnodes, literals),
        g=st.one_of(st.none(), iris, bnodes), spaces=st.sampled_from([" ", "  ", "\t"]))
 def test_fast_line_split_agrees_with_the_tokenizer(s, p, o, g, spaces) -> None:
-    from tefq.io.readers import _FastStatements, _statement
+    from tefq.io.elements import statement as _statement
+    from tefq.io.readers import _FastStatements
 
     line = spaces.join([s, p, o] + ([g] if g else [])) + " ."
     fast = _FastStatements("graph")(line)
