@@ -20,7 +20,8 @@ from test_spark_operator import FakeState, h  # noqa: E402  (the operator tests'
 
 from tefq.plan.logical import Pattern, Var, WherePattern  # noqa: E402
 from tefq.spark.derived import Relation, coalesce, derive, interval_join  # noqa: E402
-from tefq.spark.derived_operator import FLUSH, HEARTBEAT, make_fact_operator  # noqa: E402
+from tefq.spark.operators.base import FLUSH, HEARTBEAT  # noqa: E402
+from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
 from tefq.spark.derived_plan import FactAggregatePlan  # noqa: E402
 from tefq.spark.derived_ticks import limb_sums, rounded  # noqa: E402
 from tefq.spark.facts import OPEN  # noqa: E402

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tefq.spark.facts import (OPEN, SINCE, UNTIL, Events, Intervals, apply_events, current_aggregates,
-                              tick_at_or_after, tick_at_or_before)
+from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
+from tefq.spark.facts import OPEN, SINCE, UNTIL, Events, Intervals, apply_events, current_aggregates
 
 
 def sequential(base: list[tuple[int, int, int]], events: list[tuple[int, int, int, int]]):

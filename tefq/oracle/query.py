@@ -28,6 +28,7 @@ from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filte
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
 from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_value
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
+from tefq.plan.ticks import tick_range
 from tefq.results import QueryResult, Row, order_key
 
 _ERROR = object()
@@ -51,12 +52,6 @@ def expr_vars(e: Expr | None) -> set[str]:
             out |= expr_vars(a)
         return out
     return set()
-
-
-def tick_range(first_t: int, last_t: int, t0: int, d: int) -> tuple[int, int]:
-    """Indices k of the first and last ticks `t0 + k*d` (spec §4.1): the first at or after the
-    first event, the last at or after the last event."""
-    return -((t0 - first_t) // d), -((t0 - last_t) // d)
 
 
 @dataclass

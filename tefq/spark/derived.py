@@ -5,7 +5,7 @@ int64 term code. `interval_join` joins two relations on their shared variables a
 intervals (only overlapping pairs are produced: a sort and two searchsorted sweeps, no nested
 loop); `coalesce` unions the intervals of equal keys into maximal intervals (touching ones merge:
 `[a, b)` and `[b, c)` are one fact). `derive` is the whole of §3.2: the body joined left to right,
-projected on the identity, coalesced. The Spark operator (`tefq.spark.derived_operator`) calls it
+projected on the identity, coalesced. The Spark operator (`tefq.spark.operators.fact`) calls it
 once per micro-batch.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The physical plan of fact aggregates beyond one CURRENT event fact: derived facts (spec §3.2),
-fact patterns without CURRENT and WHILE scopes (§4.2-4.3), run by `tefq.spark.derived_operator`.
+fact patterns without CURRENT and WHILE scopes (§4.2-4.3), run by `tefq.spark.operators.fact`.
 
 Recognised shape (any names): the query's WHERE is one fact pattern, with or without CURRENT,
 over one fact; that fact and the WHILE fact are event facts (single triple pattern clauses) or

@@ -26,8 +26,9 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from tefq.errors import TefqError
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
-from tefq.spark import operator as fop
-from tefq.spark.fallback import make_fallback_operator
+from tefq.spark.operators.base import ELEMENT, EVENT_KINDS, OUTPUT_SCHEMA, STATE_SCHEMA, RowKind, profile
+from tefq.spark.operators.current import make_operator
+from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.output import Collector
 from tefq.spark.partitioning import by_bucket, checkpointed_labels
 from tefq.spark.derived_plan import FactAggregatePlan
@@ -37,7 +38,7 @@ from tefq.spark.sources import (FLUSH_TERM, Stager, file_ranks, is_staged, read_
                                 write_flush)
 
 BAD_ROW = "TEFQ_BAD_ROW"
-SINCE_KIND = 0  # ClausePlan.kind of a SINCE clause (1: UNTIL)
+EVENT_KIND_SET = pa.array([int(k) for k in EVENT_KINDS], pa.int32())
 TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
 
 
@@ -99,10 +100,10 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
             expr = F.when(m == i, make(c)) if expr is None else expr.when(m == i, make(c))
         return expr
 
-    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(~good, F.lit(4))
+    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH))).when(~good, F.lit(int(RowKind.BAD)))
     for i, c in enumerate(plan.clauses):
         kind = kind.when(m == i, F.lit(c.kind))
-    kind = kind.otherwise(F.lit(-1))
+    kind = kind.otherwise(F.lit(int(RowKind.OTHER)))
     var_pos = {v: i for i, v in enumerate(plan.identity)}
     fid = per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds]))
     # A stream is a set: duplicates are equal elements at one time. When a clause's constants and
@@ -113,7 +114,7 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
             elem.alias("e"), F.lit(0).cast("long").alias("n")]
     # Only a SINCE opens a fact, so only SINCE rows' group terms can reach the output: the strings
     # of other rows are not sent to Python at all (strings are the costly cells there).
-    since = reduce(lambda x, y: x | y, [m == j for j, c in enumerate(plan.clauses) if c.kind == SINCE_KIND],
+    since = reduce(lambda x, y: x | y, [m == j for j, c in enumerate(plan.clauses) if c.kind == RowKind.SINCE],
                    F.lit(False))
     terms = []
     for i, g in enumerate(plan.group_vars):
@@ -130,7 +131,8 @@ def _project(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
 def _project_all(df: DataFrame) -> DataFrame:
     """For the fallback: every row, with its terms (the oracle needs them all)."""
     bad = _bad_reason()
-    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad.isNotNull(), F.lit(4)).otherwise(F.lit(0))
+    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH)))
+            .when(bad.isNotNull(), F.lit(int(RowKind.BAD))).otherwise(F.lit(int(ELEMENT))))
     return df.select(kind.cast("int").alias("k"), "ts", F.col("fh").alias("o"), "s", "p",
                      F.col("o").alias("obj"), F.lit(0).cast("int").alias("b"), _bad_text(bad).alias("x"))
 
@@ -177,12 +179,12 @@ def make_fallback_mapper(bad_rows: str | None, ranks: dict[int, int] | None = No
         ctx = TaskContext.get()
         tie_order = TieOrder(ranks or {}, ctx.partitionId() if ctx is not None else 0)
         for rb in batches:
-            badmask = pc.equal(rb.column("k"), 4)
+            badmask = pc.equal(rb.column("k"), int(RowKind.BAD))
             if pc.any(badmask).as_py():
                 _divert_bad(pc.filter(rb.column("x"), badmask).to_pylist(), bad_rows)
             order = tie_order(rb.column("o"))
             cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
-            keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(pc.not_equal(rb.column("k"), 4))
+            keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(pc.not_equal(rb.column("k"), int(RowKind.BAD)))
             if keep.num_rows:
                 yield keep
 
@@ -282,12 +284,12 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             seen = True
             rows_in += rb.num_rows
             k = rb.column("k")
-            data = pc.and_(pc.greater_equal(k, 0), pc.less(k, 2))  # SINCE/UNTIL rows: the only ones shuffled
-            scan.see(rb, pc.or_(pc.equal(k, -1), data), pc.equal(k, 4))
-            flush = flush or pc.any(pc.equal(k, 3)).as_py()
+            data = pc.is_in(k, EVENT_KIND_SET)  # SINCE/UNTIL rows: the only ones shuffled
+            scan.see(rb, pc.or_(pc.equal(k, int(RowKind.OTHER)), data), pc.equal(k, int(RowKind.BAD)))
+            flush = flush or pc.any(pc.equal(k, int(RowKind.FLUSH))).as_py()
             order = tie_order(rb.column("o"))
             keep_idx = np.nonzero(data.to_numpy(zero_copy_only=False))[0]
-            opens = keep_idx[k.to_numpy(zero_copy_only=False)[keep_idx] == SINCE_KIND]  # the rows with terms
+            opens = keep_idx[k.to_numpy(zero_copy_only=False)[keep_idx] == RowKind.SINCE]  # the rows with terms
             if ng and len(opens):
                 buckets = rb.column("b").to_numpy(zero_copy_only=False)[opens]
                 for i in range(ng):
@@ -310,7 +312,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
                 yield keep.take(pa.array(keep_idx)) if len(keep_idx) < rb.num_rows else keep
             else:
                 busy += time.perf_counter() - t
-        fop.profile("mapper", rows_in=rows_in, busy_s=busy, total_s=time.perf_counter() - started)
+        profile("mapper", rows_in=rows_in, busy_s=busy, total_s=time.perf_counter() - started)
         if not seen:
             return
         if term_rows:
@@ -318,12 +320,12 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             for i in range(ng):
                 cols[f"g{i}"] = [c if j == i else 0 for j, _, c, _ in term_rows]
                 cols[f"t{i}"] = [term if j == i else None for j, _, _, term in term_rows]
-            yield const_batch(fop.TERMS, len(term_rows), **cols)
+            yield const_batch(RowKind.TERMS, len(term_rows), **cols)
         if scan.any:
-            yield const_batch(fop.HEARTBEAT, nb, ts=[scan.lo or 0] * nb, o=[scan.hi or 0] * nb, f=[scan.count] * nb,
+            yield const_batch(RowKind.HEARTBEAT, nb, ts=[scan.lo or 0] * nb, o=[scan.hi or 0] * nb, f=[scan.count] * nb,
                               n=[scan.bad] * nb, b=list(range(nb)))
         if flush:
-            yield const_batch(fop.FLUSH, nb, b=list(range(nb)))
+            yield const_batch(RowKind.FLUSH, nb, b=list(range(nb)))
 
     return mapper
 
@@ -409,7 +411,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         func = make_fallback_operator(doc, plan.query_index, plan.every_ms, t0, lateness_ms, background)
     elif isinstance(plan, FactAggregatePlan):  # derived facts, fact patterns, WHILE (tefq.spark.derived_*)
         from tefq.spark import derived_spark
-        from tefq.spark.derived_operator import make_fact_operator
+        from tefq.spark.operators.fact import make_fact_operator
 
         df = derived_spark.project_facts(df, plan).observe(
             "tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
@@ -418,14 +420,14 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     else:
         df = _project(df, plan).observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
         mapped = df.mapInArrow(make_mapper(plan, bad_rows, ranks), _map_schema(plan))
-        func = fop.make_operator(plan, t0, lateness_ms)
+        func = make_operator(plan, t0, lateness_ms)
     if operator is not None:
         func = operator(plan)
     # One bucket per shuffle partition (tefq.spark.partitioning): group by each bucket's label.
     labels = checkpointed_labels(qdir, ck, plan.buckets, int(spark.conf.get("spark.sql.shuffle.partitions")))
     mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
     result = mapped.groupBy("b").applyInPandasWithState(
-        by_bucket(func, labels), fop.OUTPUT_SCHEMA, fop.STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
+        by_bucket(func, labels), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
 
     def metric(name: str) -> "F.Column":  # summed over the micro-batch's metric records
         value = F.get_json_object(F.col("payload").cast("string"), f"$.{name}").cast("long")

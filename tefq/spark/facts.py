@@ -3,7 +3,7 @@
 A bucket holds the facts of many identities as columns. `apply_events` applies a batch of SINCE /
 UNTIL events to those intervals in one pass (sort, shift, mask) instead of one step per event, and
 `current_aggregates` evaluates counts and duration sums at many ticks with difference arrays.
-The Spark operator (`tefq.spark.operator`) calls these once per micro-batch per bucket.
+The Spark operator (`tefq.spark.operators`) calls these once per micro-batch per bucket.
 """
 from __future__ import annotations
 
@@ -210,14 +210,6 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     if np.any(same & (out.start[1:] < out.start[:-1])):  # events older than the base: sort fully
         out = out.sorted()
     return Applied(out, unmatched)
-
-
-def tick_at_or_after(t: int, t0: int, every: int) -> int:
-    return t0 + -((t0 - t) // every) * every
-
-
-def tick_at_or_before(t: int, t0: int, every: int) -> int:
-    return t0 + ((t - t0) // every) * every
 
 
 @dataclass

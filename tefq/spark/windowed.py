@@ -29,10 +29,12 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
+from tefq.spark.operators.base import ELEMENT, RowKind
 from tefq.spark.output import RECORD_SCHEMA, json_record
 from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
 
-DATA, HEARTBEAT, FLUSH, BAD, OTHER = 0, 2, 3, 4, 5
+DATA, HEARTBEAT, FLUSH, BAD, OTHER, IGNORED = (ELEMENT, RowKind.HEARTBEAT, RowKind.FLUSH, RowKind.BAD,
+                                             RowKind.OTHER, RowKind.IGNORED)
 MAP_SCHEMA = "k int, ts long, s string, p string, o string, n long, x string"
 SMALL_WINDOW = 1000  # relevant triples below which a window goes to rdflib (measured: docs/spark-windowed.md)
 
@@ -84,9 +86,10 @@ def _project(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
     relevant = F.col("ts") >= F.lit(t0)
     if plan.predicates is not None:
         relevant = relevant & F.col("p").isin(*sorted(plan.predicates))
-    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(FLUSH)).when(bad.isNotNull(), F.lit(BAD))
-            .when(relevant, F.lit(DATA)).when(F.col("ts") >= F.lit(t0), F.lit(OTHER)).otherwise(F.lit(-1)))
-    keep = F.col("k") == F.lit(DATA)
+    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(FLUSH))).when(bad.isNotNull(), F.lit(int(BAD)))
+            .when(relevant, F.lit(int(DATA))).when(F.col("ts") >= F.lit(t0), F.lit(int(OTHER)))
+            .otherwise(F.lit(int(IGNORED))))
+    keep = F.col("k") == F.lit(int(DATA))
     return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", _bad_text(bad).alias("x")).select(
         "k", "ts", F.when(keep, F.col("s")).alias("s"), F.when(keep, F.col("p")).alias("p"),
         F.when(keep, F.col("o")).alias("o"), F.lit(0).cast("long").alias("n"), "x")
@@ -105,13 +108,13 @@ def make_mapper(bad_rows: str | None):
         for rb in batches:
             seen = True
             k = rb.column("k")
-            scan.see(rb, pc.or_(pc.equal(k, DATA), pc.equal(k, OTHER)), pc.equal(k, BAD))
-            keep = rb.filter(pc.or_(pc.equal(k, DATA), pc.equal(k, FLUSH)))
+            scan.see(rb, pc.or_(pc.equal(k, int(DATA)), pc.equal(k, int(OTHER))), pc.equal(k, int(BAD)))
+            keep = rb.filter(pc.or_(pc.equal(k, int(DATA)), pc.equal(k, int(FLUSH))))
             if keep.num_rows:
                 yield keep.select(out_schema.names).cast(out_schema)
         if seen and scan.any:  # ts = min, n = count, x = "max|bad"
             yield pa.RecordBatch.from_pydict(
-                {"k": [HEARTBEAT], "ts": [scan.lo or 0], "s": [None], "p": [None], "o": [None],
+                {"k": [int(HEARTBEAT)], "ts": [scan.lo or 0], "s": [None], "p": [None], "o": [None],
                  "n": [scan.count], "x": [f"{scan.hi if scan.hi is not None else ''}|{scan.bad}"]}, schema=out_schema)
 
     return mapper

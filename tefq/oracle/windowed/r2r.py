@@ -60,16 +60,18 @@ def to_rdflib(nt: str) -> Node:
 
 
 def to_nt(term: Node | None) -> str | None:
+    """An rdflib term as an N-Triples term (None stays None): the one rdflib -> N-Triples conversion."""
     if term is None:
         return None
     if isinstance(term, URIRef):
         return f"<{term}>"
     if isinstance(term, BNode):
         return f"_:{term}"
-    from tefq.terms import literal
+    if isinstance(term, Literal):
+        from tefq.terms import literal
 
-    lit: Literal = term  # type: ignore[assignment]
-    return literal(str(lit), str(lit.datatype) if lit.datatype else None, lit.language)
+        return literal(str(term), str(term.datatype) if term.datatype else None, term.language)
+    raise ValueError(f"unsupported RDF term {term!r}")
 
 
 def _rewrite_timestamp(sparql: str) -> str:
