@@ -30,7 +30,7 @@ from tefq.spark.engine import make_mapper  # noqa: E402
 from tefq.spark.operators.base import FLUSH  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
-from tefq.spark.physical import plan_document  # noqa: E402
+from tefq.spark.planning import plan_document  # noqa: E402
 
 
 class FakeState:

@@ -31,7 +31,7 @@ def main() -> None:
 
     from tefq.io.readers import stream_files
     from tefq.spark import engine
-    from tefq.spark.physical import plan_document
+    from tefq.spark.planning import plan_document
     from tefq.spark.session import get_session
 
     spark = get_session()

@@ -22,11 +22,11 @@ from tefq.plan.logical import Pattern, Var, WherePattern  # noqa: E402
 from tefq.spark.derived import Relation, coalesce, derive, interval_join  # noqa: E402
 from tefq.spark.operators.base import FLUSH, HEARTBEAT  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
-from tefq.spark.derived_plan import FactAggregatePlan  # noqa: E402
+from tefq.spark.planning.fact import FactAggregatePlan  # noqa: E402
 from tefq.spark.derived_ticks import limb_sums, rounded  # noqa: E402
 from tefq.spark.facts import OPEN  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
-from tefq.spark.physical import FallbackPlan, explain_physical, plan_document  # noqa: E402
+from tefq.spark.planning import FallbackPlan, explain_physical, plan_document  # noqa: E402
 
 IPTV = sd.IPTV
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tefq.spark.operators.fact import FactEvaluator, FactState
-from tefq.spark.derived_plan import FactAggregatePlan
+from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.plan.ticks import tick_at_or_after
 from tefq.spark.facts import Events
 

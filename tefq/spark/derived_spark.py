@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tefq.spark.derived_plan import FactAggregatePlan
+from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.spark.engine import PartitionScan, TieOrder, _bad_reason, _bad_text, _clause_condition
 from tefq.spark.operators.base import RowKind
 from tefq.spark.sources import FLUSH_TERM

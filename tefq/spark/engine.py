@@ -31,8 +31,8 @@ from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.output import Collector
 from tefq.spark.partitioning import by_bucket, checkpointed_labels
-from tefq.spark.derived_plan import FactAggregatePlan
-from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
+from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.planning import CurrentAggregatePlan, FallbackPlan, plan_document
 from tefq.spark.session import get_session
 from tefq.spark.sources import (FLUSH_TERM, Stager, file_ranks, is_staged, read_control, read_stream,
                                 write_flush)

@@ -20,7 +20,7 @@ from tefq.results import Metrics, RunResult
 from tefq.simulate.names import STRATEGIES
 from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.operators.simulated import make_simulation_operator
-from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, plan_document
+from tefq.spark.planning import CurrentAggregatePlan, FallbackPlan, plan_document
 
 
 def simulation_fallback(strategy: str, window_ms: int):
@@ -52,11 +52,11 @@ def explain_simulated(doc: Document, strategy: str, window_ms: int | None = None
             head = (f"SimulatedFacts {strategy} on Spark (vectorised, per bucket): windows ({p.every_ms} ms) in order;"
                     f" each restores the facts from the carried {_FORM[strategy]}, applies its events, reports at"
                     " tau, carries on")
-            body = p.explain().replace("FactOperator", "SimulationOperator (replaces the fact operator)")
+            body = replace(p, operator="SimulationOperator (replaces the fact operator)").explain()
         else:
             head = (f"SimulatedFacts {strategy} on Spark (single bucket, oracle-side simulation tefq.simulate per"
                     " micro-batch: not scalable)")
-            body = p.explain().replace("the oracle reports the ticks", "tefq.simulate runs the windows")
+            body = (replace(p, evaluator="tefq.simulate runs the windows") if isinstance(p, FallbackPlan) else p).explain()
         out.append(head + "\n" + body)
     return "\n\n".join(out) + "\n"
 

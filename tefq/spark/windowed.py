@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from functools import reduce
 from typing import Iterator
 
@@ -31,52 +30,12 @@ from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.operators.base import ELEMENT, RowKind
 from tefq.spark.output import RECORD_SCHEMA, json_record
+from tefq.spark.planning.windowed import SMALL_WINDOW, WindowedPlan, plan_windowed, small_window
 from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
 
 DATA, HEARTBEAT, FLUSH, BAD, OTHER, IGNORED = (ELEMENT, RowKind.HEARTBEAT, RowKind.FLUSH, RowKind.BAD,
                                              RowKind.OTHER, RowKind.IGNORED)
 MAP_SCHEMA = "k int, ts long, s string, p string, o string, n long, x string"
-SMALL_WINDOW = 1000  # relevant triples below which a window goes to rdflib (measured: docs/spark-windowed.md)
-
-
-@dataclass(frozen=True)
-class WindowedPlan:
-    """Every windowed query of a document, run by one stateful operator."""
-
-    queries: tuple[str, ...]
-    windows: tuple[str, ...]  # per query, for explain
-    predicates: frozenset[str] | None
-    feedback: tuple[str, ...]  # REGISTER STREAM names
-    query: str = "windowed"
-
-    def explain(self) -> str:
-        lines = [f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL, spec §8) — report at window close,"
-                 " Rstream"]
-        lines.append("  Sink: parquet file sink (exactly once with --checkpoint) -> rows decoded on the driver")
-        lines.append("  WindowedOperator: applyInPandasWithState, one key (windows in close order:"
-                     f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}); state = open windows'"
-                     " elements + fed-back triples; at event time >= close: vectorised SPARQL algebra per window"
-                     f" (tefq.relational.sparql; < {small_window()} triples: rdflib)")
-        for name, w in zip(self.queries, self.windows):
-            lines.append(f"    {name}: {w}")
-        lines.append("  Exchange SinglePartition (key 0)")
-        lines.append("  MapInArrow: per-partition heartbeat (event-time range, element count), bad rows")
-        preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))
-        lines.append(f"  Project: kind, ts, terms only for predicates {preds} (others: time only)")
-        lines.append("  FileStreamSource (ts, s, p, o) [maxFilesPerTrigger]")
-        return "\n".join(lines)
-
-
-def plan_windowed(doc: Document) -> WindowedPlan:
-    from tefq.relational.windowed import IncrementalRun
-
-    run = IncrementalRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
-    descr = []
-    for q in run.queries:
-        descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
-                                for w in q.windows) + f" -> {q.form.upper()}")
-    return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
-                        tuple(q.name for q in run.queries if q.registers_stream))
 
 
 def _project(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
@@ -118,11 +77,6 @@ def make_mapper(bad_rows: str | None):
                  "n": [scan.count], "x": [f"{scan.hi if scan.hi is not None else ''}|{scan.bad}"]}, schema=out_schema)
 
     return mapper
-
-
-def small_window() -> int:
-    """SMALL_WINDOW, or TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
-    return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
 
 
 def make_operator(doc: Document, t0: int, lateness_ms: int, small: int = SMALL_WINDOW):

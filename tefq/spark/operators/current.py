@@ -17,7 +17,7 @@ from tefq.spark.facts import (OPEN, Events, Intervals, apply_events, apply_sorte
 from tefq.spark.operators.base import (EVENT_KINDS, ORDER_SHIFT, TERMS, Batch, BucketLogic, BucketState,
                                        bucket_operator)
 from tefq.spark.output import NumericRows, rows_record, terms_record
-from tefq.spark.physical import CurrentAggregatePlan
+from tefq.spark.planning import CurrentAggregatePlan
 
 
 class CurrentState(BucketState):

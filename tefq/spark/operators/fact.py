@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tefq.spark.derived import Relation, cut, derive, key_ranks
-from tefq.spark.derived_plan import DerivedFactPlan, EventFactPlan, FactAggregatePlan
+from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
 from tefq.spark.derived_ticks import TickSpec, tick_rows
 from tefq.spark.facts import OPEN, Events, Intervals, apply_events
 from tefq.spark.operators.base import (EVENT_KINDS, ORDER_SHIFT, SINCE, Batch, BucketLogic, BucketState,

@@ -22,7 +22,7 @@ from tefq.spark.kernels.strategies import Changes, make_strategy, state_changes
 from tefq.spark.operators.base import EVENT_KINDS, Batch, BucketState, bucket_operator
 from tefq.spark.operators.current import CurrentAggregateLogic, emit_rows, read_events, read_terms, tick_rows
 from tefq.spark.output import NumericRows
-from tefq.spark.physical import CurrentAggregatePlan
+from tefq.spark.planning import CurrentAggregatePlan
 
 
 def simulate_window(strategy, plan: CurrentAggregatePlan, tau: int, w: int, ev: Events | None,
