@@ -16,10 +16,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
 
 from tefq.results import QueryResult  # noqa: E402
-from tefq.spark.engine import make_mapper  # noqa: E402
+from tefq.spark.runtime.mappers import make_mapper  # noqa: E402
 from tefq.spark.operators.base import FLUSH  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402
-from tefq.spark.sources import FLUSH_TERM  # noqa: E402
+from tefq.spark.runtime.sources import FLUSH_TERM  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.planning import plan_document  # noqa: E402
 

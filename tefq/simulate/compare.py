@@ -87,7 +87,7 @@ def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], a
             raise TefqError("background knowledge is not yet supported on Spark (try --engine oracle)",
                             file="--background")
         if spark is None:
-            from tefq.spark.session import get_session
+            from tefq.spark.runtime.session import get_session
 
             spark = get_session()
     from tefq.oracle import prepare

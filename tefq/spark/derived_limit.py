@@ -8,7 +8,7 @@ import numpy as np
 from tefq.spark.operators.fact import FactEvaluator, FactState
 from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.plan.ticks import tick_at_or_after
-from tefq.spark.facts import Events
+from tefq.spark.kernels.intervals import Events
 
 
 def single_pass(plan: FactAggregatePlan, table, t0: int = 0) -> int:

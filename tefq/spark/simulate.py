@@ -9,7 +9,6 @@ does not cover (UC3: derived facts, WHILE) run on one bucket with the oracle-sid
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -69,12 +68,39 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
         t0: int = 0,
         lateness_ms: int = 0, master: str | None = None, max_files_per_trigger: int | None = None,
         bad_rows: str | None = None, progress: bool = True, buckets: int | None = None, spark=None) -> RunResult:
-    """Run every aggregate query of `doc` on Spark with facts simulated by `strategy`."""
-    from tefq.spark.engine import _background_triples, _metrics, run_plan, stage_streams
-    from tefq.spark.sources import file_ranks
-    from tefq.spark.session import get_session
+    """Run every aggregate query of `doc` on Spark with facts simulated by `strategy`: the engine's
+    driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators."""
+    from tefq.spark.engine import background_triples, run_bounded
+    from tefq.spark.runtime.session import get_session
 
     started = time.time()
+    check_simulation(doc, stream_paths, strategy, window_ms)
+    spark = spark or get_session(master)
+    nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    sim_doc, plans = plans_for(doc, window_ms, nb)
+    plans = [p for p in plans if p.query in {q.name for q in sim_doc.queries if isinstance(q, AggregateQuery)}]
+    triples = background_triples(background)
+
+    def operator(plan):
+        if isinstance(plan, FallbackPlan):
+            return make_fallback_operator(sim_doc, plan.query_index, plan.every_ms, t0, lateness_ms, triples,
+                                          evaluate=simulation_fallback(strategy, plan.every_ms))
+        return make_simulation_operator(plan, strategy, t0, lateness_ms)
+
+    workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
+    try:
+        runs = run_bounded(spark, sim_doc, plans, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
+                           max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows, progress=progress,
+                           background=triples, operator=operator)
+        results, metrics, paths = simulated_results(runs)
+        metrics.wall_seconds = time.time() - started
+        metrics.extra.update(engine="spark", strategy=strategy, window_ms=window_ms, spark_path=paths)
+        return RunResult(results, metrics)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def check_simulation(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | None) -> None:
     if strategy not in STRATEGIES:
         raise TefqError(f"unknown simulation '{strategy}' (expected one of {', '.join(STRATEGIES)})", file="--simulate")
     if window_ms is not None and window_ms <= 0:
@@ -87,44 +113,25 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
     from tefq.simulate.window import check_supported
 
     check_supported(doc, [q for q in doc.queries if isinstance(q, AggregateQuery)])
-    spark = spark or get_session(master)
-    nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
-    sim_doc, plans = plans_for(doc, window_ms, nb)
-    plans = [p for p in plans if p.query in {q.name for q in sim_doc.queries if isinstance(q, AggregateQuery)}]
 
-    def operator(plan):
-        if isinstance(plan, FallbackPlan):
-            return make_fallback_operator(sim_doc, plan.query_index, plan.every_ms, t0, lateness_ms, triples,
-                                          evaluate=simulation_fallback(strategy, plan.every_ms))
-        return make_simulation_operator(plan, strategy, t0, lateness_ms)
 
-    triples = _background_triples(background)
-    workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
-    try:
-        _, stream_paths = stage_streams(stream_paths, workdir)
-        ranks = file_ranks(spark, stream_paths)
-        results, metrics = [], Metrics()
-        windows_seen: set[int] = set()
-        paths: dict[str, str] = {}
-        for i, plan in enumerate(plans):
-            qr, m, warns = run_plan(spark, sim_doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
-                                    max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
-                                    progress=progress, background=triples, ranks=ranks, operator=operator)
-            for wmsg in warns:
-                print(f"warning: {wmsg}", file=sys.stderr)
-            results.append(qr)
-            paths[plan.query] = "vectorised" if isinstance(plan, CurrentAggregatePlan) else "oracle-simulation fallback"
-            if i == 0:
-                _metrics(m, metrics)
-                metrics.ticks = 0  # counted per window size below
-            # Queries with the same window would share one simulated state (as in tefq.simulate): count it once.
-            if plan.every_ms not in windows_seen:
-                windows_seen.add(plan.every_ms)
-                metrics.intermediate_bindings += int(m.get("intermediate_bindings", 0))
-                metrics.ticks += int(m.get("ticks", 0))
-            metrics.rows_out += len(qr.rows)
-        metrics.wall_seconds = time.time() - started
-        metrics.extra.update(engine="spark", strategy=strategy, window_ms=window_ms, spark_path=paths)
-        return RunResult(results, metrics)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+def simulated_results(runs) -> tuple[list, Metrics, dict[str, str]]:
+    """Every plan's results, the run's metrics and which path ran each query."""
+    from tefq.spark.engine import fill_metrics
+
+    results, metrics = [], Metrics()
+    windows_seen: set[int] = set()
+    paths: dict[str, str] = {}
+    for i, (plan, qrs, m) in enumerate(runs):
+        results.extend(qrs)
+        paths[plan.query] = "vectorised" if isinstance(plan, CurrentAggregatePlan) else "oracle-simulation fallback"
+        if i == 0:
+            fill_metrics(m, metrics)
+            metrics.ticks = 0  # counted per window size below
+        # Queries with the same window would share one simulated state (as in tefq.simulate): count it once.
+        if plan.every_ms not in windows_seen:
+            windows_seen.add(plan.every_ms)
+            metrics.intermediate_bindings += int(m.get("intermediate_bindings", 0))
+            metrics.ticks += int(m.get("ticks", 0))
+        metrics.rows_out += sum(len(r.rows) for r in qrs)
+    return results, metrics, paths

@@ -30,8 +30,12 @@ from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.operators.base import ELEMENT, RowKind
 from tefq.spark.output import RECORD_SCHEMA, json_record
+from tefq.spark.runtime.columns import bad_reason, bad_text
+from tefq.spark.runtime.mappers import PartitionScan
+from tefq.spark.runtime.progress import Progress, ours, run_until_done
+from tefq.spark.runtime.sink import read_sink
 from tefq.spark.planning.windowed import SMALL_WINDOW, WindowedPlan, plan_windowed, small_window
-from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
+from tefq.spark.runtime.sources import FLUSH_TERM, read_control, read_stream, write_flush
 
 DATA, HEARTBEAT, FLUSH, BAD, OTHER, IGNORED = (ELEMENT, RowKind.HEARTBEAT, RowKind.FLUSH, RowKind.BAD,
                                              RowKind.OTHER, RowKind.IGNORED)
@@ -39,9 +43,7 @@ MAP_SCHEMA = "k int, ts long, s string, p string, o string, n long, x string"
 
 
 def _project(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
-    from tefq.spark.engine import _bad_reason, _bad_text
-
-    bad = _bad_reason()
+    bad = bad_reason()
     relevant = F.col("ts") >= F.lit(t0)
     if plan.predicates is not None:
         relevant = relevant & F.col("p").isin(*sorted(plan.predicates))
@@ -49,7 +51,7 @@ def _project(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
             .when(relevant, F.lit(int(DATA))).when(F.col("ts") >= F.lit(t0), F.lit(int(OTHER)))
             .otherwise(F.lit(int(IGNORED))))
     keep = F.col("k") == F.lit(int(DATA))
-    return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", _bad_text(bad).alias("x")).select(
+    return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", bad_text(bad).alias("x")).select(
         "k", "ts", F.when(keep, F.col("s")).alias("s"), F.when(keep, F.col("p")).alias("p"),
         F.when(keep, F.col("o")).alias("o"), F.lit(0).cast("long").alias("n"), "x")
 
@@ -60,8 +62,6 @@ def make_mapper(bad_rows: str | None):
 
     def mapper(batches):
         import pyarrow.compute as pc
-
-        from tefq.spark.engine import PartitionScan
 
         scan, seen = PartitionScan(bad_rows), False
         for rb in batches:
@@ -130,7 +130,6 @@ def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_
                  t0: int, lateness_ms: int, follow: bool, max_files_per_trigger: int | None,
                  bad_rows: str | None, progress: bool) -> tuple[list[QueryResult], dict]:
     """Run the plan; returns one QueryResult per windowed query (document order) and the metrics."""
-    from tefq.spark.engine import _Progress, _read_sink, _run_until_done, _bad_row_error, BAD_ROW
     from tefq.relational.windowed import IncrementalRun
 
     qdir = os.path.join(workdir, plan.query)
@@ -141,7 +140,7 @@ def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_
     mapped = df.mapInArrow(make_mapper(bad_rows), MAP_SCHEMA).withColumn("key", F.lit(0))
     result = mapped.groupBy("key").applyInPandasWithState(
         make_operator(doc, t0, lateness_ms, small_window()), RECORD_SCHEMA, "blob binary", "append", GroupStateTimeout.NoTimeout)
-    pr = _Progress(progress, plan.query)
+    pr = Progress(progress, plan.query)
 
     def start(**trigger):
         return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
@@ -149,19 +148,20 @@ def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_
 
     try:
         if follow:
-            _run_until_done(start(processingTime="1 second"), pr)
+            run_until_done(start(processingTime="1 second"), pr)
         else:
-            _run_until_done(start(availableNow=True), pr)
+            run_until_done(start(availableNow=True), pr)
             write_flush(ctl)
-            _run_until_done(start(availableNow=True), pr)
+            run_until_done(start(availableNow=True), pr)
     except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; find ours
-        if BAD_ROW in str(e):
-            raise _bad_row_error(str(e)) from None
-        raise
+        err = ours(e)
+        if err is e:
+            raise
+        raise err from None
     run = IncrementalRun(doc, t0)
     results = [QueryResult(q.name, cols) for q, cols in zip(run.queries, run.columns)]
     metrics: dict = {}
-    pdf = _read_sink(out)
+    pdf = read_sink(out)
     for kind, payload in zip(pdf["kind"], pdf["payload"]):
         if kind.startswith("wrows"):
             results[int(kind[5:])].rows.extend((int(t), tuple(c)) for t, c in json.loads(payload))

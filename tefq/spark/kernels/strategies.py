@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tefq.simulate.names import STRATEGIES
-from tefq.spark.facts import OPEN, SINCE, Events, Intervals
+from tefq.spark.kernels.intervals import OPEN, SINCE, Events, Intervals
 
 @dataclass
 class Changes:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
-from tefq.spark.facts import SINCE as EVENT_SINCE, UNTIL as EVENT_UNTIL
+from tefq.spark.kernels.intervals import SINCE as EVENT_SINCE, UNTIL as EVENT_UNTIL
 from tefq.spark.output import RECORD_SCHEMA, json_record
 
 

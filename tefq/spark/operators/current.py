@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tefq.spark.facts import (OPEN, Events, Intervals, apply_events, apply_sorted_events, current_aggregates,
+from tefq.spark.kernels.intervals import (OPEN, Events, Intervals, apply_events, apply_sorted_events, current_aggregates,
                               durations_exact, fsum_durations)
 from tefq.spark.operators.base import (EVENT_KINDS, ORDER_SHIFT, TERMS, Batch, BucketLogic, BucketState,
                                        bucket_operator)

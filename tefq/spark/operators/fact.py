@@ -1,17 +1,17 @@
 """The fact-aggregate operator: event facts, derived facts and WHILE scopes in one stateful bucket,
 one call per micro-batch (applyInPandasWithState), numpy throughout — never a state call per event.
 
-Input rows (built by `tefq.spark.derived_spark`): `k` kind (`RowKind`: SINCE, UNTIL, HEARTBEAT,
+Input rows (built by `tefq.spark.runtime.fact_rows`): `k` kind (`RowKind`: SINCE, UNTIL, HEARTBEAT,
 FLUSH), `fact` (index into the plan's event facts), `ts`, `o` (order of ties; a heartbeat's max
 event time), `f` (identity hash; a heartbeat's event count), `e` (element hash: a stream is a set),
 `n` (a heartbeat's bad-row count), `v0..` identity variable codes and `t0..` output terms.
 
 Per micro-batch, with `T` the last reported tick and `U` the last tick now final:
-1. events with `ts <= U` are applied to each event fact's intervals (`tefq.spark.facts`); later
+1. events with `ts <= U` are applied to each event fact's intervals (`tefq.spark.kernels.intervals`); later
    ones stay pending;
-2. each derived fact = its body joined and coalesced (`tefq.spark.derived.derive`) together with
+2. each derived fact = its body joined and coalesced (`tefq.spark.kernels.joins.derive`) together with
    its facts still open at `T`, cut at `T` (so a fact keeps the start it had coalesced to);
-3. the aggregates at the ticks in `(T, U]` (`tefq.spark.derived_ticks`);
+3. the aggregates at the ticks in `(T, U]` (`tefq.spark.kernels.tick_aggregates`);
 4. the state keeps only what later ticks can need: open facts (their intervals can only grow),
    pending events, and — under WHILE without CURRENT — closed facts of the matched fact that a
    still open scope fact started before. Closed facts are final: no later event changes them.
@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tefq.spark.derived import Relation, cut, derive, key_ranks
+from tefq.spark.kernels.joins import Relation, cut, derive, key_ranks
 from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
-from tefq.spark.derived_ticks import TickSpec, tick_rows
-from tefq.spark.facts import OPEN, Events, Intervals, apply_events
+from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
+from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
 from tefq.spark.operators.base import (EVENT_KINDS, ORDER_SHIFT, SINCE, Batch, BucketLogic, BucketState,
                                        bucket_operator)
 from tefq.spark.output import rows_record, terms_record

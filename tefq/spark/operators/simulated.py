@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tefq.spark.facts import OPEN, Events, apply_events
+from tefq.spark.kernels.intervals import OPEN, Events, apply_events
 from tefq.spark.kernels.strategies import Changes, make_strategy, state_changes
 from tefq.spark.operators.base import EVENT_KINDS, Batch, BucketState, bucket_operator
 from tefq.spark.operators.current import CurrentAggregateLogic, emit_rows, read_events, read_terms, tick_rows

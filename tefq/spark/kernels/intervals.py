@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tefq.spark.kernels.exact import exact_duration_sums
+
 OPEN = np.int64(2**62)  # the end of an open fact (+inf)
 SINCE, UNTIL = 0, 1
 
@@ -281,7 +283,7 @@ def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray,
                    chunk: int = 4_000_000) -> np.ndarray:
     """Per (group, tick): the correctly rounded exact sum of the facts' durations
     `(tau - start) / 1000.0` in seconds — bit for bit the oracle's `math.fsum` — with integer limbs
-    (tefq.spark.derived_ticks) over every (fact, tick) pair, in chunks. `group_codes` are
+    (tefq.spark.kernels.tick_aggregates) over every (fact, tick) pair, in chunks. `group_codes` are
     `current_aggregates(iv, ticks).group_codes`. Used only when `durations_exact` is False."""
     nt, ng = len(ticks), len(group_codes)
     if nt == 0 or ng == 0 or len(iv) == 0:
@@ -295,24 +297,3 @@ def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray,
     return exact_duration_sums(g, lo[live], hi[live], iv.start[live] - t_first, every, ng, nt, chunk)
 
 
-def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.ndarray, every: int, ng: int,
-                        nt: int, chunk: int = 4_000_000) -> np.ndarray:
-    """(ng, nt): per (group, tick index), the correctly rounded exact sum of `(tau - start) / 1000.0`
-    over the facts of group `g` valid at ticks `lo <= k < hi` (`tau = t_first + k * every`, `rel =
-    start - t_first`): integer limbs over every (fact, tick) pair, in chunks of whole facts of about
-    `chunk` pairs (memory)."""
-    from tefq.spark.derived import members
-    from tefq.spark.derived_ticks import limb_sums, rounded
-
-    n = hi - lo
-    total = np.zeros((3, ng * nt), dtype=np.int64)
-    ends = np.cumsum(n)
-    first = 0
-    while first < len(lo):
-        last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + chunk, "right")))
-        part = slice(first, last)
-        k = members(lo[part], n[part])  # tick index of every (fact, tick) pair
-        x = (np.repeat(-rel[part], n[part]) + k * every) / 1000.0
-        total += limb_sums(np.repeat(g[part] * nt, n[part]) + k, x, ng * nt)
-        first = last
-    return rounded(total).reshape(ng, nt)

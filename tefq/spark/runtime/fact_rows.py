@@ -15,9 +15,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from tefq.spark.planning.fact import FactAggregatePlan
-from tefq.spark.engine import PartitionScan, TieOrder, _bad_reason, _bad_text, _clause_condition
+from tefq.spark.runtime.columns import bad_reason, bad_text, clause_condition
+from tefq.spark.runtime.mappers import PartitionScan, TieOrder
 from tefq.spark.operators.base import RowKind
-from tefq.spark.sources import FLUSH_TERM
+from tefq.spark.runtime.sources import FLUSH_TERM
 
 
 def _widths(plan: FactAggregatePlan) -> tuple[int, int]:
@@ -38,7 +39,7 @@ def _exclusive(plan: FactAggregatePlan) -> bool:
 def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
     """Columns: k, fact, ts, o, f, e, n (1 on an element's first row), v0.., t0.., b, x."""
     arity, nterms = _widths(plan)
-    bad = _bad_reason()
+    bad = bad_reason()
 
     def row(kind, fact: int, f, codes: list, terms: list) -> "F.Column":
         fields = [kind.cast("int").alias("k"), F.lit(fact).alias("fact"), f.alias("f")]
@@ -56,11 +57,11 @@ def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
             codes = [F.xxhash64(F.col(x)) for x in c.binds] + [F.lit(0).cast("long")] * (arity - len(c.binds))
             terms = [F.col(c.binds[p]) if c.kind == RowKind.SINCE else F.lit(None).cast("string") for p in f.terms]
             terms += [F.lit(None).cast("string")] * (nterms - len(terms))
-            matches.append((_clause_condition(c), row(F.lit(c.kind), i, F.xxhash64(*[F.col(x) for x in c.binds]),
+            matches.append((clause_condition(c), row(F.lit(c.kind), i, F.xxhash64(*[F.col(x) for x in c.binds]),
                                                       codes, terms)))
     special = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH)))
                .when(bad.isNotNull(), F.lit(int(RowKind.BAD))))
-    keep = [F.col("ts"), F.col("fh"), F.xxhash64("s", "p", "o").alias("e"), _bad_text(bad).alias("x")]
+    keep = [F.col("ts"), F.col("fh"), F.xxhash64("s", "p", "o").alias("e"), bad_text(bad).alias("x")]
     if _exclusive(plan):
         m = F.when(special.isNotNull(), default(special))
         for cond, r in matches:
