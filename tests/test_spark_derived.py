@@ -23,7 +23,7 @@ from tefq.spark.kernels.joins import Relation, coalesce, derive, interval_join  
 from tefq.spark.operators.base import FLUSH, HEARTBEAT  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
 from tefq.spark.planning.fact import FactAggregatePlan  # noqa: E402
-from tefq.spark.kernels.tick_aggregates import limb_sums, rounded  # noqa: E402
+from tefq.spark.kernels.exact import limb_sums, rounded  # noqa: E402
 from tefq.spark.kernels.intervals import OPEN  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.planning import FallbackPlan, explain_physical, plan_document  # noqa: E402

@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from tefq.simulate.compare import compare, format_table, read_elements, stream_paths, usecase_path
+    from tefq.simulate.compare import compare, format_table, read_elements, stream_paths
+    from tefq.simulate.usecases import usecase_path
 
     windows = parse_windows(args.windows)
     approaches = [a.strip() for a in args.approaches.split(",") if a.strip()]

@@ -176,4 +176,7 @@ def _r2s(cells_list: list, previous: list, i: int, sem: Semantics) -> list:
     return [] if prev is None else [cells for k, cells in prev.items() if k not in keyed]
 
 
-__all__ = ["run", "WindowedResults"]
+# The public seam for the incremental evaluator (tefq.relational.windowed): the same objects.
+Stream, canonical, result_columns, names_stream = _Stream, _canonical, _columns, _names_stream
+
+__all__ = ["run", "WindowedResults", "Stream", "canonical", "result_columns", "names_stream"]

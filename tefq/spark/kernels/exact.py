@@ -64,15 +64,12 @@ def rounded(sums: np.ndarray) -> np.ndarray:
     return (hi + lo) * 2.0**-SCALE
 
 
-
-def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.ndarray, every: int, ng: int,
-                        nt: int, chunk: int = 4_000_000) -> np.ndarray:
-    """(ng, nt): per (group, tick index), the correctly rounded exact sum of `(tau - start) / 1000.0`
-    over the facts of group `g` valid at ticks `lo <= k < hi` (`tau = t_first + k * every`, `rel =
-    start - t_first`): integer limbs over every (fact, tick) pair, in chunks of whole facts of about
-    `chunk` pairs (memory)."""
-    n = hi - lo
-    total = np.zeros((3, ng * nt), dtype=np.int64)
+def range_duration_limbs(cell_base: np.ndarray, lo: np.ndarray, n: np.ndarray, rel: np.ndarray, every: int,
+                         ncells: int, chunk: int = 4_000_000) -> np.ndarray:
+    """(3, ncells) limb sums of `(t_first + k * every - start) / 1000.0` over every fact `i` (`rel =
+    start - t_first`) and tick index `lo_i <= k < lo_i + n_i`, into cell `cell_base_i + k`: one
+    (fact, tick) pair at a time, in chunks of whole facts of about `chunk` pairs (memory)."""
+    total = np.zeros((3, ncells), dtype=np.int64)
     ends = np.cumsum(n)
     first = 0
     while first < len(lo):
@@ -80,6 +77,14 @@ def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.n
         part = slice(first, last)
         k = members(lo[part], n[part])  # tick index of every (fact, tick) pair
         x = (np.repeat(-rel[part], n[part]) + k * every) / 1000.0
-        total += limb_sums(np.repeat(g[part] * nt, n[part]) + k, x, ng * nt)
+        total += limb_sums(np.repeat(cell_base[part], n[part]) + k, x, ncells)
         first = last
-    return rounded(total).reshape(ng, nt)
+    return total
+
+
+def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.ndarray, every: int, ng: int,
+                        nt: int, chunk: int = 4_000_000) -> np.ndarray:
+    """(ng, nt): per (group, tick index), the correctly rounded exact sum of `(tau - start) / 1000.0`
+    over the facts of group `g` valid at ticks `lo <= k < hi` (`tau = t_first + k * every`, `rel =
+    start - t_first`)."""
+    return rounded(range_duration_limbs(g * nt, lo, hi - lo, rel, every, ng * nt, chunk)).reshape(ng, nt)

@@ -137,10 +137,16 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     """`apply_events` for events already sorted by (fid, ts, order) (`Events.apply_order`)."""
     if len(ev) == 0:
         return Applied(base, 0)
+    last_of_fid, latest, pos, base_open = latest_status(base, ev)
+    effective, unmatched = effective_events(ev, pos, base_open)
+    return Applied(rebuild(base, last_of_fid, latest, *effective), unmatched)
+
+
+def latest_status(base: Intervals, ev: Events):
+    """Status before the first event of each identity: the latest interval of that identity in
+    base. Returns (base rows that are their fid's latest, those rows, each event's position among
+    them, whether the event's identity is open there)."""
     n = len(ev)
-    # Status before the first event of each identity: the latest interval of that identity in base.
-    first = np.ones(n, dtype=bool)
-    first[1:] = ev.fid[1:] != ev.fid[:-1]
     last_of_fid = np.ones(len(base), dtype=bool)
     if len(base):
         last_of_fid[:-1] = base.fid[:-1] != base.fid[1:]
@@ -149,7 +155,15 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     pos_c = np.minimum(pos, max(len(latest) - 1, 0))
     has_base = (pos < len(latest)) & (latest.fid[pos_c] == ev.fid) if len(latest) else np.zeros(n, bool)
     base_open = has_base & (latest.end[pos_c] == OPEN) if len(latest) else np.zeros(n, bool)
+    return last_of_fid, latest, pos, base_open
 
+
+def effective_events(ev: Events, pos: np.ndarray, base_open: np.ndarray):
+    """The events that change a status (and are not cancelled by coalescing), as (fid, ts, opens,
+    groups, position among the latest base rows), and the number of unmatched UNTILs."""
+    n = len(ev)
+    first = np.ones(n, dtype=bool)
+    first[1:] = ev.fid[1:] != ev.fid[:-1]
     # The status after an event depends only on its kind: open after SINCE, closed after UNTIL.
     prev_open = np.empty(n, dtype=bool)
     prev_open[1:] = ev.kind[:-1] == SINCE
@@ -157,29 +171,30 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     eff_open = (ev.kind == SINCE) & ~prev_open
     eff_close = (ev.kind == UNTIL) & prev_open
     unmatched = int(np.count_nonzero((ev.kind == UNTIL) & ~prev_open))
-
     eff = np.nonzero(eff_open | eff_close)[0]
     e_fid, e_ts, e_open = ev.fid[eff], ev.ts[eff], eff_open[eff]
-    e_groups, e_first_base = ev.groups[eff], pos[eff]
-    m = len(eff)
-    keep = np.ones(m, dtype=bool)
+    keep = np.ones(len(eff), dtype=bool)
     # Coalescing inside the batch: a close at t directly followed by an open at t of the same fid.
-    if m > 1:
+    if len(eff) > 1:
         meet = (~e_open[:-1]) & e_open[1:] & (e_fid[:-1] == e_fid[1:]) & (e_ts[:-1] == e_ts[1:])
         keep[:-1] &= ~meet
         keep[1:] &= ~meet
-    e_fid, e_ts, e_open, e_groups, e_first_base = (a[keep] for a in (e_fid, e_ts, e_open, e_groups, e_first_base))
+    return tuple(a[keep] for a in (e_fid, e_ts, e_open, ev.groups[eff], pos[eff])), unmatched
+
+
+def rebuild(base: Intervals, last_of_fid: np.ndarray, latest: Intervals, e_fid: np.ndarray, e_ts: np.ndarray,
+            e_open: np.ndarray, e_groups: np.ndarray, e_first_base: np.ndarray) -> Intervals:
+    """Base minus its latest rows (replaced by updated copies) plus the intervals the effective
+    events create, sorted by (fid, start)."""
     m = len(e_fid)
     e_first = np.ones(m, dtype=bool)
     e_first[1:] = e_fid[1:] != e_fid[:-1]
-
     # Which base intervals change: an open one closed by the identity's first effective event, or a
     # closed one (ending at t) reopened at t by its first effective event.
     new_start = e_ts.copy()
     drop_latest = np.zeros(len(latest), dtype=bool)
     closes_base = e_first & ~e_open
-    # closes of a base-open interval: the base interval gets this end
-    latest_end = latest.end.copy()
+    latest_end = latest.end.copy()  # closes of a base-open interval: the base interval gets this end
     if closes_base.any():
         latest_end[e_first_base[closes_base]] = e_ts[closes_base]
     if len(latest):
@@ -199,19 +214,16 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     ends = np.full(len(opens), OPEN, dtype=np.int64)
     ends[has_close] = e_ts[nxt[has_close]]
     created = Intervals(e_fid[opens], new_start[opens], ends, e_groups[opens])
-
-    # Rebuild: base minus its latest rows (replaced by updated copies) plus new intervals.
     base_rest = base.take(np.nonzero(~last_of_fid)[0]) if len(base) else base
     latest_upd = Intervals(latest.fid, latest.start, latest_end, latest.groups).take(np.nonzero(~drop_latest)[0])
     out = Intervals.concat([base_rest, latest_upd, created])
     # Each part is sorted by (fid, start) and, per fid, base_rest < latest < created by start (events
     # come after the base's history): a stable sort by fid alone merges them (timsort finds the runs).
-    idx = np.argsort(out.fid, kind="stable")
-    out = out.take(idx)
+    out = out.take(np.argsort(out.fid, kind="stable"))
     same = out.fid[1:] == out.fid[:-1]
     if np.any(same & (out.start[1:] < out.start[:-1])):  # events older than the base: sort fully
         out = out.sorted()
-    return Applied(out, unmatched)
+    return out
 
 
 @dataclass

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.kernels.exact import cell_sums, limb_sums, limbs, members, rounded
+from tefq.spark.kernels.exact import cell_sums, limbs, range_duration_limbs, rounded
 from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.output import NumericRows
 
@@ -170,15 +170,5 @@ def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray
                       - cell_sums(lay.cell(gc, kb[closed]), lim, lay.size), axis=1)
     # The open part, in chunks of whole ranges so that the (solution, tick) pairs stay bounded.
     opened = kc > ka
-    ka, n, s, cofs = ka[opened], (kc - ka)[opened], s[opened], (lay.base - lay.lo)[g[opened]]
-    t_first = int(ticks[0])
-    ends = np.cumsum(n)
-    lo = 0
-    while lo < len(ka):
-        hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + chunk, "right")))
-        part = slice(lo, hi)
-        k = members(ka[part], n[part])  # tick index of every (solution, tick) pair
-        x = (np.repeat(t_first - s[part], n[part]) + k * d) / 1000.0
-        total += limb_sums(k + np.repeat(cofs[part], n[part]), x, lay.size)
-        lo = hi
-    return total
+    return total + range_duration_limbs((lay.base - lay.lo)[g[opened]], ka[opened], (kc - ka)[opened],
+                                        s[opened] - int(ticks[0]), d, lay.size, chunk)

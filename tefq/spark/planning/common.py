@@ -99,6 +99,17 @@ def check_projections(q) -> Refusal | None:
     return next((r for r in (check_projection(p.expr, names, q) for p in q.select) if r is not None), None)
 
 
+def groups_and_aggregates(q, rename: dict[str, str], identity: tuple[str, ...], bound_by: str, plan_aggregates):
+    """The checks both aggregate planners make after unifying the WHERE pattern, in order: every
+    GROUP BY variable bound by the pattern, the aggregates (`plan_aggregates(q, rename, identity)`),
+    the SELECT expressions. The planned aggregates, or a Refusal."""
+    unbound = next((g for g in q.group_by if g.name not in rename), None)
+    if unbound is not None:
+        return Refusal.at(f"GROUP BY ?{unbound.name} not bound by {bound_by}", q.span)
+    aggs = plan_aggregates(q, rename, identity)
+    return aggs if isinstance(aggs, Refusal) else check_projections(q) or aggs
+
+
 def rename_expr(e: Expr, rename: dict[str, str]) -> Expr:
     # Group variables are carried under their template names; aggregate aliases keep theirs.
     if isinstance(e, Var):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tefq.plan.logical import AggregateQuery, Document, EventFact, Expr, Var
-from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, check_projections, clause_plan,
+from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
                                         is_duration_of, projections, unify)
 from tefq.spark.planning.nodes import SINK, SOURCE
 
@@ -94,15 +94,9 @@ def plan_current_aggregate(doc: Document, q: AggregateQuery, buckets: int = 8) -
     rename = unify(wp.pattern, fact.template, "a CURRENT pattern", strict=False)
     if isinstance(rename, Refusal):
         return rename
-    unbound = next((g for g in q.group_by if g.name not in rename), None)
-    if unbound is not None:
-        return Refusal.at(f"GROUP BY ?{unbound.name} not bound by the fact", q.span)
-    aggs = plan_aggregates(q, rename, identity)
+    aggs = groups_and_aggregates(q, rename, identity, "the fact", plan_aggregates)
     if isinstance(aggs, Refusal):
         return aggs
-    refusal = check_projections(q)
-    if refusal is not None:
-        return refusal
     group_vars = tuple(rename[g.name] for g in q.group_by)
     return CurrentAggregatePlan(
         query=q.name, columns=tuple(p.name for p in q.select), fact=fact.name, identity=identity,

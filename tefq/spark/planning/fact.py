@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Expr, Var
-from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, check_projections, clause_plan,
+from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
                                         is_duration_of, projections, unify)
 from tefq.spark.planning.nodes import SINK, SOURCE
 
@@ -119,6 +119,15 @@ def single_fact(doc: Document, facts: tuple[str, ...], span, what: str):
     return doc.fact(facts[0])
 
 
+def matched_fact(doc: Document, wp, what: str, unify_what: str):
+    """(the one fact a pattern matches, pattern variable -> template variable), or a Refusal."""
+    fact = single_fact(doc, wp.facts, wp.pattern.span, what)
+    if isinstance(fact, Refusal):
+        return fact
+    rename = unify(wp.pattern, fact.template, unify_what)
+    return rename if isinstance(rename, Refusal) else (fact, rename)
+
+
 def fact_closure(doc: Document, roots: list[str]) -> list[str] | Refusal:
     """The facts `roots` depend on, in document (dependency) order."""
     need: set[str] = set()
@@ -164,12 +173,10 @@ def plan_scope(doc: Document, q: AggregateQuery, rename: dict[str, str],
                identity: tuple[str, ...]) -> ScopePlan | Refusal:
     """WHILE: the scope fact and the group variables it shares with the matched fact."""
     w = q.while_
-    wfact = single_fact(doc, w.facts, w.pattern.span, "a WHILE pattern")
-    if isinstance(wfact, Refusal):
-        return wfact
-    wrename = unify(w.pattern, wfact.template, "a WHILE pattern")
-    if isinstance(wrename, Refusal):
-        return wrename
+    matched = matched_fact(doc, w, "a WHILE pattern", "a WHILE pattern")
+    if isinstance(matched, Refusal):
+        return matched
+    wfact, wrename = matched
     if w.interval and {w.interval[0].name, w.interval[1].name} & select_vars(q):
         return Refusal.at("the WHILE interval variables in SELECT", q.span)
     widentity = tuple(v.name for v in wfact.identity)
@@ -193,25 +200,17 @@ def plan_fact_aggregate(doc: Document, q, buckets: int = 8) -> FactAggregatePlan
     if refusal is not None:
         return refusal
     wp = q.where[0]
-    fact = single_fact(doc, wp.facts, wp.pattern.span, "a WHERE pattern")
-    if isinstance(fact, Refusal):
-        return fact
-    rename = unify(wp.pattern, fact.template, "a WHERE fact pattern")
-    if isinstance(rename, Refusal):
-        return rename
+    matched = matched_fact(doc, wp, "a WHERE pattern", "a WHERE fact pattern")
+    if isinstance(matched, Refusal):
+        return matched
+    fact, rename = matched
     identity = tuple(v.name for v in fact.identity)
     if not q.group_by and q.while_ is None:
         return Refusal.at(f"an aggregate without GROUP BY or WHILE in query {q.name}", q.span)
-    unbound = next((g for g in q.group_by if g.name not in rename), None)
-    if unbound is not None:
-        return Refusal.at(f"GROUP BY ?{unbound.name} not bound by the fact pattern", q.span)
-    group_vars = [rename[g.name] for g in q.group_by]
-    planned = plan_aggregates(q, rename, identity)
+    planned = groups_and_aggregates(q, rename, identity, "the fact pattern", plan_aggregates)
     if isinstance(planned, Refusal):
         return planned
-    refusal = check_projections(q)
-    if refusal is not None:
-        return refusal
+    group_vars = [rename[g.name] for g in q.group_by]
     scope = plan_scope(doc, q, rename, identity) if q.while_ is not None else None
     if isinstance(scope, Refusal):
         return scope

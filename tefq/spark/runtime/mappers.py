@@ -125,6 +125,55 @@ def current_map_schema(plan: CurrentAggregatePlan) -> str:
 
 
 
+def const_batch(schema: pa.Schema, kind: int, size: int, **cols) -> pa.RecordBatch:
+    """`size` control rows of `kind`: the given columns, zeros or nulls elsewhere (no nulls in
+    integer columns: pandas would turn a whole batch's codes into floats)."""
+    arrays = {"k": pa.array(np.full(size, kind, np.int32))}
+    for f in list(schema)[1:]:
+        value = cols.get(f.name)
+        if value is None:
+            arrays[f.name] = (pa.nulls(size, f.type) if f.type == pa.string()
+                              else pa.array(np.zeros(size, f.type.to_pandas_dtype())))
+        else:
+            arrays[f.name] = value if isinstance(value, pa.Array) else pa.array(value, f.type)
+    return pa.RecordBatch.from_pydict(arrays, schema=schema)
+
+
+class TermRows:
+    """The group terms a mapper has seen on SINCE rows, sent once per (bucket, code) on TERMS rows."""
+
+    def __init__(self, ngroups: int) -> None:
+        self.ngroups = ngroups
+        self.named: list[set] = [set() for _ in range(ngroups)]  # (bucket, code) pairs already sent
+        self.rows: list[tuple[int, int, int, str]] = []  # (group var, bucket, code, term)
+
+    def see(self, rb: pa.RecordBatch, opens: np.ndarray) -> None:
+        """`opens`: the SINCE rows of `rb` (the rows that carry terms)."""
+        if not self.ngroups or not len(opens):
+            return
+        buckets = rb.column("b").to_numpy(zero_copy_only=False)[opens]
+        for i in range(self.ngroups):
+            codes = rb.column(f"g{i}").to_numpy(zero_copy_only=False)[opens]
+            for b in np.unique(buckets).tolist():
+                sel = np.nonzero(buckets == b)[0]
+                uniq, first = np.unique(codes[sel], return_index=True)
+                new = [(c, j) for c, j in zip(uniq.tolist(), first.tolist()) if (b, c) not in self.named[i]]
+                if new:
+                    terms = rb.column(f"t{i}").take(pa.array(opens[sel[[j for _, j in new]]])).to_pylist()
+                    for (c, _), term in zip(new, terms):
+                        self.named[i].add((b, c))
+                        self.rows.append((i, b, c, term))
+
+    def batch(self, schema: pa.Schema) -> pa.RecordBatch | None:
+        if not self.rows:
+            return None
+        cols = {"b": [b for _, b, _, _ in self.rows]}
+        for i in range(self.ngroups):
+            cols[f"g{i}"] = [c if j == i else 0 for j, _, c, _ in self.rows]
+            cols[f"t{i}"] = [term if j == i else None for j, _, _, term in self.rows]
+        return const_batch(schema, RowKind.TERMS, len(self.rows), **cols)
+
+
 def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[int, int] | None = None):
     """Per input partition: keep SINCE/UNTIL rows (their group terms dropped: each distinct
     `code -> term` pair travels once per partition and bucket, on a terms row), divert bad rows,
@@ -138,17 +187,6 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
         fields += [(f"g{i}", pa.int64()), (f"t{i}", pa.string())]
     out_schema = pa.schema(fields + [("b", pa.int32())])
 
-    def const_batch(kind: int, size: int, **cols) -> pa.RecordBatch:
-        arrays = {"k": pa.array(np.full(size, kind, np.int32))}
-        for name, typ in fields[1:] + [("b", pa.int32())]:
-            value = cols.get(name)
-            if value is None:
-                arrays[name] = (pa.nulls(size, typ) if typ == pa.string()
-                                else pa.array(np.zeros(size, typ.to_pandas_dtype())))
-            else:
-                arrays[name] = value if isinstance(value, pa.Array) else pa.array(value, typ)
-        return pa.RecordBatch.from_pydict(arrays, schema=out_schema)
-
     def mapper(batches, partition: int | None = None):
         import pyarrow.compute as pc
 
@@ -159,8 +197,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             partition = ctx.partitionId() if ctx is not None else 0
         tie_order = TieOrder(ranks or {}, partition)  # stream order of ties
         scan, flush, seen = PartitionScan(bad_rows), False, False
-        named: list[set] = [set() for _ in range(ng)]  # (bucket, code) pairs already sent, per group var
-        term_rows: list[tuple[int, int, int, str]] = []  # (group var, bucket, code, term)
+        terms = TermRows(ng)
         busy, rows_in, started = 0.0, 0, time.perf_counter()
         for rb in batches:
             t = time.perf_counter()
@@ -173,19 +210,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             order = tie_order(rb.column("o"))
             keep_idx = np.nonzero(data.to_numpy(zero_copy_only=False))[0]
             opens = keep_idx[k.to_numpy(zero_copy_only=False)[keep_idx] == RowKind.SINCE]  # the rows with terms
-            if ng and len(opens):
-                buckets = rb.column("b").to_numpy(zero_copy_only=False)[opens]
-                for i in range(ng):
-                    codes = rb.column(f"g{i}").to_numpy(zero_copy_only=False)[opens]
-                    for b in np.unique(buckets).tolist():
-                        sel = np.nonzero(buckets == b)[0]
-                        uniq, first = np.unique(codes[sel], return_index=True)
-                        new = [(c, j) for c, j in zip(uniq.tolist(), first.tolist()) if (b, c) not in named[i]]
-                        if new:
-                            terms = rb.column(f"t{i}").take(pa.array(opens[sel[[j for _, j in new]]])).to_pylist()
-                            for (c, _), term in zip(new, terms):
-                                named[i].add((b, c))
-                                term_rows.append((i, b, c, term))
+            terms.see(rb, opens)
             if len(keep_idx):
                 cols = {name: order if name == "o" else rb.column(name) for name in out_schema.names}
                 for i in range(ng):
@@ -198,16 +223,13 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
         profile("mapper", rows_in=rows_in, busy_s=busy, total_s=time.perf_counter() - started)
         if not seen:
             return
-        if term_rows:
-            cols = {"b": [b for _, b, _, _ in term_rows]}
-            for i in range(ng):
-                cols[f"g{i}"] = [c if j == i else 0 for j, _, c, _ in term_rows]
-                cols[f"t{i}"] = [term if j == i else None for j, _, _, term in term_rows]
-            yield const_batch(RowKind.TERMS, len(term_rows), **cols)
+        named = terms.batch(out_schema)
+        if named is not None:
+            yield named
         if scan.any:
-            yield const_batch(RowKind.HEARTBEAT, nb, ts=[scan.lo or 0] * nb, o=[scan.hi or 0] * nb, f=[scan.count] * nb,
+            yield const_batch(out_schema, RowKind.HEARTBEAT, nb, ts=[scan.lo or 0] * nb, o=[scan.hi or 0] * nb, f=[scan.count] * nb,
                               n=[scan.bad] * nb, b=list(range(nb)))
         if flush:
-            yield const_batch(RowKind.FLUSH, nb, b=list(range(nb)))
+            yield const_batch(out_schema, RowKind.FLUSH, nb, b=list(range(nb)))
 
     return mapper
