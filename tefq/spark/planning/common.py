@@ -1,7 +1,8 @@
 """What the Spark planners share: clause and aggregate planning, and `Refusal`, the value a planner
 returns for a shape it does not run (the document planner then tries the next planner).
 
-Spark-free: dataclasses over the logical plan (`tefq.plan.logical`).
+Spark-free: dataclasses over the logical plan (`tefq.plan.logical`); the event kinds come from the
+numpy kernels.
 """
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from dataclasses import dataclass
 
 from tefq.errors import TefqError
 from tefq.plan.logical import Call, Expr, Pattern, Term, Var
+from tefq.spark.kernels.intervals import SINCE, UNTIL  # ClausePlan.kind: the event kinds (= RowKind's)
 
 POSITIONS = ("s", "p", "o")
-SINCE, UNTIL = 0, 1  # ClausePlan.kind (the operators' RowKind.SINCE / RowKind.UNTIL)
 
 
 @dataclass(frozen=True)
