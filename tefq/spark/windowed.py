@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 from functools import reduce
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -28,7 +27,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
-from tefq.spark.operators.base import ELEMENT, RowKind
+from tefq.spark.operators.base import ELEMENT, Batch, BucketLogic, BucketState, RowKind, bucket_operator, widen
 from tefq.spark.output import RECORD_SCHEMA, json_record
 from tefq.spark.runtime.columns import bad_reason, bad_text
 from tefq.spark.runtime.mappers import PartitionScan
@@ -79,51 +78,77 @@ def make_mapper(bad_rows: str | None):
     return mapper
 
 
-def make_operator(doc: Document, t0: int, lateness_ms: int, small: int = SMALL_WINDOW):
-    """The windowed operator (applyInPandasWithState): one key, one pickled `WindowedState`."""
-    import pickle
+class WindowedBucket(BucketState):
+    """The one key's state: the incremental run's (`WindowedState`) and the bad-row count."""
 
-    def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
-        from tefq.relational.windowed import IncrementalRun, WindowedState
+    def __init__(self) -> None:
+        super().__init__()
+        from tefq.relational.windowed import WindowedState
 
-        cache_key = (doc.source, t0, small, tuple(getattr(q, "sparql", "") for q in doc.queries))
-        run = _runs.get(cache_key)
-        if run is None:  # parse once per worker process
-            run = _runs[cache_key] = IncrementalRun(doc, t0, small=small)
-        st: WindowedState = pickle.loads(state.get[0]) if state.exists else WindowedState()
-        parts = [p for p in pdfs if len(p)]
-        pdf = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=MAP_SCHEMA_COLUMNS)
-        kind = pdf["k"].to_numpy()
-        hb = pdf[kind == HEARTBEAT]
-        lo = int(hb["ts"].min()) if len(hb) else None
+        self.windows = WindowedState()
+
+
+class WindowedLogic(BucketLogic):
+    """The windowed maths under the bucket loop: elements kept for open windows, each window
+    evaluated when event time (minus the lateness) passes its close. Late elements are not dropped:
+    windows still open need them (the incremental run counts them)."""
+
+    data_kinds = ()
+
+    def __init__(self, doc: Document, t0: int, small: int) -> None:
+        self.doc, self.t0, self.small = doc, t0, small
+
+    def run(self):
+        from tefq.relational.windowed import IncrementalRun
+
+        key = (self.doc.source, self.t0, self.small, tuple(getattr(q, "sparql", "") for q in self.doc.queries))
+        if key not in _runs:  # parse once per worker process
+            _runs[key] = IncrementalRun(self.doc, self.t0, small=self.small)
+        return _runs[key]
+
+    def new_state(self) -> WindowedBucket:
+        return WindowedBucket()
+
+    def see_time(self, st: WindowedBucket, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        hb = pdf[kinds == HEARTBEAT]  # ts = min, n = count, x = "max|bad"
         his = [int(x.split("|")[0]) for x in hb["x"] if x.split("|")[0]]
-        bad = sum(int(x.split("|")[1]) for x in hb["x"])
-        data = pdf[kind == DATA][["ts", "s", "p", "o"]].astype({"ts": np.int64})
-        late_before = st.late_events
-        run.add(st, data, lo if his else None, max(his) if his else None, int(hb["n"].sum()) if len(hb) else 0)
-        flush = bool((kind == FLUSH).any())
-        reports = run.advance(st, None if flush else (st.last - lateness_ms if st.last is not None else None))
-        out = []
+        batch.metrics["bad_rows"] = sum(int(x.split("|")[1]) for x in hb["x"])
+        lo, hi = (int(hb["ts"].min()), max(his)) if his else (None, None)
+        self.run().add(st.windows, pdf.iloc[:0][COLUMNS], lo, hi, int(hb["n"].sum()) if len(hb) else 0)
+        if his:
+            widen(st, lo, hi)
+
+    def ingest(self, st: WindowedBucket, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        self.run().add(st.windows, pdf[kinds == DATA][COLUMNS].astype({"ts": np.int64}), None, None, 0)
+
+    def report(self, st: WindowedBucket, batch: Batch, t0: int, lateness_ms: int) -> None:
+        w, late_before = st.windows, st.windows.late_events
+        reports = self.run().advance(w, None if batch.flush else (w.last - lateness_ms if w.last is not None else None))
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).extend([r.tick, list(c)] for c in r.rows)
         for i, rows in by_query.items():
-            out.append(json_record(f"wrows{i}", rows[-1][0], rows))
-        if st.late_events > late_before:
-            out.append(json_record("warn", st.last or 0, f"{st.late_events - late_before} late events: windows up"
-                                   f" to {st.done} ms were already reported"))
-        out.append(json_record("metric", st.last or 0, {"ticks": st.ticks, "events_in": st.events_in,
-                                                         "feedback_triples": st.feedback_triples,
-                                                         "late_events": st.late_events, "bad_rows": bad,
-                                                         "rows": sum(len(r) for r in by_query.values())}))
-        state.update((pickle.dumps(st, protocol=5),))
-        yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
+            batch.out.append(json_record(f"wrows{i}", rows[-1][0], rows))
+        batch.metrics["rows"] = sum(len(r) for r in by_query.values())
+        if w.late_events > late_before:
+            batch.out.append(json_record("warn", w.last or 0, f"{w.late_events - late_before} late events: windows up"
+                                         f" to {w.done} ms were already reported"))
 
-    return op
+    def snapshot(self, st: WindowedBucket, metrics: dict) -> None:
+        w = st.windows  # cumulative in the state: the driver keeps the largest
+        metrics.update(ticks=w.ticks, events_in=w.events_in, feedback_triples=w.feedback_triples,
+                       late_events=w.late_events)
+        metrics.setdefault("bad_rows", 0)  # this batch's (heartbeats carry them)
+
+
+def make_operator(doc: Document, t0: int, lateness_ms: int, small: int = SMALL_WINDOW):
+    """The windowed operator (applyInPandasWithState): one key, the bucket loop of
+    `tefq.spark.operators.base` around `WindowedLogic`."""
+    return bucket_operator(WindowedLogic(doc, t0, small), t0, lateness_ms, "windowed_operator")
 
 
 _runs: dict = {}
-MAP_SCHEMA_COLUMNS = ["k", "ts", "s", "p", "o", "n", "x"]
+COLUMNS = ["ts", "s", "p", "o"]
 
 
 def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_paths: list[str], workdir: str, *,

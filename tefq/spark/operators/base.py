@@ -106,7 +106,8 @@ class Batch:
 
 class BucketLogic:
     """The maths of one query shape. Subclasses set `every_ms` and `late_note` and override the
-    hooks; the loop calls them in this order: `see_time`, `ingest`, `advance`, `finish`, `snapshot`."""
+    hooks; the loop calls them in this order: `see_time`, `ingest`, `report` (by default: `advance`
+    to the final ticks, `finish` at the end of input), `snapshot`."""
 
     every_ms: int
     late_note = "ignored: ticks up to {last} were already reported"
@@ -135,6 +136,21 @@ class BucketLogic:
 
     def snapshot(self, st: BucketState, metrics: dict) -> None:
         """Size figures of the saved state (e.g. open facts)."""
+
+    def report(self, st: BucketState, batch: Batch, t0: int, lateness_ms: int) -> None:
+        """Choose the ticks that became final (the tick grid of spec §4.1), `advance` to them, and
+        `finish` at the end of input. The windowed operator reports at window closes instead."""
+        if st.gmax is None or st.flushed:
+            return
+        ticks = final_ticks(st, batch.flush, t0, self.every_ms, lateness_ms)
+        if len(ticks):
+            self.advance(st, ticks, batch)
+            st.last_tick = int(ticks[-1])
+            if batch.bucket == 0:  # every bucket reports the same ticks: counted once
+                batch.metrics["ticks"] = len(ticks)
+        if batch.flush:
+            st.flushed = True
+            self.finish(st, batch)
 
 
 def widen(st: BucketState, lo: int, hi: int) -> None:
@@ -178,17 +194,7 @@ def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: B
         logic.see_time(st, pdf, kinds, batch)
         pdf, kinds = drop_late(st, pdf, kinds, logic, batch)
         logic.ingest(st, pdf, kinds, batch)
-    if st.gmax is None or st.flushed:
-        return
-    ticks = final_ticks(st, batch.flush, t0, logic.every_ms, lateness_ms)
-    if len(ticks):
-        logic.advance(st, ticks, batch)
-        st.last_tick = int(ticks[-1])
-        if batch.bucket == 0:  # every bucket reports the same ticks: counted once
-            batch.metrics["ticks"] = len(ticks)
-    if batch.flush:
-        st.flushed = True
-        logic.finish(st, batch)
+    logic.report(st, batch, t0, lateness_ms)
 
 
 def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator") -> Callable:
