@@ -111,7 +111,7 @@ def rational_sums(g, lo, hi, rel, every, n_o, nt, count, gi, ki) -> np.ndarray:
 def exact_sums(g, lo, hi, rel, every, n_o, nt) -> np.ndarray:
     """(n_o, nt): per (channel, tick), bit for bit the oracle's math.fsum of the facts' durations
     `(tau - start) / 1000.0`: the engine's integer-limb kernel over every (fact, tick) pair."""
-    from tefq.spark.facts import exact_duration_sums
+    from tefq.spark.kernels.exact import exact_duration_sums
 
     return exact_duration_sums(g, lo, hi, rel, every, n_o, nt)
 

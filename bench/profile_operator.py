@@ -26,10 +26,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 from throughput import IPTV, docs, load  # noqa: E402
 
-from tefq.spark.engine import make_mapper  # noqa: E402
-from tefq.spark.operator import FLUSH, make_operator  # noqa: E402
+from tefq.spark.runtime.mappers import make_mapper  # noqa: E402
+from tefq.spark.operators.base import FLUSH  # noqa: E402
+from tefq.spark.operators.current import make_operator  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
-from tefq.spark.physical import plan_document  # noqa: E402
+from tefq.spark.planning import plan_document  # noqa: E402
 
 
 class FakeState:

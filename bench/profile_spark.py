@@ -30,9 +30,9 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from tefq.io.readers import stream_files
-    from tefq.spark import engine
-    from tefq.spark.physical import plan_document
-    from tefq.spark.session import get_session
+    from tefq.spark.runtime import columns, mappers
+    from tefq.spark.planning import plan_document
+    from tefq.spark.runtime.session import get_session
 
     spark = get_session()
     nb = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -42,8 +42,8 @@ def main() -> None:
         "ts", "s", "p", "o", F.col("_metadata.file_path").alias("file"), F.xxhash64(F.col("_metadata.file_path")).alias("fh"),
         F.col("ts").cast("string").alias("ts_text"))
     n = raw.count()
-    projected = engine._project(raw, plan)
-    mapped = projected.mapInArrow(engine.make_mapper(plan, None), engine._map_schema(plan))
+    projected = columns.project_current(raw, plan)
+    mapped = projected.mapInArrow(mappers.make_mapper(plan, None), mappers.current_map_schema(plan))
     shuffled = mapped.repartition(nb, "b")
     steps = [("read", raw), ("project", projected), ("mapInArrow", mapped), ("shuffle", shuffled)]
     print(f"{n} rows, {len(files)} files, {nb} shuffle partitions")

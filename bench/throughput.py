@@ -126,7 +126,7 @@ def main() -> int:
         result["python_loop_events_per_s"] = table.num_rows / secs
     else:  # the fact-aggregate plan evaluated in one numpy pass (tefq.spark.derived_limit)
         from tefq.spark.derived_limit import single_pass
-        from tefq.spark.physical import plan_document
+        from tefq.spark.planning import plan_document
 
         def timed_single_pass(plan, events):
             started = time.perf_counter()

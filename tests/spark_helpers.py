@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def spark():
-    from tefq.spark.session import get_session
+    from tefq.spark.runtime.session import get_session
 
     s = get_session("local[2]")
     s.conf.set("spark.sql.shuffle.partitions", "2")

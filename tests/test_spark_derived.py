@@ -1,4 +1,4 @@
-"""Derived facts and WHILE on Spark, vectorised (tefq.spark.derived*): the kernels against
+"""Derived facts and WHILE on Spark, vectorised (tefq.spark.kernels.joins*): the kernels against
 brute-force models, the operator against the oracle without Spark over hypothesis streams, and
 real Spark against the oracle on generated UC3 data."""
 from __future__ import annotations
@@ -19,13 +19,14 @@ import spark_docs as sd  # noqa: E402
 from test_spark_operator import FakeState, h  # noqa: E402  (the operator tests' stand-ins)
 
 from tefq.plan.logical import Pattern, Var, WherePattern  # noqa: E402
-from tefq.spark.derived import Relation, coalesce, derive, interval_join  # noqa: E402
-from tefq.spark.derived_operator import FLUSH, HEARTBEAT, make_fact_operator  # noqa: E402
-from tefq.spark.derived_plan import FactAggregatePlan  # noqa: E402
-from tefq.spark.derived_ticks import limb_sums, rounded  # noqa: E402
-from tefq.spark.facts import OPEN  # noqa: E402
+from tefq.spark.kernels.joins import Relation, coalesce, derive, interval_join  # noqa: E402
+from tefq.spark.operators.base import FLUSH, HEARTBEAT  # noqa: E402
+from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
+from tefq.spark.planning.fact import FactAggregatePlan  # noqa: E402
+from tefq.spark.kernels.exact import limb_sums, rounded  # noqa: E402
+from tefq.spark.kernels.intervals import OPEN  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
-from tefq.spark.physical import FallbackPlan, explain_physical, plan_document  # noqa: E402
+from tefq.spark.planning import FallbackPlan, explain_physical, plan_document  # noqa: E402
 
 IPTV = sd.IPTV
 
@@ -103,7 +104,7 @@ def test_derive_equals_per_millisecond_model_also_carried_across_a_cut(left, rig
     once = derive([a, b], ("user", "program"))
     assert as_set(once, ["user", "program"]) == maximal(ms)
     # Two steps: the state at `at` keeps facts open there (as OPEN), the body keeps what is alive.
-    from tefq.spark.derived import cut
+    from tefq.spark.kernels.joins import cut
 
     first = derive([a.take(np.nonzero(a.start <= at)[0]), b.take(np.nonzero(b.start <= at)[0])], ("user", "program"))
     first = Relation(first.vars, first.codes, first.start, np.where(first.end > at, OPEN, first.end))
@@ -302,7 +303,7 @@ def uc3_with_shared_trigger(every: int):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(uc3_streams())
 def test_operator_with_clauses_that_match_the_same_element(stream):
-    from tefq.spark.derived_spark import _exclusive
+    from tefq.spark.runtime.fact_rows import _exclusive
 
     elements, sizes = stream
     doc = uc3_with_shared_trigger(1000)

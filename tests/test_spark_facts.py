@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tefq.spark.facts import (OPEN, SINCE, UNTIL, Events, Intervals, apply_events, current_aggregates,
-                              tick_at_or_after, tick_at_or_before)
+from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
+from tefq.spark.kernels.intervals import OPEN, SINCE, UNTIL, Events, Intervals, apply_events, current_aggregates
 
 
 def sequential(base: list[tuple[int, int, int]], events: list[tuple[int, int, int, int]]):
@@ -134,7 +134,7 @@ def test_apply_order_and_sorted_distinct_match_lexsort_and_distinct(rows):
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-2**62, 2**62)), max_size=25))
 def test_group_index_matches_unique_rows(rows):
-    from tefq.spark.facts import group_index
+    from tefq.spark.kernels.intervals import group_index
 
     groups = np.array(rows, dtype=np.int64).reshape(-1, 2)
     codes, g = group_index(groups)
@@ -147,7 +147,7 @@ def test_fsum_durations_is_the_oracles_fsum_bit_for_bit() -> None:
     millisecond starts (inexact doubles), open and closed facts, 0 to 2 group columns."""
     import math
 
-    from tefq.spark.facts import current_aggregates, fsum_durations
+    from tefq.spark.kernels.intervals import current_aggregates, fsum_durations
 
     rng = np.random.default_rng(7)
     for _ in range(25):

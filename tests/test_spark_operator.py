@@ -16,11 +16,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
 
 from tefq.results import QueryResult  # noqa: E402
-from tefq.spark.engine import make_mapper  # noqa: E402
-from tefq.spark.operator import FLUSH, make_operator  # noqa: E402
-from tefq.spark.sources import FLUSH_TERM  # noqa: E402
+from tefq.spark.runtime.mappers import make_mapper  # noqa: E402
+from tefq.spark.operators.base import FLUSH  # noqa: E402
+from tefq.spark.operators.current import make_operator  # noqa: E402
+from tefq.spark.runtime.sources import FLUSH_TERM  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
-from tefq.spark.physical import plan_document  # noqa: E402
+from tefq.spark.planning import plan_document  # noqa: E402
 
 
 class FakeState:
@@ -146,7 +147,7 @@ def test_lateness_allows_out_of_order_within_bound():
 
 
 def drive_fallback(doc, elements, batch_sizes: list[int], lateness: int = 0):
-    from tefq.spark.fallback import make_fallback_operator
+    from tefq.spark.operators.fallback import make_fallback_operator
 
     q = doc.queries[0]
     op = make_fallback_operator(doc, 0, q.every_ms, 0, lateness)

@@ -1,4 +1,4 @@
-"""Bucket labels: each bucket in a shuffle partition of its own (tefq.spark.partitioning)."""
+"""Bucket labels: each bucket in a shuffle partition of its own (tefq.spark.runtime.partitioning)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from spark_helpers import spark  # noqa: E402,F401
 
 from tefq.errors import TefqError  # noqa: E402
-from tefq.spark.partitioning import by_bucket, checkpointed_labels, shuffle_labels, spark_hash_int  # noqa: E402
+from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, shuffle_labels, spark_hash_int  # noqa: E402
 
 
 @pytest.mark.parametrize("buckets,partitions", [(1, 4), (2, 2), (4, 4), (8, 8), (3, 8), (6, 4)])

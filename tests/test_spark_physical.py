@@ -11,7 +11,7 @@ import spark_docs as sd  # noqa: E402
 
 from tefq.errors import TefqError  # noqa: E402
 from tefq.plan.logical import StreamWindow, WindowedQuery  # noqa: E402
-from tefq.spark.physical import CurrentAggregatePlan, FallbackPlan, explain_physical, plan_document  # noqa: E402
+from tefq.spark.planning import CurrentAggregatePlan, FallbackPlan, explain_physical, plan_document  # noqa: E402
 
 
 def test_uc1_uc2_are_vectorised_and_bucketed_by_the_group_key():
@@ -31,7 +31,7 @@ def test_uc2_aggregates_are_planned_from_duration_of_the_interval():
 
 
 def test_uc3_runs_vectorised_on_the_fact_operator_in_one_bucket():
-    from tefq.spark.derived_plan import FactAggregatePlan
+    from tefq.spark.planning.fact import FactAggregatePlan
 
     (plan,) = plan_document(sd.uc3(), 4)
     assert isinstance(plan, FactAggregatePlan) and plan.buckets == 1

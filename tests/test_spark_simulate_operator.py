@@ -15,8 +15,9 @@ from test_spark_operator import drive as drive_native, streams  # noqa: E402
 
 from tefq.oracle import run as oracle_run  # noqa: E402
 from tefq.simulate import run as simulate_run  # noqa: E402
-from tefq.spark.facts import SINCE, UNTIL, Events, Intervals  # noqa: E402
-from tefq.spark.simulate import make_simulation_operator, state_changes  # noqa: E402
+from tefq.spark.kernels.intervals import SINCE, UNTIL, Events, Intervals  # noqa: E402
+from tefq.spark.kernels.strategies import state_changes  # noqa: E402
+from tefq.spark.operators.simulated import make_simulation_operator  # noqa: E402
 
 
 def drive(doc, strategy: str, elements, batch_sizes: list[int], buckets: int):

@@ -88,17 +88,10 @@ def background_index(graph) -> TripleIndex:
 
 
 def rdflib_term(t) -> str:
-    from rdflib import BNode, Literal, URIRef
+    """An rdflib term as N-Triples (`tefq.oracle.windowed.r2r.to_nt`, the one conversion)."""
+    from tefq.oracle.windowed.r2r import to_nt
 
-    from tefq.terms import literal
-
-    if isinstance(t, URIRef):
-        return f"<{t}>"
-    if isinstance(t, BNode):
-        return f"_:{t}"
-    if isinstance(t, Literal):
-        return literal(str(t), str(t.datatype) if t.datatype else None, t.language)
-    raise ValueError(f"unsupported RDF term {t!r}")
+    return to_nt(t)
 
 
 def match_bgp(patterns: tuple[Pattern, ...], index: TripleIndex, binding: Binding) -> Iterator[Binding]:

@@ -9,16 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
+
 Element = tuple[int, str, str, str]
 MAX_WARNINGS = 20  # late-event warnings per query group (as on Spark)
-
-
-def tick_at_or_before(t: int, t0: int, d: int) -> int:
-    return t0 + ((t - t0) // d) * d
-
-
-def tick_at_or_after(t: int, t0: int, d: int) -> int:
-    return t0 - ((t0 - t) // d) * d
 
 
 def drop_late(arrived: Sequence[Element], batch_sizes: Sequence[int], lateness_ms: int, every_ms: int,

@@ -24,11 +24,12 @@ from bisect import bisect_left, insort
 from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
+from tefq.errors import TefqError
 from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filters_pass
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
 from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_value
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
-from tefq.errors import TefqError
+from tefq.plan.ticks import tick_index_at_or_after, tick_range
 from tefq.results import QueryResult, Row, order_key
 
 DEFAULT_MAX_TICKS = 1_000_000  # ticks with rows one query may report (--max-ticks; 0 = no bound)
@@ -65,12 +66,6 @@ def expr_vars(e: Expr | None) -> set[str]:
             out |= expr_vars(a)
         return out
     return set()
-
-
-def tick_range(first_t: int, last_t: int, t0: int, d: int) -> tuple[int, int]:
-    """Indices k of the first and last ticks `t0 + k*d` (spec §4.1): the first at or after the
-    first event, the last at or after the last event."""
-    return -((t0 - first_t) // d), -((t0 - last_t) // d)
 
 
 @dataclass
@@ -344,8 +339,8 @@ class QueryEvaluator:
         changes: dict[int, list[tuple[int, Solution]]] = {}
         for sol in self.solutions():
             for lo, hi in sol.activity:
-                ka = k_first if lo == -INF else max(k_first, -((t0 - int(lo)) // d))
-                kb = k_last + 1 if hi == INF else min(k_last + 1, -((t0 - int(hi)) // d))
+                ka = k_first if lo == -INF else max(k_first, tick_index_at_or_after(int(lo), t0, d))
+                kb = k_last + 1 if hi == INF else min(k_last + 1, tick_index_at_or_after(int(hi), t0, d))
                 if ka < kb:
                     changes.setdefault(ka, []).append((1, sol))
                     if kb <= k_last:

@@ -30,7 +30,7 @@ from rdflib.plugins.sparql.sparql import FrozenBindings, QueryContext, SPARQLErr
 from rdflib.term import Variable
 
 from tefq.errors import TefqError
-from tefq.oracle.windowed.r2r import _TIMESTAMP_FN, Answer, Evaluator, _timestamps, to_nt, to_rdflib
+from tefq.oracle.windowed.r2r import TIMESTAMP_FN, Answer, Evaluator, to_nt, to_rdflib, window_timestamps
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 _INT_TYPES = {f"{XSD}{t}" for t in ("integer", "int", "long", "short", "byte", "nonNegativeInteger",
@@ -164,7 +164,7 @@ class VectorEvaluator:
                         else content)
                 return self.prepared.evaluate(rows)
         w = Window.of(content, self.background, self.predicates, self.prepared.uses_timestamp)
-        token = _timestamps.set(w.stamps)
+        token = window_timestamps.set(w.stamps)
         try:
             run = _Run(w, self._error)
             form = self.prepared.form
@@ -183,7 +183,7 @@ class VectorEvaluator:
         except Exception as e:  # noqa: BLE001 - as the oracle: an evaluation error is the query's fault
             raise TefqError(f"SPARQL evaluation failed: {e}", self.source, self.line) from None
         finally:
-            _timestamps.reset(token)
+            window_timestamps.reset(token)
 
 
 _SUPPORTED = {"BGP", "Join", "LeftJoin", "Filter", "Union", "Minus", "Extend", "Project", "Distinct",
@@ -570,7 +570,7 @@ class _Run:
                 v = np.where(unbound, 0, v).astype(np.int64).astype(object)  # exact Python ints
                 acc = acc + v if op == "+" else acc - v
             return np.array([None if u else _int_term(int(x)) for x, u in zip(acc, unbound)], dtype=object)
-        if name == "Function" and expr.iri == _TIMESTAMP_FN:
+        if name == "Function" and expr.iri == TIMESTAMP_FN:
             return None
         if name in ("ConditionalAndExpression", "ConditionalOrExpression", "UnaryNot", "Builtin_BOUND",
                     "RelationalExpression"):

@@ -17,7 +17,8 @@ from bisect import bisect_left
 import pandas as pd
 
 from tefq.oracle.windowed.query import from_windowed
-from tefq.oracle.windowed.runner import _canonical, _columns, _names_stream, _Stream, r2s_rows
+from tefq.oracle.windowed.runner import Stream, names_stream, r2s_rows, result_columns
+from tefq.oracle.windowed.runner import canonical_cell as canonical
 from tefq.oracle.windowed.windows import close_instants
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.relational.sparql import VectorEvaluator
@@ -27,11 +28,11 @@ COLUMNS = ["ts", "s", "p", "o"]
 
 @dataclass
 class WindowedState:
-    """What the operator keeps between micro-batches. Streams are the oracle's `_Stream`s:
+    """What the operator keeps between micro-batches. Streams are the oracle's `Stream`s:
     time-ordered element lists, searched by bisection (cheaper than a DataFrame per window)."""
 
-    external: _Stream = field(default_factory=_Stream)
-    feeds: dict[str, _Stream] = field(default_factory=dict)
+    external: Stream = field(default_factory=Stream)
+    feeds: dict[str, Stream] = field(default_factory=dict)
     first: int | None = None
     last: int | None = None
     done: int | None = None  # every report instant <= done has been evaluated
@@ -59,7 +60,7 @@ class IncrementalRun:
         self.t0 = t0
         self.evaluators = [VectorEvaluator(q.sparql, doc.source, line=getattr(s, "line", 0), small=small)
                            for q, s in zip(self.queries, self.spans)]
-        self.columns = [_columns(q) for q in self.queries]
+        self.columns = [result_columns(q) for q in self.queries]
         self.max_range = max((w.range_ms for q in self.queries for w in q.windows), default=0)
 
     @property
@@ -116,10 +117,10 @@ class IncrementalRun:
             if q.registers_stream and q.form == "construct" and cells_list:
                 fed = list(dict.fromkeys(cells_list))  # a stream is a set: one element per triple
                 st.feedback_triples += len(fed)
-                feed = st.feeds.setdefault(q.name, _Stream())
+                feed = st.feeds.setdefault(q.name, Stream())
                 feed.fed.extend((c, s, p, o) for s, p, o in fed)
                 feed.fed_ts.extend([c] * len(fed))
-            rows = [tuple(_canonical(x) for x in r) for r in cells_list]
+            rows = [tuple(canonical(x) for x in r) for r in cells_list]
             if rows:
                 reports.append(Report(i, c, rows))
         if upto is None:
@@ -132,10 +133,10 @@ class IncrementalRun:
         self._prune(st)
         return reports
 
-    def _source(self, st: WindowedState, iri: str | None) -> _Stream:
+    def _source(self, st: WindowedState, iri: str | None) -> Stream:
         for q in self.queries:
-            if q.registers_stream and _names_stream(iri, q.name):
-                return st.feeds.setdefault(q.name, _Stream())
+            if q.registers_stream and names_stream(iri, q.name):
+                return st.feeds.setdefault(q.name, Stream())
         return st.external
 
     def _prune(self, st: WindowedState) -> None:

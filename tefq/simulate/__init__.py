@@ -12,8 +12,7 @@ from typing import Iterable
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
-
-STRATEGIES = ("refresh", "refresh-group", "sequence")
+from tefq.simulate.names import STRATEGIES
 
 Element = tuple[int, str, str, str]
 

@@ -61,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from tefq.simulate.compare import compare, format_table, read_elements, stream_paths, usecase_path
+    from tefq.simulate.compare import compare, format_table, read_elements, stream_paths
+    from tefq.simulate.usecases import usecase_path
 
     if args.plot:  # plotting is an optional extra: say so before the long run
         from tefq.plotting import require_matplotlib

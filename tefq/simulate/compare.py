@@ -87,7 +87,7 @@ def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], a
             raise TefqError("background knowledge is not yet supported on Spark (try --engine oracle)",
                             file="--background")
         if spark is None:
-            from tefq.spark.session import get_session
+            from tefq.spark.runtime.session import get_session
 
             spark = get_session()
     from tefq.oracle import prepare
@@ -173,17 +173,6 @@ def _fmt_window(s: float) -> str:
 
 
 # ---------------------------------------------------------------- inputs
-def usecase_path(name: str) -> str:
-    """usecases/<name>.tef next to the package (a source checkout) or in the working directory."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for base in (os.getcwd(), here):
-        p = os.path.join(base, "usecases", f"{name}.tef")
-        if os.path.isfile(p):
-            return p
-    raise TefqError(f"cannot find usecases/{name}.tef (run from the tefq checkout, or pass --query FILE.tef)",
-                    file="--usecase")
-
-
 def stream_paths(directory: str, usecase: str) -> list[str]:
     """A generated data set (`tefq gen iptv`) has log/ and epg/; UC3 reads both, UC1/UC2 the log."""
     if not os.path.exists(directory):

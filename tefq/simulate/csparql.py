@@ -20,14 +20,13 @@ from dataclasses import dataclass
 
 from tefq.errors import TefqError
 from tefq.results import Row
+from tefq.simulate.usecases import usecase_path
 
 Element = tuple[int, str, str, str]
 _RANGE = re.compile(r"RANGE\s+[^\s\]]+")  # C-SPARQL `RANGE 10s TUMBLING]`, RSP-QL `RANGE PT10S]`
 
 
 def csparql_path(usecase: str) -> str:
-    from tefq.simulate.compare import usecase_path
-
     tef = usecase_path(usecase)
     path = os.path.join(os.path.dirname(tef), f"{usecase}_csparql.rspql")
     if not os.path.isfile(path):

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Fact, Var, WherePattern
+from tefq.plan.ticks import run_ticks
 from tefq.results import Metrics, QueryResult
 from tefq.oracle.expr import EvalError, aggregate, evaluate
 from tefq.oracle.values import DateTime, datetime_term, to_term
@@ -54,13 +55,6 @@ class Strategy(Protocol):
     def restore(self) -> WindowState: ...
 
     def carry(self, tau: int, state: WindowState, changes: list[StateChange]) -> None: ...
-
-
-def ticks(first_ts: int, last_ts: int, w: int, t0: int) -> range:
-    """Ticks `t0 + k*w` from the first at or after the first event to the first at or after the last."""
-    k_first = -((t0 - first_ts) // w)  # ceil((first - t0) / w)
-    k_last = -((t0 - last_ts) // w)
-    return range(t0 + k_first * w, t0 + k_last * w + 1, w)
 
 
 def prepare(elements) -> list[Element]:
@@ -104,7 +98,7 @@ class WindowedExecutor:
             return
         times = [e[0] for e in elements]
         lo = 0
-        for tau in ticks(times[0], times[-1], self.w, t0):
+        for tau in run_ticks(times[0], times[-1], t0, self.w):
             hi = bisect.bisect_right(times, tau, lo)
             self.window(tau, elements[lo:hi])
             lo = hi

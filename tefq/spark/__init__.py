@@ -11,7 +11,7 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
 
 
 def explain_physical(doc: Document) -> str:
-    from tefq.spark.physical import explain_physical as _explain
+    from tefq.spark.planning import explain_physical as _explain
 
     return _explain(doc)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tefq.spark.derived_operator import FactEvaluator, FactState
-from tefq.spark.derived_plan import FactAggregatePlan
-from tefq.spark.facts import Events, tick_at_or_after
+from tefq.spark.operators.fact import FactEvaluator, FactState
+from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.plan.ticks import tick_at_or_after
+from tefq.spark.kernels.intervals import Events
 
 
 def single_pass(plan: FactAggregatePlan, table, t0: int = 0) -> int:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from functools import reduce
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -29,65 +27,30 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
+from tefq.spark.operators.base import ELEMENT, Batch, BucketLogic, BucketState, RowKind, bucket_operator, widen
 from tefq.spark.output import RECORD_SCHEMA, json_record
-from tefq.spark.sources import FLUSH_TERM, read_control, read_stream, write_flush
+from tefq.spark.runtime.columns import bad_reason, bad_text
+from tefq.spark.runtime.mappers import PartitionScan
+from tefq.spark.runtime.progress import Progress, ours, run_until_done
+from tefq.spark.runtime.sink import read_sink
+from tefq.spark.planning.windowed import SMALL_WINDOW, WindowedPlan, plan_windowed, small_window
+from tefq.spark.runtime.sources import FLUSH_TERM, read_control, read_stream, write_flush
 
-DATA, HEARTBEAT, FLUSH, BAD, OTHER = 0, 2, 3, 4, 5
+DATA, HEARTBEAT, FLUSH, BAD, OTHER, IGNORED = (ELEMENT, RowKind.HEARTBEAT, RowKind.FLUSH, RowKind.BAD,
+                                             RowKind.OTHER, RowKind.IGNORED)
 MAP_SCHEMA = "k int, ts long, s string, p string, o string, n long, x string"
-SMALL_WINDOW = 1000  # relevant triples below which a window goes to rdflib (measured: docs/spark-windowed.md)
-
-
-@dataclass(frozen=True)
-class WindowedPlan:
-    """Every windowed query of a document, run by one stateful operator."""
-
-    queries: tuple[str, ...]
-    windows: tuple[str, ...]  # per query, for explain
-    predicates: frozenset[str] | None
-    feedback: tuple[str, ...]  # REGISTER STREAM names
-    query: str = "windowed"
-
-    def explain(self) -> str:
-        lines = [f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL, spec §8) — report at window close,"
-                 " Rstream"]
-        lines.append("  Sink: parquet file sink (exactly once with --checkpoint) -> rows decoded on the driver")
-        lines.append("  WindowedOperator: applyInPandasWithState, one key (windows in close order:"
-                     f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}); state = open windows'"
-                     " elements + fed-back triples; at event time >= close: vectorised SPARQL algebra per window"
-                     f" (tefq.relational.sparql; < {small_window()} triples: rdflib)")
-        for name, w in zip(self.queries, self.windows):
-            lines.append(f"    {name}: {w}")
-        lines.append("  Exchange SinglePartition (key 0)")
-        lines.append("  MapInArrow: per-partition heartbeat (event-time range, element count), bad rows")
-        preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))
-        lines.append(f"  Project: kind, ts, terms only for predicates {preds} (others: time only)")
-        lines.append("  FileStreamSource (ts, s, p, o) [maxFilesPerTrigger]")
-        return "\n".join(lines)
-
-
-def plan_windowed(doc: Document) -> WindowedPlan:
-    from tefq.relational.windowed import IncrementalRun
-
-    run = IncrementalRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
-    descr = []
-    for q in run.queries:
-        descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
-                                for w in q.windows) + f" -> {q.form.upper()}")
-    return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
-                        tuple(q.name for q in run.queries if q.registers_stream))
 
 
 def _project(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
-    from tefq.spark.engine import _bad_reason, _bad_text
-
-    bad = _bad_reason()
+    bad = bad_reason()
     relevant = F.col("ts") >= F.lit(t0)
     if plan.predicates is not None:
         relevant = relevant & F.col("p").isin(*sorted(plan.predicates))
-    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(FLUSH)).when(bad.isNotNull(), F.lit(BAD))
-            .when(relevant, F.lit(DATA)).when(F.col("ts") >= F.lit(t0), F.lit(OTHER)).otherwise(F.lit(-1)))
-    keep = F.col("k") == F.lit(DATA)
-    return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", _bad_text(bad).alias("x")).select(
+    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(FLUSH))).when(bad.isNotNull(), F.lit(int(BAD)))
+            .when(relevant, F.lit(int(DATA))).when(F.col("ts") >= F.lit(t0), F.lit(int(OTHER)))
+            .otherwise(F.lit(int(IGNORED))))
+    keep = F.col("k") == F.lit(int(DATA))
+    return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", bad_text(bad).alias("x")).select(
         "k", "ts", F.when(keep, F.col("s")).alias("s"), F.when(keep, F.col("p")).alias("p"),
         F.when(keep, F.col("o")).alias("o"), F.lit(0).cast("long").alias("n"), "x")
 
@@ -99,81 +62,99 @@ def make_mapper(bad_rows: str | None):
     def mapper(batches):
         import pyarrow.compute as pc
 
-        from tefq.spark.engine import PartitionScan
-
         scan, seen = PartitionScan(bad_rows), False
         for rb in batches:
             seen = True
             k = rb.column("k")
-            scan.see(rb, pc.or_(pc.equal(k, DATA), pc.equal(k, OTHER)), pc.equal(k, BAD))
-            keep = rb.filter(pc.or_(pc.equal(k, DATA), pc.equal(k, FLUSH)))
+            scan.see(rb, pc.or_(pc.equal(k, int(DATA)), pc.equal(k, int(OTHER))), pc.equal(k, int(BAD)))
+            keep = rb.filter(pc.or_(pc.equal(k, int(DATA)), pc.equal(k, int(FLUSH))))
             if keep.num_rows:
                 yield keep.select(out_schema.names).cast(out_schema)
         if seen and scan.any:  # ts = min, n = count, x = "max|bad"
             yield pa.RecordBatch.from_pydict(
-                {"k": [HEARTBEAT], "ts": [scan.lo or 0], "s": [None], "p": [None], "o": [None],
+                {"k": [int(HEARTBEAT)], "ts": [scan.lo or 0], "s": [None], "p": [None], "o": [None],
                  "n": [scan.count], "x": [f"{scan.hi if scan.hi is not None else ''}|{scan.bad}"]}, schema=out_schema)
 
     return mapper
 
 
-def small_window() -> int:
-    """SMALL_WINDOW, or TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
-    return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
+class WindowedBucket(BucketState):
+    """The one key's state: the incremental run's (`WindowedState`) and the bad-row count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from tefq.relational.windowed import WindowedState
+
+        self.windows = WindowedState()
 
 
-def make_operator(doc: Document, t0: int, lateness_ms: int, small: int = SMALL_WINDOW):
-    """The windowed operator (applyInPandasWithState): one key, one pickled `WindowedState`."""
-    import pickle
+class WindowedLogic(BucketLogic):
+    """The windowed maths under the bucket loop: elements kept for open windows, each window
+    evaluated when event time (minus the lateness) passes its close. Late elements are not dropped:
+    windows still open need them (the incremental run counts them)."""
 
-    def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
-        from tefq.relational.windowed import IncrementalRun, WindowedState
+    data_kinds = ()
 
-        cache_key = (doc.source, t0, small, tuple(getattr(q, "sparql", "") for q in doc.queries))
-        run = _runs.get(cache_key)
-        if run is None:  # parse once per worker process
-            run = _runs[cache_key] = IncrementalRun(doc, t0, small=small)
-        st: WindowedState = pickle.loads(state.get[0]) if state.exists else WindowedState()
-        parts = [p for p in pdfs if len(p)]
-        pdf = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=MAP_SCHEMA_COLUMNS)
-        kind = pdf["k"].to_numpy()
-        hb = pdf[kind == HEARTBEAT]
-        lo = int(hb["ts"].min()) if len(hb) else None
+    def __init__(self, doc: Document, t0: int, small: int) -> None:
+        self.doc, self.t0, self.small = doc, t0, small
+
+    def run(self):
+        from tefq.relational.windowed import IncrementalRun
+
+        key = (self.doc.source, self.t0, self.small, tuple(getattr(q, "sparql", "") for q in self.doc.queries))
+        if key not in _runs:  # parse once per worker process
+            _runs[key] = IncrementalRun(self.doc, self.t0, small=self.small)
+        return _runs[key]
+
+    def new_state(self) -> WindowedBucket:
+        return WindowedBucket()
+
+    def see_time(self, st: WindowedBucket, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        hb = pdf[kinds == HEARTBEAT]  # ts = min, n = count, x = "max|bad"
         his = [int(x.split("|")[0]) for x in hb["x"] if x.split("|")[0]]
-        bad = sum(int(x.split("|")[1]) for x in hb["x"])
-        data = pdf[kind == DATA][["ts", "s", "p", "o"]].astype({"ts": np.int64})
-        late_before = st.late_events
-        run.add(st, data, lo if his else None, max(his) if his else None, int(hb["n"].sum()) if len(hb) else 0)
-        flush = bool((kind == FLUSH).any())
-        reports = run.advance(st, None if flush else (st.last - lateness_ms if st.last is not None else None))
-        out = []
+        batch.metrics["bad_rows"] = sum(int(x.split("|")[1]) for x in hb["x"])
+        lo, hi = (int(hb["ts"].min()), max(his)) if his else (None, None)
+        self.run().add(st.windows, pdf.iloc[:0][COLUMNS], lo, hi, int(hb["n"].sum()) if len(hb) else 0)
+        if his:
+            widen(st, lo, hi)
+
+    def ingest(self, st: WindowedBucket, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        self.run().add(st.windows, pdf[kinds == DATA][COLUMNS].astype({"ts": np.int64}), None, None, 0)
+
+    def report(self, st: WindowedBucket, batch: Batch, t0: int, lateness_ms: int) -> None:
+        w, late_before = st.windows, st.windows.late_events
+        reports = self.run().advance(w, None if batch.flush else (w.last - lateness_ms if w.last is not None else None))
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).extend([r.tick, list(c)] for c in r.rows)
         for i, rows in by_query.items():
-            out.append(json_record(f"wrows{i}", rows[-1][0], rows))
-        if st.late_events > late_before:
-            out.append(json_record("warn", st.last or 0, f"{st.late_events - late_before} late events: windows up"
-                                   f" to {st.done} ms were already reported"))
-        out.append(json_record("metric", st.last or 0, {"ticks": st.ticks, "events_in": st.events_in,
-                                                         "feedback_triples": st.feedback_triples,
-                                                         "late_events": st.late_events, "bad_rows": bad,
-                                                         "rows": sum(len(r) for r in by_query.values())}))
-        state.update((pickle.dumps(st, protocol=5),))
-        yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
+            batch.out.append(json_record(f"wrows{i}", rows[-1][0], rows))
+        batch.metrics["rows"] = sum(len(r) for r in by_query.values())
+        if w.late_events > late_before:
+            batch.out.append(json_record("warn", w.last or 0, f"{w.late_events - late_before} late events: windows up"
+                                         f" to {w.done} ms were already reported"))
 
-    return op
+    def snapshot(self, st: WindowedBucket, metrics: dict) -> None:
+        w = st.windows  # cumulative in the state: the driver keeps the largest
+        metrics.update(ticks=w.ticks, events_in=w.events_in, feedback_triples=w.feedback_triples,
+                       late_events=w.late_events)
+        metrics.setdefault("bad_rows", 0)  # this batch's (heartbeats carry them)
+
+
+def make_operator(doc: Document, t0: int, lateness_ms: int, small: int = SMALL_WINDOW):
+    """The windowed operator (applyInPandasWithState): one key, the bucket loop of
+    `tefq.spark.operators.base` around `WindowedLogic`."""
+    return bucket_operator(WindowedLogic(doc, t0, small), t0, lateness_ms, "windowed_operator")
 
 
 _runs: dict = {}
-MAP_SCHEMA_COLUMNS = ["k", "ts", "s", "p", "o", "n", "x"]
+COLUMNS = ["ts", "s", "p", "o"]
 
 
 def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_paths: list[str], workdir: str, *,
                  t0: int, lateness_ms: int, follow: bool, max_files_per_trigger: int | None,
                  bad_rows: str | None, progress: bool) -> tuple[list[QueryResult], dict]:
     """Run the plan; returns one QueryResult per windowed query (document order) and the metrics."""
-    from tefq.spark.engine import _Progress, _read_sink, _run_until_done, _bad_row_error, BAD_ROW
     from tefq.relational.windowed import IncrementalRun
 
     qdir = os.path.join(workdir, plan.query)
@@ -184,7 +165,7 @@ def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_
     mapped = df.mapInArrow(make_mapper(bad_rows), MAP_SCHEMA).withColumn("key", F.lit(0))
     result = mapped.groupBy("key").applyInPandasWithState(
         make_operator(doc, t0, lateness_ms, small_window()), RECORD_SCHEMA, "blob binary", "append", GroupStateTimeout.NoTimeout)
-    pr = _Progress(progress, plan.query)
+    pr = Progress(progress, plan.query)
 
     def start(**trigger):
         return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
@@ -192,19 +173,20 @@ def run_windowed(spark: SparkSession, doc: Document, plan: WindowedPlan, stream_
 
     try:
         if follow:
-            _run_until_done(start(processingTime="1 second"), pr)
+            run_until_done(start(processingTime="1 second"), pr)
         else:
-            _run_until_done(start(availableNow=True), pr)
+            run_until_done(start(availableNow=True), pr)
             write_flush(ctl)
-            _run_until_done(start(availableNow=True), pr)
+            run_until_done(start(availableNow=True), pr)
     except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; find ours
-        if BAD_ROW in str(e):
-            raise _bad_row_error(str(e)) from None
-        raise
+        err = ours(e)
+        if err is e:
+            raise
+        raise err from None
     run = IncrementalRun(doc, t0)
     results = [QueryResult(q.name, cols) for q, cols in zip(run.queries, run.columns)]
     metrics: dict = {}
-    pdf = _read_sink(out)
+    pdf = read_sink(out)
     for kind, payload in zip(pdf["kind"], pdf["payload"]):
         if kind.startswith("wrows"):
             results[int(kind[5:])].rows.extend((int(t), tuple(c)) for t, c in json.loads(payload))

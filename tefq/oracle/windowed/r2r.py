@@ -26,6 +26,7 @@ Row = tuple[str | None, ...]
 
 _TIMESTAMP_FN = URIRef("urn:tefq:fn:timestamp")
 _timestamps: contextvars.ContextVar[dict] = contextvars.ContextVar("tefq_window_timestamps", default={})
+TIMESTAMP_FN, window_timestamps = _TIMESTAMP_FN, _timestamps  # public: tefq.relational.sparql evaluates windows too
 
 
 def _timestamp(s: Node, p: Node, o: Node) -> Literal:
@@ -60,16 +61,18 @@ def to_rdflib(nt: str) -> Node:
 
 
 def to_nt(term: Node | None) -> str | None:
+    """An rdflib term as an N-Triples term (None stays None): the one rdflib -> N-Triples conversion."""
     if term is None:
         return None
     if isinstance(term, URIRef):
         return f"<{term}>"
     if isinstance(term, BNode):
         return f"_:{term}"
-    from tefq.terms import literal
+    if isinstance(term, Literal):
+        from tefq.terms import literal
 
-    lit: Literal = term  # type: ignore[assignment]
-    return literal(str(lit), str(lit.datatype) if lit.datatype else None, lit.language)
+        return literal(str(term), str(term.datatype) if term.datatype else None, term.language)
+    raise ValueError(f"unsupported RDF term {term!r}")
 
 
 def _rewrite_timestamp(sparql: str) -> str:

@@ -152,9 +152,6 @@ def canonical_cell(cell: str | None) -> str | None:
     return to_term(v) if is_numeric(v) else cell
 
 
-_canonical = canonical_cell  # the name tefq.relational.windowed imports
-
-
 def _columns(q: OracleQuery) -> tuple[str, ...]:
     if q.form == "construct":
         return ("s", "p", "o")
@@ -178,4 +175,7 @@ def r2s_rows(cells_list: list, previous: dict | None, op: str) -> tuple[list, di
     return ([] if previous is None else [cells for k, cells in previous.items() if k not in keyed]), keyed
 
 
-__all__ = ["run", "r2s_rows", "canonical_cell", "WindowedResults"]
+# The public seam for the incremental evaluator (tefq.relational.windowed): the same objects.
+Stream, result_columns, names_stream = _Stream, _columns, _names_stream
+
+__all__ = ["run", "r2s_rows", "canonical_cell", "WindowedResults", "Stream", "result_columns", "names_stream"]

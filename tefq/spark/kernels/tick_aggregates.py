@@ -22,12 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.derived import Relation, coalesce, expand, key_ranks, members
+from tefq.spark.kernels.exact import cell_sums, limbs, range_duration_limbs, rounded
+from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.output import NumericRows
-
-LIMB = 32  # bits per limb: bincount sums limbs in float64, exact below 2^53 ...
-MAX_TERMS = 1 << 21  # ... for up to 2^21 terms per call
-SCALE = 62  # a duration of whole ms, as a double, is an integer multiple of 2^-62 s
 
 
 @dataclass(frozen=True)
@@ -109,51 +106,6 @@ def _merged(keys: np.ndarray, ka: np.ndarray, kb: np.ndarray) -> tuple[np.ndarra
     return r.codes, r.start, r.end
 
 
-def limbs(x: np.ndarray) -> np.ndarray:
-    """(3, n) int64: the 32-bit limbs of `x * 2^SCALE`, an integer below 2^96 for every
-    non-negative double that is a multiple of 2^-SCALE below 2^34 (durations of whole ms)."""
-    mant, exp = np.frexp(x)
-    m = (mant * 2.0**53).astype(np.uint64)  # x = m * 2^(exp - 53), m < 2^53
-    shift = np.where(m == 0, 0, exp.astype(np.int64) - 53 + SCALE)  # x * 2^SCALE = m << shift
-    if len(x) and (shift.min() < 0 or shift.max() > 3 * LIMB - 53):
-        raise ValueError("a duration outside the exact range (1 ms to 2^34 s)")
-    shift = shift.astype(np.uint64)
-    low = m << shift  # the low 64 bits (wraps)
-    high = (m >> np.uint64(1)) >> (np.uint64(63) - shift)  # the bits above 64
-    mask = np.uint64((1 << LIMB) - 1)
-    return np.stack([(low & mask).view(np.int64), (low >> np.uint64(LIMB)).view(np.int64), high.view(np.int64)])
-
-
-def cell_sums(cell: np.ndarray, lim: np.ndarray, ncells: int) -> np.ndarray:
-    """(3, ncells) int64: per cell, the sums of the limbs (float64 sums of 32-bit values: exact)."""
-    out = np.zeros((3, ncells), dtype=np.int64)
-    for lo in range(0, len(cell), MAX_TERMS):
-        part = slice(lo, lo + MAX_TERMS)
-        for j in range(3):
-            out[j] += np.bincount(cell[part], weights=lim[j, part].astype(np.float64), minlength=ncells).astype(np.int64)
-    return out
-
-
-def limb_sums(cell: np.ndarray, x: np.ndarray, ncells: int) -> np.ndarray:
-    return cell_sums(cell, limbs(x), ncells)
-
-
-def rounded(sums: np.ndarray) -> np.ndarray:
-    """The correctly rounded double of each column's exact total `sum_j sums[j] * 2^(32 j - SCALE)`.
-    After carrying, total = hi * 2^43 + lo with hi < 2^53 and lo < 2^43 both exact doubles, and one
-    IEEE addition rounds their exact sum correctly."""
-    mask = (1 << LIMB) - 1
-    n = sums.copy()
-    for j in range(2):
-        n[j + 1] += n[j] >> LIMB
-        n[j] &= mask
-    if len(n[2]) and int(n[2].max()) >= 1 << 32:
-        raise ValueError("a duration sum outside the exact range")
-    hi = ((n[2] << 21) | (n[1] >> 11)).astype(np.float64) * 2.0**43
-    lo = (((n[1] & ((1 << 11) - 1)) << LIMB) | n[0]).astype(np.float64)
-    return (hi + lo) * 2.0**-SCALE
-
-
 def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.ndarray) -> NumericRows:
     """The rows (one per group with an active solution, per tick) at `ticks` (evenly spaced)."""
     nt, d = len(ticks), spec.every_ms
@@ -218,15 +170,5 @@ def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray
                       - cell_sums(lay.cell(gc, kb[closed]), lim, lay.size), axis=1)
     # The open part, in chunks of whole ranges so that the (solution, tick) pairs stay bounded.
     opened = kc > ka
-    ka, n, s, cofs = ka[opened], (kc - ka)[opened], s[opened], (lay.base - lay.lo)[g[opened]]
-    t_first = int(ticks[0])
-    ends = np.cumsum(n)
-    lo = 0
-    while lo < len(ka):
-        hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + chunk, "right")))
-        part = slice(lo, hi)
-        k = members(ka[part], n[part])  # tick index of every (solution, tick) pair
-        x = (np.repeat(t_first - s[part], n[part]) + k * d) / 1000.0
-        total += limb_sums(k + np.repeat(cofs[part], n[part]), x, lay.size)
-        lo = hi
-    return total
+    return total + range_duration_limbs((lay.base - lay.lo)[g[opened]], ka[opened], (kc - ka)[opened],
+                                        s[opened] - int(ticks[0]), d, lay.size, chunk)

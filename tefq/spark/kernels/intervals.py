@@ -3,13 +3,15 @@
 A bucket holds the facts of many identities as columns. `apply_events` applies a batch of SINCE /
 UNTIL events to those intervals in one pass (sort, shift, mask) instead of one step per event, and
 `current_aggregates` evaluates counts and duration sums at many ticks with difference arrays.
-The Spark operator (`tefq.spark.operator`) calls these once per micro-batch per bucket.
+The Spark operator (`tefq.spark.operators`) calls these once per micro-batch per bucket.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from tefq.spark.kernels.exact import exact_duration_sums
 
 OPEN = np.int64(2**62)  # the end of an open fact (+inf)
 SINCE, UNTIL = 0, 1
@@ -135,10 +137,16 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     """`apply_events` for events already sorted by (fid, ts, order) (`Events.apply_order`)."""
     if len(ev) == 0:
         return Applied(base, 0)
+    last_of_fid, latest, pos, base_open = latest_status(base, ev)
+    effective, unmatched = effective_events(ev, pos, base_open)
+    return Applied(rebuild(base, last_of_fid, latest, *effective), unmatched)
+
+
+def latest_status(base: Intervals, ev: Events):
+    """Status before the first event of each identity: the latest interval of that identity in
+    base. Returns (base rows that are their fid's latest, those rows, each event's position among
+    them, whether the event's identity is open there)."""
     n = len(ev)
-    # Status before the first event of each identity: the latest interval of that identity in base.
-    first = np.ones(n, dtype=bool)
-    first[1:] = ev.fid[1:] != ev.fid[:-1]
     last_of_fid = np.ones(len(base), dtype=bool)
     if len(base):
         last_of_fid[:-1] = base.fid[:-1] != base.fid[1:]
@@ -147,7 +155,15 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     pos_c = np.minimum(pos, max(len(latest) - 1, 0))
     has_base = (pos < len(latest)) & (latest.fid[pos_c] == ev.fid) if len(latest) else np.zeros(n, bool)
     base_open = has_base & (latest.end[pos_c] == OPEN) if len(latest) else np.zeros(n, bool)
+    return last_of_fid, latest, pos, base_open
 
+
+def effective_events(ev: Events, pos: np.ndarray, base_open: np.ndarray):
+    """The events that change a status (and are not cancelled by coalescing), as (fid, ts, opens,
+    groups, position among the latest base rows), and the number of unmatched UNTILs."""
+    n = len(ev)
+    first = np.ones(n, dtype=bool)
+    first[1:] = ev.fid[1:] != ev.fid[:-1]
     # The status after an event depends only on its kind: open after SINCE, closed after UNTIL.
     prev_open = np.empty(n, dtype=bool)
     prev_open[1:] = ev.kind[:-1] == SINCE
@@ -155,29 +171,30 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     eff_open = (ev.kind == SINCE) & ~prev_open
     eff_close = (ev.kind == UNTIL) & prev_open
     unmatched = int(np.count_nonzero((ev.kind == UNTIL) & ~prev_open))
-
     eff = np.nonzero(eff_open | eff_close)[0]
     e_fid, e_ts, e_open = ev.fid[eff], ev.ts[eff], eff_open[eff]
-    e_groups, e_first_base = ev.groups[eff], pos[eff]
-    m = len(eff)
-    keep = np.ones(m, dtype=bool)
+    keep = np.ones(len(eff), dtype=bool)
     # Coalescing inside the batch: a close at t directly followed by an open at t of the same fid.
-    if m > 1:
+    if len(eff) > 1:
         meet = (~e_open[:-1]) & e_open[1:] & (e_fid[:-1] == e_fid[1:]) & (e_ts[:-1] == e_ts[1:])
         keep[:-1] &= ~meet
         keep[1:] &= ~meet
-    e_fid, e_ts, e_open, e_groups, e_first_base = (a[keep] for a in (e_fid, e_ts, e_open, e_groups, e_first_base))
+    return tuple(a[keep] for a in (e_fid, e_ts, e_open, ev.groups[eff], pos[eff])), unmatched
+
+
+def rebuild(base: Intervals, last_of_fid: np.ndarray, latest: Intervals, e_fid: np.ndarray, e_ts: np.ndarray,
+            e_open: np.ndarray, e_groups: np.ndarray, e_first_base: np.ndarray) -> Intervals:
+    """Base minus its latest rows (replaced by updated copies) plus the intervals the effective
+    events create, sorted by (fid, start)."""
     m = len(e_fid)
     e_first = np.ones(m, dtype=bool)
     e_first[1:] = e_fid[1:] != e_fid[:-1]
-
     # Which base intervals change: an open one closed by the identity's first effective event, or a
     # closed one (ending at t) reopened at t by its first effective event.
     new_start = e_ts.copy()
     drop_latest = np.zeros(len(latest), dtype=bool)
     closes_base = e_first & ~e_open
-    # closes of a base-open interval: the base interval gets this end
-    latest_end = latest.end.copy()
+    latest_end = latest.end.copy()  # closes of a base-open interval: the base interval gets this end
     if closes_base.any():
         latest_end[e_first_base[closes_base]] = e_ts[closes_base]
     if len(latest):
@@ -197,27 +214,16 @@ def apply_sorted_events(base: Intervals, ev: Events) -> Applied:
     ends = np.full(len(opens), OPEN, dtype=np.int64)
     ends[has_close] = e_ts[nxt[has_close]]
     created = Intervals(e_fid[opens], new_start[opens], ends, e_groups[opens])
-
-    # Rebuild: base minus its latest rows (replaced by updated copies) plus new intervals.
     base_rest = base.take(np.nonzero(~last_of_fid)[0]) if len(base) else base
     latest_upd = Intervals(latest.fid, latest.start, latest_end, latest.groups).take(np.nonzero(~drop_latest)[0])
     out = Intervals.concat([base_rest, latest_upd, created])
     # Each part is sorted by (fid, start) and, per fid, base_rest < latest < created by start (events
     # come after the base's history): a stable sort by fid alone merges them (timsort finds the runs).
-    idx = np.argsort(out.fid, kind="stable")
-    out = out.take(idx)
+    out = out.take(np.argsort(out.fid, kind="stable"))
     same = out.fid[1:] == out.fid[:-1]
     if np.any(same & (out.start[1:] < out.start[:-1])):  # events older than the base: sort fully
         out = out.sorted()
-    return Applied(out, unmatched)
-
-
-def tick_at_or_after(t: int, t0: int, every: int) -> int:
-    return t0 + -((t0 - t) // every) * every
-
-
-def tick_at_or_before(t: int, t0: int, every: int) -> int:
-    return t0 + ((t - t0) // every) * every
+    return out
 
 
 @dataclass
@@ -289,7 +295,7 @@ def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray,
                    chunk: int = 4_000_000) -> np.ndarray:
     """Per (group, tick): the correctly rounded exact sum of the facts' durations
     `(tau - start) / 1000.0` in seconds — bit for bit the oracle's `math.fsum` — with integer limbs
-    (tefq.spark.derived_ticks) over every (fact, tick) pair, in chunks. `group_codes` are
+    (tefq.spark.kernels.tick_aggregates) over every (fact, tick) pair, in chunks. `group_codes` are
     `current_aggregates(iv, ticks).group_codes`. Used only when `durations_exact` is False."""
     nt, ng = len(ticks), len(group_codes)
     if nt == 0 or ng == 0 or len(iv) == 0:
@@ -303,24 +309,3 @@ def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray,
     return exact_duration_sums(g, lo[live], hi[live], iv.start[live] - t_first, every, ng, nt, chunk)
 
 
-def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.ndarray, every: int, ng: int,
-                        nt: int, chunk: int = 4_000_000) -> np.ndarray:
-    """(ng, nt): per (group, tick index), the correctly rounded exact sum of `(tau - start) / 1000.0`
-    over the facts of group `g` valid at ticks `lo <= k < hi` (`tau = t_first + k * every`, `rel =
-    start - t_first`): integer limbs over every (fact, tick) pair, in chunks of whole facts of about
-    `chunk` pairs (memory)."""
-    from tefq.spark.derived import members
-    from tefq.spark.derived_ticks import limb_sums, rounded
-
-    n = hi - lo
-    total = np.zeros((3, ng * nt), dtype=np.int64)
-    ends = np.cumsum(n)
-    first = 0
-    while first < len(lo):
-        last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + chunk, "right")))
-        part = slice(first, last)
-        k = members(lo[part], n[part])  # tick index of every (fact, tick) pair
-        x = (np.repeat(-rel[part], n[part]) + k * every) / 1000.0
-        total += limb_sums(np.repeat(g[part] * nt, n[part]) + k, x, ng * nt)
-        first = last
-    return rounded(total).reshape(ng, nt)

@@ -5,7 +5,7 @@ int64 term code. `interval_join` joins two relations on their shared variables a
 intervals (only overlapping pairs are produced: a sort and two searchsorted sweeps, no nested
 loop); `coalesce` unions the intervals of equal keys into maximal intervals (touching ones merge:
 `[a, b)` and `[b, c)` are one fact). `derive` is the whole of §3.2: the body joined left to right,
-projected on the identity, coalesced. The Spark operator (`tefq.spark.derived_operator`) calls it
+projected on the identity, coalesced. The Spark operator (`tefq.spark.operators.fact`) calls it
 once per micro-batch.
 """
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.facts import OPEN
+from tefq.spark.kernels.exact import members
+from tefq.spark.kernels.intervals import OPEN
 
 
 @dataclass
@@ -91,12 +92,6 @@ def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = np.maximum(hi - lo, 0)
     owner = np.repeat(np.arange(len(lo), dtype=np.int64), n)
     return owner, members(lo, n)
-
-
-def members(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The positions `lo_i, lo_i + 1, ..., lo_i + n_i - 1` of every range, concatenated."""
-    first = np.cumsum(n) - n
-    return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - first, n)
 
 
 def interval_join(a: Relation, b: Relation) -> Relation:

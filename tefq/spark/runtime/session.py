@@ -6,11 +6,11 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from tefq.spark.quiet import filtered_jvm_stderr
+from tefq.spark.runtime.quiet import filtered_jvm_stderr
 
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
 # (TEFQ_SPARK_LOG=warn shows them again).
-LOG4J2_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+LOG4J2_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log4j2.properties")  # tefq/spark/
 
 
 def default_master(master: str | None = None) -> str:

@@ -216,3 +216,20 @@ def wait_for_files(path: str, stop: Callable[[], bool]) -> bool:
             return False
         time.sleep(0.2)
     return True
+
+
+def stage_streams(stream_paths: list[str], workdir: str) -> tuple[list[Stager], list[str]]:
+    """RDF streams become staged Parquet directories (tefq.spark.runtime.sources.Stager); others stay."""
+    import hashlib
+
+    stagers, paths = [], []
+    for p in stream_paths:
+        if is_staged(p):
+            key = hashlib.sha1(os.path.abspath(p).encode("utf-8")).hexdigest()[:12]
+            stager = Stager(p, os.path.join(workdir, "staged", key))
+            stager.sync()
+            stagers.append(stager)
+            paths.append(stager.directory)
+        else:
+            paths.append(p)
+    return stagers, paths

@@ -1,53 +1,43 @@
 """The fact-aggregate operator: event facts, derived facts and WHILE scopes in one stateful bucket,
 one call per micro-batch (applyInPandasWithState), numpy throughout — never a state call per event.
 
-Input rows (built by `tefq.spark.derived_spark`): `k` kind (0 SINCE, 1 UNTIL, 2 heartbeat,
-3 flush), `fact` (index into the plan's event facts), `ts`, `o` (order of ties; a heartbeat's max
+Input rows (built by `tefq.spark.runtime.fact_rows`): `k` kind (`RowKind`: SINCE, UNTIL, HEARTBEAT,
+FLUSH), `fact` (index into the plan's event facts), `ts`, `o` (order of ties; a heartbeat's max
 event time), `f` (identity hash; a heartbeat's event count), `e` (element hash: a stream is a set),
 `n` (a heartbeat's bad-row count), `v0..` identity variable codes and `t0..` output terms.
 
 Per micro-batch, with `T` the last reported tick and `U` the last tick now final:
-1. events with `ts <= U` are applied to each event fact's intervals (`tefq.spark.facts`); later
+1. events with `ts <= U` are applied to each event fact's intervals (`tefq.spark.kernels.intervals`); later
    ones stay pending;
-2. each derived fact = its body joined and coalesced (`tefq.spark.derived.derive`) together with
+2. each derived fact = its body joined and coalesced (`tefq.spark.kernels.joins.derive`) together with
    its facts still open at `T`, cut at `T` (so a fact keeps the start it had coalesced to);
-3. the aggregates at the ticks in `(T, U]` (`tefq.spark.derived_ticks`);
+3. the aggregates at the ticks in `(T, U]` (`tefq.spark.kernels.tick_aggregates`);
 4. the state keeps only what later ticks can need: open facts (their intervals can only grow),
    pending events, and — under WHILE without CURRENT — closed facts of the matched fact that a
    still open scope fact started before. Closed facts are final: no later event changes them.
 """
 from __future__ import annotations
 
-import pickle
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
-from tefq.spark.derived import Relation, cut, derive, key_ranks
-from tefq.spark.derived_plan import DerivedFactPlan, EventFactPlan, FactAggregatePlan
-from tefq.spark.derived_ticks import TickSpec, tick_rows
-from tefq.spark.facts import OPEN, Events, Intervals, apply_events, tick_at_or_after, tick_at_or_before
-from tefq.spark.output import json_record, rows_record, terms_record
-from tefq.spark.operator import batch_frame, batch_metrics
-
-HEARTBEAT, FLUSH = 2, 3
-ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + Spark's row id within the batch
-MAX_WARNINGS = 20
+from tefq.spark.kernels.joins import Relation, cut, derive, key_ranks
+from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
+from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
+from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
+from tefq.spark.operators.base import (EVENT_KINDS, ORDER_SHIFT, SINCE, Batch, BucketLogic, BucketState,
+                                       bucket_operator)
+from tefq.spark.output import rows_record, terms_record
 
 
-class FactState:
+class FactState(BucketState):
     def __init__(self, plan: FactAggregatePlan) -> None:
+        super().__init__()
         self.base = {f.name: Intervals.empty(len(f.identity)) for f in plan.event_facts}  # open after last_tick
         self.pending: dict[str, list[Events]] = {f.name: [] for f in plan.event_facts}
         self.open = {f.name: Relation.empty(f.identity) for f in plan.facts if isinstance(f, DerivedFactPlan)}
         self.retained: Relation | None = None  # closed matched facts a live WHILE scope still needs
-        self.terms: dict[int, str] = {}
-        self.gmin: int | None = None
-        self.gmax: int | None = None
-        self.last_tick: int | None = None
-        self.batches = 0
-        self.flushed = False
 
 
 def tick_spec(plan: FactAggregatePlan) -> TickSpec:
@@ -141,7 +131,8 @@ class FactEvaluator:
                 metrics["facts_created"] += len(st.open[f.name])
 
 
-def _events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
+def read_fact_events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
+    """One event fact's SINCE/UNTIL rows as Events of micro-batch `batch`."""
     codes = pdf[[f"v{i}" for i in range(arity)]].to_numpy(dtype=np.int64).reshape(len(pdf), arity)
     fid = pdf["f"].to_numpy(np.int64)
     # A stream is a set: equal elements at one ms count once per identity. One element can give
@@ -151,72 +142,44 @@ def _events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
                   batch * ORDER_SHIFT + pdf["o"].to_numpy(np.int64), fid, codes, elem.view(np.int64))
 
 
-def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int):
-    every = plan.every_ms
-    facts = plan.event_facts
-    ev = FactEvaluator(plan)
+class FactAggregateLogic(BucketLogic):
+    """The bucket loop's view of `FactEvaluator` (one bucket: the plan has no group buckets)."""
 
-    def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
-        st: FactState = pickle.loads(state.get[0]) if state.exists else FactState(plan)
-        st.batches += 1
-        out: list[tuple[str, int, bytes]] = []
-        metrics = batch_metrics()
-        pdf = batch_frame(pdfs)
-        flush = False
-        if pdf is not None:
-            kind = pdf["k"].to_numpy()
-            hb = pdf[kind == HEARTBEAT]
-            if len(hb):
-                lo, hi = int(hb["ts"].min()), int(hb["o"].max())
-                st.gmin = lo if st.gmin is None else min(st.gmin, lo)
-                st.gmax = hi if st.gmax is None else max(st.gmax, hi)
-                metrics["events_in"] = int(hb["f"].sum())
-                metrics["bad_rows"] = int(hb["n"].sum())
-            flush = bool((kind == FLUSH).any())
-            evs = pdf[kind <= 1]
-            if len(evs) and st.last_tick is not None:
-                late = evs["ts"].to_numpy() <= st.last_tick
-                if late.any():
-                    metrics["late_events"] = int(late.sum())
-                    for ts in evs["ts"][late].head(MAX_WARNINGS).tolist():
-                        out.append(("warn", int(ts), (f"late event at {ts} ms ignored for query {plan.query}:"
-                                                      f" ticks up to {st.last_tick} were already reported"
-                                                      ).encode("utf-8")))
-                    evs = evs[~late]
-            fact_col = evs["fact"].to_numpy()
-            for i, f in enumerate(facts):
-                mine = evs[fact_col == i]
-                if not len(mine):
-                    continue
-                since = mine[mine["k"].to_numpy() == 0]
-                for j, pos in enumerate(f.terms):
-                    pairs = since[[f"v{pos}", f"t{j}"]].dropna().drop_duplicates(f"v{pos}")
-                    st.terms.update(zip(pairs[f"v{pos}"].tolist(), pairs[f"t{j}"].tolist()))
-                st.pending[f.name].append(_events(mine, len(f.identity), st.batches))
-        if st.gmax is not None and not st.flushed:
-            first = tick_at_or_after(st.gmin, t0, every)
-            start = first if st.last_tick is None else st.last_tick + every
-            upto = (tick_at_or_after(st.gmax, t0, every) if flush
-                    else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
-            for f in facts:  # a stream is a set: the same element twice at one ms counts once
-                if st.pending[f.name]:
-                    allp = Events.concat(st.pending[f.name])
-                    pend = allp.distinct()
-                    metrics["duplicates"] += len(allp) - len(pend)
-                    st.pending[f.name] = [pend]
-            if upto >= start:
-                ticks = np.arange(start, upto + 1, every, dtype=np.int64)
-                out.extend(ev.advance(st, ticks, metrics))
-                metrics["ticks"] = len(ticks)
-            if flush:
-                st.flushed = True
-                ev.finish(st, metrics)
-        blob = pickle.dumps(st, protocol=5)
-        metrics["state_bytes"] = len(blob)
+    def __init__(self, plan: FactAggregatePlan) -> None:
+        self.plan, self.every_ms, self.evaluator = plan, plan.every_ms, FactEvaluator(plan)
+        self.late_note = f"ignored for query {plan.query}: ticks up to {{last}} were already reported"
+
+    def new_state(self) -> FactState:
+        return FactState(self.plan)
+
+    def ingest(self, st: FactState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        evs = pdf[np.isin(kinds, EVENT_KINDS)]
+        fact_col = evs["fact"].to_numpy()
+        for i, f in enumerate(self.plan.event_facts):
+            mine = evs[fact_col == i]
+            if not len(mine):
+                continue
+            since = mine[mine["k"].to_numpy() == SINCE]
+            for j, pos in enumerate(f.terms):
+                pairs = since[[f"v{pos}", f"t{j}"]].dropna().drop_duplicates(f"v{pos}")
+                st.terms.update(zip(pairs[f"v{pos}"].tolist(), pairs[f"t{j}"].tolist()))
+            st.pending[f.name].append(read_fact_events(mine, len(f.identity), st.batches))
+        for f in self.plan.event_facts:  # a stream is a set: the same element twice at one ms counts once
+            if st.pending[f.name]:
+                allp = Events.concat(st.pending[f.name])
+                pend = allp.distinct()
+                batch.metrics["duplicates"] += len(allp) - len(pend)
+                st.pending[f.name] = [pend]
+
+    def advance(self, st: FactState, ticks: np.ndarray, batch: Batch) -> None:
+        batch.out.extend(self.evaluator.advance(st, ticks, batch.metrics))
+
+    def finish(self, st: FactState, batch: Batch) -> None:
+        self.evaluator.finish(st, batch.metrics)
+
+    def snapshot(self, st: FactState, metrics: dict) -> None:
         metrics["open_facts"] = sum(len(b) for b in st.base.values()) + sum(len(r) for r in st.open.values())
-        metrics["batch"] = st.batches
-        state.update((blob,))
-        out.append(json_record("metric", st.gmax if st.gmax is not None else 0, metrics))
-        yield pd.DataFrame(out, columns=["kind", "tick", "payload"])
 
-    return op
+
+def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int):
+    return bucket_operator(FactAggregateLogic(plan), t0, lateness_ms, "fact_operator")

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.output import Collector
-from tefq.spark.sources import wait_for_files
+from tefq.spark.runtime.sources import wait_for_files
 
 POLL_S = 0.5
 TRIGGER = "1 second"
@@ -40,7 +40,7 @@ class SinkTail:
         self.metrics: list[dict] = []
 
     def poll(self) -> tuple[list, list[str]]:
-        from tefq.spark.engine import committed_files, read_sink_files
+        from tefq.spark.runtime.sink import committed_files, read_sink_files
 
         files = [f for f in committed_files(self.out) if f not in self.seen]
         if not files:
@@ -86,8 +86,10 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                  progress: bool, background: list | None, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None) -> tuple[list[QueryResult], dict]:
     """Run every plan unbounded until stopped; returns all rows reported and the first query's metrics."""
-    from tefq.spark.engine import build_plan, ours, stage_streams
-    from tefq.spark.sources import file_ranks
+    from tefq.spark.runtime.sources import stage_streams
+    from tefq.spark.runtime.pipelines import build_plan
+    from tefq.spark.runtime.progress import ours
+    from tefq.spark.runtime.sources import file_ranks
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set

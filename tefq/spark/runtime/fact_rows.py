@@ -1,5 +1,5 @@
 """The Spark side of the fact-aggregate plan: clause matching for several event facts in Spark SQL,
-and the mapper that adds the heartbeat, before `tefq.spark.derived_operator`.
+and the mapper that adds the heartbeat, before `tefq.spark.operators.fact`.
 
 Every element becomes one row per (fact, clause) it matches — UNTIL clauses before SINCE clauses,
 as the oracle applies closes before opens within one element. When no two clauses can match the
@@ -14,9 +14,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tefq.spark.derived_plan import FactAggregatePlan
-from tefq.spark.engine import PartitionScan, TieOrder, _bad_reason, _bad_text, _clause_condition
-from tefq.spark.sources import FLUSH_TERM
+from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.runtime.columns import bad_reason, bad_text, clause_condition
+from tefq.spark.runtime.mappers import PartitionScan, TieOrder
+from tefq.spark.operators.base import RowKind
+from tefq.spark.runtime.sources import FLUSH_TERM
 
 
 def _widths(plan: FactAggregatePlan) -> tuple[int, int]:
@@ -37,7 +39,7 @@ def _exclusive(plan: FactAggregatePlan) -> bool:
 def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
     """Columns: k, fact, ts, o, f, e, n (1 on an element's first row), v0.., t0.., b, x."""
     arity, nterms = _widths(plan)
-    bad = _bad_reason()
+    bad = bad_reason()
 
     def row(kind, fact: int, f, codes: list, terms: list) -> "F.Column":
         fields = [kind.cast("int").alias("k"), F.lit(fact).alias("fact"), f.alias("f")]
@@ -53,21 +55,22 @@ def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
     for i, f in enumerate(plan.event_facts):
         for c in f.clauses:
             codes = [F.xxhash64(F.col(x)) for x in c.binds] + [F.lit(0).cast("long")] * (arity - len(c.binds))
-            terms = [F.col(c.binds[p]) if c.kind == 0 else F.lit(None).cast("string") for p in f.terms]
+            terms = [F.col(c.binds[p]) if c.kind == RowKind.SINCE else F.lit(None).cast("string") for p in f.terms]
             terms += [F.lit(None).cast("string")] * (nterms - len(terms))
-            matches.append((_clause_condition(c), row(F.lit(c.kind), i, F.xxhash64(*[F.col(x) for x in c.binds]),
+            matches.append((clause_condition(c), row(F.lit(c.kind), i, F.xxhash64(*[F.col(x) for x in c.binds]),
                                                       codes, terms)))
-    special = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(3)).when(bad.isNotNull(), F.lit(4))
-    keep = [F.col("ts"), F.col("fh"), F.xxhash64("s", "p", "o").alias("e"), _bad_text(bad).alias("x")]
+    special = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH)))
+               .when(bad.isNotNull(), F.lit(int(RowKind.BAD))))
+    keep = [F.col("ts"), F.col("fh"), F.xxhash64("s", "p", "o").alias("e"), bad_text(bad).alias("x")]
     if _exclusive(plan):
         m = F.when(special.isNotNull(), default(special))
         for cond, r in matches:
             m = m.when(cond, r)
-        out = df.select(*keep, F.lit(1).cast("long").alias("n"), m.otherwise(default(F.lit(-1))).alias("m"))
+        out = df.select(*keep, F.lit(1).cast("long").alias("n"), m.otherwise(default(F.lit(int(RowKind.OTHER)))).alias("m"))
     else:
         arr = F.filter(F.array(*[F.when(cond, r) for cond, r in matches]), lambda z: z.isNotNull())
         arr = (F.when(special.isNotNull(), F.array(default(special))).when(F.size(arr) > 0, arr)
-               .otherwise(F.array(default(F.lit(-1)))))
+               .otherwise(F.array(default(F.lit(int(RowKind.OTHER))))))
         out = df.select(*keep, F.posexplode(arr).alias("pos", "m"))
         out = out.withColumn("n", (F.col("pos") == 0).cast("long"))
     cols = ([F.col("m.k").alias("k"), F.col("m.fact").alias("fact"), F.col("ts"), F.col("fh").alias("o"),
@@ -104,9 +107,10 @@ def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None, ranks: dict[
         for rb in batches:
             seen = True
             k = rb.column("k")
-            data = pc.or_(pc.equal(k, 0), pc.equal(k, 1))
-            scan.see(rb, pc.and_(pc.or_(data, pc.equal(k, -1)), pc.equal(rb.column("n"), 1)), pc.equal(k, 4))
-            flush = flush or pc.any(pc.equal(k, 3)).as_py()
+            data = pc.or_(pc.equal(k, int(RowKind.SINCE)), pc.equal(k, int(RowKind.UNTIL)))
+            first = pc.equal(rb.column("n"), 1)  # an element's first row: counted once
+            scan.see(rb, pc.and_(pc.or_(data, pc.equal(k, int(RowKind.OTHER))), first), pc.equal(k, int(RowKind.BAD)))
+            flush = flush or pc.any(pc.equal(k, int(RowKind.FLUSH))).as_py()
             order = tie_order(rb.column("o"))
             cols = [order if name == "o" else rb.column(name) for name in out_schema.names]
             keep = pa.RecordBatch.from_arrays(cols, schema=out_schema).filter(data)
@@ -117,14 +121,14 @@ def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None, ranks: dict[
 
         def control(kind: int, ts: int, o: int, f: int, n: int) -> pa.RecordBatch:
             # No nulls in integer columns: pandas would turn a whole batch's codes into floats.
-            values = {"k": kind, "ts": ts, "o": o, "f": f, "n": n}
+            values = {"k": int(kind), "ts": ts, "o": o, "f": f, "n": n}
             return pa.RecordBatch.from_arrays(
                 [pa.array([None if name.startswith("t") and name != "ts" else values.get(name, 0)],
                           out_schema.field(name).type) for name in out_schema.names], schema=out_schema)
 
         if scan.any:
-            yield control(2, scan.lo or 0, scan.hi or 0, scan.count, scan.bad)
+            yield control(RowKind.HEARTBEAT, scan.lo or 0, scan.hi or 0, scan.count, scan.bad)
         if flush:
-            yield control(3, 0, 0, 0, 0)
+            yield control(RowKind.FLUSH, 0, 0, 0, 0)
 
     return mapper

@@ -1,0 +1,28 @@
+"""The tick rule of spec §4.1, defined once: ticks are `t0 + k*d`; a run reports from the first
+tick at or after its first event to the first tick at or after its last event. The oracle, the
+simulations and the Spark operators all import it from here."""
+from __future__ import annotations
+
+
+def tick_index_at_or_after(t: int, t0: int, every: int) -> int:
+    """k of the first tick `t0 + k*every` at or after `t` (ceil((t - t0) / every))."""
+    return -((t0 - t) // every)
+
+
+def tick_at_or_after(t: int, t0: int, every: int) -> int:
+    return t0 + tick_index_at_or_after(t, t0, every) * every
+
+
+def tick_at_or_before(t: int, t0: int, every: int) -> int:
+    return t0 + ((t - t0) // every) * every
+
+
+def tick_range(first_t: int, last_t: int, t0: int, every: int) -> tuple[int, int]:
+    """Indices k of the first and last ticks of a run whose events span [first_t, last_t]."""
+    return tick_index_at_or_after(first_t, t0, every), tick_index_at_or_after(last_t, t0, every)
+
+
+def run_ticks(first_t: int, last_t: int, t0: int, every: int) -> range:
+    """The ticks of a run whose events span [first_t, last_t]."""
+    k_first, k_last = tick_range(first_t, last_t, t0, every)
+    return range(t0 + k_first * every, t0 + k_last * every + 1, every)

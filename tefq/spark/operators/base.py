@@ -1,0 +1,224 @@
+"""The stateful-operator lifecycle, written once: the row kinds the mappers send and the one bucket
+loop that every per-shape operator runs under (applyInPandasWithState, one call per bucket and
+micro-batch).
+
+The loop (`bucket_operator`) owns the plumbing: restore the pickled bucket state, read the rows,
+take the event-time range from the heartbeats, drop late events (counted and warned about), choose
+the ticks that became final, save the state and emit the batch's metrics. A `BucketLogic` holds
+only the maths of one query shape: `ingest` the bucket's new rows, `advance` to the chosen ticks
+(emitting their rows), `finish` at the end of input, `snapshot` the state's size figures. This
+splits logic from state plumbing as bytewax's `StatefulBatchLogic`/`stateful_batch` and PySpark's
+`StatefulProcessor` do.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
+from tefq.spark.kernels.intervals import SINCE as EVENT_SINCE, UNTIL as EVENT_UNTIL
+from tefq.spark.output import RECORD_SCHEMA, json_record
+
+
+class RowKind(IntEnum):
+    """Column `k` of a row between the Spark projection, the mapper and the operator."""
+
+    IGNORED = -2  # before t0 (windowed pipeline): not a stream element of the run
+    OTHER = -1  # a stream element no clause matches: counted, never shuffled
+    SINCE = int(EVENT_SINCE)  # a SINCE clause matched (an event opening a fact)
+    UNTIL = int(EVENT_UNTIL)  # an UNTIL clause matched (an event closing a fact)
+    HEARTBEAT = 2  # per input partition: event-time range (ts = min, o = max), element and bad-row counts
+    FLUSH = 3  # the control source's end of input: report every tick left
+    BAD = 4  # a malformed row (its text in column x): diverted by the mapper
+    TERMS = 5  # a group code -> term dictionary row (each pair sent once per partition and bucket)
+
+    @classmethod
+    def element(cls) -> "RowKind":
+        """A whole stream element, for the pipelines that match clauses later (fallback: the
+        oracle; windowed: SPARQL). They carry no SINCE rows, so the element shares SINCE's code."""
+        return cls.SINCE
+
+
+ELEMENT = RowKind.element()
+SINCE, UNTIL, HEARTBEAT, FLUSH, BAD, TERMS = (RowKind.SINCE, RowKind.UNTIL, RowKind.HEARTBEAT, RowKind.FLUSH,
+                                              RowKind.BAD, RowKind.TERMS)
+EVENT_KINDS = (RowKind.SINCE, RowKind.UNTIL)
+
+ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + the mapper's tie order within the batch
+MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
+OUTPUT_SCHEMA = RECORD_SCHEMA
+STATE_SCHEMA = "blob binary"
+OUTPUT_COLUMNS = ["kind", "tick", "payload"]
+
+
+def profile(where: str, **figures) -> None:
+    """Worker-side timings for bench/ (TEFQ_SPARK_PROFILE=FILE appends one JSON line per call)."""
+    path = os.environ.get("TEFQ_SPARK_PROFILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"where": where, "pid": os.getpid(), "at": time.time(), **figures}) + "\n")
+
+
+def batch_metrics() -> dict:
+    """A bucket's metrics for one micro-batch, before anything happened (summed on the driver)."""
+    return {"duplicates": 0, "late_events": 0, "unmatched_until": 0, "facts_created": 0, "facts_closed": 0,
+            "rows_out": 0}
+
+
+def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
+    """A bucket's rows of one micro-batch as one frame (None when there are none)."""
+    parts = [p for p in pdfs if len(p)]
+    return pd.concat(parts, ignore_index=True, copy=False) if len(parts) > 1 else parts[0] if parts else None
+
+
+class BucketState:
+    """What every bucket keeps between micro-batches; a logic's state subclasses it."""
+
+    def __init__(self) -> None:
+        self.terms: dict[int, str] = {}  # group code -> term
+        self.gmin: int | None = None  # event-time range seen
+        self.gmax: int | None = None
+        self.last_tick: int | None = None  # the last reported tick
+        self.batches = 0
+        self.flushed = False
+
+
+@dataclass
+class Batch:
+    """One call of the operator: the bucket, whether input ended, what is emitted."""
+
+    bucket: int
+    flush: bool = False
+    metrics: dict = field(default_factory=batch_metrics)
+    out: list = field(default_factory=list)  # (kind, tick, payload) records
+
+    def warn(self, tick: int, text: str) -> None:
+        self.out.append(("warn", int(tick), text.encode("utf-8")))
+
+
+class BucketLogic:
+    """The maths of one query shape. Subclasses set `every_ms` and `late_note` and override the
+    hooks; the loop calls them in this order: `see_time`, `ingest`, `report` (by default: `advance`
+    to the final ticks, `finish` at the end of input), `snapshot`."""
+
+    every_ms: int
+    late_note = "ignored: ticks up to {last} were already reported"
+    data_kinds: tuple[RowKind, ...] = EVENT_KINDS  # the rows that are events (late ones are dropped)
+
+    def new_state(self) -> BucketState:
+        return BucketState()
+
+    def see_time(self, st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        """Widen the event-time range from the heartbeats (every bucket receives each partition's)."""
+        hb = np.nonzero(kinds == HEARTBEAT)[0]
+        if len(hb):
+            widen(st, int(pdf["ts"].to_numpy()[hb].min()), int(pdf["o"].to_numpy()[hb].max()))
+            if batch.bucket == 0:  # counted once, not once per bucket
+                batch.metrics["events_in"] = int(pdf["f"].to_numpy()[hb].sum())
+                batch.metrics["bad_rows"] = int(pdf["n"].to_numpy()[hb].sum())
+
+    def ingest(self, st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        """Take the batch's rows (late events already dropped) into the state."""
+
+    def advance(self, st: BucketState, ticks: np.ndarray, batch: Batch) -> None:
+        """Report the rows at `ticks` (which became final) and keep only what later ticks need."""
+
+    def finish(self, st: BucketState, batch: Batch) -> None:
+        """End of input, after the last ticks were reported."""
+
+    def snapshot(self, st: BucketState, metrics: dict) -> None:
+        """Size figures of the saved state (e.g. open facts)."""
+
+    def report(self, st: BucketState, batch: Batch, t0: int, lateness_ms: int) -> None:
+        """Choose the ticks that became final (the tick grid of spec §4.1), `advance` to them, and
+        `finish` at the end of input. The windowed operator reports at window closes instead."""
+        if st.gmax is None or st.flushed:
+            return
+        ticks = final_ticks(st, batch.flush, t0, self.every_ms, lateness_ms)
+        if len(ticks):
+            self.advance(st, ticks, batch)
+            st.last_tick = int(ticks[-1])
+            if batch.bucket == 0:  # every bucket reports the same ticks: counted once
+                batch.metrics["ticks"] = len(ticks)
+        if batch.flush:
+            st.flushed = True
+            self.finish(st, batch)
+
+
+def widen(st: BucketState, lo: int, hi: int) -> None:
+    st.gmin = lo if st.gmin is None else min(st.gmin, lo)
+    st.gmax = hi if st.gmax is None else max(st.gmax, hi)
+
+
+def drop_late(st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, logic: BucketLogic,
+              batch: Batch) -> tuple[pd.DataFrame, np.ndarray]:
+    """Events at or before the last reported tick can no longer change a report: count them, warn
+    about the first MAX_WARNINGS and leave them out."""
+    if st.last_tick is None:
+        return pdf, kinds
+    late = np.isin(kinds, logic.data_kinds) & (pdf["ts"].to_numpy() <= st.last_tick)
+    if not late.any():
+        return pdf, kinds
+    batch.metrics["late_events"] = int(late.sum())
+    note = logic.late_note.format(last=st.last_tick)
+    for ts in pdf["ts"].to_numpy()[late][:MAX_WARNINGS].tolist():
+        batch.warn(ts, f"late event at {ts} ms {note}")
+    keep = ~late
+    return pdf[keep], kinds[keep]
+
+
+def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: int) -> np.ndarray:
+    """The ticks not yet reported that no later event can change: up to the event time reached
+    minus the allowed lateness, or every tick up to the last event at the end of input."""
+    first = tick_at_or_after(st.gmin, t0, every)
+    start = first if st.last_tick is None else st.last_tick + every
+    upto = (tick_at_or_after(st.gmax, t0, every) if flush
+            else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
+    return np.arange(start, upto + 1, every, dtype=np.int64) if upto >= start else np.zeros(0, np.int64)
+
+
+def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: Batch, t0: int,
+         lateness_ms: int) -> None:
+    """One micro-batch of one bucket on its restored state."""
+    if pdf is not None:
+        kinds = pdf["k"].to_numpy()
+        batch.flush = bool((kinds == FLUSH).any())
+        logic.see_time(st, pdf, kinds, batch)
+        pdf, kinds = drop_late(st, pdf, kinds, logic, batch)
+        logic.ingest(st, pdf, kinds, batch)
+    logic.report(st, batch, t0, lateness_ms)
+
+
+def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator") -> Callable:
+    """The applyInPandasWithState function running `logic`: state restore/save, metrics, profile."""
+
+    def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        clock = [time.perf_counter()]
+        batch = Batch(int(key[0]))
+        st = pickle.loads(state.get[0]) if state.exists else logic.new_state()
+        st.batches += 1
+        pdf = batch_frame(pdfs)
+        clock.append(time.perf_counter())
+        step(logic, st, pdf, batch, t0, lateness_ms)
+        clock.append(time.perf_counter())
+        blob = pickle.dumps(st, protocol=5)
+        batch.metrics["state_bytes"] = len(blob)
+        logic.snapshot(st, batch.metrics)
+        batch.metrics["batch"] = st.batches
+        state.update((blob,))
+        batch.out.append(json_record("metric", st.gmax if st.gmax is not None else 0, batch.metrics))
+        clock.append(time.perf_counter())
+        profile(name, bucket=batch.bucket, batch=st.batches, rows_in=0 if pdf is None else len(pdf),
+                rows_out=batch.metrics["rows_out"], read_s=clock[1] - clock[0], compute_s=clock[2] - clock[1],
+                save_s=clock[3] - clock[2])
+        yield pd.DataFrame(batch.out, columns=OUTPUT_COLUMNS)
+
+    return op

@@ -1,0 +1,46 @@
+"""The document planner: one plan per query, chosen by asking the planners in turn — the
+current-aggregate operator, the fact-aggregate operator, then the general fallback. A planner
+answers with its plan or a `Refusal` saying why; no exceptions steer the choice."""
+from __future__ import annotations
+
+from tefq.plan.logical import AggregateQuery, Document, WindowedQuery
+from tefq.spark.planning.common import Refusal
+from tefq.spark.planning.current import plan_current_aggregate
+from tefq.spark.planning.fact import plan_fact_aggregate
+from tefq.spark.planning.fallback import FallbackPlan
+from tefq.spark.planning.windowed import plan_windowed
+
+SIMULATION_REFUSAL = Refusal("derived facts, fact patterns and WHILE in a simulation", suffix="")
+
+
+def plan_query(doc: Document, i: int, buckets: int, fallback: bool, fact_aggregates: bool):
+    """The plan of aggregate query `i`: the first planner that accepts it, else the fallback."""
+    q = doc.queries[i]
+    plan = plan_current_aggregate(doc, q, buckets)
+    if isinstance(plan, Refusal):  # derived facts, fact patterns without CURRENT, WHILE
+        plan = plan_fact_aggregate(doc, q, buckets) if fact_aggregates else SIMULATION_REFUSAL
+    if not isinstance(plan, Refusal):
+        return plan
+    if not fallback:
+        raise plan.error()
+    return FallbackPlan(q.name, i, tuple(p.name for p in q.select), q.every_ms, plan.reason)
+
+
+def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_aggregates: bool = True) -> list:
+    """One plan per query (windowed queries share one). `fact_aggregates=False` sends what the
+    fact-aggregate operator would run to the fallback instead (the simulations have no
+    simulated form of that operator)."""
+    plans: list = []
+    windowed = None
+    for i, q in enumerate(doc.queries):
+        if isinstance(q, WindowedQuery):  # all of them run in one operator (tefq.spark.windowed)
+            if windowed is None:
+                windowed = plan_windowed(doc)
+                plans.append(windowed)
+        elif isinstance(q, AggregateQuery):
+            plans.append(plan_query(doc, i, buckets, fallback, fact_aggregates))
+    return plans
+
+
+def explain_physical(doc: Document, buckets: int = 8) -> str:
+    return "\n\n".join(p.explain() for p in plan_document(doc, buckets)) + "\n"

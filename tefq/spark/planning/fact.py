@@ -1,0 +1,299 @@
+"""The fact-aggregate planner: fact aggregates beyond one CURRENT event fact — derived facts (spec
+§3.2), fact patterns without CURRENT and WHILE scopes (§4.2-4.3) — run by `tefq.spark.operators.fact`.
+
+Recognised shape (any names): the query's WHERE is one fact pattern, with or without CURRENT,
+over one fact; that fact and the WHILE fact are event facts (single triple pattern clauses) or
+derived facts whose body is a conjunction of fact patterns over such facts; GROUP BY variables of
+the pattern; COUNT [DISTINCT] ?v, COUNT(*), SUM / AVG of DURATION(?S, ?E) of the interval;
+`+ - * /` in SELECT. Anything else is a `Refusal` (the document planner then uses the fallback).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Expr, Var
+from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
+                                        is_duration_of, projections, unify)
+from tefq.spark.planning.nodes import SINK, SOURCE
+
+
+@dataclass(frozen=True)
+class EventFactPlan:
+    name: str
+    identity: tuple[str, ...]  # template variables, identity order
+    clauses: tuple[ClausePlan, ...]  # UNTIL clauses first: within one element closes come first (§3.1)
+    terms: tuple[int, ...]  # identity positions whose terms the output needs
+
+
+@dataclass(frozen=True)
+class BodyPlan:
+    fact: str
+    names: tuple[str, ...]  # per identity variable of `fact`: the body variable it binds
+
+
+@dataclass(frozen=True)
+class DerivedFactPlan:
+    name: str
+    identity: tuple[str, ...]
+    body: tuple[BodyPlan, ...]
+
+
+@dataclass(frozen=True)
+class ScopePlan:
+    """WHILE: the scope fact and, per shared group variable, its column there and in the matched fact."""
+
+    fact: str
+    key: tuple[int, ...]
+    query_key: tuple[int, ...]
+    shared: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FactAggregatePlan:
+    """Aggregates at ticks over one fact pattern (CURRENT or not) of an event or derived fact,
+    optionally under WHILE. One bucket: see `partitioning`."""
+
+    query: str
+    columns: tuple[str, ...]
+    facts: tuple[EventFactPlan | DerivedFactPlan, ...]  # dependency order
+    fact: str  # the matched fact
+    current: bool
+    group_vars: tuple[str, ...]  # the matched fact's template variables
+    group_cols: tuple[int, ...]
+    aggregates: tuple[AggPlan, ...]
+    distinct_cols: tuple[int, ...]  # per aggregate: the COUNT DISTINCT column, else -1
+    projections: tuple[tuple[str, Expr], ...]
+    while_: ScopePlan | None
+    every_ms: int
+    partitioning: str
+    buckets: int = 1
+
+    @property
+    def event_facts(self) -> tuple[EventFactPlan, ...]:
+        return tuple(f for f in self.facts if isinstance(f, EventFactPlan))
+
+    def explain(self) -> str:
+        what = "CURRENT pattern" if self.current else "fact pattern"
+        lines = [f"SparkQuery {self.query}: fact aggregate ({what} over {self.fact}"
+                 f"{', WHILE' if self.while_ else ''}) every {self.every_ms} ms",
+                 SINK,
+                 "  FactAggregateOperator: applyInPandasWithState, one columnar state blob, numpy per micro-batch;"
+                 " ticks from event time (heartbeats), explicit end-of-input flush",
+                 "    state: open facts of every fact below"
+                 + (f"; closed {self.fact} facts that a live WHILE scope still overlaps"
+                    if self.while_ and not self.current else "") + "; events after the last reported tick"]
+        scope = ("the WHILE scope" if self.while_ else "the period (tau - d, tau]") if not self.current else "tau"
+        lines.append(f"    match: {self.fact} {'valid at' if self.current else 'overlapping'} {scope};"
+                     f" GROUP BY {', '.join('?' + v for v in self.group_vars) or '(none)'}")
+        if self.while_:
+            w = self.while_
+            lines.append(f"    WHILE {w.fact} keyed by {', '.join('?' + v for v in w.shared) or '(nothing)'}:"
+                         " scope = union of its facts' intervals cut at tau, reported while valid or ended in"
+                         " (tau - d, tau]")
+        aggs = []
+        for a, c in zip(self.aggregates, self.distinct_cols):
+            aggs.append(f"{a.alias}={a.op}" + (f"(?{self._identity(self.fact)[c]})" if c >= 0 else ""))
+        lines.append(f"    aggregates: {', '.join(aggs)} (activity ranges per tick; exact duration sums)")
+        lines.append(f"    output: {', '.join(self.columns)}")
+        for f in reversed(self.facts):
+            if isinstance(f, DerivedFactPlan):
+                body = " JOIN ".join(f"{b.fact}({', '.join('?' + n for n in b.names)})" for b in f.body)
+                lines.append(f"  DerivedFact {f.name}({', '.join('?' + v for v in f.identity)}) = {body}:"
+                             " interval join (sort + searchsorted), coalesced per identity")
+        lines.append(f"  Exchange SinglePartition (bucket 0): {self.partitioning}")
+        lines.append("  MapInArrow: row order for ties, bad rows diverted, one heartbeat (min/max event time, counts)")
+        lines.append("  Project: clause matching; per fact row: fact number, identity xxhash64, one xxhash64 code"
+                     " per identity variable; output terms on SINCE rows only")
+        lines.extend(f"    {f.name} {c.explain(f.identity)}" for f in self.event_facts for c in f.clauses)
+        lines.append(SOURCE)
+        return "\n".join(lines)
+
+    def _identity(self, name: str) -> tuple[str, ...]:
+        return next(f.identity for f in self.facts if f.name == name)
+
+
+def single_fact(doc: Document, facts: tuple[str, ...], span, what: str):
+    """The one fact definition a pattern matches (several: a Refusal)."""
+    if len(facts) != 1:
+        return Refusal.at(f"{what} matching several fact definitions", span)
+    return doc.fact(facts[0])
+
+
+def matched_fact(doc: Document, wp, what: str, unify_what: str):
+    """(the one fact a pattern matches, pattern variable -> template variable), or a Refusal."""
+    fact = single_fact(doc, wp.facts, wp.pattern.span, what)
+    if isinstance(fact, Refusal):
+        return fact
+    rename = unify(wp.pattern, fact.template, unify_what)
+    return rename if isinstance(rename, Refusal) else (fact, rename)
+
+
+def fact_closure(doc: Document, roots: list[str]) -> list[str] | Refusal:
+    """The facts `roots` depend on, in document (dependency) order."""
+    need: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in need:
+            continue
+        need.add(name)
+        f = doc.fact(name)
+        if isinstance(f, DerivedFact):
+            for wp in f.body:
+                if wp.kind != "fact":
+                    return Refusal.at(f"{wp.kind} patterns in the body of derived fact {f.name}", f.span)
+                body_fact = single_fact(doc, wp.facts, wp.pattern.span, "a derived-fact body pattern")
+                if isinstance(body_fact, Refusal):
+                    return body_fact
+                todo.append(body_fact.name)
+    return [f.name for f in doc.facts if f.name in need]
+
+
+def plan_aggregates(q: AggregateQuery, rename: dict[str, str], identity: tuple[str, ...]):
+    """(aggregates, COUNT DISTINCT column per aggregate or -1), or a Refusal."""
+    aggs: list[AggPlan] = []
+    distinct: list[int] = []
+    for a in q.aggregates:
+        col = -1
+        bound = isinstance(a.arg, Var) and a.arg.name in rename
+        if a.func == "COUNT" and not a.distinct and (a.arg is None or bound):
+            op = "count"
+        elif a.func == "COUNT" and a.distinct and bound:
+            op, col = "count_distinct", identity.index(rename[a.arg.name])
+        elif a.func in ("SUM", "AVG") and not a.distinct and is_duration_of(a.arg, q.where[0].interval):
+            op = "sum_duration" if a.func == "SUM" else "avg_duration"
+        else:
+            return Refusal.at(f"aggregate {a.func} of this argument", q.span)
+        aggs.append(AggPlan(a.alias, op))
+        distinct.append(col)
+    return aggs, distinct
+
+
+def plan_scope(doc: Document, q: AggregateQuery, rename: dict[str, str],
+               identity: tuple[str, ...]) -> ScopePlan | Refusal:
+    """WHILE: the scope fact and the group variables it shares with the matched fact."""
+    w = q.while_
+    matched = matched_fact(doc, w, "a WHILE pattern", "a WHILE pattern")
+    if isinstance(matched, Refusal):
+        return matched
+    wfact, wrename = matched
+    if w.interval and {w.interval[0].name, w.interval[1].name} & select_vars(q):
+        return Refusal.at("the WHILE interval variables in SELECT", q.span)
+    widentity = tuple(v.name for v in wfact.identity)
+    shared = tuple(g.name for g in q.group_by if g.name in wrename)
+    return ScopePlan(wfact.name, tuple(widentity.index(wrename[g]) for g in shared),
+                     tuple(identity.index(rename[g]) for g in shared), shared)
+
+
+def query_refusal(q) -> Refusal | None:
+    if not isinstance(q, AggregateQuery):
+        return Refusal.at(f"query {q.name}", q.span)
+    if q.filters:
+        return Refusal.at(f"FILTER in query {q.name}", q.span)
+    if len(q.where) != 1 or q.where[0].kind not in ("current", "fact"):
+        return Refusal.at(f"WHERE other than a single fact pattern in query {q.name}", q.span)
+    return None
+
+
+def plan_fact_aggregate(doc: Document, q, buckets: int = 8) -> FactAggregatePlan | Refusal:
+    refusal = query_refusal(q)
+    if refusal is not None:
+        return refusal
+    wp = q.where[0]
+    matched = matched_fact(doc, wp, "a WHERE pattern", "a WHERE fact pattern")
+    if isinstance(matched, Refusal):
+        return matched
+    fact, rename = matched
+    identity = tuple(v.name for v in fact.identity)
+    if not q.group_by and q.while_ is None:
+        return Refusal.at(f"an aggregate without GROUP BY or WHILE in query {q.name}", q.span)
+    planned = groups_and_aggregates(q, rename, identity, "the fact pattern", plan_aggregates)
+    if isinstance(planned, Refusal):
+        return planned
+    group_vars = [rename[g.name] for g in q.group_by]
+    scope = plan_scope(doc, q, rename, identity) if q.while_ is not None else None
+    if isinstance(scope, Refusal):
+        return scope
+    order = fact_closure(doc, [fact.name] + ([scope.fact] if scope else []))
+    if isinstance(order, Refusal):
+        return order
+    plans = plan_facts(doc, order, {fact.name: set(group_vars)})
+    if isinstance(plans, Refusal):
+        return plans
+    aggs, distinct = planned
+    return FactAggregatePlan(
+        query=q.name, columns=tuple(p.name for p in q.select), facts=tuple(plans[n] for n in order),
+        fact=fact.name, current=wp.kind == "current", group_vars=tuple(group_vars),
+        group_cols=tuple(identity.index(g) for g in group_vars), aggregates=tuple(aggs),
+        distinct_cols=tuple(distinct), projections=projections(q, {g.name: rename[g.name] for g in q.group_by}),
+        while_=scope, every_ms=q.every_ms, partitioning=partitioning(plans, order, group_vars))
+
+
+def plan_facts(doc: Document, order: list[str], needed: dict[str, set[str]]) -> dict | Refusal:
+    """Each fact's plan; `needed` (fact -> variables whose terms the output needs) flows from the
+    consumers down to the event facts."""
+    plans: dict[str, EventFactPlan | DerivedFactPlan] = {}
+    for name in reversed(order):  # consumers first
+        f = doc.fact(name)
+        mine = needed.setdefault(name, set())
+        plan = plan_event_fact(f, mine) if isinstance(f, EventFact) else plan_derived_fact(doc, f, mine, needed)
+        if isinstance(plan, Refusal):
+            return plan
+        plans[name] = plan
+    return plans
+
+
+def plan_event_fact(f: EventFact, needed: set[str]) -> EventFactPlan | Refusal:
+    if any(c.background or c.filters for c in f.since + f.until):
+        return Refusal.at(f"background patterns or FILTER in a SINCE/UNTIL clause of {f.name}", f.span)
+    ident = tuple(v.name for v in f.identity)
+    return EventFactPlan(f.name, ident, tuple(clause_plan(UNTIL, c.trigger, ident) for c in f.until)
+                         + tuple(clause_plan(SINCE, c.trigger, ident) for c in f.since),
+                         tuple(i for i, v in enumerate(ident) if v in needed))
+
+
+def plan_derived_fact(doc: Document, f: DerivedFact, needed: set[str],
+                      all_needed: dict[str, set[str]]) -> DerivedFactPlan | Refusal:
+    if f.filters:
+        return Refusal.at(f"FILTER in derived fact {f.name}", f.span)
+    body: list[BodyPlan] = []
+    for b in f.body:
+        bf = doc.fact(b.facts[0])
+        brename = unify(b.pattern, bf.template, f"the body of {f.name}")
+        if isinstance(brename, Refusal):
+            return brename
+        inverse = {t: v for v, t in brename.items()}
+        names = tuple(inverse[v.name] for v in bf.identity)
+        body.append(BodyPlan(bf.name, names))
+        for tv, bv in zip((v.name for v in bf.identity), names):
+            if bv in needed:
+                all_needed.setdefault(bf.name, set()).add(tv)
+    ident = tuple(v.name for v in f.identity)
+    if not set(ident) <= {n for b in body for n in b.names}:
+        return Refusal.at(f"derived fact {f.name} whose identity is not bound by its body", f.span)
+    return DerivedFactPlan(f.name, ident, tuple(body))
+
+
+def select_vars(q: AggregateQuery) -> set[str]:
+    from tefq.oracle.query import expr_vars
+
+    return set().union(*(expr_vars(p.expr) for p in q.select)) if q.select else set()
+
+
+def partitioning(plans: dict, order: list[str], group_vars: list[str]) -> str:
+    """Why one bucket: name the join keys of the derived facts next to the group key."""
+    joins = []
+    for name in order:
+        f = plans[name]
+        if isinstance(f, DerivedFactPlan):
+            seen: set[str] = set()
+            keys: set[str] = set()
+            for b in f.body:
+                keys |= seen & set(b.names)
+                seen |= set(b.names)
+            joins.append(f"{f.name} joins on {', '.join('?' + k for k in sorted(keys)) or 'nothing'}")
+    group = ", ".join("?" + g for g in group_vars) or "nothing"
+    if joins:
+        return (f"{'; '.join(joins)} but the aggregate groups by {group}: no key co-partitions both,"
+                " so one bucket holds what crosses micro-batches (open facts, scoped closed facts)")
+    return f"facts and WHILE scopes of a group {group} may come from any key: one bucket holds the open state"

@@ -1,0 +1,54 @@
+"""The layout version of a `--checkpoint` directory: its operator state is pickled Python objects
+whose classes live in tefq's modules, so a checkpoint resumes only under the layout that wrote it.
+
+Version 1: checkpoints written before the marker existed (operators in `tefq/spark/operator.py`,
+`derived_operator.py`, `fallback.py`, `simulate.py`). Version 2: the operators in
+`tefq/spark/operators/` (one bucket loop). The marker `tefq-state-version` sits in the checkpoint
+directory, beside the per-query directories.
+"""
+from __future__ import annotations
+
+import os
+
+from tefq.errors import TefqError
+
+STATE_VERSION = 2
+MARKER = "tefq-state-version"
+
+
+def has_state(directory: str) -> bool:
+    """Some query under `directory` has committed or planned a micro-batch (its state exists)."""
+    if not os.path.isdir(directory):
+        return False
+    for query in os.listdir(directory):
+        for log in ("commits", "offsets"):
+            path = os.path.join(directory, query, "checkpoint", log)
+            if os.path.isdir(path) and any(f.isdigit() for f in os.listdir(path)):
+                return True
+    return False
+
+
+def written_version(directory: str) -> int | None:
+    """The version in the marker; 1 for state without a marker; None for a fresh directory."""
+    path = os.path.join(directory, MARKER)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+        return int(text) if text.isdigit() else 0
+    return 1 if has_state(directory) else None
+
+
+def claim(directory: str) -> None:
+    """Check that the checkpoint in `directory` can resume under this layout (else exit 2 with a
+    message naming both versions) and mark a fresh one with this layout's version."""
+    version = written_version(directory)
+    if version is not None and version != STATE_VERSION:
+        raise TefqError(f"this checkpoint was written with tefq Spark state version {version}; this tefq reads"
+                        f" version {STATE_VERSION} only (the operators' state layout changed): finish the run"
+                        " with the tefq that started it, or use a fresh --checkpoint", directory)
+    if version is None:
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, MARKER + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(f"{STATE_VERSION}\n")
+        os.replace(tmp, os.path.join(directory, MARKER))

@@ -1,0 +1,117 @@
+"""Spark SQL column expressions and the projections of the current-aggregate and fallback
+pipelines: clause matching, bad-row checks, xxhash64 codes, the row kind (`RowKind`)."""
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from tefq.spark.operators.base import ELEMENT, RowKind
+from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.runtime.sources import FLUSH_TERM
+
+TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
+
+
+
+def is_term(col: str) -> "F.Column":
+    """`col` rlike TERM_START, with a cheap exact shortcut for the common `<...>` IRI (its only
+    `>` is the last character): the regular expression runs only on other cells."""
+    c = F.col(col)
+    iri = c.startswith("<") & (F.instr(c, ">") == F.length(c))
+    return F.when(iri, F.lit(True)).otherwise(c.rlike(TERM_START))
+
+
+
+def bad_reason() -> "F.Column":
+    return (F.when(F.col("ts").isNull(), F.lit("timestamp is missing or not a time"))
+            .when(F.col("s").isNull() | F.col("p").isNull() | F.col("o").isNull(), F.lit("missing column"))
+            .when(~(is_term("s") & is_term("p") & is_term("o")), F.lit("not an N-Triples term")))
+
+
+
+def bad_text(bad_reason: "F.Column") -> "F.Column":
+    return F.when(bad_reason.isNotNull(), F.concat_ws("\t", F.col("file"), bad_reason,
+                                                      F.coalesce(F.col("ts_text"), F.lit("")),
+                                                      F.coalesce("s", F.lit("")), F.coalesce("p", F.lit("")),
+                                                      F.coalesce("o", F.lit(""))))
+
+
+
+def clause_condition(c) -> "F.Column":
+    conds = [F.col(col) == F.lit(term) for col, term in c.consts] + [F.col(a) == F.col(b) for a, b in c.same]
+    return reduce(lambda x, y: x & y, conds, F.lit(True))
+
+
+
+def is_good() -> "F.Column":
+    """The row is well formed (the negation of `bad_reason`), as one cheap boolean: the reason
+    text is built only for the rare bad row."""
+    return (F.col("ts").isNotNull() & F.col("s").isNotNull() & F.col("p").isNotNull() & F.col("o").isNotNull()
+            & is_term("s") & is_term("p") & is_term("o"))
+
+
+
+def determines_element(c) -> bool:
+    """The clause's constants and identity columns (and columns equal to those) are s, p and o."""
+    known = {col for col, _ in c.consts} | set(c.binds)
+    for _ in range(2):
+        known |= {b for a, b in c.same if a in known} | {a for a, b in c.same if b in known}
+    return known >= {"s", "p", "o"}
+
+
+
+def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
+    """Clause matching and dictionary encoding in Spark SQL: only int64 codes (and the group
+    terms, for decoding the output) cross into Python. Two steps: the row checks and the matching
+    clause are computed once per row (`good`, `m`), then every column reads them (Spark keeps
+    the two projections apart because `good` is used more than once)."""
+    match = F.lit(-1)
+    for i, c in reversed(list(enumerate(plan.clauses))):
+        match = F.when(clause_condition(c), F.lit(i)).otherwise(match)
+    df = df.select("*", is_good().alias("good"), match.alias("m"))
+    m, good = F.col("m"), F.col("good")
+
+    def per_clause(make) -> "F.Column":
+        expr = None
+        for i, c in enumerate(plan.clauses):
+            expr = F.when(m == i, make(c)) if expr is None else expr.when(m == i, make(c))
+        return expr
+
+    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH))).when(~good, F.lit(int(RowKind.BAD)))
+    for i, c in enumerate(plan.clauses):
+        kind = kind.when(m == i, F.lit(c.kind))
+    kind = kind.otherwise(F.lit(int(RowKind.OTHER)))
+    var_pos = {v: i for i, v in enumerate(plan.identity)}
+    fid = per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds]))
+    # A stream is a set: duplicates are equal elements at one time. When a clause's constants and
+    # identity columns cover s, p and o, (clause, identity) is the element: its hash is the fid.
+    one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
+    elem = fid if one_per_kind and all(determines_element(c) for c in plan.clauses) else F.xxhash64("s", "p", "o")
+    cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"), fid.alias("f"),
+            elem.alias("e"), F.lit(0).cast("long").alias("n")]
+    # Only a SINCE opens a fact, so only SINCE rows' group terms can reach the output: the strings
+    # of other rows are not sent to Python at all (strings are the costly cells there).
+    since = reduce(lambda x, y: x | y, [m == j for j, c in enumerate(plan.clauses) if c.kind == RowKind.SINCE],
+                   F.lit(False))
+    terms = []
+    for i, g in enumerate(plan.group_vars):
+        term = per_clause(lambda c, j=var_pos[g]: F.col(c.binds[j]))
+        terms.append(term)
+        cols.append(F.xxhash64(term).alias(f"g{i}"))
+        cols.append(F.when(since, term).alias(f"t{i}"))
+    bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
+    cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
+    cols.append(F.when(~good, bad_text(bad_reason())).alias("x"))
+    return df.select(*cols)
+
+
+
+def project_all(df: DataFrame) -> DataFrame:
+    """For the fallback: every row, with its terms (the oracle needs them all)."""
+    bad = bad_reason()
+    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH)))
+            .when(bad.isNotNull(), F.lit(int(RowKind.BAD))).otherwise(F.lit(int(ELEMENT))))
+    return df.select(kind.cast("int").alias("k"), "ts", F.col("fh").alias("o"), "s", "p",
+                     F.col("o").alias("obj"), F.lit(0).cast("int").alias("b"), bad_text(bad).alias("x"))
