@@ -215,7 +215,8 @@ def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, w
                         bad_rows=args.bad_rows, progress=not args.quiet,
                         on_rows=_Appender(args.format, args.out, args.tick_format) if args.follow else None)
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
-    run.metrics.rows_out = sum(len(r.rows) for r in run.results)
+    if not args.follow:  # follow mode hands its rows on as they come and counts them
+        run.metrics.rows_out = sum(len(r.rows) for r in run.results)
 
     from tefq.io.result_writers import write_metrics, write_results
 

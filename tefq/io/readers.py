@@ -48,8 +48,9 @@ def stream_format(path: str) -> tuple[str, bool]:
 
 
 def _ignored(name: str) -> bool:
-    """Hidden files and Spark/Hadoop bookkeeping (`_SUCCESS`, `_spark_metadata/`, `.x.crc`)."""
-    return name.startswith(".") or name.startswith("_") or name.endswith(".crc")
+    """Hidden files, Spark/Hadoop bookkeeping (`_SUCCESS`, `_spark_metadata/`, `.x.crc`) and files
+    still being written (`x.tsv.tmp`, renamed when complete: a followed directory grows so)."""
+    return name.startswith(".") or name.startswith("_") or name.endswith((".crc", ".tmp"))
 
 
 def stream_files(path: str) -> list[str]:

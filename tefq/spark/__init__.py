@@ -10,10 +10,17 @@ def run(doc: Document, stream_paths: list[str], background: str | None = None, *
     return _run(doc, stream_paths, background, **kwargs)
 
 
+def apply(query, events_df, **kwargs):
+    """A query over a Spark DataFrame of events (batch or streaming): `tefq.spark.dataframe.apply`."""
+    from tefq.spark.dataframe import apply as _apply
+
+    return _apply(query, events_df, **kwargs)
+
+
 def explain_physical(doc: Document) -> str:
     from tefq.spark.planning import explain_physical as _explain
 
     return _explain(doc)
 
 
-__all__ = ["run", "explain_physical"]
+__all__ = ["run", "apply", "explain_physical"]

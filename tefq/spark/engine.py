@@ -125,7 +125,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
 
             results, m = follow_plans(spark, doc, plans, stream_paths, workdir, on_rows=on_rows, stop=stop, **opts)
             metrics = fill_metrics(m, Metrics())
-            metrics.rows_out = sum(len(r.rows) for r in results)
+            metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
         else:
             results, metrics = bounded_results(run_bounded(spark, doc, plans, stream_paths, workdir, **opts))
         metrics.intermediate_bindings += metrics.facts_created

@@ -30,14 +30,16 @@ TRIGGER = "1 second"
 
 
 class SinkTail:
-    """Reads the records a query's sink committed since the last call."""
+    """Reads the records a query's sink committed since the last call. The rows are handed on, not
+    kept (unless `keep`: without `on_rows` they are the run's result): driver memory grows with
+    the sink's committed file names, not with the rows emitted."""
 
-    def __init__(self, plan, out: str) -> None:
-        self.plan, self.out = plan, out
+    def __init__(self, plan, out: str, keep: bool = False) -> None:
+        self.plan, self.out, self.keep = plan, out, keep
         self.seen: set[str] = set()
-        self.terms: dict[int, str] = {}  # code -> term tables arrive once and serve later rows
-        self.rows: list = []
-        self.metrics: list[dict] = []
+        self.rows: list = []  # only with `keep`
+        self.rows_out = 0
+        self.metrics: dict = {}  # summed over the micro-batches
 
     def poll(self) -> tuple[list, list[str]]:
         from tefq.spark.runtime.sink import committed_files, read_sink_files
@@ -46,14 +48,19 @@ class SinkTail:
         if not files:
             return [], []
         self.seen.update(files)
-        col = Collector(getattr(self.plan, "group_vars", ()), getattr(self.plan, "projections", ()),
-                        terms=self.terms)
+        # An operator sends the terms of its rows with them: each poll decodes on its own.
+        col = Collector(getattr(self.plan, "group_vars", ()), getattr(self.plan, "projections", ()))
         pdf = read_sink_files(files)
         for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
             col.add(kind, tick, payload)
         rows = col.rows()
-        self.rows.extend(rows)
-        self.metrics.extend(col.metrics)
+        self.rows_out += len(rows)
+        if self.keep:
+            self.rows.extend(rows)
+        for d in col.metrics:
+            for k, v in d.items():
+                if k not in ("state_bytes", "open_facts", "batch"):
+                    self.metrics[k] = self.metrics.get(k, 0) + v
         return rows, col.warnings
 
 
@@ -103,7 +110,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                               max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                                               progress=progress, background=background, ranks=ranks)
-            running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out), pr))
+            running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, keep=on_rows is None), pr))
         try:
             while True:
                 for stager in stagers:
@@ -128,11 +135,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
     results = [QueryResult(plan.query, plan.columns, tail.rows) for plan, _, tail, _ in running]
     for r in results:
         r.rows = r.sorted_rows()
-    metrics: dict = {}
-    for d in running[0][2].metrics:
-        for k, v in d.items():
-            if k not in ("state_bytes", "open_facts", "batch"):
-                metrics[k] = metrics.get(k, 0) + v
+    metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input)
+    metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
     metrics["micro_batches"] = running[0][3].batches
     return results, metrics
 

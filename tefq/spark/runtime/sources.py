@@ -70,8 +70,8 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     """A streaming DataFrame (ts long or null, s, p, o, file) over a stream file or directory.
     Files are taken in Spark's file-source order (modification time)."""
     fmt = stream_format_of(path)
-    if os.path.isdir(path):
-        directory, glob = path, None
+    if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
+        directory, glob = path, name_glob(*_formats(path).pop())
     else:
         directory, glob = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
     reader = spark.readStream.option("recursiveFileLookup", "true")
@@ -98,6 +98,12 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     return df.select(ts.alias("ts"), "s", "p", "o", F.col("_metadata.file_path").alias("file"),
                      F.xxhash64(F.col("_metadata.file_path")).alias("fh"),
                      raw.alias("ts_text"))
+
+
+def name_glob(fmt: str, gz: bool) -> str:
+    """Spark's pathGlobFilter for a directory's stream files: the extension, in any case."""
+    ext = fmt + (".gz" if gz else "")
+    return "*." + "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in ext)
 
 
 def read_control(spark: SparkSession, directory: str) -> DataFrame:

@@ -1,0 +1,185 @@
+"""`tefq.spark.apply`: a TEF-SPARQL query over a Spark DataFrame of events, a DataFrame of rows out.
+
+    rows = tefq.spark.apply(tefq.load("usecases/uc1.tef"), events_df)   # ts, s, p, o in
+    rows.show()                                                          # tick, CHANNEL, USER out
+
+The DataFrame runs the same pipeline as `tefq run --engine spark` (`operator_frame`: the plan's
+projection, mapper and stateful bucket operator from `tefq.spark.runtime.pipelines.PIPELINES`);
+only the source and the sink differ. A batch DataFrame gets the control source's flush row appended,
+so it gives every tick `tefq run` gives (the end-of-input flush included). A streaming DataFrame
+never ends: each tick's rows come once the event time, minus `lateness`, has passed the tick
+(as `--follow`), and the user writes them with their own `writeStream` and checkpoint.
+
+Output: `tick` (timestamp, ms) and one string column per SELECT name holding the N-Triples term
+(null = unbound), the schema of `tefq run --format parquet`. Each bucket decodes its own rows
+inside the stateful operator (`decoded`): an operator emits a micro-batch's term dictionary with
+the rows that use it, so no driver is needed. Metrics are not returned; warnings (late events) go
+to the executors' stderr.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from tefq.errors import TefqError
+from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
+from tefq.spark.output import Collector
+from tefq.spark.planning import WindowedPlan, plan_document
+from tefq.spark.runtime.partitioning import by_bucket, shuffle_labels
+from tefq.spark.runtime.pipelines import PIPELINES
+from tefq.spark.runtime.sources import CONTROL_SCHEMA, FLUSH_TERM
+
+EVENT_COLUMNS = ("ts", "s", "p", "o")
+SOURCE_NAME = "<dataframe>"  # the `file` of a DataFrame's rows, in bad-row reports
+INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: int = 0, name: str | None = None,
+          background: Any = None, bad_rows: str | None = None) -> DataFrame:
+    """The rows of one query of `query` (a `tefq.Query` or its text; `name` picks a query of a
+    document with several, the first by default) over `events_df` (batch or streaming, columns
+    ts: long epoch ms or timestamp; s, p, o: N-Triples terms). `lateness`: ms or a duration
+    ("5s"). `background`: a file or rdflib graph (used by the general operator). `bad_rows`: a
+    directory for malformed rows; without it a malformed row fails the Spark job, naming the row."""
+    from tefq.spark.engine import background_triples
+
+    doc = _as_query(query).document()
+    spark = events_df.sparkSession
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    plan = pick_plan(plan_document(doc, max(1, partitions)), name)
+    source = event_source(events_df)
+    if not events_df.isStreaming:  # the whole input is there: report every tick, as a bounded run
+        source = source.unionByName(flush_source(spark))
+    pipe = PIPELINES[type(plan)]
+    func = decoded(pipe.operator(doc, plan, t0, _duration_ms(lateness), background_triples(background)), plan)
+    records = operator_frame(plan, source, shuffle_labels(plan.buckets, partitions), func,
+                             bad_rows=bad_rows, schema=decoded_schema(plan))
+    return records.select(F.timestamp_millis("tick").alias("tick"), *[F.col(f"`{c}`") for c in plan.columns])
+
+
+def operator_frame(plan, source: DataFrame, labels: list[int], func: Callable, *, bad_rows: str | None = None,
+                   ranks: dict[int, int] | None = None, schema: str = OUTPUT_SCHEMA) -> DataFrame:
+    """One plan's pipeline over `source` (rows of ts, s, p, o, file, fh, ts_text): the projection
+    and mapper of its `PIPELINES` row, then `func` (an applyInPandasWithState function taking the
+    bucket index) per bucket, grouped by the buckets' shuffle `labels`
+    (tefq.spark.runtime.partitioning). `ranks`: the stream order of the files, for ties."""
+    pipe = PIPELINES[type(plan)]
+    mapped = pipe.project(source, plan).mapInArrow(pipe.mapper(plan, bad_rows, ranks), pipe.schema(plan))
+    mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
+    if not source.isStreaming:  # Spark refuses applyInPandasWithState on a batch: one call per bucket
+        return mapped.groupBy("b").applyInPandas(stateless(by_bucket(func, labels)), schema)
+    return mapped.groupBy("b").applyInPandasWithState(by_bucket(func, labels), schema, STATE_SCHEMA, "append",
+                                                      GroupStateTimeout.NoTimeout)
+
+
+class FreshState:
+    """The GroupState of a batch query's only call per group: nothing before, nothing kept."""
+
+    exists = False
+
+    def update(self, value: tuple) -> None:
+        pass
+
+
+def stateless(func: Callable) -> Callable:
+    """An applyInPandasWithState function as an applyInPandas one (a batch: all rows, one call)."""
+
+    def op(key, pdf):  # no type hints: Spark would read them as a request for another UDF kind
+        return pd.concat(list(func(key, iter([pdf]), FreshState())), ignore_index=True)
+
+    return op
+
+
+def pick_plan(plans: list, name: str | None):
+    """The plan of the query named `name` (the first query's when None)."""
+    if not plans:
+        raise TefqError("the document has no queries")
+    plan = plans[0] if name is None else next((p for p in plans if _names(p) and name in _names(p)), None)
+    if plan is None:
+        known = ", ".join(n for p in plans for n in _names(p))
+        raise TefqError(f"no query named {name!r}: the document has {known}", file="name")
+    if isinstance(plan, WindowedPlan):
+        raise TefqError("tefq.spark.apply does not run windowed (REGISTER QUERY) queries yet: use "
+                        "tefq run --engine spark or Query.run", file="query")
+    return plan
+
+
+def _names(plan) -> tuple[str, ...]:
+    return plan.queries if isinstance(plan, WindowedPlan) else (plan.query,)
+
+
+def event_source(df: DataFrame) -> DataFrame:
+    """The user's events as the engine's source rows (ts long, s, p, o, file, fh, ts_text)."""
+    missing = [c for c in EVENT_COLUMNS if c not in df.columns]
+    if missing:
+        raise TefqError(f"the events DataFrame lacks the column(s) {', '.join(missing)}: expected ts (epoch ms or "
+                        f"timestamp), s, p, o (N-Triples terms); found {', '.join(df.columns)}", SOURCE_NAME)
+    kind = df.schema["ts"].dataType
+    if isinstance(kind, INTEGRAL):
+        ts = F.col("ts").cast("long")
+    elif isinstance(kind, T.TimestampType):
+        ts = F.unix_millis(F.col("ts"))
+    else:
+        raise TefqError(f"column ts is {kind.simpleString()}: expected a long (epoch ms) or a timestamp "
+                        "(cast a string with to_timestamp, a timestamp_ntz to timestamp)", SOURCE_NAME)
+    return df.select(ts.alias("ts"), *[F.col(c).cast("string").alias(c) for c in ("s", "p", "o")],
+                     F.lit(SOURCE_NAME).alias("file"), F.lit(0).cast("long").alias("fh"),
+                     F.col("ts").cast("string").alias("ts_text"))
+
+
+def flush_source(spark: SparkSession) -> DataFrame:
+    """The control source's end-of-input row (tefq.spark.runtime.sources.write_flush) as a batch."""
+    row = spark.createDataFrame([(0, FLUSH_TERM, FLUSH_TERM, FLUSH_TERM)], CONTROL_SCHEMA)
+    return row.select("ts", "s", "p", "o", F.lit(None).cast("string").alias("file"),
+                      F.lit(0).cast("long").alias("fh"), F.lit(None).cast("string").alias("ts_text"))
+
+
+def decoded_schema(plan) -> str:
+    return ", ".join(["tick long"] + [f"`{c}` string" for c in plan.columns])
+
+
+def decoded(func: Callable, plan) -> Callable:
+    """`func`'s records of one bucket and micro-batch as result rows (tick ms, N-Triples cells),
+    formatted by the driver's Collector; warnings printed to the worker's stderr."""
+    group_vars, projections = getattr(plan, "group_vars", ()), getattr(plan, "projections", ())
+    columns = list(plan.columns)
+
+    def op(key, pdfs, state):
+        col = Collector(group_vars, projections)
+        for records in func(key, pdfs, state):
+            for kind, tick, payload in zip(records["kind"], records["tick"], records["payload"]):
+                col.add(kind, int(tick), payload)
+        for w in col.warnings:
+            print(f"tefq warning ({plan.query}): {w}", file=sys.stderr)
+        rows = col.sorted_rows()
+        frame = {"tick": np.fromiter((t for t, _ in rows), np.int64, len(rows))}
+        for i, c in enumerate(columns):
+            frame[c] = pd.Series([cells[i] for _, cells in rows], dtype=object)
+        yield pd.DataFrame(frame, columns=["tick"] + columns)
+
+    return op
+
+
+def _as_query(query: Any):
+    from tefq.api import Query, compile as compile_query
+
+    if isinstance(query, Query):
+        return query
+    if isinstance(query, str):
+        return compile_query(query)
+    raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")
+
+
+def _duration_ms(value: int | str) -> int:
+    if isinstance(value, int):
+        return value
+    from tefq.analysis import parse_duration
+
+    return parse_duration(value, "lateness")

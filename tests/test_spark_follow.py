@@ -1,0 +1,125 @@
+"""`--follow` (issue 15, issue 17 fault 5): a followed directory ignores hidden, `_` and `*.tmp`
+files instead of stopping; the follow loop hands each micro-batch's rows on and keeps none of them
+(driver memory does not grow with the rows emitted)."""
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import threading
+import time
+import tracemalloc
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spark_helpers import oracle, spark  # noqa: E402,F401 (spark: the fixture)
+
+import spark_docs as sd  # noqa: E402
+from tefq.io.stream_writers import write_stream  # noqa: E402
+from tefq.plan.logical import Var  # noqa: E402
+from tefq.spark.output import NumericRows, rows_record, terms_record  # noqa: E402
+from tefq.spark.runtime.follow import SinkTail  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IPTV = sd.IPTV
+
+
+def commit_batch(out, batch: int, rows: int) -> list[tuple]:
+    """Write one micro-batch into a Parquet sink as Spark's file sink does (a data file, then its
+    `_spark_metadata` log entry); returns the rows it holds, formatted."""
+    ticks = np.repeat(np.arange(rows // 2, dtype=np.int64) * 1000 + batch * 10_000_000, 2)
+    groups = np.tile(np.array([[11], [22]], np.int64), (rows // 2, 1))
+    counts = np.arange(rows, dtype=np.int64)
+    records = [rows_record(NumericRows(ticks, groups, {"USER": counts})), terms_record({11: "<http://x/a>",
+                                                                                      22: "<http://x/b>"})]
+    data = out / f"part-{batch:05d}.parquet"
+    kind, tick, payload = zip(*records)
+    pq.write_table(pa.table({"kind": list(kind), "tick": pa.array(tick, pa.int64()),
+                             "payload": pa.array(payload, pa.binary())}), data)
+    log = out / "_spark_metadata"
+    log.mkdir(exist_ok=True)
+    (log / str(batch)).write_text('v1\n{"path":"file://%s","size":1,"isDir":false,"modificationTime":0,'
+                                  '"blockReplication":1,"blockSize":1,"action":"add"}\n' % data)
+    return [(int(t), ("<http://x/a>" if g == 11 else "<http://x/b>", f'"{c}"^^<http://www.w3.org/2001/XMLSchema#integer>'))
+            for t, g, c in zip(ticks.tolist(), groups[:, 0].tolist(), counts.tolist())]
+
+
+def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):
+    plan = SimpleNamespace(group_vars=("channel",), projections=(("CHANNEL", Var("group:channel")),
+                                                                 ("USER", Var("USER"))))
+    out = tmp_path / "output"
+    out.mkdir()
+    tail = SinkTail(plan, str(out))
+    want = commit_batch(out, 0, 10)
+    got, warnings = tail.poll()
+    assert sorted(got) == sorted(want) and warnings == []
+    assert tail.poll() == ([], [])  # nothing new: nothing handed on twice
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = None
+        for batch in range(1, 7):  # 6 x 40,000 rows: tens of MB if they were kept
+            want = commit_batch(out, batch, 40_000)
+            got, _ = tail.poll()
+            assert len(got) == 40_000 and got[0] in want
+            del got, want
+            gc.collect()
+            now = tracemalloc.get_traced_memory()[0]
+            base = now if base is None else base
+        grown = now - base
+    finally:
+        tracemalloc.stop()
+    assert grown < 1_000_000, f"the tail kept {grown} bytes over 200,000 rows handed on"
+    assert tail.rows_out == 10 + 6 * 40_000 and tail.rows == []
+
+
+@pytest.mark.spark
+def test_follow_ignores_hidden_underscore_and_tmp_files(spark, tmp_path, monkeypatch):
+    """A followed TSV directory holding `.notes.tsv`, `_draft.tsv` and a half-written
+    `part-0001.tsv.tmp` (none of them a valid stream file) runs on; when the producer renames the
+    finished `.tmp`, its rows are read once. --out is the oracle's rows the event time passed."""
+    from tefq.cli import run_command
+    from tefq.io.result_writers import results_text
+
+    j, q = f"<{IPTV}join>", f"<{IPTV}quit>"
+    first = [(1000, "<http://x/u1>", j, "<http://x/a>"), (3000, "<http://x/u2>", j, "<http://x/b>"),
+             (12000, "<http://x/u3>", j, "<http://x/a>"), (21000, "<http://x/u1>", q, "<http://x/a>")]
+    second = [(25000, "<http://x/u1>", j, "<http://x/b>"), (33000, "<http://x/u2>", q, "<http://x/b>"),
+              (41000, "<http://x/u4>", j, "<http://x/a>")]
+    d = tmp_path / "in"
+    d.mkdir()
+    write_stream(first, str(d / "part-0000.tsv"), fmt="tsv")
+    for junk in (".notes.tsv", "_draft.tsv", "part-0001.tsv.tmp"):
+        (d / junk).write_text("not a stream file\n\x00\x01 half written")
+    out_csv = tmp_path / "out.csv"
+
+    def wait_for_tick(tick: int) -> None:
+        deadline = time.monotonic() + 300
+        while not (out_csv.exists() and f"\n{tick}," in out_csv.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.3)
+
+    def producer() -> None:
+        try:
+            wait_for_tick(20000)
+            write_stream(second, str(d / "part-0001.tsv.tmp"), fmt="tsv")
+            os.replace(d / "part-0001.tsv.tmp", d / "part-0001.tsv")
+            wait_for_tick(40000)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # the follow loop stops after its micro-batch
+
+    monkeypatch.chdir(ROOT)
+    thread = threading.Thread(target=producer, daemon=True)
+    thread.start()
+    code = run_command(["run", "usecases/uc1.tef", "--stream", str(d), "--follow", "--out", str(out_csv),
+                        "--master", "local[2]", "--quiet"])
+    thread.join(timeout=60)
+    assert code == 0
+    want = oracle(sd.uc1(10_000), first + second).results[0]
+    want.rows = [r for r in want.rows if r[0] < 41000]  # the ticks the event time has passed
+    assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")
