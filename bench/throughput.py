@@ -103,7 +103,7 @@ def main() -> int:
     ap.add_argument("--limit-repeat", type=int, default=3,
                     help="the limit is the fastest of this many runs (a single run varies by 2x here)")
     ap.add_argument("--buckets", type=int, default=None,
-                    help="operator buckets (default: all, one per shuffle partition; 1: UC3 on one bucket)")
+                    help="buckets offered to the planner (default: all, one per shuffle partition; 1: UC3 on one bucket)")
     args = ap.parse_args()
     data = args.data or f"/tmp/tefq-bench-iptv-{args.events}"
     log = ensure_data(data, args.events, args.days)

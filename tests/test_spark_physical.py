@@ -34,7 +34,7 @@ def test_uc3_runs_vectorised_on_the_fact_operator_bucketed_by_show():
     from tefq.spark.planning.fact import FactAggregatePlan
 
     (plan,) = plan_document(sd.uc3(), 4)
-    assert isinstance(plan, FactAggregatePlan) and plan.buckets == 4
+    assert isinstance(plan, FactAggregatePlan) and plan.buckets == 2
     assert plan.while_ is not None and plan.while_.shared == ("show",)
     text = explain_physical(sd.uc3())
     assert "FactAggregateOperator" in text and "Exchange hashpartitioning(bucket = xxhash64(?program)" in text

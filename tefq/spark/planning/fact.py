@@ -269,7 +269,7 @@ def plan_fact_aggregate(doc: Document, q, buckets: int = 8) -> FactAggregatePlan
         group_cols=tuple(identity.index(g) for g in group_vars), aggregates=tuple(aggs),
         distinct_cols=tuple(distinct), projections=projections(q, {g.name: rename[g.name] for g in q.group_by}),
         while_=scope, every_ms=q.every_ms, partitioning=partitioning(plans, order, group_vars),
-        buckets=buckets if routing else 1, routing=routing)
+        buckets=fact_buckets(routing, buckets), routing=routing)
 
 
 def plan_facts(doc: Document, order: list[str], needed: dict[str, set[str]]) -> dict | Refusal:
@@ -340,6 +340,16 @@ def partitioning(plans: dict, order: list[str], group_vars: list[str]) -> str:
         return (f"{'; '.join(joins)} but the aggregate groups by {group}: no key co-partitions both,"
                 " so one bucket holds what crosses micro-batches (open facts, scoped closed facts)")
     return f"facts and WHILE scopes of a group {group} may come from any key: one bucket holds the open state"
+
+
+def fact_buckets(routing: Routing | None, offered: int) -> int:
+    """How many buckets a routing uses of the `offered` ones (the session's shuffle partitions,
+    2 per core). Each bucket copies every replicated row, so a routing that replicates takes one
+    bucket per core (half the offer, at least 2): measured on UC3 2M, 4 buckets on 2 cores were
+    slower than 2 (bench/throughput.py --buckets)."""
+    if routing is None:
+        return 1
+    return max(2, offered // 2) if routing.replicated else offered
 
 
 def choose_routing(plans: dict, order: list[str], matched: str, group_vars: list[str],
