@@ -102,6 +102,8 @@ def main() -> int:
                     help="micro-batch size in files (overrides --batch-events)")
     ap.add_argument("--limit-repeat", type=int, default=3,
                     help="the limit is the fastest of this many runs (a single run varies by 2x here)")
+    ap.add_argument("--buckets", type=int, default=None,
+                    help="buckets offered to the planner (default: all, one per shuffle partition; 1: UC3 on one bucket)")
     args = ap.parse_args()
     data = args.data or f"/tmp/tefq-bench-iptv-{args.events}"
     log = ensure_data(data, args.events, args.days)
@@ -146,7 +148,7 @@ def main() -> int:
     fpt = args.files_per_trigger or max(1, round(nfiles * args.batch_events / max(table.num_rows, 1)))
     started = time.perf_counter()
     try:
-        r = run(doc, streams, master=args.master, max_files_per_trigger=fpt, progress=True)
+        r = run(doc, streams, master=args.master, max_files_per_trigger=fpt, progress=True, buckets=args.buckets)
     except TefqError as e:
         result["error"] = str(e)
         r = None
@@ -156,7 +158,7 @@ def main() -> int:
         result.update({
             "events_per_s": table.num_rows / wall, "steady_events_per_s": steady,
             "wall_seconds": wall, "collect_seconds": r.metrics.extra.get("collect_seconds"),
-            "files_per_trigger": fpt, "micro_batches": per,
+            "files_per_trigger": fpt, "micro_batches": per, "buckets": args.buckets or "all",
             "state_bytes_per_open_fact": r.metrics.extra.get("state_bytes_per_open_fact"),
             "rows_out": r.metrics.rows_out, "facts_created": r.metrics.facts_created,
         })

@@ -1,5 +1,7 @@
 """The fact-aggregate operator: event facts, derived facts and WHILE scopes in one stateful bucket,
 one call per micro-batch (applyInPandasWithState), numpy throughout — never a state call per event.
+With several buckets (`FactAggregatePlan.routing`) each bucket holds the groups of its key values
+and every replicated fact in full; a replicated fact's counts are taken in bucket 0 only.
 
 Input rows (built by `tefq.spark.runtime.fact_rows`): `k` kind (`RowKind`: SINCE, UNTIL, HEARTBEAT,
 FLUSH), `fact` (index into the plan's event facts), `ts`, `o` (order of ties; a heartbeat's max
@@ -26,8 +28,8 @@ from tefq.spark.kernels.joins import Relation, cut, derive, key_ranks
 from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
 from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
 from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
-from tefq.spark.operators.base import (EVENT_KINDS, ORDER_SHIFT, SINCE, Batch, BucketLogic, BucketState,
-                                       bucket_operator)
+from tefq.spark.operators.base import (EVENT_KINDS, MAX_WARNINGS, ORDER_SHIFT, SINCE, Batch, BucketLogic,
+                                       BucketState, bucket_operator)
 from tefq.spark.output import rows_record, terms_record
 
 
@@ -58,8 +60,11 @@ class FactEvaluator:
         self.spec = tick_spec(plan)
         self.index = {f.name: f for f in plan.facts}
 
-    def advance(self, st: FactState, ticks: np.ndarray, metrics: dict) -> list[tuple[str, int, bytes]]:
+    def advance(self, st: FactState, ticks: np.ndarray, metrics: dict,
+                bucket: int = 0) -> list[tuple[str, int, bytes]]:
+        """`bucket`: a replicated fact is in every bucket; its counts are taken in bucket 0 only."""
         plan, upto = self.plan, int(ticks[-1])
+        counted = {f.name for f in plan.facts if bucket == 0 or f.name not in plan.replicated}
         current: dict[str, Relation] = {}
         for f in plan.facts:
             if isinstance(f, EventFactPlan):
@@ -68,7 +73,7 @@ class FactEvaluator:
                     done = pend.ts <= upto
                     applied = apply_events(st.base[f.name], pend.take(np.nonzero(done)[0]))
                     st.base[f.name] = applied.intervals
-                    metrics["unmatched_until"] += applied.unmatched_until
+                    metrics["unmatched_until"] += applied.unmatched_until if f.name in counted else 0
                     rest = pend.take(np.nonzero(~done)[0])
                     st.pending[f.name] = [rest] if len(rest) else []
                 current[f.name] = _relation(st.base[f.name], f.identity).nonempty()
@@ -96,8 +101,9 @@ class FactEvaluator:
         for f in plan.facts:
             r = current[f.name]
             done = r.end <= upto
-            metrics["facts_created"] += int(done.sum())
-            metrics["facts_closed"] += int(done.sum())
+            if f.name in counted:
+                metrics["facts_created"] += int(done.sum())
+                metrics["facts_closed"] += int(done.sum())
             if isinstance(f, EventFactPlan):
                 base = st.base[f.name]
                 st.base[f.name] = base.take(np.nonzero(base.end > upto)[0])
@@ -121,9 +127,11 @@ class FactEvaluator:
         np.minimum.at(first_start, kl, live.start)
         return closed.take(np.nonzero(first_start[kc] < closed.end)[0])
 
-    def finish(self, st: FactState, metrics: dict) -> None:
+    def finish(self, st: FactState, metrics: dict, bucket: int = 0) -> None:
         """End of input: the facts still open are created, not closed."""
         for f in self.plan.facts:
+            if bucket and f.name in self.plan.replicated:
+                continue
             if isinstance(f, EventFactPlan):
                 base = st.base[f.name]
                 metrics["facts_created"] += int((base.end > base.start).sum())
@@ -143,16 +151,36 @@ def read_fact_events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
 
 
 class FactAggregateLogic(BucketLogic):
-    """The bucket loop's view of `FactEvaluator` (one bucket: the plan has no group buckets)."""
+    """The bucket loop's view of `FactEvaluator`, in one of the plan's buckets (`plan.routing`)."""
 
     def __init__(self, plan: FactAggregatePlan) -> None:
         self.plan, self.every_ms, self.evaluator = plan, plan.every_ms, FactEvaluator(plan)
         self.late_note = f"ignored for query {plan.query}: ticks up to {{last}} were already reported"
+        self.copies = [i for i, f in enumerate(plan.event_facts) if f.name in plan.replicated]
+        self.late_copies = np.zeros(0, bool)  # this call's late rows (in order): copies of a replicated row?
+
+    def see_time(self, st: FactState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        """Also note which late rows are copies of a replicated fact's row (bucket 0 counts and warns)."""
+        super().see_time(st, pdf, kinds, batch)
+        self.late_copies = np.zeros(0, bool)
+        if batch.bucket and self.copies and st.last_tick is not None:
+            late = np.isin(kinds, EVENT_KINDS) & (pdf["ts"].to_numpy() <= st.last_tick)
+            self.late_copies = np.isin(pdf["fact"].to_numpy()[late], self.copies)
+
+    def uncount_late_copies(self, batch: Batch) -> None:
+        """Take the late copies out of this bucket's late count and warnings (the loop's `drop_late`
+        counted them and warned about the first MAX_WARNINGS late rows, in row order)."""
+        if not self.late_copies.any():
+            return
+        batch.metrics["late_events"] -= int(self.late_copies.sum())
+        warned = iter(self.late_copies[:MAX_WARNINGS].tolist())
+        batch.out = [r for r in batch.out if r[0] != "warn" or not next(warned, False)]
 
     def new_state(self) -> FactState:
         return FactState(self.plan)
 
     def ingest(self, st: FactState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        self.uncount_late_copies(batch)
         evs = pdf[np.isin(kinds, EVENT_KINDS)]
         fact_col = evs["fact"].to_numpy()
         for i, f in enumerate(self.plan.event_facts):
@@ -168,14 +196,15 @@ class FactAggregateLogic(BucketLogic):
             if st.pending[f.name]:
                 allp = Events.concat(st.pending[f.name])
                 pend = allp.distinct()
-                batch.metrics["duplicates"] += len(allp) - len(pend)
+                if not batch.bucket or f.name not in self.plan.replicated:
+                    batch.metrics["duplicates"] += len(allp) - len(pend)
                 st.pending[f.name] = [pend]
 
     def advance(self, st: FactState, ticks: np.ndarray, batch: Batch) -> None:
-        batch.out.extend(self.evaluator.advance(st, ticks, batch.metrics))
+        batch.out.extend(self.evaluator.advance(st, ticks, batch.metrics, batch.bucket))
 
     def finish(self, st: FactState, batch: Batch) -> None:
-        self.evaluator.finish(st, batch.metrics)
+        self.evaluator.finish(st, batch.metrics, batch.bucket)
 
     def snapshot(self, st: FactState, metrics: dict) -> None:
         metrics["open_facts"] = sum(len(b) for b in st.base.values()) + sum(len(r) for r in st.open.values())

@@ -49,9 +49,27 @@ class ScopePlan:
 
 
 @dataclass(frozen=True)
+class Routing:
+    """Which bucket holds which facts. The buckets split the values of one group variable `key`
+    of the matched fact (bucket = xxhash64 code of the term mod B): each fact is either *split*
+    by the identity column bound to `key` (its facts with that value live in that value's bucket
+    only) or *replicated* (every bucket holds all its facts). See `choose_routing` for why this
+    is exact."""
+
+    key: str
+    split: tuple[tuple[str, int], ...]  # (fact, identity column) of the split facts
+    replicated: tuple[str, ...]
+
+    def column(self, fact: str) -> int:
+        """The identity column that picks `fact`'s bucket, or -1: replicated to every bucket."""
+        return dict(self.split).get(fact, -1)
+
+
+@dataclass(frozen=True)
 class FactAggregatePlan:
     """Aggregates at ticks over one fact pattern (CURRENT or not) of an event or derived fact,
-    optionally under WHILE. One bucket: see `partitioning`."""
+    optionally under WHILE. Bucketed by `routing` when one exists, else one bucket (`partitioning`
+    says why)."""
 
     query: str
     columns: tuple[str, ...]
@@ -67,10 +85,21 @@ class FactAggregatePlan:
     every_ms: int
     partitioning: str
     buckets: int = 1
+    routing: Routing | None = None
 
     @property
     def event_facts(self) -> tuple[EventFactPlan, ...]:
         return tuple(f for f in self.facts if isinstance(f, EventFactPlan))
+
+    @property
+    def event_routes(self) -> tuple[int, ...]:
+        """Per event fact: the identity column whose code picks a row's bucket, or -1 (every bucket)."""
+        return tuple(self.routing.column(f.name) if self.routing else 0 for f in self.event_facts)
+
+    @property
+    def replicated(self) -> frozenset[str]:
+        """The facts every bucket holds in full (their counts are taken in bucket 0 only)."""
+        return frozenset(self.routing.replicated) if self.routing else frozenset()
 
     def explain(self) -> str:
         what = "CURRENT pattern" if self.current else "fact pattern"
@@ -100,13 +129,25 @@ class FactAggregatePlan:
                 body = " JOIN ".join(f"{b.fact}({', '.join('?' + n for n in b.names)})" for b in f.body)
                 lines.append(f"  DerivedFact {f.name}({', '.join('?' + v for v in f.identity)}) = {body}:"
                              " interval join (sort + searchsorted), coalesced per identity")
-        lines.append(f"  Exchange SinglePartition (bucket 0): {self.partitioning}")
+        lines.extend(self._exchange())
         lines.append("  MapInArrow: row order for ties, bad rows diverted, one heartbeat (min/max event time, counts)")
         lines.append("  Project: clause matching; per fact row: fact number, identity xxhash64, one xxhash64 code"
                      " per identity variable; output terms on SINCE rows only")
         lines.extend(f"    {f.name} {c.explain(f.identity)}" for f in self.event_facts for c in f.clauses)
         lines.append(SOURCE)
         return "\n".join(lines)
+
+    def _exchange(self) -> list[str]:
+        if self.routing is None:
+            return [f"  Exchange SinglePartition (bucket 0): {self.partitioning}"]
+        r = self.routing
+        split = "; ".join(f"{f} split by ?{self._identity(f)[c]}" for f, c in r.split)
+        copies = (f"; replicated to every bucket ({self.buckets} copies of each row): {', '.join(r.replicated)}"
+                  if r.replicated else "; nothing replicated")
+        return [f"  Exchange hashpartitioning(bucket = xxhash64(?{r.key}) mod {self.buckets}): {split}{copies};"
+                " heartbeats and flush to every bucket",
+                f"    exact: every {self.fact} fact, its derivations, coalescing and WHILE scope of a group lie in"
+                f" the bucket of its ?{r.key}"]
 
     def _identity(self, name: str) -> tuple[str, ...]:
         return next(f.identity for f in self.facts if f.name == name)
@@ -221,12 +262,14 @@ def plan_fact_aggregate(doc: Document, q, buckets: int = 8) -> FactAggregatePlan
     if isinstance(plans, Refusal):
         return plans
     aggs, distinct = planned
+    routing = choose_routing(plans, order, fact.name, group_vars, scope) if buckets > 1 else None
     return FactAggregatePlan(
         query=q.name, columns=tuple(p.name for p in q.select), facts=tuple(plans[n] for n in order),
         fact=fact.name, current=wp.kind == "current", group_vars=tuple(group_vars),
         group_cols=tuple(identity.index(g) for g in group_vars), aggregates=tuple(aggs),
         distinct_cols=tuple(distinct), projections=projections(q, {g.name: rename[g.name] for g in q.group_by}),
-        while_=scope, every_ms=q.every_ms, partitioning=partitioning(plans, order, group_vars))
+        while_=scope, every_ms=q.every_ms, partitioning=partitioning(plans, order, group_vars),
+        buckets=fact_buckets(routing, buckets), routing=routing)
 
 
 def plan_facts(doc: Document, order: list[str], needed: dict[str, set[str]]) -> dict | Refusal:
@@ -297,3 +340,57 @@ def partitioning(plans: dict, order: list[str], group_vars: list[str]) -> str:
         return (f"{'; '.join(joins)} but the aggregate groups by {group}: no key co-partitions both,"
                 " so one bucket holds what crosses micro-batches (open facts, scoped closed facts)")
     return f"facts and WHILE scopes of a group {group} may come from any key: one bucket holds the open state"
+
+
+def fact_buckets(routing: Routing | None, offered: int) -> int:
+    """How many buckets a routing uses of the `offered` ones (the session's shuffle partitions,
+    2 per core). Each bucket copies every replicated row, so a routing that replicates takes one
+    bucket per core (half the offer, at least 2): measured on UC3 2M, 4 buckets on 2 cores were
+    slower than 2 (bench/throughput.py --buckets)."""
+    if routing is None:
+        return 1
+    return max(2, offered // 2) if routing.replicated else offered
+
+
+def choose_routing(plans: dict, order: list[str], matched: str, group_vars: list[str],
+                   scope: ScopePlan | None) -> Routing | None:
+    """The exact routing, over the group variables as keys, that replicates the fewest event facts;
+    None when there is none (then one bucket)."""
+    def copied(r: Routing) -> int:
+        return sum(isinstance(plans[n], EventFactPlan) for n in r.replicated)
+
+    found = [r for r in (routing_for(plans, order, matched, key, scope) for key in group_vars) if r is not None]
+    return min(found, key=copied) if found else None
+
+
+def routing_for(plans: dict, order: list[str], matched: str, key: str, scope: ScopePlan | None) -> Routing | None:
+    """Split the matched fact by its column `key`, and push that down. Exact because a bucket then
+    holds, for its key values, everything a group's rows depend on:
+    - the matched fact is split by a group column: a reported group's facts are in one bucket, so
+      COUNT DISTINCT, sums and the group's rows need nothing from another bucket;
+    - a WHILE scope keyed by `key` is split by its key column (the group's scope is complete in
+      its bucket); keyed otherwise it is replicated;
+    - a split derived fact's body facts that bind the split variable are split by it (a derivation
+      with that value only joins their rows with that value), the others are replicated (complete);
+      the derived identity contains the value, so all derivations of one identity, and its
+      coalescing, are in the bucket; a replicated fact's body is replicated.
+    A fact asked for in two ways (split by different columns, or split and replicated): None."""
+    need: dict[str, int] = {}
+
+    def require(fact: str, column: int) -> bool:
+        return need.setdefault(fact, column) == column
+
+    ok = require(matched, plans[matched].identity.index(key))
+    if scope is not None:
+        col = plans[matched].identity.index(key)
+        ok &= require(scope.fact, scope.key[scope.query_key.index(col)] if col in scope.query_key else -1)
+    for name in reversed(order):  # consumers before their bodies
+        f = plans[name]
+        if not isinstance(f, DerivedFactPlan) or name not in need:
+            continue
+        var = f.identity[need[name]] if need[name] >= 0 else None
+        for b in f.body:
+            ok &= require(b.fact, b.names.index(var) if var in b.names else -1)
+    if not ok or set(need) != set(order):
+        return None
+    return Routing(key, tuple((n, need[n]) for n in order if need[n] >= 0), tuple(n for n in order if need[n] < 0))

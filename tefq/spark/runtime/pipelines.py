@@ -18,6 +18,7 @@ from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan
 from tefq.spark.runtime import fact_rows
+from tefq.spark.runtime.fact_buckets import routed_mapper
 from tefq.spark.runtime.columns import project_all, project_current
 from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
@@ -40,7 +41,7 @@ PIPELINES: dict[type, Pipeline] = {
         project_current, make_mapper, current_map_schema,
         lambda doc, plan, t0, lateness, background: make_operator(plan, t0, lateness)),
     FactAggregatePlan: Pipeline(  # derived facts, fact patterns, WHILE
-        fact_rows.project_facts, fact_rows.make_fact_mapper, fact_rows.map_schema,
+        fact_rows.project_facts, lambda plan, *a: routed_mapper(plan, fact_rows.make_fact_mapper(plan, *a)), fact_rows.map_schema,
         lambda doc, plan, t0, lateness, background: make_fact_operator(plan, t0, lateness)),
     FallbackPlan: Pipeline(
         lambda df, plan: project_all(df), lambda plan, bad_rows, ranks: make_fallback_mapper(bad_rows, ranks),

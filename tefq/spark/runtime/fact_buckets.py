@@ -1,0 +1,50 @@
+"""Bucket routing of the fact-aggregate rows (`FactAggregatePlan.routing`), after the mapper: each
+SINCE/UNTIL row of a split event fact goes to the bucket of its key code (`code mod B`), each row
+of a replicated event fact and every heartbeat and flush row to every bucket.
+
+Done on the mapper's Arrow output, after the heartbeat is counted, so a replicated element is
+still one element read."""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from tefq.spark.operators.base import EVENT_KINDS
+from tefq.spark.planning.fact import FactAggregatePlan
+
+
+def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch) -> pa.RecordBatch:
+    """`rb` with column `b` set: rows of event fact i by `v{routes[i]} mod buckets`; rows of a
+    fact with route -1 and control rows once per bucket."""
+    n = rb.num_rows
+    if buckets == 1 or not n:
+        return rb
+    kind = rb.column("k").to_numpy(zero_copy_only=False)
+    fact = rb.column("fact").to_numpy(zero_copy_only=False)
+    data = np.isin(kind, [int(k) for k in EVENT_KINDS])
+    bucket = np.full(n, -1, np.int64)  # -1: every bucket
+    for i, col in enumerate(routes):
+        if col >= 0:
+            mine = data & (fact == i)
+            bucket[mine] = np.mod(rb.column(f"v{col}").to_numpy(zero_copy_only=False)[mine], buckets)
+    single = np.nonzero(bucket >= 0)[0]
+    every = np.nonzero(bucket < 0)[0]
+    rows = np.concatenate([single, np.tile(every, buckets)])
+    b = np.concatenate([bucket[single], np.repeat(np.arange(buckets, dtype=np.int64), len(every))])
+    out = rb.take(pa.array(rows))
+    at = out.schema.get_field_index("b")
+    field = out.schema.field(at)
+    return out.set_column(at, field, pa.array(b, field.type))
+
+
+def routed_mapper(plan: FactAggregatePlan, mapper: Callable) -> Callable:
+    """`mapper` (the fact mapper: Arrow batches in, Arrow batches out) with its rows routed."""
+    routes, buckets = plan.event_routes, plan.buckets
+
+    def routed(batches) -> Iterator[pa.RecordBatch]:
+        for rb in mapper(batches):
+            yield route_batch(routes, buckets, rb)
+
+    return routed
