@@ -166,6 +166,14 @@ def _stage(streams: Sequence[StreamArg], fmt: str | None, workdir: str):
     return staged
 
 
+def max_ticks(args: argparse.Namespace) -> int:
+    from tefq.oracle.query import DEFAULT_MAX_TICKS
+
+    if args.max_ticks is not None and args.max_ticks < 0:
+        raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
+    return DEFAULT_MAX_TICKS if args.max_ticks is None else args.max_ticks
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     streams = [_stream_arg(v) for v in args.stream]
     _check_paths(streams, args.background)
@@ -212,7 +220,7 @@ def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, w
         run = spark_run(doc, as_parquet(staged, workdir), background, t0=args.t0, lateness_ms=lateness,
                         master=args.master or os.environ.get("TEFQ_SPARK_MASTER"), checkpoint=args.checkpoint,
                         follow=args.follow, max_files_per_trigger=args.max_files_per_trigger,
-                        bad_rows=args.bad_rows, progress=not args.quiet,
+                        bad_rows=args.bad_rows, progress=not args.quiet, max_ticks=max_ticks(args),
                         on_rows=_Appender(args.format, args.out, args.tick_format) if args.follow else None)
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     run.metrics.rows_out = sum(len(r.rows) for r in run.results)
@@ -326,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allowed lateness, e.g. 5s (default: 0; oracle: each stream file arrives as one batch)")
     p.add_argument("--max-ticks", type=int, metavar="N",
                    help="stop (exit 2, naming the row) if a query would report rows at more than N ticks "
-                        "(default 1000000; 0: no bound; oracle engine for now)")
+                        "(default 1000000; 0: no bound; Spark counts every tick from the first event to the last)")
     p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"),
                    help="run a simulated baseline instead of TEF (see docs/cli.md)")
     p.add_argument("--window", metavar="DURATION", help="simulation window (default: the query's EVERY)")
