@@ -391,6 +391,7 @@ class _Terminated(BaseException):
 def main() -> None:
     """The `tefq` entry point. SIGTERM and SIGINT stop any run cleanly: a message on stderr, the
     temporary directories of tefq.cleanup removed, exit 143 / 130, no traceback."""
+    import logging
     import signal
 
     from tefq import cleanup
@@ -399,6 +400,9 @@ def main() -> None:
         raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
+    # py4j logs a call cut short by a signal with logging.exception on the root logger, which would
+    # print a traceback: the command line says what happened itself.
+    logging.getLogger().addHandler(logging.NullHandler())
     try:
         code = run_command(sys.argv[1:])
     except _Terminated:
