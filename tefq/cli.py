@@ -174,9 +174,48 @@ def max_ticks(args: argparse.Namespace) -> int:
     return DEFAULT_MAX_TICKS if args.max_ticks is None else args.max_ticks
 
 
+# --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
+# whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
+AUTO_ORACLE_EVENTS = 200_000
+TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
+
+
+def estimated_events(paths: Sequence[str]) -> int:
+    """Stream events, cheaply: Parquet footers' row counts, else bytes / TEXT_BYTES_PER_EVENT."""
+    from tefq.io.readers import stream_files
+
+    total = 0
+    for path in paths:
+        for f in stream_files(path):
+            if f.endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                total += pq.ParquetFile(f).metadata.num_rows
+            else:
+                total += os.path.getsize(f) * (4 if f.endswith(".gz") else 1) // TEXT_BYTES_PER_EVENT
+    return total
+
+
+def choose_engine(args: argparse.Namespace, streams: Sequence[StreamArg]) -> str:
+    """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
+    --max-files-per-trigger, standard input of unknown size) and for large inputs; else the oracle."""
+    if args.engine != "auto":
+        return args.engine
+    spark_only = [getattr(args, n) for n in SPARK_ONLY_OPTIONS] + [args.follow]
+    if any(v for v in spark_only) or any(s.path == "-" for s in streams):
+        return "spark"
+    n = estimated_events([s.path for s in streams])
+    engine = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+    if not args.quiet:
+        print(f"tefq: --engine auto: {engine} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
+              file=sys.stderr)
+    return engine
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     streams = [_stream_arg(v) for v in args.stream]
     _check_paths(streams, args.background)
+    args.engine = choose_engine(args, streams)
     lateness = _duration_ms(args.lateness, "--lateness")
     window_ms = _duration_ms(args.window, "--window") if args.window else None
     _check_run_options(args)
@@ -321,7 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"read every --stream as {'|'.join(STREAM_FORMATS)} whatever its extension "
                         "(default: by extension; tsv for standard input)")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
-    p.add_argument("--engine", choices=("spark", "oracle"), default="spark", help="the engine that runs the document")
+    p.add_argument("--engine", choices=("spark", "oracle", "auto"), default="spark",
+                   help="the engine that runs the document; auto: the oracle for small bounded inputs, "
+                        "else Spark (docs/cli.md)")
     p.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
                    help=f"result format: {'|'.join(RESULT_FORMATS)} (default: text on a terminal, else csv)")
     p.add_argument("--tick-format", choices=("ms", "iso"), default="ms",

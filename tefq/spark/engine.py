@@ -122,6 +122,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
         raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
                         "run them bounded", file="--follow")
+    refuse_colons(stream_paths)
     if checkpoint is not None:
         claim(checkpoint)
         check_not_finished(checkpoint, stream_paths, follow)
@@ -158,6 +159,14 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
             cleanup.unregister(tmp)
+
+
+def refuse_colons(stream_paths: list[str]) -> None:
+    """Hadoop paths cannot hold a ':' in a file name (Spark fails to read it): exit 2, not exit 1."""
+    for f in input_files(stream_paths):
+        if ":" in f:
+            raise TefqError("Spark's file source cannot read a path with ':' in a file or directory name "
+                            "(a Hadoop limit): rename it, or use --engine oracle", f)
 
 
 def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> tuple[list[QueryResult], Metrics]:

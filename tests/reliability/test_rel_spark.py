@@ -119,3 +119,24 @@ def test_signal_mid_spark_run(tmp_path, sig, code, words) -> None:
     assert p.wait() == code, err
     assert words in err and "Traceback" not in err, err
     assert not [d for d in os.listdir(scratch) if d.startswith("tefq-")], os.listdir(scratch)
+
+
+def test_glob_characters_in_stream_paths_are_literal_on_spark(spark, tmp_path) -> None:
+    """Fault 4: `s[1].tsv` read s1.tsv and `d[x]` read dx (Spark globs its paths)."""
+    doc = sd.uc1(10_000)
+    mine, other = views(0, 2), views(5, 3)
+    (tmp_path / "d[x]").mkdir()
+    (tmp_path / "dx").mkdir()
+    for target, elements in (("s[1].tsv", mine), ("s1.tsv", other), ("d[x]/a.tsv", mine), ("dx/a.tsv", other)):
+        write_tsv(tmp_path / target, elements)
+    want = oracle(doc, mine).results[0].rows
+    for target in ("s[1].tsv", "d[x]"):
+        assert run_spark(spark, doc, [str(tmp_path / target)]).results[0].rows == want, target
+
+
+def test_a_colon_in_a_file_name_is_refused_not_a_crash(spark, tmp_path) -> None:
+    """Fault 4: Hadoop cannot read `a:b.tsv` (exit 1 with Spark's trace before): exit 2, named."""
+    write_tsv(tmp_path / "a:b.tsv", views(0, 2))
+    with pytest.raises(TefqError) as e:
+        run_spark(spark, sd.uc1(10_000), [str(tmp_path)])
+    assert "':'" in e.value.message and e.value.file.endswith("a:b.tsv")
