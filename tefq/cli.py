@@ -417,12 +417,25 @@ def run_command(argv: Sequence[str]) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
+        if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
+            print("tefq: interrupted", file=sys.stderr)
+            return 130
         print(f"tefq: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         if os.environ.get("TEFQ_DEBUG"):
             traceback.print_exc()
         else:
             print("tefq: set TEFQ_DEBUG=1 to see the traceback", file=sys.stderr)
         return 1
+
+
+def interrupted(e: BaseException) -> bool:
+    """Whether `e` was raised while handling a KeyboardInterrupt (its context chain holds one)."""
+    seen = e.__context__
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False
 
 
 class _Terminated(BaseException):

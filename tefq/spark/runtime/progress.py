@@ -1,8 +1,11 @@
 """A running streaming query on the driver: progress lines, waiting for the end, worker errors."""
 from __future__ import annotations
 
+import signal
 import sys
-from typing import Sequence
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from tefq.errors import TefqError
 from tefq.spark.operators.base import TOO_MANY_TICKS
@@ -50,14 +53,37 @@ class Progress:
 
 
 
-def run_until_done(query, progress: Progress) -> None:
+@contextmanager
+def deferred_signals() -> Iterator[list[int]]:
+    """SIGINT/SIGTERM while the driver waits inside a py4j call would raise in the middle of it
+    and break the connection (pyspark's SIGINT handler then fails to cancel the jobs: exit 1).
+    Inside this block a signal is only noted; the caller stops the query and re-delivers it."""
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pending
+        return
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in kinds}
     try:
-        while query.isActive:
-            query.awaitTermination(1.0)
-            progress.report(query)
-    except BaseException:  # SIGTERM / SIGINT (tefq.cli.main): stop the query before the clean-up
-        stop_quietly(query)
-        raise
+        yield pending
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def run_until_done(query, progress: Progress) -> None:
+    with deferred_signals() as pending:
+        try:
+            while query.isActive and not pending:
+                query.awaitTermination(1.0)
+                progress.report(query)
+        except BaseException:
+            stop_quietly(query)
+            raise
+        if pending:
+            stop_quietly(query)
+    if pending:  # to the handlers of tefq.cli.main / pyspark: exit 143 or 130
+        signal.raise_signal(pending[0])
     progress.report(query)
     exc = query.exception()
     if exc is not None:
