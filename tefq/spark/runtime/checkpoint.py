@@ -62,10 +62,13 @@ FINISHED = "tefq-finished-inputs"
 
 
 def input_files(stream_paths: list[str]) -> list[str]:
-    """The stream files a run reads, as absolute paths (tefq.io's listing: the oracle's order)."""
+    """The stream files a run reads, as absolute paths (tefq.io's listing: the oracle's order); a
+    directory with no file yet (--follow may start on one) has none."""
     from tefq.io.readers import stream_files
+    from tefq.spark.runtime.sources import has_files
 
-    return [os.path.abspath(f) for p in stream_paths for f in stream_files(p)]
+    return [os.path.abspath(f) for p in stream_paths if not os.path.isdir(p) or has_files(p)
+            for f in stream_files(p)]
 
 
 def mark_finished(directory: str, stream_paths: list[str]) -> None:
