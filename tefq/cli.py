@@ -166,9 +166,56 @@ def _stage(streams: Sequence[StreamArg], fmt: str | None, workdir: str):
     return staged
 
 
+def max_ticks(args: argparse.Namespace) -> int:
+    from tefq.oracle.query import DEFAULT_MAX_TICKS
+
+    if args.max_ticks is not None and args.max_ticks < 0:
+        raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
+    return DEFAULT_MAX_TICKS if args.max_ticks is None else args.max_ticks
+
+
+# --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
+# whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
+AUTO_ORACLE_EVENTS = 200_000
+TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
+
+
+def estimated_events(paths: Sequence[str]) -> int:
+    """Stream events, cheaply: Parquet footers' row counts, else bytes / TEXT_BYTES_PER_EVENT."""
+    from tefq.io.readers import stream_files
+
+    total = 0
+    for path in paths:
+        for f in stream_files(path):
+            if f.endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                total += pq.ParquetFile(f).metadata.num_rows
+            else:
+                total += os.path.getsize(f) * (4 if f.endswith(".gz") else 1) // TEXT_BYTES_PER_EVENT
+    return total
+
+
+def choose_engine(args: argparse.Namespace, streams: Sequence[StreamArg]) -> str:
+    """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
+    --max-files-per-trigger, standard input of unknown size) and for large inputs; else the oracle."""
+    if args.engine != "auto":
+        return args.engine
+    spark_only = [getattr(args, n) for n in SPARK_ONLY_OPTIONS] + [args.follow]
+    if any(v for v in spark_only) or any(s.path == "-" for s in streams):
+        return "spark"
+    n = estimated_events([s.path for s in streams])
+    engine = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+    if not args.quiet:
+        print(f"tefq: --engine auto: {engine} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
+              file=sys.stderr)
+    return engine
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     streams = [_stream_arg(v) for v in args.stream]
     _check_paths(streams, args.background)
+    args.engine = choose_engine(args, streams)
     lateness = _duration_ms(args.lateness, "--lateness")
     window_ms = _duration_ms(args.window, "--window") if args.window else None
     _check_run_options(args)
@@ -212,7 +259,7 @@ def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, w
         run = spark_run(doc, as_parquet(staged, workdir), background, t0=args.t0, lateness_ms=lateness,
                         master=args.master or os.environ.get("TEFQ_SPARK_MASTER"), checkpoint=args.checkpoint,
                         follow=args.follow, max_files_per_trigger=args.max_files_per_trigger,
-                        bad_rows=args.bad_rows, progress=not args.quiet,
+                        bad_rows=args.bad_rows, progress=not args.quiet, max_ticks=max_ticks(args),
                         on_rows=_Appender(args.format, args.out, args.tick_format) if args.follow else None)
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     if not args.follow:  # follow mode hands its rows on as they come and counts them
@@ -314,7 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"read every --stream as {'|'.join(STREAM_FORMATS)} whatever its extension "
                         "(default: by extension; tsv for standard input)")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
-    p.add_argument("--engine", choices=("spark", "oracle"), default="spark", help="the engine that runs the document")
+    p.add_argument("--engine", choices=("spark", "oracle", "auto"), default="spark",
+                   help="the engine that runs the document; auto: the oracle for small bounded inputs, "
+                        "else Spark (docs/cli.md)")
     p.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
                    help=f"result format: {'|'.join(RESULT_FORMATS)} (default: text on a terminal, else csv)")
     p.add_argument("--tick-format", choices=("ms", "iso"), default="ms",
@@ -327,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allowed lateness, e.g. 5s (default: 0; oracle: each stream file arrives as one batch)")
     p.add_argument("--max-ticks", type=int, metavar="N",
                    help="stop (exit 2, naming the row) if a query would report rows at more than N ticks "
-                        "(default 1000000; 0: no bound; oracle engine for now)")
+                        "(default 1000000; 0: no bound; Spark counts every tick from the first event to the last)")
     p.add_argument("--simulate", choices=("refresh", "refresh-group", "sequence"),
                    help="run a simulated baseline instead of TEF (see docs/cli.md)")
     p.add_argument("--window", metavar="DURATION", help="simulation window (default: the query's EVERY)")
@@ -369,12 +418,25 @@ def run_command(argv: Sequence[str]) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
+        if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
+            print("tefq: interrupted", file=sys.stderr)
+            return 130
         print(f"tefq: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         if os.environ.get("TEFQ_DEBUG"):
             traceback.print_exc()
         else:
             print("tefq: set TEFQ_DEBUG=1 to see the traceback", file=sys.stderr)
         return 1
+
+
+def interrupted(e: BaseException) -> bool:
+    """Whether `e` was raised while handling a KeyboardInterrupt (its context chain holds one)."""
+    seen = e.__context__
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False
 
 
 class _Terminated(BaseException):
@@ -384,6 +446,7 @@ class _Terminated(BaseException):
 def main() -> None:
     """The `tefq` entry point. SIGTERM and SIGINT stop any run cleanly: a message on stderr, the
     temporary directories of tefq.cleanup removed, exit 143 / 130, no traceback."""
+    import logging
     import signal
 
     from tefq import cleanup
@@ -392,6 +455,9 @@ def main() -> None:
         raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
+    # py4j logs a call cut short by a signal with logging.exception on the root logger, which would
+    # print a traceback: the command line says what happened itself.
+    logging.getLogger().addHandler(logging.NullHandler())
     try:
         code = run_command(sys.argv[1:])
     except _Terminated:

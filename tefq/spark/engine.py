@@ -4,9 +4,11 @@ Pipeline per query (`tefq.spark.runtime.pipelines`): file source ∪ control sou
 projection (clause matching, xxhash64 identity and group codes, bucket) -> mapInArrow (drops
 unmatched rows, adds one heartbeat per bucket carrying the partition's event-time range) ->
 groupBy(bucket).applyInPandasWithState (the plan's operator, `tefq.spark.operators`) -> parquet
-file sink. A bounded input runs with availableNow, then a flush row is written into the control
-source and the query runs once more to report the last ticks. `run_bounded` is the one driver
-loop: `run` and the simulations (`tefq.spark.simulate`, another operator factory) go through it.
+file sink. A bounded input runs with availableNow; its end is a flush row in the control source,
+written before the run when every file is read in one micro-batch (no --max-files-per-trigger),
+else after it (the query then runs once more to report the last ticks). `run_bounded` is the one
+driver loop: `run` and the simulations (`tefq.spark.simulate`, another operator factory) go
+through it.
 """
 from __future__ import annotations
 
@@ -18,14 +20,17 @@ from typing import Callable, Iterator
 
 from pyspark.sql import SparkSession
 
+from tefq import cleanup
 from tefq.errors import TefqError
+from tefq.oracle.query import DEFAULT_MAX_TICKS
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.planning import WindowedPlan, plan_document
-from tefq.spark.runtime.checkpoint import claim
+from tefq.spark.operators.base import RunLimits
+from tefq.spark.runtime.checkpoint import check_not_finished, claim, input_files, mark_finished
 from tefq.spark.runtime.pipelines import build_plan
-from tefq.spark.runtime.progress import ours, run_until_done
-from tefq.spark.runtime.session import get_session
+from tefq.spark.runtime.progress import ours, run_until_done, say
+from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
 from tefq.spark.runtime.sources import file_ranks, stage_streams, write_flush
 
@@ -38,12 +43,16 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
     start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                      max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                                      progress=progress, background=background, ranks=ranks, operator=operator)
+    one_batch = max_files_per_trigger is None  # the flush can ride in the data's micro-batch
     try:
+        if one_batch:
+            write_flush(ctl)
         run_until_done(start(availableNow=True), pr)
-        write_flush(ctl)
-        run_until_done(start(availableNow=True), pr)
+        if not one_batch:
+            write_flush(ctl)
+            run_until_done(start(availableNow=True), pr)
     except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; find ours
-        err = ours(e)
+        err = ours(e, plan.query, stream_paths)
         if err is e:
             raise
         raise err from None
@@ -75,7 +84,9 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, stream_paths: l
     stateful operators (the simulations pass theirs)."""
     _, paths = stage_streams(stream_paths, workdir)
     ranks = file_ranks(spark, paths)
+    say(progress, f"{len(input_files(paths))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
     for plan in plans:
+        say(progress, f"running {plan.query}")
         if isinstance(plan, WindowedPlan):  # C-SPARQL queries: tefq.spark.windowed
             from tefq.spark.windowed import run_windowed
 
@@ -94,7 +105,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, stream_paths: l
 def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         lateness_ms: int = 0, master: str | None = None, checkpoint: str | None = None, follow: bool = False,
         max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
-        buckets: int | None = None, spark: SparkSession | None = None,
+        max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
         stop: Callable[[], bool] | None = None) -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
@@ -102,20 +113,28 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
     (tefq.spark.runtime.follow): `on_rows` receives each micro-batch's new rows, the run ends when
     `stop()` turns true (default: on SIGINT/SIGTERM). `checkpoint`: a directory to resume from
-    (refused with exit 2 when another state version wrote it: tefq.spark.runtime.checkpoint)."""
+    (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
+    run and new files arrived: tefq.spark.runtime.checkpoint). `max_ticks`: as the oracle's
+    (0: no bound); a run over it stops with exit 2 naming the row."""
     started = time.time()
     if not stream_paths:
         raise TefqError("no --stream given")
     if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
         raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
                         "run them bounded", file="--follow")
+    refuse_colons(stream_paths)
     if checkpoint is not None:
         claim(checkpoint)
+        check_not_finished(checkpoint, stream_paths, follow)
+    RunLimits.max_ticks = max_ticks
     triples = background_triples(background)
-    spark = spark or get_session(master)
+    if spark is None:
+        say(progress, f"starting Spark ({default_master(master)})…")
+        spark = get_session(master)
+    say(progress, "planning")
     nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
     plans = plan_document(doc, nb)
-    tmp = tempfile.mkdtemp(prefix="tefq-spark-") if checkpoint is None else None
+    tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
     workdir = tmp or checkpoint
     opts = dict(t0=t0, lateness_ms=lateness_ms, max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                 progress=progress, background=triples)
@@ -128,6 +147,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
             metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
         else:
             results, metrics = bounded_results(run_bounded(spark, doc, plans, stream_paths, workdir, **opts))
+            if checkpoint is not None:
+                mark_finished(checkpoint, stream_paths)
         metrics.intermediate_bindings += metrics.facts_created
         order = {q.name: i for i, q in enumerate(doc.queries)}
         results.sort(key=lambda r: order.get(r.name, len(order)))
@@ -137,6 +158,15 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+            cleanup.unregister(tmp)
+
+
+def refuse_colons(stream_paths: list[str]) -> None:
+    """Hadoop paths cannot hold a ':' in a file name (Spark fails to read it): exit 2, not exit 1."""
+    for f in input_files(stream_paths):
+        if ":" in f:
+            raise TefqError("Spark's file source cannot read a path with ':' in a file or directory name "
+                            "(a Hadoop limit): rename it, or use --engine oracle", f)
 
 
 def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> tuple[list[QueryResult], Metrics]:

@@ -57,6 +57,18 @@ MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
 OUTPUT_SCHEMA = RECORD_SCHEMA
 STATE_SCHEMA = "blob binary"
 OUTPUT_COLUMNS = ["kind", "tick", "payload"]
+TOO_MANY_TICKS = "TEFQ_TOO_MANY_TICKS"  # a worker's error text: the driver names the row (runtime/progress.py)
+
+
+class RunLimits:
+    """Bounds set on the driver before the operators are built (captured in their closures)."""
+
+    max_ticks = 1_000_000  # --max-ticks (tefq.oracle.query.DEFAULT_MAX_TICKS); 0: no bound
+
+
+def too_many_ticks(max_ticks: int, every: int, first: int, last: int) -> RuntimeError:
+    """Raised in a worker; `tefq.spark.runtime.progress.ours` turns it into the oracle's message."""
+    return RuntimeError(f"{TOO_MANY_TICKS}\t{max_ticks}\t{every}\t{first}\t{last}\t")
 
 
 def profile(where: str, **figures) -> None:
@@ -97,6 +109,7 @@ class Batch:
 
     bucket: int
     flush: bool = False
+    max_ticks: int = 0  # ticks one query may report (0: no bound), checked before they are enumerated
     metrics: dict = field(default_factory=batch_metrics)
     out: list = field(default_factory=list)  # (kind, tick, payload) records
 
@@ -142,7 +155,7 @@ class BucketLogic:
         `finish` at the end of input. The windowed operator reports at window closes instead."""
         if st.gmax is None or st.flushed:
             return
-        ticks = final_ticks(st, batch.flush, t0, self.every_ms, lateness_ms)
+        ticks = final_ticks(st, batch.flush, t0, self.every_ms, lateness_ms, batch.max_ticks)
         if len(ticks):
             self.advance(st, ticks, batch)
             st.last_tick = int(ticks[-1])
@@ -175,13 +188,18 @@ def drop_late(st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, logic: Buck
     return pdf[keep], kinds[keep]
 
 
-def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: int) -> np.ndarray:
+def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: int,
+                max_ticks: int = 0) -> np.ndarray:
     """The ticks not yet reported that no later event can change: up to the event time reached
-    minus the allowed lateness, or every tick up to the last event at the end of input."""
+    minus the allowed lateness, or every tick up to the last event at the end of input. More than
+    `max_ticks` ticks since the first event (a stray timestamp at 0 or near 2^63) raise before
+    any array is made."""
     first = tick_at_or_after(st.gmin, t0, every)
     start = first if st.last_tick is None else st.last_tick + every
     upto = (tick_at_or_after(st.gmax, t0, every) if flush
             else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
+    if max_ticks > 0 and (upto - first) // every + 1 > max_ticks:
+        raise too_many_ticks(max_ticks, every, st.gmin, st.gmax)
     return np.arange(start, upto + 1, every, dtype=np.int64) if upto >= start else np.zeros(0, np.int64)
 
 
@@ -199,10 +217,11 @@ def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: B
 
 def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator") -> Callable:
     """The applyInPandasWithState function running `logic`: state restore/save, metrics, profile."""
+    max_ticks = RunLimits.max_ticks  # read on the driver, shipped in the closure
 
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         clock = [time.perf_counter()]
-        batch = Batch(int(key[0]))
+        batch = Batch(int(key[0]), max_ticks=max_ticks)
         st = pickle.loads(state.get[0]) if state.exists else logic.new_state()
         st.batches += 1
         pdf = batch_frame(pdfs)

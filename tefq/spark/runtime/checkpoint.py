@@ -52,3 +52,45 @@ def claim(directory: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(f"{STATE_VERSION}\n")
         os.replace(tmp, os.path.join(directory, MARKER))
+
+
+# A bounded run that reached the end of its input flushed its operators for good: every tick up to
+# the last event is reported and the state is closed. Its input files are recorded, so that a later
+# run on the same checkpoint either re-reads the same result (same files) or is refused (new files:
+# their ticks could not be reported, and a silent exit 0 would lose them). docs/spark.md, "Restart".
+FINISHED = "tefq-finished-inputs"
+
+
+def input_files(stream_paths: list[str]) -> list[str]:
+    """The stream files a run reads, as absolute paths (tefq.io's listing: the oracle's order); a
+    directory with no file yet (--follow may start on one) has none."""
+    from tefq.io.readers import stream_files
+    from tefq.spark.runtime.sources import has_files
+
+    return [os.path.abspath(f) for p in stream_paths if not os.path.isdir(p) or has_files(p)
+            for f in stream_files(p)]
+
+
+def mark_finished(directory: str, stream_paths: list[str]) -> None:
+    """Record that the bounded run in `directory` reported its last ticks over these inputs."""
+    tmp = os.path.join(directory, FINISHED + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(f"{f}\n" for f in input_files(stream_paths))
+    os.replace(tmp, os.path.join(directory, FINISHED))
+
+
+def check_not_finished(directory: str, stream_paths: list[str], follow: bool) -> None:
+    """Refuse (exit 2) to resume a finished checkpoint on input it has not read: new files, or
+    --follow (a finished operator reports nothing more)."""
+    path = os.path.join(directory, FINISHED)
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as fh:
+        seen = {line.rstrip("\n") for line in fh if line.strip()}
+    new = [f for f in input_files(stream_paths) if f not in seen]
+    if new or follow:
+        what = (f"{len(new)} stream file(s) arrived since, e.g. {new[0]}" if new
+                else "--follow would wait for files it can no longer report")
+        raise TefqError(f"this checkpoint holds a finished bounded run (every tick up to its last event was "
+                        f"reported); {what}: use a fresh --checkpoint to run over all the files, or start "
+                        "runs that will see new files with --follow", directory)

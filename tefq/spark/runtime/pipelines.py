@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from tefq.io.paths import path_in
 from tefq.plan.logical import Document
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
 from tefq.spark.operators.current import make_operator
@@ -58,7 +59,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
     `ranks`: the stream order of the files (tefq.spark.runtime.sources.file_ranks), for ties.
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
-    qdir = os.path.join(workdir, plan.query)
+    qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
     sources = [read_stream(spark, p, max_files_per_trigger) for p in stream_paths]

@@ -1,10 +1,22 @@
 """A running streaming query on the driver: progress lines, waiting for the end, worker errors."""
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from tefq.errors import TefqError
+from tefq.spark.operators.base import TOO_MANY_TICKS
 from tefq.spark.runtime.mappers import BAD_ROW
+
+def say(enabled: bool, text: str) -> None:
+    """One line of what the engine is doing (stderr, off with --quiet): the user sees the run
+    start before the JVM is up."""
+    if enabled:
+        print(f"[spark] {text}", file=sys.stderr, flush=True)
+
 
 def as_dict(v) -> dict:
     if v is None:
@@ -41,15 +53,50 @@ class Progress:
 
 
 
+@contextmanager
+def deferred_signals() -> Iterator[list[int]]:
+    """SIGINT/SIGTERM while the driver waits inside a py4j call would raise in the middle of it
+    and break the connection (pyspark's SIGINT handler then fails to cancel the jobs: exit 1).
+    Inside this block a signal is only noted; the caller stops the query and re-delivers it."""
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pending
+        return
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in kinds}
+    try:
+        yield pending
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def run_until_done(query, progress: Progress) -> None:
-    while query.isActive:
-        query.awaitTermination(1.0)
-        progress.report(query)
+    with deferred_signals() as pending:
+        try:
+            while query.isActive and not pending:
+                query.awaitTermination(1.0)
+                progress.report(query)
+        except BaseException:
+            stop_quietly(query)
+            raise
+        if pending:
+            stop_quietly(query)
+    if pending:  # to the handlers of tefq.cli.main / pyspark: exit 143 or 130
+        signal.raise_signal(pending[0])
     progress.report(query)
     exc = query.exception()
     if exc is not None:
         raise exc
 
+
+
+def stop_quietly(query) -> None:
+    """Stop a streaming query on the way out; the JVM may already be going down."""
+    try:
+        query.stop()
+    except Exception:  # noqa: BLE001 - nothing left to save
+        pass
 
 
 def bad_row_error(text: str) -> TefqError:
@@ -72,7 +119,30 @@ def bad_row_error(text: str) -> TefqError:
 
 
 
-def ours(e: Exception) -> Exception:
-    """Spark wraps worker errors: a bad row becomes the reader's located TefqError."""
+def too_many_ticks_error(text: str, query: str, paths: Sequence[str]) -> TefqError:
+    """The oracle's --max-ticks message (tefq.oracle.query.TooManyTicks), pointing at the row
+    whose timestamp stretches the range (read again on the driver: an error path only)."""
+    from tefq.io.bad_rows import IgnoreBadRows
+    from tefq.io.readers import locate_ts, read_stream_file, stream_files
+    from tefq.oracle.late import outlier
+    from tefq.oracle.query import TooManyTicks
+
+    tail = text[text.find(TOO_MANY_TICKS) + len(TOO_MANY_TICKS) + 1:].split("\t")
+    max_ticks, every, first, last = (int(v) for v in tail[:4])
+    err = TooManyTicks(query, max_ticks, every, first, last)
+    times = sorted(e[0] for p in paths for f in stream_files(p) for e in read_stream_file(f, IgnoreBadRows()))
+    if times:
+        ts, why = outlier(times)
+        err.message += f"; {why}: is its timestamp right (0, -1, seconds instead of ms)? Else raise --max-ticks"
+        err.file, err.line = locate_ts(paths, ts)
+        err.column = 1 if err.line else 0
+    return err
+
+
+def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
+    """Spark wraps worker errors: a bad row becomes the reader's located TefqError, a tick range
+    over --max-ticks the oracle's message naming the row."""
     text = str(e)
+    if TOO_MANY_TICKS in text:
+        return too_many_ticks_error(text, query, paths)
     return bad_row_error(text) if BAD_ROW in text else e

@@ -10,6 +10,7 @@ from tefq.spark.runtime.quiet import filtered_jvm_stderr
 
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
 # (TEFQ_SPARK_LOG=warn shows them again).
+MIN_BATCHES_TO_RETAIN = 20  # docs/spark.md "Restart and reliability"
 LOG4J2_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log4j2.properties")  # tefq/spark/
 
 
@@ -52,9 +53,16 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")  # stable partitioning for stateful plans
+        # Zone-less timestamps (CSV/TSV `2024-01-01T10:00:00`) are UTC, as on the oracle (spec §1).
+        .config("spark.sql.session.timeZone", "UTC")
+        # Checkpoint retention: offsets, commits and state versions of the last 20 micro-batches.
+        .config("spark.sql.streaming.minBatchesToRetain", str(MIN_BATCHES_TO_RETAIN))
+        # Small bounded inputs: reuse the Python workers and skip the startup of a second one.
+        .config("spark.python.worker.reuse", "true")
         .config("spark.driver.memory", os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_FILE}")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_FILE} -Duser.timezone=UTC")
+        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
     )
     with filtered_jvm_stderr():  # the JVM's own "Using incubator modules" notice
         spark = builder.getOrCreate()

@@ -74,9 +74,12 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
         directory, glob = path, name_glob(*_formats(path).pop())
     else:
         directory, glob = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    from tefq.io.readers import literal_path_pattern
+
+    directory = literal_path_pattern(directory)  # Spark globs its paths: `d[x]` read `dx` (issue 17)
     reader = spark.readStream.option("recursiveFileLookup", "true")
-    if glob:
-        reader = reader.option("pathGlobFilter", glob)
+    if glob:  # the file's own name, taken literally (`s[1].tsv` matched s1.tsv)
+        reader = reader.option("pathGlobFilter", literal_path_pattern(glob))
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
     if fmt == "parquet":
