@@ -69,17 +69,15 @@ def _header(path: str, fmt: str) -> list[str]:
 def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None) -> DataFrame:
     """A streaming DataFrame (ts long or null, s, p, o, file) over a stream file or directory.
     Files are taken in Spark's file-source order (modification time)."""
+    from tefq.io.readers import literal_path_pattern
+
     fmt = stream_format_of(path)
     if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
         directory, glob = path, name_glob(*_formats(path).pop())
-    else:
-        directory, glob = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
-    from tefq.io.readers import literal_path_pattern
-
+    else:  # the file's own name, taken literally (`s[1].tsv` matched s1.tsv)
+        directory, glob = os.path.dirname(os.path.abspath(path)), literal_path_pattern(os.path.basename(path))
     directory = literal_path_pattern(directory)  # Spark globs its paths: `d[x]` read `dx` (issue 17)
-    reader = spark.readStream.option("recursiveFileLookup", "true")
-    if glob:  # the file's own name, taken literally (`s[1].tsv` matched s1.tsv)
-        reader = reader.option("pathGlobFilter", literal_path_pattern(glob))
+    reader = spark.readStream.option("recursiveFileLookup", "true").option("pathGlobFilter", glob)
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
     if fmt == "parquet":
