@@ -84,6 +84,30 @@ def divert_bad(rows: list[str], bad_rows: str | None) -> None:
 
 
 
+def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """The rows the projection could not vouch for (column x: [file, ts, s, p, o]) are classified
+    by tefq.io.validate, the oracle's own rules: a bad one gets kind BAD and x its text (file,
+    kind: message, cells), a good one keeps the kind its clause gave it and x null."""
+    import pyarrow.compute as pc
+
+    from tefq.io.validate import classify_cells
+
+    x = rb.column("x")
+    texts = pa.nulls(rb.num_rows, pa.string())
+    if x.null_count < rb.num_rows:
+        at = pc.indices_nonzero(pc.is_valid(x)).to_numpy()
+        kinds = rb.column("k").to_numpy(zero_copy_only=False).copy()
+        out: list[str | None] = [None] * rb.num_rows
+        for i, (file, *cells) in zip(at.tolist(), x.take(pa.array(at)).to_pylist()):
+            fault = classify_cells(*cells)
+            if fault is not None:
+                kinds[i] = RowKind.BAD
+                out[i] = "\t".join([file or "", f"{fault[0]}: {fault[2]}"] + ["" if c is None else c for c in cells])
+        texts = pa.array(out, pa.string())
+        rb = rb.set_column(rb.schema.get_field_index("k"), "k", pa.array(kinds, pa.int32()))
+    return rb.set_column(rb.schema.get_field_index("x"), "x", texts)
+
+
 class PartitionScan:
     """What a mapper learns from its input partition besides the rows it keeps: the event-time
     range and number of stream rows (for the heartbeats) and the bad rows (raised, or written
@@ -203,6 +227,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             t = time.perf_counter()
             seen = True
             rows_in += rb.num_rows
+            rb = settle_undecided(rb)
             k = rb.column("k")
             data = pc.is_in(k, EVENT_KIND_SET)  # SINCE/UNTIL rows: the only ones shuffled
             scan.see(rb, pc.or_(pc.equal(k, int(RowKind.OTHER)), data), pc.equal(k, int(RowKind.BAD)))
