@@ -1,13 +1,13 @@
 """Spark SQL column expressions and the projections of the current-aggregate and fallback
-pipelines: clause matching, bad-row checks, xxhash64 codes, the row kind (`RowKind`)."""
+pipelines: clause matching, vouching for well-formed rows (bad-row checks), xxhash64 codes, the
+row kind (`RowKind`)."""
 from __future__ import annotations
 
+import re
 from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-
-import re
 
 from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
 from tefq.spark.operators.base import ELEMENT, RowKind
@@ -48,13 +48,6 @@ def bad_text(bad_reason: "F.Column") -> "F.Column":
 def clause_condition(c) -> "F.Column":
     conds = [F.col(col) == F.lit(term) for col, term in c.consts] + [F.col(a) == F.col(b) for a, b in c.same]
     return reduce(lambda x, y: x & y, conds, F.lit(True))
-
-
-def is_good() -> "F.Column":
-    """The row is well formed (the negation of `bad_reason`), as one cheap boolean: the reason
-    text is built only for the rare bad row."""
-    return (F.col("ts").isNotNull() & F.col("s").isNotNull() & F.col("p").isNotNull() & F.col("o").isNotNull()
-            & is_term("s") & is_term("p") & is_term("o"))
 
 
 def fixes_p(c) -> bool:
