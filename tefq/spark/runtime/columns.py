@@ -68,8 +68,10 @@ def vouched(plan: CurrentAggregatePlan, m: "F.Column") -> "F.Column":
 
 
 def undecided_cells(sure: "F.Column") -> "F.Column":
-    """[file, ts text, s, p, o] of a row the projection could not vouch for, else null."""
-    return F.when(~sure, F.array(F.col("file"), F.col("ts_text"), F.col("s"), F.col("p"), F.col("o")))
+    """[file, ts text, s, p, o] of a row the projection could not vouch for, as JSON text, else
+    null. Text, not an array column: Spark's per-row Arrow batch-size check is quadratic on
+    list columns (seen in jstack: ListVector.setValueCount per row)."""
+    return F.when(~sure, F.to_json(F.array(F.col("file"), F.col("ts_text"), F.col("s"), F.col("p"), F.col("o"))))
 
 
 def determines_element(c) -> bool:

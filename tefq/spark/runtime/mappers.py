@@ -2,6 +2,7 @@
 per-partition heartbeats, terms rows and flush, bad rows diverted or raised."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -85,7 +86,7 @@ def divert_bad(rows: list[str], bad_rows: str | None) -> None:
 
 
 def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
-    """The rows the projection could not vouch for (column x: [file, ts, s, p, o]) are classified
+    """The rows the projection could not vouch for (column x: JSON [file, ts, s, p, o]) are classified
     by tefq.io.validate, the oracle's own rules: a bad one gets kind BAD and x its text (file,
     kind: message, cells), a good one keeps the kind its clause gave it and x null."""
     import pyarrow.compute as pc
@@ -98,7 +99,8 @@ def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
         at = pc.indices_nonzero(pc.is_valid(x)).to_numpy()
         kinds = rb.column("k").to_numpy(zero_copy_only=False).copy()
         out: list[str | None] = [None] * rb.num_rows
-        for i, (file, *cells) in zip(at.tolist(), x.take(pa.array(at)).to_pylist()):
+        for i, text in zip(at.tolist(), x.take(pa.array(at)).to_pylist()):
+            file, *cells = json.loads(text)
             fault = classify_cells(*cells)
             if fault is not None:
                 kinds[i] = RowKind.BAD
