@@ -82,7 +82,8 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     pr = Progress(progress, plan.query)
 
     def start(**trigger):
-        return (result.writeStream.format("parquet").options(**SINK_OPTIONS).option("path", out).option("checkpointLocation", ck)
+        return (result.writeStream.format("parquet").options(**SINK_OPTIONS).option("path", out)
+                .option("checkpointLocation", ck)
                 .outputMode("append").trigger(**trigger).queryName(f"tefq_{plan.query}_{os.getpid()}").start())
 
     return start, out, ctl, pr
