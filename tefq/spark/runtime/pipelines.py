@@ -22,7 +22,6 @@ from tefq.spark.runtime.columns import project_all, project_current
 from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
 from tefq.spark.runtime.progress import Progress
-from tefq.spark.runtime.sink import SINK_OPTIONS
 from tefq.spark.runtime.sources import read_control, read_stream
 
 
@@ -82,8 +81,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     pr = Progress(progress, plan.query)
 
     def start(**trigger):
-        return (result.writeStream.format("parquet").options(**SINK_OPTIONS).option("path", out)
-                .option("checkpointLocation", ck)
+        return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
                 .outputMode("append").trigger(**trigger).queryName(f"tefq_{plan.query}_{os.getpid()}").start())
 
     return start, out, ctl, pr

@@ -9,10 +9,6 @@ from pyspark.sql import SparkSession
 from tefq.results import QueryResult
 from tefq.spark.output import Collector
 
-# The sink holds a few large result blobs per bucket and batch: Parquet's dictionary encoding would
-# hash every multi-MB blob and compression would squeeze data read back once, on this host.
-SINK_OPTIONS = {"compression": "none", "parquet.enable.dictionary": "false"}
-
 def committed_files(out: str) -> list[str]:
     """The committed files of the parquet sink (its _spark_metadata log): files of a batch that
     died before its commit are not part of the output."""
@@ -34,18 +30,15 @@ def committed_files(out: str) -> list[str]:
 
 
 
-def read_sink_files(files: list[str]) -> dict[str, list]:
-    """Sink records read with pyarrow on the driver, column by column (no pandas frame: the
-    records are a few large blobs), as {"kind": [...], "tick": [...], "payload": [...]}."""
-    import pyarrow as pa
+def read_sink_files(files: list[str]):
+    """Sink records read with pyarrow on the driver (result records can be large)."""
+    import pandas as pd
     import pyarrow.parquet as pq
 
-    names = ("kind", "tick", "payload")
-    tables = [pq.read_table(f, columns=list(names)) for f in files]
-    if not tables:
-        return {name: [] for name in names}  # no record yet
-    table = pa.concat_tables(tables)
-    return {name: table.column(name).to_pylist() for name in names}
+    frames = [pq.read_table(f).to_pandas() for f in files]
+    if not frames:
+        return pd.DataFrame({"kind": [], "tick": [], "payload": []})  # no record yet
+    return pd.concat(frames, ignore_index=True)
 
 
 
