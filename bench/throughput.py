@@ -1,6 +1,9 @@
 """Throughput of the Spark engine on the IPTV use-cases (a benchmark, not a test).
 
     python bench/throughput.py --usecase uc1|uc2|uc3 --events N --json OUT [--data DIR] [--master URL]
+    python bench/throughput.py --usecase uc1 --events 20000000 --files-per-trigger 1 --skip-python-loop \
+        --pathway-events 0 --checkpoint /tmp/ck20m --json OUT    (memory, state and checkpoint sizes)
+    python bench/throughput.py --usecase uc1 --whole-run --json OUT    (Spark vs oracle, default data)
 
 Writes {usecase, events, events_per_s, steady_events_per_s, limit_events_per_s (the fastest of
 --limit-repeat runs), peak_rss_mb,
@@ -9,6 +12,7 @@ and to Pathway (bench/pathway_uc.py, on the first --pathway-events events; null 
 `pathway_note` when Pathway is not installed). `limit` is the single-pass numpy evaluation of the
 same use-case over the same events in this process (bench/baselines.py), the bar to approach.
 `steady` leaves out the first micro-batch (start-up) and the end-of-input flush batch.
+`peak_memory_mb`: sampled peaks of the driver, the JVM and Spark's Python workers (bench/memory.py).
 """
 from __future__ import annotations
 
@@ -86,7 +90,7 @@ def best_of(n: int, timed, *args, **kwargs):
 LIMIT_RUNS: list[list[float]] = []  # seconds of every limit run, into the JSON
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--usecase", choices=("uc1", "uc2", "uc3"), required=True)
     ap.add_argument("--events", type=int, default=2_000_000)
@@ -104,15 +108,55 @@ def main() -> int:
                     help="the limit is the fastest of this many runs (a single run varies by 2x here)")
     ap.add_argument("--buckets", type=int, default=None,
                     help="buckets offered to the planner (default: all, one per shuffle partition; 1: UC3 on one bucket)")
-    args = ap.parse_args()
+    ap.add_argument("--skip-python-loop", action="store_true",
+                    help="no per-event Python loop (its row lists dominate memory at 10M+ events)")
+    ap.add_argument("--checkpoint", default=None,
+                    help="run with this --checkpoint (emptied first) and record its size")
+    ap.add_argument("--whole-run", action="store_true",
+                    help="instead: wall time of `tefq run` on Spark vs the oracle on the default data "
+                         "(--data, default /tmp/tefq-bench-default: tefq gen iptv --epg --seed 1)")
+    ap.add_argument("--repeat", type=int, default=2, help="--whole-run: runs of each engine, alternating")
+    return ap.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    if args.whole_run:
+        from whole_run import whole_run
+
+        result = {"usecase": args.usecase, "machine": f"{os.cpu_count()} cores", "load_average_start": load_average()}
+        result.update(whole_run(args.usecase, args.data or "/tmp/tefq-bench-default", args.repeat))
+        result["load_average_end"] = load_average()
+        return write(args.json, result)
     data = args.data or f"/tmp/tefq-bench-iptv-{args.events}"
     log = ensure_data(data, args.events, args.days)
     streams = [log] + ([os.path.join(data, "epg")] if args.usecase == "uc3" else [])  # UC3 joins the EPG
     table = load(streams)
     doc = docs(args.usecase)
-    every = doc.queries[0].every_ms
     result: dict = {"usecase": args.usecase, "events": table.num_rows, "data": data,
                     "machine": f"{os.cpu_count()} cores", "load_average_start": load_average()}
+    baselines(args, doc, table, result)
+    if args.pathway_events:
+        result.update(pathway_figures(args.usecase, table, doc.queries[0].every_ms, args.pathway_events))
+    nfiles = sum(len(os.listdir(d)) for d in streams)
+    fpt = args.files_per_trigger or max(1, round(nfiles * args.batch_events / max(table.num_rows, 1)))
+    del table  # the engine run's memory is what the peaks measure
+    engine_figures(args, doc, streams, fpt, result)
+    result["limit_runs_seconds"] = LIMIT_RUNS
+    result["load_average_end"] = load_average()
+    return write(args.json, result)
+
+
+def write(path: str, result: dict) -> int:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, indent=2)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def baselines(args: argparse.Namespace, doc, table, result: dict) -> None:
+    """The single-pass numpy limit (and the per-event Python loop) over the same events."""
+    every = doc.queries[0].every_ms
     if args.usecase in ("uc1", "uc2"):
         from baselines import numpy_limit, python_loop
 
@@ -124,8 +168,9 @@ def main() -> int:
             result["limit_note"] = ("limit_events_per_s sums the double durations exactly (the oracle's "
                                     "math.fsum), as the engine must; limit_rational_events_per_s divides the "
                                     "exact sum in ms once, which differs from the oracle in ~9% of cells")
-        secs, result["python_loop_rows"] = python_loop(table, every, args.usecase == "uc2")
-        result["python_loop_events_per_s"] = table.num_rows / secs
+        if not args.skip_python_loop:
+            secs, result["python_loop_rows"] = python_loop(table, every, args.usecase == "uc2")
+            result["python_loop_events_per_s"] = table.num_rows / secs
     else:  # the fact-aggregate plan evaluated in one numpy pass (tefq.spark.derived_limit)
         from tefq.spark.derived_limit import single_pass
         from tefq.spark.planning import plan_document
@@ -137,48 +182,59 @@ def main() -> int:
 
         secs, result["limit_rows"] = best_of(args.limit_repeat, timed_single_pass, plan_document(doc, 1)[0], table)
         result["limit_events_per_s"] = table.num_rows / secs
-        result["python_loop_events_per_s"] = None
         result["python_loop_note"] = "no per-event Python loop for UC3 (the oracle is one: see tefq compare)"
-    if args.pathway_events:
-        result.update(pathway_figures(args.usecase, table, every, args.pathway_events))
+
+
+def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, result: dict) -> None:
+    """The Spark run: steady and overall rates, peak memory of driver, JVM and Python workers,
+    state size per batch and (with --checkpoint) the checkpoint's size on disk."""
+    import shutil
+
+    from memory import PeakMemory, du_bytes
+
     from tefq.errors import TefqError
     from tefq.spark.engine import run
 
-    nfiles = sum(len(os.listdir(d)) for d in streams)
-    fpt = args.files_per_trigger or max(1, round(nfiles * args.batch_events / max(table.num_rows, 1)))
+    if args.checkpoint:
+        shutil.rmtree(args.checkpoint, ignore_errors=True)
     started = time.perf_counter()
-    try:
-        r = run(doc, streams, master=args.master, max_files_per_trigger=fpt, progress=True, buckets=args.buckets)
-    except TefqError as e:
-        result["error"] = str(e)
-        r = None
+    r = None
+    with PeakMemory() as mem:
+        try:
+            r = run(doc, streams, master=args.master, max_files_per_trigger=fpt, progress=True,
+                    checkpoint=args.checkpoint, buckets=args.buckets)
+        except TefqError as e:
+            result["error"] = str(e)
     wall = time.perf_counter() - started
-    if r is not None:
-        per, steady = batch_figures(r.metrics.extra.get("micro_batches", []))
-        result.update({
-            "events_per_s": table.num_rows / wall, "steady_events_per_s": steady,
-            "wall_seconds": wall, "collect_seconds": r.metrics.extra.get("collect_seconds"),
-            "files_per_trigger": fpt, "micro_batches": per, "buckets": args.buckets or "all",
-            "state_bytes_per_open_fact": r.metrics.extra.get("state_bytes_per_open_fact"),
-            "rows_out": r.metrics.rows_out, "facts_created": r.metrics.facts_created,
-        })
-        if result.get("limit_events_per_s"):
-            result["steady_vs_limit"] = (steady or 0) / result["limit_events_per_s"]
-            result["rows_agree"] = result["limit_rows"] == result["rows_out"]
-        if result.get("python_loop_events_per_s"):
-            result["vs_python_loop"] = result["events_per_s"] / result["python_loop_events_per_s"]
-            result["steady_vs_python_loop"] = (steady or 0) / result["python_loop_events_per_s"]
-            result["rows_agree"] = result["rows_agree"] and result["limit_rows"] == result["python_loop_rows"]
-        if result.get("pathway_events_per_s"):  # Pathway ran on a prefix: compare rates
-            result["vs_pathway"] = result["events_per_s"] / result["pathway_events_per_s"]
-            result["steady_vs_pathway"] = (steady or 0) / result["pathway_events_per_s"]
-    result["limit_runs_seconds"] = LIMIT_RUNS
+    result["peak_memory_mb"] = mem.peaks
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # driver only
-    result["load_average_end"] = load_average()
-    with open(args.json, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2)
-    print(json.dumps(result, indent=2))
-    return 0
+    if args.checkpoint:
+        result["checkpoint_bytes"] = du_bytes(args.checkpoint)
+    if r is None:
+        return
+    per, steady = batch_figures(r.metrics.extra.get("micro_batches", []))
+    result.update({
+        "events_per_s": result["events"] / wall, "steady_events_per_s": steady,
+        "wall_seconds": wall, "collect_seconds": r.metrics.extra.get("collect_seconds"),
+        "files_per_trigger": fpt, "micro_batches": per, "buckets": args.buckets or "all",
+        "state_bytes_per_open_fact": r.metrics.extra.get("state_bytes_per_open_fact"),
+        "peak_open_facts": r.metrics.extra.get("peak_open_facts"),
+        "rows_out": r.metrics.rows_out, "facts_created": r.metrics.facts_created,
+    })
+    ratios(result, steady)
+
+
+def ratios(result: dict, steady: float | None) -> None:
+    if result.get("limit_events_per_s"):
+        result["steady_vs_limit"] = (steady or 0) / result["limit_events_per_s"]
+        result["rows_agree"] = result["limit_rows"] == result["rows_out"]
+    if result.get("python_loop_events_per_s"):
+        result["vs_python_loop"] = result["events_per_s"] / result["python_loop_events_per_s"]
+        result["steady_vs_python_loop"] = (steady or 0) / result["python_loop_events_per_s"]
+        result["rows_agree"] = result["rows_agree"] and result["limit_rows"] == result["python_loop_rows"]
+    if result.get("pathway_events_per_s"):  # Pathway ran on a prefix: compare rates
+        result["vs_pathway"] = result["events_per_s"] / result["pathway_events_per_s"]
+        result["steady_vs_pathway"] = (steady or 0) / result["pathway_events_per_s"]
 
 
 def pathway_figures(usecase: str, table, every: int, events: int) -> dict:

@@ -1,18 +1,27 @@
 """Spark SQL column expressions and the projections of the current-aggregate and fallback
-pipelines: clause matching, bad-row checks, xxhash64 codes, the row kind (`RowKind`)."""
+pipelines: clause matching, vouching for well-formed rows (bad-row checks), xxhash64 codes, the
+row kind (`RowKind`)."""
 from __future__ import annotations
 
+import re
 from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
 from tefq.spark.operators.base import ELEMENT, RowKind
 from tefq.spark.planning import CurrentAggregatePlan
 from tefq.spark.runtime.sources import FLUSH_TERM
+from tefq.terms import XSD_STRING
 
 TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
 
+# The cells the oracle's Parquet reader takes unchanged (tefq.io.readers: the same fast patterns),
+# per role; `\z`, not `$`: Java's `$` also matches before a final newline.
+NORMAL_CELL = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})\\z", "p": f"^{IRI_FAST}\\z",
+               "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})\\z"}
+XSD_STRING_SUFFIX = "^^<" + XSD_STRING + ">"  # a literal the readers rewrite (xsd:string dropped)
 
 
 def is_term(col: str) -> "F.Column":
@@ -23,12 +32,10 @@ def is_term(col: str) -> "F.Column":
     return F.when(iri, F.lit(True)).otherwise(c.rlike(TERM_START))
 
 
-
 def bad_reason() -> "F.Column":
     return (F.when(F.col("ts").isNull(), F.lit("timestamp is missing or not a time"))
             .when(F.col("s").isNull() | F.col("p").isNull() | F.col("o").isNull(), F.lit("missing column"))
             .when(~(is_term("s") & is_term("p") & is_term("o")), F.lit("not an N-Triples term")))
-
 
 
 def bad_text(bad_reason: "F.Column") -> "F.Column":
@@ -38,19 +45,33 @@ def bad_text(bad_reason: "F.Column") -> "F.Column":
                                                       F.coalesce("o", F.lit(""))))
 
 
-
 def clause_condition(c) -> "F.Column":
     conds = [F.col(col) == F.lit(term) for col, term in c.consts] + [F.col(a) == F.col(b) for a, b in c.same]
     return reduce(lambda x, y: x & y, conds, F.lit(True))
 
 
+def fixes_p(c) -> bool:
+    """The clause matches a constant predicate in normal form: rows it matches need no p check."""
+    return any(col == "p" and re.fullmatch(IRI_FAST, term) for col, term in c.consts)
 
-def is_good() -> "F.Column":
-    """The row is well formed (the negation of `bad_reason`), as one cheap boolean: the reason
-    text is built only for the rare bad row."""
-    return (F.col("ts").isNotNull() & F.col("s").isNotNull() & F.col("p").isNotNull() & F.col("o").isNotNull()
-            & is_term("s") & is_term("p") & is_term("o"))
 
+def vouched(plan: CurrentAggregatePlan, m: "F.Column") -> "F.Column":
+    """True only for a row the oracle accepts as it is: ts present, every cell already in normal
+    form (one regex per cell; p only where the matched clause `m` does not fix it). False means
+    "not decided here": the mapper classifies those rows with tefq.io.validate (they are rare),
+    so Spark accepts and rejects exactly the rows the oracle does."""
+    fixed = [i for i, c in enumerate(plan.clauses) if fixes_p(c)]
+    cell = {c: F.col(c).rlike(NORMAL_CELL[c]) for c in "spo"}
+    p_ok = F.when(m.isin(fixed), F.lit(True)).otherwise(cell["p"]) if fixed else cell["p"]
+    o_ok = cell["o"] & ~F.col("o").endswith(XSD_STRING_SUFFIX)
+    return F.coalesce(F.col("ts").isNotNull() & cell["s"] & p_ok & o_ok, F.lit(False))
+
+
+def undecided_cells(sure: "F.Column") -> "F.Column":
+    """[file, ts text, s, p, o] of a row the projection could not vouch for, as JSON text, else
+    null. Text, not an array column: Spark's per-row Arrow batch-size check is quadratic on
+    list columns (seen in jstack: ListVector.setValueCount per row)."""
+    return F.when(~sure, F.to_json(F.array(F.col("file"), F.col("ts_text"), F.col("s"), F.col("p"), F.col("o"))))
 
 
 def determines_element(c) -> bool:
@@ -61,7 +82,6 @@ def determines_element(c) -> bool:
     return known >= {"s", "p", "o"}
 
 
-
 def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     """Clause matching and dictionary encoding in Spark SQL: only int64 codes (and the group
     terms, for decoding the output) cross into Python. Two steps: the row checks and the matching
@@ -70,8 +90,11 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     match = F.lit(-1)
     for i, c in reversed(list(enumerate(plan.clauses))):
         match = F.when(clause_condition(c), F.lit(i)).otherwise(match)
-    df = df.select("*", is_good().alias("good"), match.alias("m"))
-    m, good = F.col("m"), F.col("good")
+    df = df.select("*", match.alias("m"))
+    m = F.col("m")
+    flush = F.col("p") == F.lit(FLUSH_TERM)
+    df = df.select("*", F.coalesce(flush, F.lit(False)).alias("flush"))
+    df = df.select("*", (F.col("flush") | vouched(plan, m)).alias("sure"))
 
     def per_clause(make) -> "F.Column":
         expr = None
@@ -79,7 +102,8 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
             expr = F.when(m == i, make(c)) if expr is None else expr.when(m == i, make(c))
         return expr
 
-    kind = F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH))).when(~good, F.lit(int(RowKind.BAD)))
+    # A row not vouched for keeps its clause's kind: the mapper turns it BAD if the oracle would.
+    kind = F.when(F.col("flush"), F.lit(int(RowKind.FLUSH)))
     for i, c in enumerate(plan.clauses):
         kind = kind.when(m == i, F.lit(c.kind))
     kind = kind.otherwise(F.lit(int(RowKind.OTHER)))
@@ -103,9 +127,8 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
         cols.append(F.when(since, term).alias(f"t{i}"))
     bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
     cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
-    cols.append(F.when(~good, bad_text(bad_reason())).alias("x"))
+    cols.append(undecided_cells(F.col("sure")).alias("x"))
     return df.select(*cols)
-
 
 
 def project_all(df: DataFrame) -> DataFrame:

@@ -2,6 +2,7 @@
 per-partition heartbeats, terms rows and flush, bad rows diverted or raised."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -82,6 +83,39 @@ def divert_bad(rows: list[str], bad_rows: str | None) -> None:
         for r in rows:
             fh.write(r.replace("\n", " ") + "\n")
 
+
+
+def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """The rows the projection could not vouch for (column x: JSON [file, ts, s, p, o]) are classified
+    by tefq.io.validate, the oracle's own rules: a bad one gets kind BAD and x its text (file,
+    kind: message, cells), a good one keeps the kind its clause gave it and x null."""
+    import pyarrow.compute as pc
+
+    from tefq.io.validate import classify_cells, parse_timestamp
+
+    x = rb.column("x")
+    texts = pa.nulls(rb.num_rows, pa.string())
+    if x.null_count < rb.num_rows:
+        at = pc.indices_nonzero(pc.is_valid(x)).to_numpy()
+        kinds = rb.column("k").to_numpy(zero_copy_only=False).copy()
+        out: list[str | None] = [None] * rb.num_rows
+        times: dict[int, int] = {}  # good rows whose time Spark could not parse (a form only the oracle reads)
+        for i, text in zip(at.tolist(), x.take(pa.array(at)).to_pylist()):
+            file, *cells = json.loads(text)
+            fault = classify_cells(*cells)
+            if fault is not None:
+                kinds[i] = RowKind.BAD
+                out[i] = "\t".join([file or "", f"{fault[0]}: {fault[2]}"] + ["" if c is None else c for c in cells])
+            elif not rb.column("ts")[i].is_valid:
+                times[i] = parse_timestamp(cells[0])
+        texts = pa.array(out, pa.string())
+        rb = rb.set_column(rb.schema.get_field_index("k"), "k", pa.array(kinds, pa.int32()))
+        if times:
+            ts = rb.column("ts").to_pylist()
+            for i, t in times.items():
+                ts[i] = t
+            rb = rb.set_column(rb.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
+    return rb.set_column(rb.schema.get_field_index("x"), "x", texts)
 
 
 class PartitionScan:
@@ -203,6 +237,7 @@ def make_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[in
             t = time.perf_counter()
             seen = True
             rows_in += rb.num_rows
+            rb = settle_undecided(rb)
             k = rb.column("k")
             data = pc.is_in(k, EVENT_KIND_SET)  # SINCE/UNTIL rows: the only ones shuffled
             scan.see(rb, pc.or_(pc.equal(k, int(RowKind.OTHER)), data), pc.equal(k, int(RowKind.BAD)))

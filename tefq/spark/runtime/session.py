@@ -48,6 +48,7 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200000")
+        .config("spark.sql.execution.arrow.maxBytesPerBatch", "2147483647")  # no per-row size check (PERF-NOTES)
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.ui.enabled", "false")

@@ -1,0 +1,82 @@
+"""Peak resident memory of this process and its descendants (the Spark JVM, its Python workers),
+sampled from /proc in a background thread (no psutil needed)."""
+from __future__ import annotations
+
+import os
+import threading
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def children() -> dict[int, list[int]]:
+    """parent pid -> child pids, for every process visible in /proc."""
+    out: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        out.setdefault(ppid, []).append(int(name))
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="utf-8") as fh:
+            return int(fh.read().split()[1]) * PAGE / 2**20
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def is_jvm(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().split(b"\0", 1)[0].endswith(b"java")
+    except OSError:
+        return False
+
+
+class PeakMemory:
+    """`with PeakMemory() as m: ...` then m.peaks: MB at the sampled peak of the driver (this
+    process), the JVM(s) and the sum of every other descendant (Spark's Python workers)."""
+
+    def __init__(self, every_s: float = 0.5) -> None:
+        self.every_s = every_s
+        self.peaks = {"driver_mb": 0.0, "jvm_mb": 0.0, "python_workers_mb": 0.0, "total_mb": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> None:
+        tree, todo, seen = children(), [os.getpid()], []
+        while todo:
+            pid = todo.pop()
+            seen.append(pid)
+            todo.extend(tree.get(pid, []))
+        now = {"driver_mb": rss_mb(os.getpid()), "jvm_mb": 0.0, "python_workers_mb": 0.0}
+        for pid in seen[1:]:
+            now["jvm_mb" if is_jvm(pid) else "python_workers_mb"] += rss_mb(pid)
+        now["total_mb"] = sum(now.values())
+        for k, v in now.items():
+            self.peaks[k] = max(self.peaks[k], round(v, 1))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sample()
+
+    def __enter__(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+
+def du_bytes(path: str) -> int:
+    """Bytes of every file under `path` (a checkpoint directory)."""
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
+               if os.path.exists(os.path.join(d, f)))

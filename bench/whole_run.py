@@ -1,0 +1,49 @@
+"""Whole-run wall time of `tefq run` on Spark against the oracle, as a user runs it (a benchmark).
+
+Each engine runs the CLI in a fresh process (JVM start, session, every batch, CSV written), the two
+alternating `repeat` times; the CSVs must be byte for byte equal. Default data: the generator's
+default size (`tefq gen iptv --out DIR --epg --seed 1`: 100k log events and the program guide).
+"""
+from __future__ import annotations
+
+import filecmp
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_data(data: str) -> str:
+    if not os.path.isdir(os.path.join(data, "log")):
+        subprocess.run([sys.executable, "-m", "tefq.cli", "gen", "iptv", "--out", data, "--epg", "--seed", "1"],
+                       check=True, stdout=subprocess.DEVNULL)
+    return data
+
+
+def timed_cli(usecase: str, data: str, engine: str, out: str) -> float:
+    streams = ["--stream", os.path.join(data, "log")]
+    if usecase == "uc3":
+        streams += ["--stream", os.path.join(data, "epg")]
+    cmd = [sys.executable, "-m", "tefq.cli", "run", os.path.join(ROOT, "usecases", f"{usecase}.tef"), *streams,
+           "--engine", engine, "--format", "csv", "--out", out, "--quiet"]
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def whole_run(usecase: str, data: str, repeat: int = 2) -> dict:
+    """{spark_seconds: [...], oracle_seconds: [...], outputs_equal, spark_vs_oracle (best / best)}."""
+    default_data(data)
+    runs: dict[str, list[float]] = {"spark": [], "oracle": []}
+    equal = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeat):
+            for engine in ("oracle", "spark"):
+                runs[engine].append(round(timed_cli(usecase, data, engine, os.path.join(tmp, f"{engine}{i}.csv")), 2))
+            equal = equal and filecmp.cmp(os.path.join(tmp, f"oracle{i}.csv"), os.path.join(tmp, f"spark{i}.csv"),
+                                          shallow=False)
+    return {"whole_run_data": data, "spark_seconds": runs["spark"], "oracle_seconds": runs["oracle"],
+            "outputs_equal": equal, "spark_vs_oracle": min(runs["spark"]) / min(runs["oracle"])}
