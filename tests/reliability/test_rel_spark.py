@@ -140,3 +140,15 @@ def test_a_colon_in_a_file_name_is_refused_not_a_crash(spark, tmp_path) -> None:
     with pytest.raises(TefqError) as e:
         run_spark(spark, sd.uc1(10_000), [str(tmp_path)])
     assert "':'" in e.value.message and e.value.file.endswith("a:b.tsv")
+
+
+def test_every_file_header_is_checked_on_spark(spark, tmp_path) -> None:
+    """Fault 3: Spark skipped each file's first line unchecked, so a second file without a header
+    silently lost its first row; now it stops at that file's line 1, as the oracle does."""
+    d = tmp_path / "log"
+    d.mkdir()
+    write_tsv(d / "a.tsv", views(0, 3))
+    (d / "b.tsv").write_text("".join(f"{t}\t{s}\t{p}\t{o}\n" for t, s, p, o in views(10, 3)))
+    with pytest.raises(TefqError) as e:
+        run_spark(spark, sd.uc1(), [str(d)])
+    assert e.value.file.endswith("b.tsv") and e.value.line == 1 and "header" in e.value.message

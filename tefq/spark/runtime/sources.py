@@ -56,14 +56,23 @@ def stream_format_of(path: str) -> str:
 
 
 def _header(path: str, fmt: str) -> list[str]:
-    first = _files(path)[0]
-    opener = gzip.open if first.endswith(".gz") else open
-    with opener(first, "rt", encoding="utf-8") as fh:
-        line = fh.readline().rstrip("\r\n")
-    cells = [c.strip().strip('"') for c in line.split("\t" if fmt == "tsv" else ",")]
-    if sorted(cells) != ["o", "p", "s", "ts"]:
-        raise TefqError(f"expected a header with the columns ts, s, p, o; found {line!r}", first, 1)
-    return cells
+    """The column order of the stream's files. Spark skips every file's first line and reads the
+    columns by position, so each file's header is checked here (a file without one would lose its
+    first row silently) and all must agree (issue 17)."""
+    order: list[str] | None = None
+    for f in _files(path):
+        opener = gzip.open if f.endswith(".gz") else open
+        with opener(f, "rt", encoding="utf-8-sig") as fh:
+            line = fh.readline().rstrip("\r\n")
+        cells = [c.strip().strip('"') for c in line.split("\t" if fmt == "tsv" else ",")]
+        if sorted(cells) != ["o", "p", "s", "ts"]:
+            raise TefqError(f"bad-header: expected a header with the columns ts, s, p, o; found {line!r}", f, 1)
+        if order is not None and cells != order:
+            raise TefqError(f"bad-header: Spark reads one column order per stream: {', '.join(order)} in the "
+                            f"first file, {', '.join(cells)} here (reorder the columns or use --engine oracle)", f, 1)
+        order = cells
+    assert order is not None  # stream_files refuses an empty directory
+    return order
 
 
 def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None) -> DataFrame:
