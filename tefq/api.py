@@ -90,7 +90,7 @@ class Query:
                 run = run_oracle(doc, streams, graph, t0=t0, lateness_ms=lateness_ms)
             else:
                 from tefq.io.staging import as_parquet
-                from tefq.spark import run as spark_run
+                from tefq.spark.engine import run as spark_run
 
                 run = spark_run(doc, as_parquet(streams, workdir), graph, t0=t0, lateness_ms=lateness_ms,
                                 progress=False)
