@@ -150,6 +150,32 @@ def fact_rows(plan: FactAggregatePlan, part, offset: int) -> list[dict]:
     return rows
 
 
+def feed(call, plan: FactAggregatePlan, elements, batch_sizes: list[int]) -> None:
+    """Hand `elements` to an operator call in micro-batches of `batch_sizes`, each followed by its
+    heartbeat, then the end-of-input flush (as the engine's mapper does)."""
+    def control(kind, ts=0, o=0, f=0):
+        return dict(k=kind, fact=0, ts=ts, o=o, f=f, e=0, n=0, b=0)
+
+    i, sizes = 0, list(batch_sizes)
+    while i < len(elements):
+        n = sizes.pop(0) if sizes else len(elements)
+        part = elements[i:i + n]
+        call(fact_rows(plan, part, i) + [control(HEARTBEAT, min(e[0] for e in part), max(e[0] for e in part),
+                                                 len(part))])
+        i += n
+    call([control(FLUSH)])
+
+
+def summed_metrics(col: Collector) -> dict:
+    """The buckets' metrics summed, duplicates taken out of events_in (as the engine reports)."""
+    metrics: dict = {}
+    for d in col.metrics:
+        for k, v in d.items():
+            metrics[k] = metrics.get(k, 0) + v
+    metrics["events_in"] = metrics.get("events_in", 0) - metrics.get("duplicates", 0)
+    return metrics
+
+
 def drive(doc, elements, batch_sizes: list[int], lateness: int = 0):
     (plan,) = plan_document(doc, 4)
     assert isinstance(plan, FactAggregatePlan)
@@ -166,22 +192,8 @@ def drive(doc, elements, batch_sizes: list[int], lateness: int = 0):
             for kind, tick, payload in out.itertuples(index=False):
                 col.add(kind, tick, payload)
 
-    def control(kind, ts=0, o=0, f=0):
-        return dict(k=kind, fact=0, ts=ts, o=o, f=f, e=0, n=0, b=0)
-
-    i, sizes = 0, list(batch_sizes)
-    while i < len(elements):
-        n = sizes.pop(0) if sizes else len(elements)
-        part = elements[i:i + n]
-        call(fact_rows(plan, part, i) + [control(HEARTBEAT, min(e[0] for e in part), max(e[0] for e in part),
-                                                 len(part))])
-        i += n
-    call([control(FLUSH)])
-    metrics: dict = {}
-    for d in col.metrics:
-        for k, v in d.items():
-            metrics[k] = metrics.get(k, 0) + v
-    metrics["events_in"] = metrics.get("events_in", 0) - metrics.get("duplicates", 0)
+    feed(call, plan, elements, batch_sizes)
+    metrics = summed_metrics(col)
     return sorted(col.rows()), metrics
 
 

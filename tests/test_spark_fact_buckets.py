@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
-from test_spark_derived import (IPTV, fact_rows, oracle, uc3_streams, uc3_variant,  # noqa: E402
+from test_spark_derived import (IPTV, feed, oracle, summed_metrics, uc3_streams, uc3_variant,  # noqa: E402
                                 uc3_with_shared_trigger)
 from test_spark_operator import FakeState  # noqa: E402
 
-from tefq.spark.operators.base import FLUSH, HEARTBEAT, SINCE, UNTIL  # noqa: E402
+from tefq.spark.operators.base import HEARTBEAT, SINCE, UNTIL  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.planning import explain_physical, plan_document  # noqa: E402
@@ -61,22 +61,8 @@ def drive_buckets(doc, elements, batch_sizes: list[int], offered: int, lateness:
                     if kind == "warn":
                         warnings.append(payload.decode())
 
-    def control(kind, ts=0, o=0, f=0):
-        return dict(k=kind, fact=0, ts=ts, o=o, f=f, e=0, n=0, b=0)
-
-    i, sizes = 0, list(batch_sizes)
-    while i < len(elements):
-        n = sizes.pop(0) if sizes else len(elements)
-        part = elements[i:i + n]
-        call(fact_rows(plan, part, i) + [control(HEARTBEAT, min(e[0] for e in part), max(e[0] for e in part),
-                                                 len(part))])
-        i += n
-    call([control(FLUSH)])
-    metrics: dict = {}
-    for d in col.metrics:
-        for k, v in d.items():
-            metrics[k] = metrics.get(k, 0) + v
-    metrics["events_in"] = metrics.get("events_in", 0) - metrics.get("duplicates", 0)
+    feed(call, plan, elements, batch_sizes)
+    metrics = summed_metrics(col)
     return sorted(col.rows()), metrics, plan, warnings
 
 
