@@ -27,7 +27,7 @@ from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.operators.base import RunLimits
-from tefq.spark.runtime.checkpoint import check_not_finished, claim, input_files, mark_finished
+from tefq.spark.runtime.checkpoint import input_files, mark_finished, resume
 from tefq.spark.runtime.pipelines import build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
@@ -123,22 +123,21 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
                         "run them bounded", file="--follow")
     refuse_colons(stream_paths)
-    if checkpoint is not None:
-        claim(checkpoint)
-        check_not_finished(checkpoint, stream_paths, follow)
-    RunLimits.max_ticks = max_ticks
-    triples = background_triples(background)
-    if spark is None:
-        say(progress, f"starting Spark ({default_master(master)})…")
-        spark = get_session(master)
-    say(progress, "planning")
-    nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
-    plans = plan_document(doc, nb)
-    tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
-    workdir = tmp or checkpoint
-    opts = dict(t0=t0, lateness_ms=lateness_ms, max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
-                progress=progress, background=triples)
+    lock = resume(checkpoint, stream_paths, follow) if checkpoint is not None else None
+    tmp = None
     try:
+        RunLimits.max_ticks = max_ticks
+        triples = background_triples(background)
+        if spark is None:
+            say(progress, f"starting Spark ({default_master(master)})…")
+            spark = get_session(master)
+        say(progress, "planning")
+        nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
+        plans = plan_document(doc, nb)
+        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
+        workdir = tmp or checkpoint
+        opts = dict(t0=t0, lateness_ms=lateness_ms, max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
+                    progress=progress, background=triples)
         if follow:
             from tefq.spark.runtime.follow import follow_plans
 
@@ -156,6 +155,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         metrics.extra["engine"] = "spark"
         return RunResult(results, metrics)
     finally:
+        if lock is not None:
+            lock.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
             cleanup.unregister(tmp)

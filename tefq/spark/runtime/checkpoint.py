@@ -8,7 +8,10 @@ directory, beside the per-query directories.
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import re
+from typing import IO
 
 from tefq.errors import TefqError
 
@@ -54,6 +57,23 @@ def claim(directory: str) -> None:
         os.replace(tmp, os.path.join(directory, MARKER))
 
 
+# Spark writes each log entry as `.<name>.<uuid>.tmp` (plus its `.crc`) and renames it into place; a
+# SIGKILL between the two leaves the temporary file. It is never read, but Spark refuses to start
+# batch 0 of a stateful query while `offsets/` holds any file (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY).
+PARTIAL_WRITE = re.compile(r"^\.\.?.+\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp(\.crc)?$")
+
+
+def drop_partial_writes(directory: str) -> list[str]:
+    """Remove the temporary files that killed runs left under `directory`; returns their paths."""
+    dropped = []
+    for root, _, files in os.walk(directory):
+        for name in files:
+            if PARTIAL_WRITE.match(name):
+                os.remove(os.path.join(root, name))
+                dropped.append(os.path.join(root, name))
+    return dropped
+
+
 # A bounded run that reached the end of its input flushed its operators for good: every tick up to
 # the last event is reported and the state is closed. Its input files are recorded, so that a later
 # run on the same checkpoint either re-reads the same result (same files) or is refused (new files:
@@ -94,3 +114,28 @@ def check_not_finished(directory: str, stream_paths: list[str], follow: bool) ->
         raise TefqError(f"this checkpoint holds a finished bounded run (every tick up to its last event was "
                         f"reported); {what}: use a fresh --checkpoint to run over all the files, or start "
                         "runs that will see new files with --follow", directory)
+
+
+LOCK = "tefq.lock"
+
+
+def resume(directory: str, stream_paths: list[str], follow: bool) -> IO:
+    """Open the checkpoint in `directory` for one run: hold its lock (a second run on it at the same
+    time is refused with exit 2: the two would write one log), check the state version and that a
+    finished run gets no new input, and drop killed runs' partial writes. Close the returned file to
+    release the lock (the OS releases it when the process dies, even on SIGKILL)."""
+    claim(directory)
+    held = open(os.path.join(directory, LOCK), "a")
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        held.close()
+        raise TefqError("another tefq run is using this checkpoint; wait for it to end or use another"
+                        " --checkpoint", directory) from None
+    try:
+        check_not_finished(directory, stream_paths, follow)
+        drop_partial_writes(directory)
+    except BaseException:
+        held.close()
+        raise
+    return held
