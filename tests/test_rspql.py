@@ -250,3 +250,12 @@ def test_two_windows_with_one_name_are_refused(tmp_path) -> None:
     err = _error(tmp_path, PREFIX + "SELECT ?u FROM NAMED WINDOW :w ON <http://s> [RANGE PT10S]\n"
                  "FROM NAMED WINDOW :w ON <http://t> [RANGE PT5S]\nWHERE { WINDOW :w { ?u :join ?c } }")
     assert "two windows have the same name" in str(err) and err.line == 3
+
+
+@pytest.mark.parametrize("kind", ["RSTREAM", "ISTREAM", "DSTREAM"])
+def test_spark_physical_explain_names_each_querys_r2s(tmp_path, kind):
+    from tefq.spark.planning.windowed import plan_windowed
+
+    text = plan_windowed(_doc(tmp_path, SLIDING.format(kind=kind))).explain()
+    assert f"-> SELECT, {kind}" in text
+    assert "Rstream" not in text

@@ -29,7 +29,7 @@ class WindowedPlan:
     def explain(self) -> str:
         preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))
         return "\n".join([
-            f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL, spec §8) — report at window close, Rstream",
+            f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL / RSP-QL, spec §8) — report at window close",
             SINK,
             "  WindowedOperator: applyInPandasWithState, one key (windows in close order:"
             f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}); state = open windows'"
@@ -49,6 +49,6 @@ def plan_windowed(doc: Document) -> WindowedPlan:
     descr = []
     for q in run.queries:
         descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
-                                for w in q.windows) + f" -> {q.form.upper()}")
+                                for w in q.windows) + f" -> {q.form.upper()}, {q.r2s.upper()}")
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
                         tuple(q.name for q in run.queries if q.registers_stream))
