@@ -146,6 +146,11 @@ def _check_run_options(args: argparse.Namespace) -> None:
     if args.follow and ("-" in args.stream or args.stream_format):
         raise TefqError("--follow watches stream directories as they grow: --stream - and --stream-format "
                         "are for bounded runs", file="--follow")
+    if args.checkpoint and ("-" in args.stream or args.stream_format):
+        # both are staged in a fresh temporary directory each run: a restart would read them anew
+        raise TefqError("--checkpoint resumes over the same stream files: --stream - and --stream-format are "
+                        "staged afresh by each run; save the stream as a file named by its format "
+                        "(e.g. events.tsv) and pass that", file="--checkpoint")
     if args.format is None:  # people at a terminal get a table, pipes and files get CSV
         args.format = "text" if args.out is None and not args.follow and sys.stdout.isatty() else "csv"
     if args.follow:

@@ -86,6 +86,13 @@ def test_follow_needs_an_appendable_format(capsys, tmp_path):
     assert code == 2 and "--stream - and --stream-format are for bounded runs" in err
 
 
+@pytest.mark.parametrize("inputs", [["--stream", "-"], ["--stream", str(STREAMS / "basic.tsv"), "--stream-format", "tsv"]])
+def test_a_checkpoint_refuses_inputs_staged_afresh_by_each_run(capsys, tmp_path, inputs):
+    code, _, err = tefq(capsys, "run", UC1, *inputs, "--engine", "spark", "--checkpoint", tmp_path / "ck")
+    assert code == 2 and "--checkpoint resumes over the same stream files" in err
+    assert not (tmp_path / "ck").exists()
+
+
 def _parsers(parser: argparse.ArgumentParser, path: str = "tefq"):
     yield path, parser
     for action in parser._actions:
