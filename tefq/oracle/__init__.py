@@ -85,14 +85,14 @@ def _evaluate(doc: Document, queries: list[AggregateQuery], events: list[Element
             result, n_ticks = QueryEvaluator(q, store, event_index, event_times, bg).run(
                 events[0][0], events[-1][0], t0, max_ticks)
         except TooManyTicks as e:
-            raise _name_the_row(e, [ev[0] for ev in events], locate) from None
+            raise name_the_row(e, [ev[0] for ev in events], locate) from None
         metrics.ticks += n_ticks
         metrics.rows_out += len(result.rows)
         results[q.name] = result
     return metrics
 
 
-def _name_the_row(e: TooManyTicks, times: list[int], locate: Callable[[int], tuple[str, int]] | None) -> TooManyTicks:
+def name_the_row(e: TooManyTicks, times: list[int], locate: Callable[[int], tuple[str, int]] | None) -> TooManyTicks:
     """Point the error at the row whose timestamp stretches the range (see `late.outlier`)."""
     ts, why = outlier(times)
     e.message += f"; {why}: is its timestamp right (0, -1, seconds instead of ms)? Else raise --max-ticks"
@@ -102,4 +102,4 @@ def _name_the_row(e: TooManyTicks, times: list[int], locate: Callable[[int], tup
     return e
 
 
-__all__ = ["run", "prepare"]
+__all__ = ["run", "prepare", "name_the_row"]

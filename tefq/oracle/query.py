@@ -45,6 +45,14 @@ class TooManyTicks(TefqError):
                          f"events span {span:,} ticks of {every_ms} ms, from {first_t} to {last_t} ms")
         self.query, self.max_ticks = query, max_ticks
 
+def bound_ticks(query: str, count: int, max_ticks: int, every_ms: int, first_t: int, last_t: int) -> None:
+    """For runs that visit every tick, with rows or not (windowed queries: every window closes;
+    simulations: every window re-sends its facts): more than `max_ticks` (0: no bound) raises
+    TooManyTicks before the first is visited."""
+    if count > max_ticks > 0:
+        raise TooManyTicks(query, max_ticks, every_ms, first_t, last_t)
+
+
 _ERROR = object()
 _DT_SUFFIX = "^^<http://www.w3.org/2001/XMLSchema#dateTime>"  # an aggregate argument that raised: skipped
 
@@ -434,4 +442,4 @@ class QueryEvaluator:
         return tuple(cells)
 
 
-__all__ = ["QueryEvaluator", "tick_range", "Row", "TooManyTicks", "DEFAULT_MAX_TICKS"]
+__all__ = ["QueryEvaluator", "tick_range", "Row", "TooManyTicks", "DEFAULT_MAX_TICKS", "bound_ticks"]

@@ -7,7 +7,7 @@ with `EVERY window_ms`, and its metrics count the simulation's intermediate bind
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
@@ -38,26 +38,36 @@ def _strategy(name: str, doc: Document, queries: list[AggregateQuery]):
 
 
 def run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: int | None = None,
-        background=None, t0: int = 0) -> RunResult:
+        background=None, t0: int = 0, *, max_ticks: int = 0,
+        locate: Callable[[int], tuple[str, int]] | None = None) -> RunResult:
     """Run every aggregate query of `doc` under a simulation strategy.
 
     `window_ms` replaces each query's EVERY period (default: the query's own period). Queries that
     share a window share one simulated state. Windowed (C-SPARQL) queries are not simulated.
+    More than `max_ticks` windows (0: no bound) stop the run first (TooManyTicks, the stray row
+    named through `locate(ts) -> (file, line)`, as in `tefq.oracle.run`).
     """
+    from tefq.oracle import name_the_row
+    from tefq.oracle.query import TooManyTicks
+
     if strategy not in STRATEGIES:
         raise TefqError(f"unknown simulation '{strategy}' (expected one of {', '.join(STRATEGIES)})",
                         file="--simulate")
-    return _run(doc, elements, strategy, window_ms, background, t0)
+    elements = list(elements)
+    try:
+        return _run(doc, elements, strategy, window_ms, background, t0, max_ticks)
+    except TooManyTicks as e:
+        raise name_the_row(e, sorted(el[0] for el in elements), locate) from None
 
 
 def run_native(doc: Document, elements: Iterable[Element], window_ms: int | None = None,
                background=None, t0: int = 0) -> RunResult:
     """TEF with native facts in the same windowed executor (the `tef` side of `tefq compare`)."""
-    return _run(doc, elements, "tef", window_ms, background, t0)
+    return _run(doc, elements, "tef", window_ms, background, t0, 0)
 
 
 def _run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: int | None,
-         background, t0: int) -> RunResult:
+         background, t0: int, max_ticks: int) -> RunResult:
     from tefq.simulate.matching import Background, background_triples
     from tefq.simulate.window import WindowedExecutor, check_supported, prepare
 
@@ -79,7 +89,7 @@ def _run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: i
     for i, (w, qs) in enumerate(by_window.items()):
         sim = _strategy(strategy, doc, qs)
         ex = WindowedExecutor(doc, qs, bg, sim, w)
-        ex.run(events, t0)
+        ex.run(events, t0, max_ticks)
         results.update(ex.results)  # rows are appended tick by tick, each tick's rows in order
         m = ex.metrics
         if i == 0:  # the facts are the same whatever the window

@@ -91,14 +91,19 @@ class WindowedExecutor:
         self.start_term = start_terms()
 
     # ------------------------------------------------------------ the loop
-    def run(self, elements: list[Element], t0: int) -> None:
+    def run(self, elements: list[Element], t0: int, max_ticks: int = 0) -> None:
+        """Window by window; more than `max_ticks` windows (0: no bound) raise TooManyTicks first."""
+        from tefq.oracle.query import bound_ticks
+
         m = self.metrics
         m.events_in = len(elements)
         if not elements:
             return
         times = [e[0] for e in elements]
+        ticks = run_ticks(times[0], times[-1], t0, self.w)
+        bound_ticks(", ".join(q.name for q in self.queries), len(ticks), max_ticks, self.w, times[0], times[-1])
         lo = 0
-        for tau in run_ticks(times[0], times[-1], t0, self.w):
+        for tau in ticks:
             hi = bisect.bisect_right(times, tau, lo)
             self.window(tau, elements[lo:hi])
             lo = hi

@@ -106,3 +106,15 @@ def test_an_implicit_group_over_a_gap_is_bounded(tmp_path) -> None:
     path = stream(tmp_path, [(-1, "other")])
     r = run_bounded(["run", str(q), "--engine", "oracle", "--stream", path, "--quiet"] + BOUND)
     assert r.returncode == 2 and f"{path}:22:1: error: " in r.stderr, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("how", [[os.path.join(ROOT, "usecases", "uc1_csparql.rspql")], [UC1, "--simulate", "refresh"]],
+                         ids=["windowed", "simulated"])
+def test_runs_that_visit_every_window_are_bounded_too(tmp_path, how) -> None:
+    """Windowed queries close every window and simulations re-send every window's facts, rows or
+    not: a stray row at 0 made them enumerate ~1.7e8 windows (they ignored --max-ticks); now they
+    stop before the first, naming the row, as the TEF oracle does."""
+    path = stream(tmp_path, [(0, "other")])
+    r = run_bounded(["run", *how, "--engine", "oracle", "--stream", path, "--quiet"] + BOUND)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert f"{path}:22:1: error: " in r.stderr and "--max-ticks" in r.stderr and "Traceback" not in r.stderr, r.stderr

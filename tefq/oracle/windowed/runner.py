@@ -17,7 +17,8 @@ from tefq.oracle.windowed.answers import binding
 from tefq.oracle.windowed.query import OracleQuery, from_windowed
 from tefq.oracle.windowed.r2r import Element, Evaluator, to_nt
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
-from tefq.oracle.windowed.windows import close_instants
+from tefq.oracle.query import bound_ticks
+from tefq.oracle.windowed.windows import close_instants, count_close_instants
 from tefq.results import QueryResult
 
 
@@ -71,11 +72,12 @@ class _Stream:
 
 
 def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]], background=None,
-        t0: int = 0, semantics: Semantics | None = None, evaluator=Evaluator) -> WindowedResults:
+        t0: int = 0, semantics: Semantics | None = None, evaluator=Evaluator, max_ticks: int = 0) -> WindowedResults:
     """Every WindowedQuery of `doc` over `elements` (one stream feeding every FROM STREAM, or a
     mapping IRI -> elements with None as the default stream). Returns one QueryResult per query,
     in document order, as a `WindowedResults` list (see its counters). `evaluator` is the R2R
-    class (rdflib's `Evaluator`; tests pass the vectorised one to compare them)."""
+    class (rdflib's `Evaluator`; tests pass the vectorised one to compare them). A query whose
+    windows would close more than `max_ticks` times (0: no bound) raises TooManyTicks first."""
     from tefq.plan.logical import WindowedQuery
 
     sem = semantics or DEFAULT
@@ -111,6 +113,8 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
             if w.range_ms <= 0 or w.step_ms <= 0:
                 raise TefqError(f"query {q.name}: window RANGE and STEP must be positive", doc.source)
             start = t0 - (w.range_ms // w.step_ms) * w.step_ms if sem.partial_first else t0
+            bound_ticks(q.name, count_close_instants(first, last, w.range_ms, w.step_ms, start), max_ticks,
+                        w.step_ms, first, last)
             instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
         agenda.extend((c, i) for c in instants)
     agenda.sort()

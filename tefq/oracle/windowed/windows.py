@@ -101,6 +101,12 @@ def scopes(ts: Sequence[int], range_ms: int, step_ms: int, sem: Semantics, t0: i
     return out
 
 
+def count_close_instants(t_first: int, t_last: int, range_ms: int, step_ms: int, t0: int = 0) -> int:
+    """len(close_instants(...)), without enumerating them (a stray timestamp makes them billions)."""
+    k = max(0, (t_first - t0 - range_ms) // step_ms + 1)
+    return max(0, (t_last - t0) // step_ms - k + 1)
+
+
 def close_instants(t_first: int, t_last: int, range_ms: int, step_ms: int, t0: int = 0) -> list[int]:
     """Spec §8 default report instants (window close, k >= 0) of windows that can hold data in
     `[t_first, t_last]`."""
