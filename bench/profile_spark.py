@@ -40,7 +40,7 @@ def main() -> None:
     files = stream_files(os.path.join(a.data, "log"))[:a.files]
     raw = spark.read.schema("ts long, s string, p string, o string").parquet(*files).select(
         "ts", "s", "p", "o", F.col("_metadata.file_path").alias("file"), F.xxhash64(F.col("_metadata.file_path")).alias("fh"),
-        F.col("ts").cast("string").alias("ts_text"))
+        F.lit(0).cast("long").alias("row"))
     n = raw.count()
     projected = columns.project_current(raw, plan)
     mapped = projected.mapInArrow(mappers.make_mapper(plan, None), mappers.current_map_schema(plan))

@@ -134,7 +134,7 @@ def run_oracle(doc: "Document", streams: "StagedStreams", background: Any, *, t0
     for REGISTER QUERY. Each file is one arrival batch (`lateness_ms`); bad rows go to `bad_rows`
     (a directory) or stop the run; `max_ticks` bounds the ticks with rows (docs/semantics.md)."""
     from tefq.io.bad_rows import BadRowLog
-    from tefq.io.readers import locate_ts, read_stream_file, stream_files
+    from tefq.io.readers import read_stream_file, stream_files
     from tefq.oracle import run as oracle_run
     from tefq.oracle.query import DEFAULT_MAX_TICKS
     from tefq.plan.logical import WindowedQuery
@@ -153,15 +153,20 @@ def run_oracle(doc: "Document", streams: "StagedStreams", background: Any, *, t0
         raise streams.relabel(e) from None
     finally:
         log.close()
-    run = oracle_run(doc, elements, background, t0=t0,
-                     max_ticks=DEFAULT_MAX_TICKS if max_ticks is None else max_ticks,
-                     lateness_ms=lateness_ms or None, batch_sizes=sizes,
-                     locate=lambda ts: locate_ts(streams.paths, ts))
+    bound = DEFAULT_MAX_TICKS if max_ticks is None else max_ticks
+
+    run = oracle_run(doc, elements, background, t0=t0, max_ticks=bound, lateness_ms=lateness_ms or None,
+                     batch_sizes=sizes, locate=streams.locate)
     run.metrics.extra["bad_rows"] = log.count
     if any(isinstance(q, WindowedQuery) for q in doc.queries):
+        from tefq.oracle import name_the_row
+        from tefq.oracle.query import TooManyTicks
         from tefq.oracle.windowed import run as windowed_run
 
-        windowed = windowed_run(doc, elements, background, t0=t0)
+        try:  # every window closes, empty or not: the bound counts them all (spec §8)
+            windowed = windowed_run(doc, elements, background, t0=t0, max_ticks=bound)
+        except TooManyTicks as e:
+            raise name_the_row(e, sorted(el[0] for el in elements if el[0] >= t0), streams.locate) from None
         run.results.extend(windowed)
         # Windowed queries count their windows as ticks and their feedback triples as bindings (§7, §8).
         run.metrics.ticks += windowed.ticks

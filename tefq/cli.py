@@ -229,6 +229,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, window_ms: int | None) -> int:
+    from tefq.io.bad_rows import BadRowLog
     from tefq.io.staging import as_parquet
 
     background = None
@@ -241,18 +242,20 @@ def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, w
     doc = _load(args, predicates)
 
     started = time.perf_counter()
+    read_here = BadRowLog(args.bad_rows)  # rows read here for an engine: --simulate's, converted stdin/--stream-format
     if args.simulate and args.engine == "oracle":
         from tefq.simulate import run as simulate_run
 
-        run = simulate_run(doc, list(staged.elements()), args.simulate, window_ms, background, t0=args.t0)
+        run = simulate_run(doc, list(staged.elements(read_here)), args.simulate, window_ms, background, t0=args.t0,
+                           max_ticks=max_ticks(args), locate=staged.locate)
     elif args.simulate:
         from tefq.spark.simulate import run as spark_simulate
 
-        run = spark_simulate(doc, as_parquet(staged, workdir), args.simulate, window_ms, background, t0=args.t0,
+        run = spark_simulate(doc, as_parquet(staged, workdir, read_here), args.simulate, window_ms, background, t0=args.t0,
                              lateness_ms=lateness,
                              master=args.master or os.environ.get("TEFQ_SPARK_MASTER"),
                              max_files_per_trigger=args.max_files_per_trigger, bad_rows=args.bad_rows,
-                             progress=not args.quiet)
+                             progress=not args.quiet, max_ticks=max_ticks(args))
     elif args.engine == "oracle":
         from tefq.api import run_oracle
 
@@ -261,11 +264,13 @@ def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, w
     else:
         from tefq.spark import run as spark_run
 
-        run = spark_run(doc, as_parquet(staged, workdir), background, t0=args.t0, lateness_ms=lateness,
+        run = spark_run(doc, as_parquet(staged, workdir, read_here), background, t0=args.t0, lateness_ms=lateness,
                         master=args.master or os.environ.get("TEFQ_SPARK_MASTER"), checkpoint=args.checkpoint,
                         follow=args.follow, max_files_per_trigger=args.max_files_per_trigger,
                         bad_rows=args.bad_rows, progress=not args.quiet, max_ticks=max_ticks(args),
                         on_rows=_Appender(args.format, args.out, args.tick_format) if args.follow else None)
+    read_here.close()
+    run.metrics.extra["bad_rows"] = run.metrics.extra.get("bad_rows", 0) + read_here.count
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     if not args.follow:  # follow mode hands its rows on as they come and counts them
         run.metrics.rows_out = sum(len(r.rows) for r in run.results)

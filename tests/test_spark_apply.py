@@ -176,7 +176,7 @@ def test_bad_input_is_refused_clearly(spark, tmp_path):
         tefq.spark.apply(q, spark.createDataFrame([(1, "<a>", "<b>", "<c>")], SCHEMA), name="nope")
     bad = spark.createDataFrame([(1000, f"<{NS}u1>", f"<{NS}join>", f"<{NS}chA>"), (2000, "u2", f"<{NS}join>", "x")],
                                 SCHEMA)
-    with pytest.raises(Exception, match="bad-term: expected an RDF term"):  # the oracle's words (tefq.io.validate)
+    with pytest.raises(Exception, match="bad-term: column s: expected an RDF term"):  # the oracle's words (tefq.io.validate)
         tefq.spark.apply(q, bad).collect()
     diverted = tmp_path / "bad"
     assert spark_rows(tefq.spark.apply(q, bad, bad_rows=str(diverted))) == [

@@ -346,7 +346,7 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
                 bad.update(pc.indices_nonzero(pc.is_null(col)).to_pylist())
         for i in sorted(bad):  # report in row order
             c = next(c for j, c in enumerate(HEADER) if lists[j][i] is None)
-            _parquet_bad(Fault("empty-cell", 0, f"row {row0 + i + 1}: column {c} is null"), lists, i, row0, path, log)
+            _parquet_bad(_null_cell(row0 + i + 1, c), lists, i, row0, path, log)
         _check_terms(cols, lists, bad, row0, path, log)
         if where is not None:
             where[0] = row0  # the elements of this batch are rows row0 + 1, ...
@@ -381,9 +381,33 @@ def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: 
             try:
                 lists[j][i] = check_term(lists[j][i], c, j)
             except Fault as fault:
-                fault.message = f"row {row0 + i + 1}, column {c}: {fault.message}"
-                _parquet_bad(fault, lists, i, row0, path, log)
+                _parquet_bad(_at_cell(fault, row0 + i + 1, c), lists, i, row0, path, log)
                 bad.add(i)
+
+
+def parquet_row_fault(ts: int | None, s: str | None, p: str | None, o: str | None, *, row: int) -> Fault | None:
+    """The Parquet reader's verdict on one row (1-based `row`; 0: not known, a DataFrame's), for an
+    engine that reads the rows itself (Spark): the first null column, else the first bad term in
+    s, p, o order, else None."""
+    cells = dict(zip(HEADER, (ts, s, p, o)))
+    for c in HEADER:
+        if cells[c] is None:
+            return _null_cell(row, c)
+    for j, c in enumerate("spo", 1):
+        try:
+            check_term(cells[c], c, j)
+        except Fault as fault:
+            return _at_cell(fault, row, c)
+    return None
+
+
+def _null_cell(row: int, column: str) -> Fault:
+    return Fault("empty-cell", 0, (f"row {row}: " if row else "") + f"column {column} is null")
+
+
+def _at_cell(fault: Fault, row: int, column: str) -> Fault:
+    fault.message = (f"row {row}, " if row else "") + f"column {column}: {fault.message}"
+    return fault
 
 
 def _parquet_bad(fault: Fault, lists: list[list], i: int, row0: int, path: str, log: BadRowLog) -> None:

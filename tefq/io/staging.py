@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tefq.errors import TefqError
+from tefq.io.bad_rows import STRICT, BadRowLog
 from tefq.io.readers import STREAM_FORMATS, read_stream
 
 Element = tuple[int, str, str, str]
@@ -33,13 +34,21 @@ class StagedStreams:
     def staged(self) -> bool:
         return bool(self.shown)
 
-    def elements(self) -> Iterator[Element]:
-        """All elements, path after path; a reader's error names the original input."""
+    def elements(self, bad_rows: BadRowLog = STRICT) -> Iterator[Element]:
+        """All elements, path after path; a reader's error names the original input; bad rows
+        raise, or go to `bad_rows`."""
         for path in self.paths:
             try:
-                yield from read_stream(path)
+                yield from read_stream(path, bad_rows)
             except TefqError as e:
                 raise self.relabel(e) from None
+
+    def locate(self, ts: int) -> tuple[str, int]:
+        """(file, line) of the first row at `ts`, under the name the user gave (an error path)."""
+        from tefq.io.readers import locate_ts
+
+        file, line = locate_ts(self.paths, ts)
+        return self.shown.get(file, file), line
 
     def relabel(self, error: TefqError) -> TefqError:
         error.file = self.shown.get(error.file or "", error.file)
@@ -105,9 +114,10 @@ def _files(path: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def as_parquet(streams: StagedStreams, workdir: str) -> list[str]:
+def as_parquet(streams: StagedStreams, workdir: str, bad_rows: BadRowLog = STRICT) -> list[str]:
     """Paths an engine that picks its reader by extension can read: staged inputs are converted
-    to one Parquet file each (checked by tefq's readers on the way), others are passed through."""
+    to one Parquet file each (checked by tefq's readers on the way, bad rows raised or sent to
+    `bad_rows`), others are passed through."""
     from tefq.io.stream_writers import write_stream
 
     out = []
@@ -117,7 +127,7 @@ def as_parquet(streams: StagedStreams, workdir: str) -> list[str]:
             out.append(path)
             continue
         target = _fresh(workdir, "staged.parquet")
-        write_stream(one.elements(), target, "parquet")
+        write_stream(one.elements(bad_rows), target, "parquet")
         out.append(target)
     return out
 

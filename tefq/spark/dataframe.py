@@ -66,7 +66,7 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
 
 def operator_frame(plan, source: DataFrame, labels: list[int], func: Callable, *, bad_rows: str | None = None,
                    ranks: dict[int, int] | None = None, schema: str = OUTPUT_SCHEMA) -> DataFrame:
-    """One plan's pipeline over `source` (rows of ts, s, p, o, file, fh, ts_text): the projection
+    """One plan's pipeline over `source` (rows of ts, s, p, o, file, fh, row): the projection
     and mapper of its `PIPELINES` row, then `func` (an applyInPandasWithState function taking the
     bucket index) per bucket, grouped by the buckets' shuffle `labels`
     (tefq.spark.runtime.partitioning). `ranks`: the stream order of the files, for ties."""
@@ -116,7 +116,7 @@ def _names(plan) -> tuple[str, ...]:
 
 
 def event_source(df: DataFrame) -> DataFrame:
-    """The user's events as the engine's source rows (ts long, s, p, o, file, fh, ts_text)."""
+    """The user's events as the engine's source rows (ts long, s, p, o, file, fh, row: 0, not known)."""
     missing = [c for c in EVENT_COLUMNS if c not in df.columns]
     if missing:
         raise TefqError(f"the events DataFrame lacks the column(s) {', '.join(missing)}: expected ts (epoch ms or "
@@ -131,14 +131,14 @@ def event_source(df: DataFrame) -> DataFrame:
                         "(cast a string with to_timestamp, a timestamp_ntz to timestamp)", SOURCE_NAME)
     return df.select(ts.alias("ts"), *[F.col(c).cast("string").alias(c) for c in ("s", "p", "o")],
                      F.lit(SOURCE_NAME).alias("file"), F.lit(0).cast("long").alias("fh"),
-                     F.col("ts").cast("string").alias("ts_text"))
+                     F.lit(0).cast("long").alias("row"))
 
 
 def flush_source(spark: SparkSession) -> DataFrame:
     """The control source's end-of-input row (tefq.spark.runtime.sources.write_flush) as a batch."""
     row = spark.createDataFrame([(0, FLUSH_TERM, FLUSH_TERM, FLUSH_TERM)], CONTROL_SCHEMA)
     return row.select("ts", "s", "p", "o", F.lit(None).cast("string").alias("file"),
-                      F.lit(0).cast("long").alias("fh"), F.lit(None).cast("string").alias("ts_text"))
+                      F.lit(0).cast("long").alias("fh"), F.lit(0).cast("long").alias("row"))
 
 
 def decoded_schema(plan) -> str:

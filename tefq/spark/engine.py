@@ -32,14 +32,16 @@ from tefq.spark.runtime.pipelines import build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
-from tefq.spark.runtime.sources import file_ranks, stage_streams, write_flush
+from tefq.spark.runtime.sources import Staging, file_ranks, stage_streams, write_flush
 
 
 def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
              t0: int, lateness_ms: int, max_files_per_trigger: int | None,
              bad_rows: str | None, progress: bool, background: list | None = None,
-             ranks: dict[int, int] | None = None, operator=None) -> tuple[QueryResult, dict, list[str]]:
-    """A bounded run: every file available now, then a flush for the last ticks."""
+             ranks: dict[int, int] | None = None, operator=None,
+             sources: list[str] | None = None) -> tuple[QueryResult, dict, list[str]]:
+    """A bounded run: every file available now, then a flush for the last ticks. `sources`: the
+    user's stream paths, where an error found in Spark is located (default: `stream_paths`)."""
     start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                      max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                                      progress=progress, background=background, ranks=ranks, operator=operator)
@@ -52,7 +54,7 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
             write_flush(ctl)
             run_until_done(start(availableNow=True), pr)
     except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; find ours
-        err = ours(e, plan.query, stream_paths)
+        err = ours(e, plan.query, sources or stream_paths)
         if err is e:
             raise
         raise err from None
@@ -75,14 +77,14 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
     metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
 
 
-def run_bounded(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str, *,
+def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, *,
                 t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
                 progress: bool, background: list | None = None,
                 operator=None) -> Iterator[tuple[object, list[QueryResult], dict]]:
-    """The one driver loop of a bounded run: stage the streams, run each plan to the end of its
-    input, yield (plan, its results, its sink metrics). `operator(plan)` replaces the plans'
-    stateful operators (the simulations pass theirs)."""
-    _, paths = stage_streams(stream_paths, workdir)
+    """The one driver loop of a bounded run over staged streams (`sources.stage_streams`): run
+    each plan to the end of its input, yield (plan, its results, its sink metrics).
+    `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs)."""
+    paths = staging.paths
     ranks = file_ranks(spark, paths)
     say(progress, f"{len(input_files(paths))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
     for plan in plans:
@@ -96,7 +98,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, stream_paths: l
             continue
         qr, m, warns = run_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                 max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows, progress=progress,
-                                background=background, ranks=ranks, operator=operator)
+                                background=background, ranks=ranks, operator=operator, sources=staging.sources)
         for w in warns:
             print(f"warning: {w}", file=sys.stderr)
         yield plan, [qr], m
@@ -145,7 +147,12 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
             metrics = fill_metrics(m, Metrics())
             metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
         else:
-            results, metrics = bounded_results(run_bounded(spark, doc, plans, stream_paths, workdir, **opts))
+            staging = stage_streams(stream_paths, workdir, bad_rows)
+            try:
+                results, metrics = bounded_results(run_bounded(spark, doc, plans, staging, workdir, **opts))
+            finally:
+                staging.close()
+            metrics.extra["bad_rows"] += staging.bad_rows
             if checkpoint is not None:
                 mark_finished(checkpoint, stream_paths)
         metrics.intermediate_bindings += metrics.facts_created
@@ -192,6 +199,7 @@ def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
     for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
         setattr(metrics, k, int(m.get(k, 0)))
     metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
+    metrics.extra["duplicates"] = int(m.get("duplicates", 0))  # equal elements at one time, applied once
     metrics.extra["micro_batches"] = m.get("micro_batches", [])
     metrics.extra["collect_seconds"] = m.get("collect_seconds")
     metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")

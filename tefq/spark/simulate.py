@@ -16,7 +16,9 @@ from dataclasses import replace
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
+from tefq.oracle.query import DEFAULT_MAX_TICKS
 from tefq.simulate.names import STRATEGIES
+from tefq.spark.operators.base import RunLimits
 from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.operators.simulated import make_simulation_operator
 from tefq.spark.planning import CurrentAggregatePlan, FallbackPlan, plan_document
@@ -67,14 +69,17 @@ _FORM = {"refresh": "refresh bindings (identity, start)", "refresh-group": "per-
 def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | None = None, background=None, *,
         t0: int = 0,
         lateness_ms: int = 0, master: str | None = None, max_files_per_trigger: int | None = None,
-        bad_rows: str | None = None, progress: bool = True, buckets: int | None = None, spark=None) -> RunResult:
+        bad_rows: str | None = None, progress: bool = True, buckets: int | None = None, spark=None,
+        max_ticks: int = DEFAULT_MAX_TICKS) -> RunResult:
     """Run every aggregate query of `doc` on Spark with facts simulated by `strategy`: the engine's
     driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators."""
     from tefq.spark.engine import background_triples, run_bounded
+    from tefq.spark.runtime.sources import stage_streams
     from tefq.spark.runtime.session import get_session
 
     started = time.time()
     check_simulation(doc, stream_paths, strategy, window_ms)
+    RunLimits.max_ticks = max_ticks  # as engine.run: the bucket loop bounds the windows it reports
     spark = spark or get_session(master)
     nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
     sim_doc, plans = plans_for(doc, window_ms, nb)
@@ -89,10 +94,13 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
 
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
-        runs = run_bounded(spark, sim_doc, plans, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
+        staging = stage_streams(stream_paths, workdir, bad_rows)
+        runs = run_bounded(spark, sim_doc, plans, staging, workdir, t0=t0, lateness_ms=lateness_ms,
                            max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows, progress=progress,
                            background=triples, operator=operator)
         results, metrics, paths = simulated_results(runs)
+        staging.close()
+        metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + staging.bad_rows
         metrics.wall_seconds = time.time() - started
         metrics.extra.update(engine="spark", strategy=strategy, window_ms=window_ms, spark_path=paths)
         return RunResult(results, metrics)

@@ -29,8 +29,8 @@ from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.operators.base import ELEMENT, Batch, BucketLogic, BucketState, RowKind, bucket_operator, widen
 from tefq.spark.output import RECORD_SCHEMA, json_record
-from tefq.spark.runtime.columns import bad_reason, bad_text
-from tefq.spark.runtime.mappers import PartitionScan
+from tefq.spark.runtime.columns import undecided
+from tefq.spark.runtime.mappers import PartitionScan, settle_undecided
 from tefq.spark.runtime.progress import Progress, ours, run_until_done
 from tefq.spark.runtime.sink import read_sink
 from tefq.spark.planning.windowed import SMALL_WINDOW, WindowedPlan, plan_windowed, small_window
@@ -42,15 +42,15 @@ MAP_SCHEMA = "k int, ts long, s string, p string, o string, n long, x string"
 
 
 def _project(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
-    bad = bad_reason()
+    flush = F.col("p") == F.lit(FLUSH_TERM)
     relevant = F.col("ts") >= F.lit(t0)
     if plan.predicates is not None:
         relevant = relevant & F.col("p").isin(*sorted(plan.predicates))
-    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(FLUSH))).when(bad.isNotNull(), F.lit(int(BAD)))
+    kind = (F.when(flush, F.lit(int(FLUSH)))  # a row not vouched for: the mapper turns it BAD if the oracle would
             .when(relevant, F.lit(int(DATA))).when(F.col("ts") >= F.lit(t0), F.lit(int(OTHER)))
             .otherwise(F.lit(int(IGNORED))))
     keep = F.col("k") == F.lit(int(DATA))
-    return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", bad_text(bad).alias("x")).select(
+    return df.select(kind.cast("int").alias("k"), "ts", "s", "p", "o", undecided(flush).alias("x")).select(
         "k", "ts", F.when(keep, F.col("s")).alias("s"), F.when(keep, F.col("p")).alias("p"),
         F.when(keep, F.col("o")).alias("o"), F.lit(0).cast("long").alias("n"), "x")
 
@@ -65,6 +65,7 @@ def make_mapper(bad_rows: str | None):
         scan, seen = PartitionScan(bad_rows), False
         for rb in batches:
             seen = True
+            rb = settle_undecided(rb)
             k = rb.column("k")
             scan.see(rb, pc.or_(pc.equal(k, int(DATA)), pc.equal(k, int(OTHER))), pc.equal(k, int(BAD)))
             keep = rb.filter(pc.or_(pc.equal(k, int(DATA)), pc.equal(k, int(FLUSH))))

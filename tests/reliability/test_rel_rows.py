@@ -1,6 +1,7 @@
 """Issue 17, fault 3: one input validation. Every kind of bad row is named, located (FILE:LINE:COL),
 recorded with `--bad-rows` and counted; nothing is lost silently. Each engine is one entry of
-ENGINES (the Spark engine joins with its own `verdicts` function)."""
+ENGINES: the oracle's readers, and the Spark engine (text streams staged through the same readers,
+Parquet rows checked in its mappers by the Parquet reader's rules)."""
 from __future__ import annotations
 
 import json
@@ -42,7 +43,24 @@ def read_records(bad_dir: str) -> list[tuple[int, str]]:
     return sorted(out)
 
 
-ENGINES = {"oracle": oracle_verdicts}
+def spark_verdicts(path: str, bad_dir: str) -> tuple[int, list[tuple[int, str]]]:
+    """The same, from a Spark run of UC1 with --bad-rows: rows read = events_in (+ the duplicate
+    elements, applied once); the bad-rows count in the metrics must equal the records."""
+    from tefq.api import load
+    from tefq.spark.engine import run
+    from tefq.spark.runtime.session import get_session
+
+    spark = get_session("local[2]")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    m = run(load(UC1).document(), [path], spark=spark, buckets=2, progress=False, bad_rows=bad_dir).metrics
+    records = read_records(bad_dir)
+    assert m.extra["bad_rows"] == len(records), (m.extra, records)
+    return m.events_in + m.extra["duplicates"], records
+
+
+ENGINES = {"oracle": oracle_verdicts, "spark": spark_verdicts}
+ENGINE_PARAMS = [pytest.param(e, marks=[pytest.mark.spark] if e == "spark" else []) for e in ENGINES]
+SPARK_FUZZ_EXAMPLES = max(1, int(os.environ.get("TEFQ_FUZZ_EXAMPLES", "150")) // 10)  # a Spark run each
 
 # (file name, bytes, line, column, kind): one row of every kind, in TSV and CSV
 CASES = [
@@ -82,17 +100,29 @@ def test_every_kind_has_a_case() -> None:
     assert {c[4] for c in CASES} == set(KINDS)
 
 
+def strict_spark(path: str) -> None:
+    from tefq.api import load
+    from tefq.spark.engine import run
+    from tefq.spark.runtime.session import get_session
+
+    run(load(UC1).document(), [path], spark=get_session("local[2]"), buckets=2, progress=False)
+
+
+STRICT_READERS = {"oracle": lambda path: list(read_stream(path)), "spark": strict_spark}
+
+
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
 @pytest.mark.parametrize("name,content,line,column,kind", CASES, ids=[c[0] for c in CASES])
-def test_bad_row_is_named_and_located(tmp_path, name, content, line, column, kind) -> None:
+def test_bad_row_is_named_and_located(tmp_path, engine, name, content, line, column, kind) -> None:
     path = write(tmp_path, name, content)
     with pytest.raises(BadRow) as info:
-        list(read_stream(path))
+        STRICT_READERS[engine](path)
     e = info.value
     assert (e.file, e.line, e.column, e.bad_kind) == (path, line, column, kind), e.render()
     assert e.render().startswith(f"{path}:{line}:{column}: error: ")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
 @pytest.mark.parametrize("name,content,line,column,kind", CASES, ids=[c[0] for c in CASES])
 def test_bad_rows_dir_records_every_kind(tmp_path, engine, name, content, line, column, kind) -> None:
     """With a bad-rows directory the row is recorded (file, line, kind) and the good rows still read."""
@@ -117,6 +147,14 @@ def test_bom_is_accepted(tmp_path) -> None:
     for name, h, row in (("b.tsv", TSV_H, f"1\t{S}\t{P}\t{O}\n"), ("b.csv", CSV_H, f"1,{S},{P},{O}\n")):
         path = write(tmp_path, name, ("\ufeff" + h + row).encode("utf-8"))
         assert list(read_stream(path)) == [(1, S, P, O)]
+
+
+@pytest.mark.spark
+def test_bom_is_accepted_on_spark(tmp_path) -> None:
+    """Spark's CSV reader refused a file starting with a UTF-8 BOM (its header did not match)."""
+    for name, h, row in (("b.tsv", TSV_H, f"1\t{S}\t{P}\t{O}\n"), ("b.csv", CSV_H, f"1,{S},{P},{O}\n")):
+        path = write(tmp_path, name, ("\ufeff" + h + row).encode("utf-8"))
+        assert spark_verdicts(path, str(tmp_path / f"bad-{name}")) == (1, [])
 
 
 def test_classify_cells_matches_the_reader() -> None:
@@ -181,11 +219,22 @@ def _raw(text: str) -> bytes:
                     for c in text)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@settings(max_examples=int(os.environ.get("TEFQ_FUZZ_EXAMPLES", "150")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(rows=st.lists(mutated_rows(), min_size=1, max_size=6))
-def test_fuzzed_rows_are_read_or_located(tmp_path_factory, engine, rows) -> None:
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
+def test_fuzzed_rows_are_read_or_located(tmp_path_factory, engine) -> None:
+    examples = SPARK_FUZZ_EXAMPLES if engine == "spark" else int(os.environ.get("TEFQ_FUZZ_EXAMPLES", "150"))
+
+    @settings(FUZZ, max_examples=examples)
+    @given(rows=st.lists(mutated_rows(), min_size=1, max_size=6))
+    def fuzz(rows: list[str]) -> None:
+        check_fuzzed_rows(tmp_path_factory, engine, rows)
+
+    fuzz()
+
+
+def check_fuzzed_rows(tmp_path_factory, engine: str, rows: list[str]) -> None:
     tmp = tmp_path_factory.mktemp("fuzz")
     data = encode([r.replace("\n", " ") for r in rows])
     path = write(tmp, "f.tsv", data)
@@ -203,7 +252,7 @@ def test_fuzzed_rows_are_read_or_located(tmp_path_factory, engine, rows) -> None
             assert (verdict is None) == (i not in {line for line, _ in records}), (i, raw, verdict)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINE_PARAMS)
 def test_parquet_bad_rows_are_recorded_by_row(tmp_path, engine) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -213,3 +262,23 @@ def test_parquet_bad_rows_are_recorded_by_row(tmp_path, engine) -> None:
                              "o": [O, O, None, O]}), path)
     n, records = ENGINES[engine](path, str(tmp_path / "bad"))
     assert (n, records) == (1, [(2, "bad-term"), (3, "empty-cell"), (4, "term-position")])
+
+
+@pytest.mark.parametrize("how", [
+    pytest.param(["--engine", "oracle", "--simulate", "refresh"], id="oracle-simulate"),
+    pytest.param(["--engine", "spark", "--stream", "-"], id="spark-stdin", marks=pytest.mark.spark),
+])
+def test_bad_rows_dir_on_every_input_path(tmp_path, how) -> None:
+    """--simulate on the oracle and Spark's standard input read their rows outside the engines'
+    readers: they used to stop at the first bad row although --bad-rows was given."""
+    u, join, ch = "<http://example.org/iptv#u1>", "<http://example.org/iptv#join>", "<http://example.org/iptv#c>"
+    data = TSV_H + f"1000\t{u}\t{join}\t{ch}\nnoon\t{S}\t{P}\t{O}\n40000\t{S}\t{P}\t{O}\n"
+    stream = write(tmp_path, "s.tsv", data)
+    args = ["run", UC1, *how, "--bad-rows", str(tmp_path / "bad"), "--metrics", str(tmp_path / "m.json"), "--quiet"]
+    if "-" not in how:
+        args += ["--stream", stream]
+    r = subprocess.run(TEFQ + args, capture_output=True, text=True, input=data if "-" in how else None)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert read_records(str(tmp_path / "bad")) == [(3, "bad-timestamp")]
+    assert json.loads((tmp_path / "m.json").read_text())["bad_rows"] == 1
+    assert r.stdout.splitlines()[1].startswith("10000,http://example.org/iptv#c,")

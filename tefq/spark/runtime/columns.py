@@ -15,34 +15,11 @@ from tefq.spark.planning import CurrentAggregatePlan
 from tefq.spark.runtime.sources import FLUSH_TERM
 from tefq.terms import XSD_STRING
 
-TERM_START = "^(<[^>]*>|_:\\S+|\".*)$"
-
 # The cells the oracle's Parquet reader takes unchanged (tefq.io.readers: the same fast patterns),
 # per role; `\z`, not `$`: Java's `$` also matches before a final newline.
 NORMAL_CELL = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})\\z", "p": f"^{IRI_FAST}\\z",
                "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})\\z"}
 XSD_STRING_SUFFIX = "^^<" + XSD_STRING + ">"  # a literal the readers rewrite (xsd:string dropped)
-
-
-def is_term(col: str) -> "F.Column":
-    """`col` rlike TERM_START, with a cheap exact shortcut for the common `<...>` IRI (its only
-    `>` is the last character): the regular expression runs only on other cells."""
-    c = F.col(col)
-    iri = c.startswith("<") & (F.instr(c, ">") == F.length(c))
-    return F.when(iri, F.lit(True)).otherwise(c.rlike(TERM_START))
-
-
-def bad_reason() -> "F.Column":
-    return (F.when(F.col("ts").isNull(), F.lit("timestamp is missing or not a time"))
-            .when(F.col("s").isNull() | F.col("p").isNull() | F.col("o").isNull(), F.lit("missing column"))
-            .when(~(is_term("s") & is_term("p") & is_term("o")), F.lit("not an N-Triples term")))
-
-
-def bad_text(bad_reason: "F.Column") -> "F.Column":
-    return F.when(bad_reason.isNotNull(), F.concat_ws("\t", F.col("file"), bad_reason,
-                                                      F.coalesce(F.col("ts_text"), F.lit("")),
-                                                      F.coalesce("s", F.lit("")), F.coalesce("p", F.lit("")),
-                                                      F.coalesce("o", F.lit(""))))
 
 
 def clause_condition(c) -> "F.Column":
@@ -55,12 +32,13 @@ def fixes_p(c) -> bool:
     return any(col == "p" and re.fullmatch(IRI_FAST, term) for col, term in c.consts)
 
 
-def vouched(plan: CurrentAggregatePlan, m: "F.Column") -> "F.Column":
+def vouched(plan: CurrentAggregatePlan | None = None, m: "F.Column | None" = None) -> "F.Column":
     """True only for a row the oracle accepts as it is: ts present, every cell already in normal
-    form (one regex per cell; p only where the matched clause `m` does not fix it). False means
-    "not decided here": the mapper classifies those rows with tefq.io.validate (they are rare),
-    so Spark accepts and rejects exactly the rows the oracle does."""
-    fixed = [i for i, c in enumerate(plan.clauses) if fixes_p(c)]
+    form (one regex per cell; p only where the matched clause `m` of `plan` fixes it). False
+    means "not decided here": the mapper classifies those rows with the oracle's own rules
+    (`mappers.settle_undecided`; they are rare), so Spark accepts and rejects exactly the rows
+    the oracle does, in every pipeline."""
+    fixed = [i for i, c in enumerate(plan.clauses) if fixes_p(c)] if plan is not None else []
     cell = {c: F.col(c).rlike(NORMAL_CELL[c]) for c in "spo"}
     p_ok = F.when(m.isin(fixed), F.lit(True)).otherwise(cell["p"]) if fixed else cell["p"]
     o_ok = cell["o"] & ~F.col("o").endswith(XSD_STRING_SUFFIX)
@@ -68,10 +46,16 @@ def vouched(plan: CurrentAggregatePlan, m: "F.Column") -> "F.Column":
 
 
 def undecided_cells(sure: "F.Column") -> "F.Column":
-    """[file, ts text, s, p, o] of a row the projection could not vouch for, as JSON text, else
+    """[file, row, ts, s, p, o] of a row the projection could not vouch for, as JSON text, else
     null. Text, not an array column: Spark's per-row Arrow batch-size check is quadratic on
     list columns (seen in jstack: ListVector.setValueCount per row)."""
-    return F.when(~sure, F.to_json(F.array(F.col("file"), F.col("ts_text"), F.col("s"), F.col("p"), F.col("o"))))
+    cells = [F.col(c).cast("string") for c in ("file", "row", "ts", "s", "p", "o")]
+    return F.when(~sure, F.to_json(F.array(*cells)))
+
+
+def undecided(flush: "F.Column") -> "F.Column":
+    """`undecided_cells` for the pipelines without a clause shortcut (every cell checked)."""
+    return undecided_cells(F.coalesce(flush, F.lit(False)) | vouched())
 
 
 def determines_element(c) -> bool:
@@ -133,8 +117,7 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
 
 def project_all(df: DataFrame) -> DataFrame:
     """For the fallback: every row, with its terms (the oracle needs them all)."""
-    bad = bad_reason()
-    kind = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH)))
-            .when(bad.isNotNull(), F.lit(int(RowKind.BAD))).otherwise(F.lit(int(ELEMENT))))
+    flush = F.col("p") == F.lit(FLUSH_TERM)
+    kind = F.when(flush, F.lit(int(RowKind.FLUSH))).otherwise(F.lit(int(ELEMENT)))
     return df.select(kind.cast("int").alias("k"), "ts", F.col("fh").alias("o"), "s", "p",
-                     F.col("o").alias("obj"), F.lit(0).cast("int").alias("b"), bad_text(bad).alias("x"))
+                     F.col("o").alias("obj"), F.lit(0).cast("int").alias("b"), undecided(flush).alias("x"))

@@ -15,8 +15,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from tefq.spark.planning.fact import FactAggregatePlan
-from tefq.spark.runtime.columns import bad_reason, bad_text, clause_condition
-from tefq.spark.runtime.mappers import PartitionScan, TieOrder
+from tefq.spark.runtime.columns import clause_condition, undecided
+from tefq.spark.runtime.mappers import PartitionScan, TieOrder, settle_undecided
 from tefq.spark.operators.base import RowKind
 from tefq.spark.runtime.sources import FLUSH_TERM
 
@@ -39,7 +39,6 @@ def _exclusive(plan: FactAggregatePlan) -> bool:
 def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
     """Columns: k, fact, ts, o, f, e, n (1 on an element's first row), v0.., t0.., b, x."""
     arity, nterms = _widths(plan)
-    bad = bad_reason()
 
     def row(kind, fact: int, f, codes: list, terms: list) -> "F.Column":
         fields = [kind.cast("int").alias("k"), F.lit(fact).alias("fact"), f.alias("f")]
@@ -59,9 +58,10 @@ def project_facts(df: DataFrame, plan: FactAggregatePlan) -> DataFrame:
             terms += [F.lit(None).cast("string")] * (nterms - len(terms))
             matches.append((clause_condition(c), row(F.lit(c.kind), i, F.xxhash64(*[F.col(x) for x in c.binds]),
                                                       codes, terms)))
-    special = (F.when(F.col("p") == F.lit(FLUSH_TERM), F.lit(int(RowKind.FLUSH)))
-               .when(bad.isNotNull(), F.lit(int(RowKind.BAD))))
-    keep = [F.col("ts"), F.col("fh"), F.xxhash64("s", "p", "o").alias("e"), bad_text(bad).alias("x")]
+    flush = F.col("p") == F.lit(FLUSH_TERM)
+    special = F.when(flush, F.lit(int(RowKind.FLUSH)))
+    # A row not vouched for keeps its kinds: the mapper turns it BAD if the oracle would.
+    keep = [F.col("ts"), F.col("fh"), F.xxhash64("s", "p", "o").alias("e"), undecided(flush).alias("x")]
     if _exclusive(plan):
         m = F.when(special.isNotNull(), default(special))
         for cond, r in matches:
@@ -106,10 +106,12 @@ def make_fact_mapper(plan: FactAggregatePlan, bad_rows: str | None, ranks: dict[
         scan, flush, seen = PartitionScan(bad_rows), False, False
         for rb in batches:
             seen = True
+            rb = settle_undecided(rb)
             k = rb.column("k")
             data = pc.or_(pc.equal(k, int(RowKind.SINCE)), pc.equal(k, int(RowKind.UNTIL)))
             first = pc.equal(rb.column("n"), 1)  # an element's first row: counted once
-            scan.see(rb, pc.and_(pc.or_(data, pc.equal(k, int(RowKind.OTHER))), first), pc.equal(k, int(RowKind.BAD)))
+            scan.see(rb, pc.and_(pc.or_(data, pc.equal(k, int(RowKind.OTHER))), first),
+                     pc.and_(pc.equal(k, int(RowKind.BAD)), first))
             flush = flush or pc.any(pc.equal(k, int(RowKind.FLUSH))).as_py()
             order = tie_order(rb.column("o"))
             cols = [order if name == "o" else rb.column(name) for name in out_schema.names]

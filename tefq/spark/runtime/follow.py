@@ -103,7 +103,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         for p in stream_paths:
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
-        stagers, paths = stage_streams(stream_paths, workdir)
+        staging = stage_streams(stream_paths, workdir, bad_rows)
+        paths = staging.paths
         ranks = file_ranks(spark, paths)  # the files there at the start
         running = []
         for plan in plans:
@@ -113,8 +114,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, keep=on_rows is None), pr))
         try:
             while True:
-                for stager in stagers:
-                    stager.sync()
+                staging.sync()
                 _hand_over(running, on_rows)
                 if stopping():
                     _finish_current_batches([q for _, q, _, _ in running])
@@ -127,15 +127,18 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         except Exception as e:  # noqa: BLE001 - a bad row inside a micro-batch is the user's input
             err = ours(e)
             _stop_all([q for _, q, _, _ in running])
+            staging.close()
             if err is e:
                 raise
             raise err from None
         _stop_all([q for _, q, _, _ in running])
         _hand_over(running, on_rows)
+        staging.close()
     results = [QueryResult(plan.query, plan.columns, tail.rows) for plan, _, tail, _ in running]
     for r in results:
         r.rows = r.sorted_rows()
     metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input)
+    metrics["bad_rows"] = metrics.get("bad_rows", 0) + staging.bad_rows  # text streams' bad rows, found staging
     metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
     metrics["micro_batches"] = running[0][3].batches
     return results, metrics

@@ -3,7 +3,6 @@ per-partition heartbeats, terms rows and flush, bad rows diverted or raised."""
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import numpy as np
@@ -59,6 +58,7 @@ def make_fallback_mapper(bad_rows: str | None, ranks: dict[int, int] | None = No
         ctx = TaskContext.get()
         tie_order = TieOrder(ranks or {}, ctx.partitionId() if ctx is not None else 0)
         for rb in batches:
+            rb = settle_undecided(rb)
             badmask = pc.equal(rb.column("k"), int(RowKind.BAD))
             if pc.any(badmask).as_py():
                 divert_bad(pc.filter(rb.column("x"), badmask).to_pylist(), bad_rows)
@@ -72,50 +72,52 @@ def make_fallback_mapper(bad_rows: str | None, ranks: dict[int, int] | None = No
 
 
 
-def divert_bad(rows: list[str], bad_rows: str | None) -> None:
-    import uuid
+def divert_bad(records: list[str], bad_rows: str | None) -> None:
+    """Bad rows (`settle_undecided`'s records) raise (no --bad-rows: the driver locates the first
+    with the oracle's reader, tefq.spark.runtime.progress) or go to --bad-rows in the oracle's
+    record format (tefq.io.bad_rows)."""
+    from urllib.parse import unquote, urlparse
 
-    if bad_rows is None:
-        file, reason, *rest = rows[0].split("\t")
-        raise ValueError(f"{BAD_ROW}\t{file}\t{reason}\t" + "\t".join(rest))
-    os.makedirs(bad_rows, exist_ok=True)
-    with open(os.path.join(bad_rows, f"bad-{uuid.uuid4().hex}.tsv"), "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(r.replace("\n", " ") + "\n")
+    from tefq.io.bad_rows import BadRowLog
+    from tefq.io.validate import Fault
 
+    log = BadRowLog(bad_rows)
+    try:
+        for text in records:
+            file, row, kind, message, *cells = json.loads(text)
+            path = unquote(urlparse(file).path) if file.startswith("file:") else file
+            if bad_rows is None:
+                raise ValueError(f"{BAD_ROW}\t{path}\t{kind}: {message}")
+            log.report(Fault(kind, 0, message), path, int(row), "\t".join(cells), 0)
+    finally:
+        log.close()
 
 
 def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
-    """The rows the projection could not vouch for (column x: JSON [file, ts, s, p, o]) are classified
-    by tefq.io.validate, the oracle's own rules: a bad one gets kind BAD and x its text (file,
-    kind: message, cells), a good one keeps the kind its clause gave it and x null."""
+    """The rows the projection could not vouch for (column x: JSON [file, row, ts, s, p, o]) are
+    classified by the oracle's rules for a Parquet row (tefq.io.readers.parquet_row_fault): a bad
+    one gets kind BAD and x its record (JSON [file, row, kind, message, ts, s, p, o]), a good one
+    keeps the kind its clause gave it and x null."""
     import pyarrow.compute as pc
 
-    from tefq.io.validate import classify_cells, parse_timestamp
+    from tefq.io.readers import parquet_row_fault
 
     x = rb.column("x")
-    texts = pa.nulls(rb.num_rows, pa.string())
+    records = pa.nulls(rb.num_rows, pa.string())
     if x.null_count < rb.num_rows:
         at = pc.indices_nonzero(pc.is_valid(x)).to_numpy()
         kinds = rb.column("k").to_numpy(zero_copy_only=False).copy()
         out: list[str | None] = [None] * rb.num_rows
-        times: dict[int, int] = {}  # good rows whose time Spark could not parse (a form only the oracle reads)
         for i, text in zip(at.tolist(), x.take(pa.array(at)).to_pylist()):
-            file, *cells = json.loads(text)
-            fault = classify_cells(*cells)
+            file, row, ts, *cells = json.loads(text)
+            fault = parquet_row_fault(None if ts is None else int(ts), *cells, row=int(row or 0))
             if fault is not None:
                 kinds[i] = RowKind.BAD
-                out[i] = "\t".join([file or "", f"{fault[0]}: {fault[2]}"] + ["" if c is None else c for c in cells])
-            elif not rb.column("ts")[i].is_valid:
-                times[i] = parse_timestamp(cells[0])
-        texts = pa.array(out, pa.string())
+                out[i] = json.dumps([file or "", int(row or 0), fault.kind, fault.message]
+                                    + ["" if c is None else c for c in [ts, *cells]])
+        records = pa.array(out, pa.string())
         rb = rb.set_column(rb.schema.get_field_index("k"), "k", pa.array(kinds, pa.int32()))
-        if times:
-            ts = rb.column("ts").to_pylist()
-            for i, t in times.items():
-                ts[i] = t
-            rb = rb.set_column(rb.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
-    return rb.set_column(rb.schema.get_field_index("x"), "x", texts)
+    return rb.set_column(rb.schema.get_field_index("x"), "x", records)
 
 
 class PartitionScan:

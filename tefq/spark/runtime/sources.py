@@ -1,28 +1,32 @@
-"""Streaming sources: stream files (Parquet, TSV, CSV) as Spark streaming file sources of
-(ts long, s, p, o, file), plus a control source the engine uses to flush at the end of input.
+"""Streaming sources: stream files as Spark streaming file sources of (ts long, s, p, o, file,
+fh, row), plus a control source the engine uses to flush at the end of input.
 
-RDF streams (N-Quads, TriG, YABench `.stream`, also `.gz`) are staged: the driver reads each new
-file with tefq.io's readers (the oracle's readers: same graph times, same terms, same errors with
-file and line) and writes it as one Parquet file that Spark's file source then reads. Why: a
-graph's time may come after its statements and TriG is not line-based, so Spark cannot split these
-files itself; converting file by file keeps the oracle's semantics and still streams (follow mode
-stages files as they arrive)."""
+Spark reads Parquet files itself. Text streams (TSV, CSV, N-Quads, TriG, YABench `.stream`, also
+`.gz`) are staged: the driver reads each new file with tefq.io's readers and writes its good rows
+as one Parquet file that Spark's file source then reads. Why: one validation for both engines
+(issue 17) — the readers see what Spark's CSV reader cannot (line numbers, headers, NUL bytes,
+invalid UTF-8, a fifth column, CSV quoting, escapes), so a bad row is the same bad row with the
+same FILE:LINE:COL, recorded in `--bad-rows` the same way; and a graph's time may come after its
+statements and TriG is not line-based, so Spark could not split those files anyway. Converting
+file by file still streams (follow mode stages files as they arrive)."""
 from __future__ import annotations
 
-import gzip
+import itertools
 import os
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tefq.errors import TefqError
+from tefq.io.bad_rows import BadRowLog
 
 FLUSH_TERM = "<urn:tefq:flush>"
 CONTROL_SCHEMA = "ts long, s string, p string, o string"
-SPARK_FORMATS = ("parquet", "tsv", "csv")
-STAGED_FORMATS = ("nq", "trig", "stream")  # read by tefq.io on the driver, staged as Parquet
+SPARK_FORMATS = ("parquet",)
+STAGED_FORMATS = ("tsv", "csv", "nq", "trig", "stream")  # read by tefq.io on the driver, staged as Parquet
 
 
 def _files(path: str) -> list[str]:
@@ -38,7 +42,7 @@ def _formats(path: str) -> set[tuple[str, bool]]:
 
 
 def is_staged(path: str) -> bool:
-    """True for a stream of RDF files, which `Stager` turns into Parquet for Spark."""
+    """True for a stream of text files, which `Stager` turns into Parquet for Spark."""
     return all(fmt in STAGED_FORMATS for fmt, _ in _formats(path))
 
 
@@ -50,37 +54,17 @@ def stream_format_of(path: str) -> str:
                         + ", ".join(sorted(f + (".gz" if gz else "") for f, gz in fmts)), path)
     fmt, _ = fmts.pop()
     if fmt not in SPARK_FORMATS:
-        raise TefqError(f"unexpected stream format {fmt} on Spark: a stream path holds RDF files (nq, trig, "
-                        "stream) or files of one of parquet, tsv, csv", path)
+        raise TefqError(f"unexpected stream format {fmt} on Spark: a stream path holds Parquet files or text "
+                        "files (tsv, csv, nq, trig, stream)", path)
     return fmt
 
 
-def _header(path: str, fmt: str) -> list[str]:
-    """The column order of the stream's files. Spark skips every file's first line and reads the
-    columns by position, so each file's header is checked here (a file without one would lose its
-    first row silently) and all must agree (issue 17)."""
-    order: list[str] | None = None
-    for f in _files(path):
-        opener = gzip.open if f.endswith(".gz") else open
-        with opener(f, "rt", encoding="utf-8-sig") as fh:
-            line = fh.readline().rstrip("\r\n")
-        cells = [c.strip().strip('"') for c in line.split("\t" if fmt == "tsv" else ",")]
-        if sorted(cells) != ["o", "p", "s", "ts"]:
-            raise TefqError(f"bad-header: expected a header with the columns ts, s, p, o; found {line!r}", f, 1)
-        if order is not None and cells != order:
-            raise TefqError(f"bad-header: Spark reads one column order per stream: {', '.join(order)} in the "
-                            f"first file, {', '.join(cells)} here (reorder the columns or use --engine oracle)", f, 1)
-        order = cells
-    assert order is not None  # stream_files refuses an empty directory
-    return order
-
-
 def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None) -> DataFrame:
-    """A streaming DataFrame (ts long or null, s, p, o, file) over a stream file or directory.
+    """A streaming DataFrame (ts long or null, s, p, o, file) over a Parquet file or directory.
     Files are taken in Spark's file-source order (modification time)."""
     from tefq.io.readers import literal_path_pattern
 
-    fmt = stream_format_of(path)
+    stream_format_of(path)  # one format, Parquet (text streams are staged first)
     if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
         directory, glob = path, name_glob(*_formats(path).pop())
     else:  # the file's own name, taken literally (`s[1].tsv` matched s1.tsv)
@@ -89,25 +73,10 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     reader = spark.readStream.option("recursiveFileLookup", "true").option("pathGlobFilter", glob)
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    if fmt == "parquet":
-        df = reader.schema("ts long, s string, p string, o string").parquet(directory)
-        ts = F.col("ts")
-        raw = F.col("ts").cast("string")
-    else:
-        cols = _header(path, fmt)
-        reader = reader.option("header", "true").schema(", ".join(f"`{c}` string" for c in cols))
-        if fmt == "tsv":
-            reader = reader.option("sep", "\t").option("quote", "\u0000")
-        else:
-            reader = reader.option("sep", ",").option("quote", '"').option("escape", '"')
-        df = reader.option("mode", "PERMISSIVE").csv(directory)
-        raw = F.trim(F.col("ts"))
-        # try_*: a malformed time gives null, which the engine reports as a bad row with its line
-        ts = (F.when(raw.rlike("^-?[0-9]+$"), raw.try_cast("long"))
-              .otherwise(F.unix_millis(F.try_to_timestamp(raw))))
-    return df.select(ts.alias("ts"), "s", "p", "o", F.col("_metadata.file_path").alias("file"),
+    df = reader.schema("ts long, s string, p string, o string").parquet(directory)
+    return df.select("ts", "s", "p", "o", F.col("_metadata.file_path").alias("file"),
                      F.xxhash64(F.col("_metadata.file_path")).alias("fh"),
-                     raw.alias("ts_text"))
+                     (F.col("_metadata.row_index") + 1).alias("row"))  # as the oracle's readers number rows
 
 
 def name_glob(fmt: str, gz: bool) -> str:
@@ -120,7 +89,7 @@ def read_control(spark: SparkSession, directory: str) -> DataFrame:
     os.makedirs(directory, exist_ok=True)
     df = spark.readStream.schema(CONTROL_SCHEMA).parquet(directory)
     return df.select("ts", "s", "p", "o", F.lit(None).cast("string").alias("file"), F.lit(0).cast("long").alias("fh"),
-                     F.lit(None).cast("string").alias("ts_text"))
+                     F.lit(0).cast("long").alias("row"))
 
 
 def write_flush(directory: str) -> None:
@@ -157,6 +126,7 @@ def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
     return {h: r for h, r in rows.select(F.xxhash64("u"), "r").collect()}
 
 
+STAGE_CHUNK = 1 << 18  # elements per Parquet write while staging
 STAGE_INDEX = "_stage_order"  # a staged directory's source order (ignored by Spark: leading _)
 
 
@@ -165,20 +135,25 @@ def _is_stage_dir(path: str) -> bool:
 
 
 def _staged_in_order(directory: str) -> list[str]:
+    """The staged files in their sources' order. A line may name a file a kill kept from being
+    staged (the line is written first), or appear twice (staged again on restart)."""
     with open(os.path.join(directory, STAGE_INDEX), encoding="utf-8") as fh:
-        names = sorted(line.rstrip("\n").split("\t") for line in fh if line.strip())
-    return [os.path.join(directory, target) for _, target in names]
+        names = sorted({tuple(line.rstrip("\n").split("\t")) for line in fh if line.strip()})
+    return [os.path.join(directory, target) for _, target in names
+            if os.path.exists(os.path.join(directory, target))]
 
 
 class Stager:
-    """Stages the RDF files of one stream path as Parquet files in `directory` (see the module doc).
+    """Stages the text files of one stream path as Parquet files in `directory` (see the module
+    doc); bad rows go to `log` (raised, or recorded and counted with --bad-rows), as on the oracle.
 
     A staged file keeps its source's modification time (Spark's file source takes files in that
     order) and a name made from the source's relative path, so a restart from a checkpoint finds
-    the files it staged before and Spark skips the ones it already read."""
+    the files it staged before and Spark skips the ones it already read (their bad rows were
+    recorded by the run that staged them)."""
 
-    def __init__(self, path: str, directory: str) -> None:
-        self.path, self.directory = path, directory
+    def __init__(self, path: str, directory: str, log: BadRowLog) -> None:
+        self.path, self.directory, self.log = path, directory, log
         os.makedirs(directory, exist_ok=True)
 
     def _target(self, source: str) -> str:
@@ -193,6 +168,8 @@ class Stager:
 
         from tefq.io.readers import read_stream_file, stream_files
 
+        schema = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string())])
+
         if os.path.isdir(self.path) and not has_files(self.path):
             return 0
         staged = 0
@@ -200,17 +177,17 @@ class Stager:
             target = self._target(source)
             if os.path.exists(target):
                 continue
-            rows = list(read_stream_file(source))
-            ts, s, p, o = zip(*rows) if rows else ((), (), (), ())
             tmp = os.path.join(self.directory, "." + os.path.basename(target) + ".tmp")
-            pq.write_table(pa.table({"ts": pa.array(ts, pa.int64()), "s": pa.array(s, pa.string()),
-                                     "p": pa.array(p, pa.string()), "o": pa.array(o, pa.string())}), tmp)
+            with pq.ParquetWriter(tmp, schema) as out:  # in chunks: a file may not fit in memory as tuples
+                elements = read_stream_file(source, self.log)
+                while chunk := list(itertools.islice(elements, STAGE_CHUNK)):
+                    out.write_table(pa.table(dict(zip(schema.names, zip(*chunk))), schema))
             st = os.stat(source)
             os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-            os.replace(tmp, target)  # atomic: Spark never lists a half-written file
             with open(os.path.join(self.directory, STAGE_INDEX), "a", encoding="utf-8") as fh:
                 fh.write(f"{os.path.relpath(source, self.path) if os.path.isdir(self.path) else ''}\t"
                          f"{os.path.basename(target)}\n")
+            os.replace(tmp, target)  # atomic: Spark never lists a half-written file
             staged += 1
         return staged
 
@@ -225,8 +202,8 @@ def has_files(directory: str) -> bool:
 
 
 def wait_for_files(path: str, stop: Callable[[], bool]) -> bool:
-    """Follow mode may start on an empty directory: wait for its first file (the format and, for
-    CSV/TSV, the header come from it). False if `stop()` turns true first."""
+    """Follow mode may start on an empty directory: wait for its first file (the format comes
+    from it). False if `stop()` turns true first."""
     while os.path.isdir(path) and not has_files(path):
         if stop():
             return False
@@ -234,18 +211,42 @@ def wait_for_files(path: str, stop: Callable[[], bool]) -> bool:
     return True
 
 
-def stage_streams(stream_paths: list[str], workdir: str) -> tuple[list[Stager], list[str]]:
-    """RDF streams become staged Parquet directories (tefq.spark.runtime.sources.Stager); others stay."""
+@dataclass
+class Staging:
+    """The stream paths as Spark reads them: `sources` (the user's) -> `paths` (text streams
+    replaced by their staged Parquet directories). `log` holds the staged files' bad rows."""
+
+    sources: list[str]
+    paths: list[str]
+    stagers: list[Stager]
+    log: BadRowLog
+
+    def sync(self) -> int:
+        """Stage the files that arrived since (follow mode); returns how many."""
+        return sum(s.sync() for s in self.stagers)
+
+    @property
+    def bad_rows(self) -> int:
+        return self.log.count
+
+    def close(self) -> None:
+        self.log.close()
+
+
+def stage_streams(stream_paths: list[str], workdir: str, bad_rows: str | None = None) -> Staging:
+    """Text streams become staged Parquet directories (`Stager`), checked on the way (`bad_rows`:
+    the --bad-rows directory, None to stop at the first bad row); Parquet streams stay."""
     import hashlib
 
+    log = BadRowLog(bad_rows)
     stagers, paths = [], []
     for p in stream_paths:
         if is_staged(p):
             key = hashlib.sha1(os.path.abspath(p).encode("utf-8")).hexdigest()[:12]
-            stager = Stager(p, os.path.join(workdir, "staged", key))
+            stager = Stager(p, os.path.join(workdir, "staged", key), log)
             stager.sync()
             stagers.append(stager)
             paths.append(stager.directory)
         else:
             paths.append(p)
-    return stagers, paths
+    return Staging(list(stream_paths), paths, stagers, log)
