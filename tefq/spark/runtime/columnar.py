@@ -10,14 +10,13 @@ offsets, `maxFilesPerTrigger`, the checkpoint and exactly-once; the task reads e
 (read amplification 1), checks and encodes only the *distinct* terms of each column (Parquet
 dictionaries, read as such), and emits each event row once, shuffled by bucket.
 
-Codes: a term's code is the first 8 bytes of its BLAKE2b digest (deterministic across processes
-and restarts; not Spark's xxhash64, so a checkpoint never switches between the two paths:
+Codes: a term's code is pandas' SipHash of it (`term_codes`: deterministic across processes and
+restarts; not Spark's xxhash64, so a checkpoint never switches between the two paths:
 `claim_ingest`); identity, element and bucket codes combine term codes with a splitmix64 step.
 Terms are in the oracle's normal form (tefq.io.validate.check_term), as the oracle reads them.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from urllib.parse import unquote, urlparse
@@ -30,7 +29,7 @@ from tefq.spark.operators.base import RowKind, profile
 from tefq.spark.planning import CurrentAggregatePlan
 from tefq.spark.runtime.mappers import BAD_ROW, TermRows, const_batch, divert_bad
 from tefq.spark.runtime.progress import Progress, as_dict
-from tefq.spark.runtime.sources import CONTROL_SCHEMA, SPARK_FORMATS, STAGED_FORMATS, name_glob
+from tefq.spark.runtime.sources import CONTROL_SCHEMA, SPARK_FORMATS, name_glob
 
 INGEST_CHOICES = ("auto", "columnar", "rows")
 INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote it
@@ -44,14 +43,11 @@ UNRANKED = 1 << 41  # files the driver did not rank (none in a bounded run): aft
 # The choice of path, and the checkpoint's record of it
 
 def parquet_only(stream_paths: list[str]) -> bool:
-    """Every stream path holds Parquet files only (RDF inputs staged as Parquet count)."""
+    """Every stream path holds Parquet files only (`stream_paths` after staging: RDF inputs are
+    staged as Parquet by then, sources.stage_streams)."""
     from tefq.io.readers import stream_files, stream_format
 
-    for p in stream_paths:
-        fmts = {stream_format(f) for f in stream_files(p)}
-        if fmts != {("parquet", False)} and not all(f in STAGED_FORMATS for f, _ in fmts):
-            return False
-    return True
+    return all({stream_format(f) for f in stream_files(p)} == {("parquet", False)} for p in stream_paths)
 
 
 def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
@@ -150,7 +146,7 @@ def path_ranks(stream_paths: list[str]) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Codes: terms -> int64 (BLAKE2b), combined with splitmix64 (numpy, wrapping uint64)
+# Codes: terms -> int64 (SipHash), combined with splitmix64 (numpy, wrapping uint64)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -172,28 +168,12 @@ def combine(codes: list[np.ndarray], n: int) -> np.ndarray:
     return h.view(np.int64)
 
 
-class TermCodes:
-    """term -> int64 code, memoised per worker process (streams repeat their terms)."""
+def term_codes(terms: pa.Array) -> np.ndarray:
+    """One int64 code per term: pandas' SipHash-2-4 of the UTF-8 bytes with its fixed default key
+    (vectorised in C, the same in every process and run; a null gets a code too, never used)."""
+    import pandas as pd
 
-    LIMIT = 1 << 20
-
-    def __init__(self) -> None:
-        self.memo: dict[str, int] = {}
-
-    def __call__(self, terms: list[str | None]) -> np.ndarray:
-        memo = self.memo
-        if len(memo) > self.LIMIT:
-            memo.clear()
-        out = np.zeros(len(terms), np.int64)
-        for i, t in enumerate(terms):
-            if t is None:
-                continue
-            c = memo.get(t)
-            if c is None:
-                c = memo[t] = int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(),
-                                             "little", signed=True)
-            out[i] = c
-        return out
+    return pd.util.hash_array(terms.to_numpy(zero_copy_only=False), categorize=False).view(np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +191,7 @@ class Column:
     """One s/p/o column of a batch, dictionary-encoded: per distinct value its normal form (None
     if it is not a term: `faults[i]`), its code; per row the dictionary index (-1: null cell)."""
 
-    def __init__(self, arr: pa.Array, role: str, patterns: dict[str, str], codes: TermCodes) -> None:
+    def __init__(self, arr: pa.Array, role: str, patterns: dict[str, str]) -> None:
         import pyarrow.compute as pc
 
         from tefq import terms
@@ -245,7 +225,7 @@ class Column:
                     self.faults[i] = f
                     norm[i] = None
             self.norm = pa.array(norm, pa.string())
-        self.dict_codes = codes(self.norm.to_pylist())
+        self.dict_codes = term_codes(self.norm)
         self.codes = self.dict_codes[self.idx] if len(self.dict_codes) else np.zeros(len(self.idx), np.int64)
 
     def equals(self, term: str) -> np.ndarray:
@@ -365,13 +345,12 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
     one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
     elem_is_fid = one_per_kind and all(determines_element(c) for c in plan.clauses)
     patterns = fast_patterns()
-    codes = TermCodes()
 
     def encode(uri: str, batch: pa.RecordBatch, row0: int, rank: int | None, st: PartitionState,
                terms: TermRows) -> pa.RecordBatch | None:
         n = batch.num_rows
         ts = ts_column(batch)
-        cols = {c: Column(batch.column(c), c, patterns, codes) for c in "spo"}
+        cols = {c: Column(batch.column(c), c, patterns) for c in "spo"}
         bad = ts.is_null().to_numpy(zero_copy_only=False) if ts.null_count else np.zeros(n, bool)
         for c in "spo":
             bad |= cols[c].bad_rows()
@@ -399,24 +378,32 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
         mk = m[keep]
         kinds = np.array([c.kind for c in plan.clauses], np.int32)[mk]
 
-        def per_clause(make) -> np.ndarray:
-            out = np.zeros(len(keep), np.int64)
+        def per_clause(columns, make) -> np.ndarray:
+            """`make(column names, rows)` for each kept row, with the columns its clause gives:
+            clauses that read the same columns are computed together (UC1, UC2: one pass)."""
+            groups: dict[tuple, list[int]] = {}
             for i, c in enumerate(plan.clauses):
-                sel = mk == i
+                groups.setdefault(tuple(columns(c)), []).append(i)
+            if len(groups) == 1:
+                return make(next(iter(groups)), keep)
+            out = np.zeros(len(keep), np.int64)
+            for names, idx in groups.items():
+                sel = np.isin(mk, idx)
                 if sel.any():
-                    out[sel] = make(c)[keep[sel]]
+                    out[sel] = make(names, keep[sel])
             return out
 
-        fid = per_clause(lambda c: combine([cols[x].codes for x in c.binds], n))
+        fid = per_clause(lambda c: c.binds, lambda names, rows: combine([cols[x].codes[rows] for x in names], len(rows)))
         elem = fid if elem_is_fid else combine([cols[x].codes[keep] for x in "spo"], len(keep))
         arrays = {"k": pa.array(kinds), "ts": pa.array(tsv[keep]), "o": pa.array(order), "f": pa.array(fid),
                   "e": pa.array(elem), "n": pa.array(np.zeros(len(keep), np.int64))}
         gcodes, gterms = [], []
+        # a group term per kept row, as an index into the three columns' dictionaries laid end to end
+        base = {"s": 0, "p": len(cols["s"].norm), "o": len(cols["s"].norm) + len(cols["p"].norm)}
         for i, g in enumerate(plan.group_vars):
-            gcodes.append(per_clause(lambda c, j=var_pos[g]: cols[c.binds[j]].codes))
-            # the group term per kept row, as an index into the three columns' dictionaries
-            base = {"s": 0, "p": len(cols["s"].norm), "o": len(cols["s"].norm) + len(cols["p"].norm)}
-            gterms.append(per_clause(lambda c, j=var_pos[g]: cols[c.binds[j]].idx + base[c.binds[j]]))
+            where = lambda c, j=var_pos[g]: (c.binds[j],)  # noqa: E731
+            gcodes.append(per_clause(where, lambda names, rows: cols[names[0]].codes[rows]))
+            gterms.append(per_clause(where, lambda names, rows: cols[names[0]].idx[rows] + base[names[0]]))
             arrays[f"g{i}"] = pa.array(gcodes[-1])
             arrays[f"t{i}"] = pa.nulls(len(keep), pa.string())
         if ng:
