@@ -163,8 +163,7 @@ import json, sys
 sys.path.insert(0, {tests!r})
 import spark_docs as sd
 from tefq.spark.engine import run
-r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", max_files_per_trigger=2, progress=False,
-        ingest="columnar")
+r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", progress=False, ingest="columnar")
 print("ROWS=" + json.dumps(r.results[0].rows))
 """
 

@@ -53,5 +53,6 @@ def ingestion(plan) -> str:
                 "bounded, else rows (the Project over the FileStreamSource above)\n"
                 "    columnar: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow per file: "
                 "pyarrow reads it once (read amplification 1), distinct terms checked as the oracle does, "
-                "codes, clause match, tie order, bucket, heartbeats -> the same Exchange and operator")
+                "SipHash codes (bucket = their hash mod B), clause match, tie order, heartbeats -> the same "
+                "Exchange and operator")
     return "  Ingestion: rows (columnar ingestion covers CURRENT aggregates only; --ingest columnar is refused)"
