@@ -46,6 +46,21 @@ def test_columnar_rows_equal_the_oracle(spark, tmp_path, doc, seed, nfiles, per_
         assert len(batches) == -(-nfiles // per_trigger) + 1
 
 
+def test_uc3_fact_aggregate_columnar_equals_the_oracle(spark, tmp_path):
+    """UC3 (derived facts, the fact-aggregate operator, rows routed to buckets by show)."""
+    from test_spark import with_programs
+
+    elements = with_programs(4, random_stream(4, 200))
+    path = write_parts(tmp_path, elements, 3, fmt="parquet")
+    d = sd.uc3(3000)
+    got = run_spark(spark, d, [path], ingest="columnar", max_files_per_trigger=2)
+    want = oracle(d, elements)
+    assert got.metrics.extra["ingest"] == "columnar"
+    assert got.results[0].rows == want.results[0].rows
+    for k in METRICS:
+        assert getattr(got.metrics, k) == getattr(want.metrics, k), k
+
+
 def test_ties_across_files_follow_stream_order(spark, tmp_path):
     """A join and a quit of one user at the same ms in two files: the file order (by name, as the
     oracle reads the directory) decides, whatever Spark's modification-time order is."""
@@ -100,15 +115,22 @@ def test_auto_takes_columnar_for_parquet_only(spark, tmp_path):
     assert a.results[0].rows == b.results[0].rows == oracle(doc, elements).results[0].rows
     with pytest.raises(TefqError, match="--ingest columnar"):
         run_spark(spark, doc, [tsv], ingest="columnar")
+    from tefq.analysis import load
+
+    windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
     with pytest.raises(TefqError, match="--ingest columnar"):
-        run_spark(spark, sd.uc3(3000), [par], ingest="columnar")
+        run_spark(spark, windowed, [par], ingest="columnar")
 
 
 def test_explain_physical_names_the_ingestion():
+    from tefq.analysis import load
     from tefq.spark.planning import explain_physical
 
+    windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
+    assert "Ingestion: rows" in explain_physical(windowed)
+
     assert "Ingestion (--ingest auto): columnar when every --stream holds Parquet files" in explain_physical(sd.uc1())
-    assert "Ingestion: rows" in explain_physical(sd.uc3())
+    assert "Ingestion (--ingest auto): columnar" in explain_physical(sd.uc3())
 
 
 CHILD = """

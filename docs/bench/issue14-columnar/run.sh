@@ -1,9 +1,12 @@
 #!/bin/sh
 # Columnar vs rows ingestion, same data, alternating (A B A B) per use-case; see docs/spark.md "Measured".
+#   docs/bench/issue14-columnar/run.sh OUTDIR [usecases...]
 set -u
 cd "$(dirname "$0")/../../.."
-OUT=docs/bench/issue14-columnar
-for uc in uc1 uc2; do
+OUT=$1; shift
+mkdir -p "$OUT"
+UCS=${*:-uc1 uc2}
+for uc in $UCS; do
   for pair in 1 2; do
     for ingest in columnar rows; do
       echo "$(date -u +%T) $uc $ingest pair $pair load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,9 +2,10 @@
 import glob
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for f in sorted(glob.glob(os.path.join(HERE, "*.json")), key=os.path.getmtime):
+for f in sorted(glob.glob(os.path.join(sys.argv[1] if len(sys.argv) > 1 else HERE, "*.json")), key=os.path.getmtime):
     r = json.load(open(f))
     steady = [b for b in r["micro_batches"][1:] if b["events"] > 1]
     print(f"{os.path.basename(f):24} {r.get('ingest'):8} steady {r['steady_events_per_s'] / 1e3:7.1f}k "

@@ -52,8 +52,12 @@ def parquet_only(stream_paths: list[str]) -> bool:
 
 def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
     """None if the plan can take the columnar path over these inputs, else the reason."""
-    if not isinstance(plan, CurrentAggregatePlan) or plan.operator != "FactOperator":
-        return f"query {plan.query} is not a CURRENT aggregate (the columnar path covers that shape only)"
+    from tefq.spark.planning import FactAggregatePlan
+
+    if not (isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
+            or isinstance(plan, FactAggregatePlan)):
+        return (f"query {plan.query} is neither a CURRENT aggregate nor a fact aggregate (the shapes the columnar "
+                "path covers)")
     if not parquet_only(stream_paths):
         return "a stream input is not Parquet files (" + "|".join(SPARK_FORMATS[1:]) + " go through Spark's reader)"
     return None
@@ -284,8 +288,10 @@ class PartitionState:
         self.bad_rows = bad_rows
         self.lo: int | None = None
         self.hi: int | None = None
-        self.count = self.bad = self.unranked_row = 0
-        self.flush = False
+        self.count = self.bad = self.rows_in = 0
+        self.unranked = 0  # rows of unranked files before the current one (their tie order)
+        self.file_rows = 0  # fact rows of the current file before this batch (fact mapper)
+        self.flush = self.seen = False
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
@@ -329,6 +335,65 @@ def bad_texts(uri: str, batch: pa.RecordBatch, ts: pa.Array, cols: dict[str, Col
     return out
 
 
+class FileBatch:
+    """Up to 2^20 rows of one file, read and checked: the s/p/o columns, ts, which rows are good
+    (bad ones are already diverted or raised), where they sit in the file and the file's rank."""
+
+    def __init__(self, uri: str, row0: int, rank: int | None, cols: dict[str, Column], ts: np.ndarray,
+                 good: np.ndarray) -> None:
+        self.uri, self.row0, self.rank, self.cols, self.ts, self.good = uri, row0, rank, cols, ts, good
+        self.n = len(ts)
+
+    def matches(self, c) -> np.ndarray:
+        """Per row: clause `c` matches (its constants, its repeated variables), on good rows only."""
+        cond = self.good.copy()
+        for col, term in c.consts:
+            cond &= self.cols[col].equals(term)
+        for a, b in c.same:
+            cond &= self.cols[a].codes == self.cols[b].codes
+        return cond
+
+    def dictionaries(self) -> tuple[pa.Array, dict[str, int]]:
+        """The three columns' normal-form dictionaries end to end, and where each starts."""
+        base = {"s": 0, "p": len(self.cols["s"].norm), "o": len(self.cols["s"].norm) + len(self.cols["p"].norm)}
+        return pa.concat_arrays([self.cols[c].norm.cast(pa.string()) for c in "spo"]), base
+
+
+def read_files(batches, ranks: dict[str, int], st: PartitionState):
+    """The (path, flush) rows of a task -> FileBatches, file by file; bad rows diverted (or raised)
+    and the task's event-time range and counts noted in `st` on the way."""
+    import pyarrow.parquet as pq
+
+    patterns = fast_patterns()
+    for rb in batches:
+        st.seen = True
+        for uri, flush in zip(rb.column("path").to_pylist(), rb.column("flush").to_pylist()):
+            if flush:
+                st.flush = True
+                continue
+            path = local_path(uri)
+            try:
+                pf = pq.ParquetFile(path, read_dictionary=["s", "p", "o"])
+            except (OSError, pa.ArrowException) as e:
+                raise ValueError(f"{BAD_ROW}\t{uri}\tcannot read the Parquet file: {e}\t") from None
+            check_schema(pf, uri)
+            rank, row0 = ranks.get(os.path.abspath(path)), 0
+            for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
+                n = batch.num_rows
+                ts = ts_column(batch)
+                cols = {c: Column(batch.column(c), c, patterns) for c in "spo"}
+                bad = ts.is_null().to_numpy(zero_copy_only=False) if ts.null_count else np.zeros(n, bool)
+                for c in "spo":
+                    bad |= cols[c].bad_rows()
+                tsv = (ts.fill_null(0) if ts.null_count else ts).to_numpy(zero_copy_only=False)
+                if bad.any():
+                    st.divert(bad_texts(uri, batch, ts, cols, bad, row0))
+                st.see_times(tsv[~bad])
+                yield FileBatch(uri, row0, rank, cols, tsv, ~bad)
+                row0 += n
+            st.rows_in += row0
+
+
 def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[str, int]):
     """mapInArrow over (path, flush) rows: each file read, checked and encoded; output in
     `mappers.current_map_schema(plan)`, as `mappers.make_mapper` emits it (events, then the terms
@@ -344,37 +409,20 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
     var_pos = {v: i for i, v in enumerate(plan.identity)}
     one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
     elem_is_fid = one_per_kind and all(determines_element(c) for c in plan.clauses)
-    patterns = fast_patterns()
 
-    def encode(uri: str, batch: pa.RecordBatch, row0: int, rank: int | None, st: PartitionState,
-               terms: TermRows) -> pa.RecordBatch | None:
-        n = batch.num_rows
-        ts = ts_column(batch)
-        cols = {c: Column(batch.column(c), c, patterns) for c in "spo"}
-        bad = ts.is_null().to_numpy(zero_copy_only=False) if ts.null_count else np.zeros(n, bool)
-        for c in "spo":
-            bad |= cols[c].bad_rows()
-        tsv = ts.fill_null(0).to_numpy(zero_copy_only=False) if ts.null_count else ts.to_numpy(zero_copy_only=False)
-        if bad.any():
-            st.divert(bad_texts(uri, batch, ts, cols, bad, row0))
-        good = ~bad
-        st.see_times(tsv[good])
+    def encode(fb: FileBatch, st: PartitionState, terms: TermRows) -> pa.RecordBatch | None:
+        cols, n = fb.cols, fb.n
         m = np.full(n, -1, np.int64)  # the first clause a row matches, as the projection's when-chain
         for i in reversed(range(len(plan.clauses))):
-            c = plan.clauses[i]
-            cond = np.ones(n, bool)
-            for col, term in c.consts:
-                cond &= cols[col].equals(term)
-            for a, b in c.same:
-                cond &= cols[a].codes == cols[b].codes
-            m[cond] = i
-        keep = np.flatnonzero(good & (m >= 0))
-        if rank is not None:  # as mappers.TieOrder: file rank, then row in the file
-            order = (np.int64(rank) << ROW_BITS) + row0 + keep.astype(np.int64)
-        else:
-            order = UNRANKED + (np.int64(st.partition) << 31) + st.unranked_row + row0 + keep.astype(np.int64)
+            m[fb.matches(plan.clauses[i])] = i
+        keep = np.flatnonzero(m >= 0)
         if not len(keep):
             return None
+        if fb.rank is not None:  # as mappers.TieOrder: file rank, then row in the file
+            order = (np.int64(fb.rank) << ROW_BITS) + fb.row0 + keep.astype(np.int64)
+        else:
+            order = UNRANKED + (np.int64(st.partition) << 31) + st.unranked + keep.astype(np.int64)
+            st.unranked += n
         mk = m[keep]
         kinds = np.array([c.kind for c in plan.clauses], np.int32)[mk]
 
@@ -395,14 +443,14 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
 
         fid = per_clause(lambda c: c.binds, lambda names, rows: combine([cols[x].codes[rows] for x in names], len(rows)))
         elem = fid if elem_is_fid else combine([cols[x].codes[keep] for x in "spo"], len(keep))
-        arrays = {"k": pa.array(kinds), "ts": pa.array(tsv[keep]), "o": pa.array(order), "f": pa.array(fid),
+        arrays = {"k": pa.array(kinds), "ts": pa.array(fb.ts[keep]), "o": pa.array(order), "f": pa.array(fid),
                   "e": pa.array(elem), "n": pa.array(np.zeros(len(keep), np.int64))}
         gcodes, gterms = [], []
-        # a group term per kept row, as an index into the three columns' dictionaries laid end to end
-        base = {"s": 0, "p": len(cols["s"].norm), "o": len(cols["s"].norm) + len(cols["p"].norm)}
+        everything, base = fb.dictionaries() if ng else (None, {})
         for i, g in enumerate(plan.group_vars):
             where = lambda c, j=var_pos[g]: (c.binds[j],)  # noqa: E731
             gcodes.append(per_clause(where, lambda names, rows: cols[names[0]].codes[rows]))
+            # the group term per kept row, as an index into `everything`
             gterms.append(per_clause(where, lambda names, rows: cols[names[0]].idx[rows] + base[names[0]]))
             arrays[f"g{i}"] = pa.array(gcodes[-1])
             arrays[f"t{i}"] = pa.nulls(len(keep), pa.string())
@@ -414,7 +462,6 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
         out = pa.RecordBatch.from_arrays([arrays[f] for f in out_schema.names], schema=out_schema)
         opens = np.flatnonzero(kinds == RowKind.SINCE)
         if ng and len(opens):
-            everything = pa.concat_arrays([cols[c].norm.cast(pa.string()) for c in "spo"])
             named = {"b": out.column("b")}
             for i in range(ng):
                 named[f"g{i}"] = out.column(f"g{i}")
@@ -423,35 +470,15 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
         return out
 
     def mapper(batches):
-        import pyarrow.parquet as pq
-
         st = PartitionState(bad_rows)
         terms = TermRows(ng)
-        seen, started, rows_in = False, time.perf_counter(), 0
-        for rb in batches:
-            seen = True
-            for uri, flush in zip(rb.column("path").to_pylist(), rb.column("flush").to_pylist()):
-                if flush:
-                    st.flush = True
-                    continue
-                path = local_path(uri)
-                rank = ranks.get(os.path.abspath(path))
-                try:
-                    pf = pq.ParquetFile(path, read_dictionary=["s", "p", "o"])
-                except (OSError, pa.ArrowException) as e:
-                    raise ValueError(f"{BAD_ROW}\t{uri}\tcannot read the Parquet file: {e}\t") from None
-                check_schema(pf, uri)
-                row0 = 0
-                for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
-                    out = encode(uri, batch, row0, rank, st, terms)
-                    row0 += batch.num_rows
-                    if out is not None:
-                        yield out
-                if rank is None:
-                    st.unranked_row += row0
-                rows_in += row0
-        profile("columnar_mapper", rows_in=rows_in, total_s=time.perf_counter() - started)
-        if not seen:
+        started = time.perf_counter()
+        for fb in read_files(batches, ranks, st):
+            out = encode(fb, st, terms)
+            if out is not None:
+                yield out
+        profile("columnar_mapper", rows_in=st.rows_in, total_s=time.perf_counter() - started)
+        if not st.seen:
             return
         named = terms.batch(out_schema)
         if named is not None:
@@ -463,6 +490,107 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
             yield const_batch(out_schema, RowKind.FLUSH, nb, b=list(range(nb)))
 
     return mapper
+
+
+def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int]):
+    """The fact-aggregate plan's (UC3) columnar mapper: the rows `fact_rows.project_facts` +
+    `fact_rows.make_fact_mapper` emit (one row per (fact, clause) an element matches, in clause
+    order, `n` = 1 on its first; output terms on SINCE rows; one heartbeat, the flush), before
+    `fact_buckets.routed_mapper` routes them."""
+    from tefq.spark.runtime.fact_rows import _widths
+
+    arity, nterms = _widths(plan)
+    fields = [("k", pa.int32()), ("fact", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()),
+              ("e", pa.int64()), ("n", pa.int64())]
+    fields += [(f"v{i}", pa.int64()) for i in range(arity)] + [(f"t{i}", pa.string()) for i in range(nterms)]
+    out_schema = pa.schema(fields + [("b", pa.int32())])
+    matches = [(i, f, c) for i, f in enumerate(plan.event_facts) for c in f.clauses]
+
+    def encode(fb: FileBatch, st: PartitionState) -> pa.RecordBatch | None:
+        cols, n = fb.cols, fb.n
+        hits = [np.flatnonzero(fb.matches(c)) for _, _, c in matches]
+        # every (row, match) pair in row order, then match order: the projection's exploded rows
+        rows = np.concatenate(hits + [np.zeros(0, np.int64)]).astype(np.int64)
+        which = np.concatenate([np.full(len(h), j, np.int64) for j, h in enumerate(hits)] + [np.zeros(0, np.int64)])
+        sort = np.lexsort((which, rows))
+        rows, which = rows[sort], which[sort]
+        # the tie order counts the projection's rows: max(1, matches) per element, bad rows included
+        per_row = np.maximum(np.bincount(rows, minlength=n), 1)
+        before = np.cumsum(per_row) - per_row
+        first = np.ones(len(rows), bool)
+        first[1:] = rows[1:] != rows[:-1]
+        run_start = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0)) if len(rows) else rows
+        pos = before[rows] + (np.arange(len(rows)) - run_start)
+        if fb.rank is not None:
+            if fb.row0 == 0:
+                st.file_rows = 0
+            order = (np.int64(fb.rank) << ROW_BITS) + st.file_rows + pos
+            st.file_rows += int(per_row.sum())
+        else:
+            order = UNRANKED + (np.int64(st.partition) << 31) + st.unranked + pos
+            st.unranked += int(per_row.sum())
+        if not len(rows):
+            return None
+        k = np.zeros(len(rows), np.int32)
+        fact = np.zeros(len(rows), np.int32)
+        fid = np.zeros(len(rows), np.int64)
+        v = [np.zeros(len(rows), np.int64) for _ in range(arity)]
+        t_idx = [np.full(len(rows), -1, np.int64) for _ in range(nterms)]
+        everything, base = fb.dictionaries() if nterms else (None, {})
+        for j, (i, f, c) in enumerate(matches):
+            sel = which == j
+            if not sel.any():
+                continue
+            r = rows[sel]
+            k[sel], fact[sel] = c.kind, i
+            fid[sel] = combine([cols[x].codes[r] for x in c.binds], len(r))
+            for q, x in enumerate(c.binds):
+                v[q][sel] = cols[x].codes[r]
+            if c.kind == RowKind.SINCE:
+                for q, p in enumerate(f.terms):
+                    t_idx[q][sel] = cols[c.binds[p]].idx[r] + base[c.binds[p]]
+        elem = combine([cols[x].codes[rows] for x in "spo"], len(rows))
+        arrays = {"k": pa.array(k), "fact": pa.array(fact), "ts": pa.array(fb.ts[rows]), "o": pa.array(order),
+                  "f": pa.array(fid), "e": pa.array(elem), "n": pa.array(first.astype(np.int64))}
+        for q in range(arity):
+            arrays[f"v{q}"] = pa.array(v[q])
+        for q in range(nterms):
+            has = t_idx[q] >= 0
+            arrays[f"t{q}"] = everything.take(pa.array(np.where(has, t_idx[q], 0), mask=~has))
+        arrays["b"] = pa.array(np.zeros(len(rows), np.int32))
+        return pa.RecordBatch.from_arrays([arrays[name] for name in out_schema.names], schema=out_schema)
+
+    def control(kind: int, ts: int, o: int, f: int, n: int) -> pa.RecordBatch:
+        values = {"k": int(kind), "ts": ts, "o": o, "f": f, "n": n}  # no null integers (pandas floats)
+        return pa.RecordBatch.from_arrays(
+            [pa.array([None if name.startswith("t") and name != "ts" else values.get(name, 0)],
+                      out_schema.field(name).type) for name in out_schema.names], schema=out_schema)
+
+    def mapper(batches):
+        st = PartitionState(bad_rows)
+        started = time.perf_counter()
+        for fb in read_files(batches, ranks, st):
+            out = encode(fb, st)
+            if out is not None:
+                yield out
+        profile("columnar_fact_mapper", rows_in=st.rows_in, total_s=time.perf_counter() - started)
+        if not st.seen:
+            return
+        if st.count or st.bad:
+            yield control(RowKind.HEARTBEAT, st.lo or 0, st.hi or 0, st.count, st.bad)
+        if st.flush:
+            yield control(RowKind.FLUSH, 0, 0, 0, 0)
+
+    return mapper
+
+
+def columnar_mapper(plan, bad_rows: str | None, ranks: dict[str, int]):
+    """The plan's columnar mapper (the plans `why_not_columnar` accepts)."""
+    if isinstance(plan, CurrentAggregatePlan):
+        return make_columnar_mapper(plan, bad_rows, ranks)
+    from tefq.spark.runtime.fact_buckets import routed_mapper
+
+    return routed_mapper(plan, make_columnar_fact_mapper(plan, bad_rows, ranks))
 
 
 class ColumnarProgress(Progress):

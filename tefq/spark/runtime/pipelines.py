@@ -21,8 +21,7 @@ from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, Fallbac
 from tefq.spark.runtime import fact_rows
 from tefq.spark.runtime.fact_buckets import routed_mapper
 from tefq.spark.operators.base import RowKind
-from tefq.spark.runtime.columnar import (ColumnarProgress, claim_ingest, make_columnar_mapper, path_ranks, read_flush,
-                                         read_paths)
+from tefq.spark.runtime.columnar import ColumnarProgress, claim_ingest, columnar_mapper, path_ranks, read_flush, read_paths
 from tefq.spark.runtime.columns import project_all, project_current
 from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
@@ -73,7 +72,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
         sources.append(read_flush(spark, ctl))
         mapped = reduce(DataFrame.unionByName, sources).mapInArrow(
-            make_columnar_mapper(plan, bad_rows, path_ranks(stream_paths)), pipe.schema(plan))
+            columnar_mapper(plan, bad_rows, path_ranks(stream_paths)), pipe.schema(plan))
         beat = F.col("k") == F.lit(int(RowKind.HEARTBEAT))  # events read = the heartbeats' counts (bucket 0's)
         mapped = mapped.observe("tefq_in", F.max(F.when(beat, F.col("o"))).alias("event_time"),
                                 F.sum(F.when(beat & (F.col("b") == 0), F.col("f") + F.col("n"))).alias("n"))
