@@ -1,7 +1,8 @@
 """Columnar ingestion for Parquet stream inputs (issue 14): Spark carries only file paths, a
 mapInArrow task reads each Parquet file itself with pyarrow and emits the rows the generic
-projection + mapper (`runtime/columns.py`, `runtime/mappers.py`) would emit for a
-CurrentAggregatePlan, so the stateful operator is the same.
+projection + mapper would emit (`runtime/columns.py` + `runtime/mappers.py` for a
+CurrentAggregatePlan, `runtime/fact_rows.py` for a FactAggregatePlan), so the stateful operators
+are the same.
 
 Why: on the generic path the JVM dominates a micro-batch (Parquet read into rows, the regex
 vouching, xxhash64 of strings, the Arrow round trip into Python). Here Spark's file source (the
