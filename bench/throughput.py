@@ -112,6 +112,8 @@ def parse_args() -> argparse.Namespace:
                     help="no per-event Python loop (its row lists dominate memory at 10M+ events)")
     ap.add_argument("--checkpoint", default=None,
                     help="run with this --checkpoint (emptied first) and record its size")
+    ap.add_argument("--ingest", choices=("auto", "columnar", "rows"), default="auto",
+                    help="how the engine reads the Parquet inputs (tefq run --ingest; runtime/columnar.py)")
     ap.add_argument("--whole-run", action="store_true",
                     help="instead: wall time of `tefq run` on Spark vs the oracle on the default data "
                          "(--data, default /tmp/tefq-bench-default: tefq gen iptv --epg --seed 1)")
@@ -202,7 +204,7 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
     with PeakMemory() as mem:
         try:
             r = run(doc, streams, master=args.master, max_files_per_trigger=fpt, progress=True,
-                    checkpoint=args.checkpoint, buckets=args.buckets)
+                    checkpoint=args.checkpoint, buckets=args.buckets, ingest=args.ingest)
         except TefqError as e:
             result["error"] = str(e)
     wall = time.perf_counter() - started
@@ -220,6 +222,7 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
         "state_bytes_per_open_fact": r.metrics.extra.get("state_bytes_per_open_fact"),
         "peak_open_facts": r.metrics.extra.get("peak_open_facts"),
         "rows_out": r.metrics.rows_out, "facts_created": r.metrics.facts_created,
+        "ingest": r.metrics.extra.get("ingest"),
     })
     ratios(result, steady)
 

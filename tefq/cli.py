@@ -127,7 +127,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 # Options only the Spark engine reads: with --engine oracle they would be silently dropped.
-SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger")
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest")
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
@@ -135,6 +135,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
         raise TefqError("--follow runs on the Spark engine only (a bounded file set: drop --follow)", file="--follow")
     if args.window and not args.simulate:
         raise TefqError("--window only applies with --simulate", file="--window")
+    if args.simulate and args.ingest == "columnar":
+        raise TefqError("--ingest columnar does not run the simulations (they read rows)", file="--ingest")
     if args.engine == "oracle":
         for name in SPARK_ONLY_OPTIONS:
             if getattr(args, name) is not None:
@@ -268,6 +270,7 @@ def _run_staged(args: argparse.Namespace, staged, workdir: str, lateness: int, w
                         master=args.master or os.environ.get("TEFQ_SPARK_MASTER"), checkpoint=args.checkpoint,
                         follow=args.follow, max_files_per_trigger=args.max_files_per_trigger,
                         bad_rows=args.bad_rows, progress=not args.quiet, max_ticks=max_ticks(args),
+                        ingest=args.ingest or "auto",
                         on_rows=_Appender(args.format, args.out, args.tick_format) if args.follow else None)
     read_here.close()
     run.metrics.extra["bad_rows"] = run.metrics.extra.get("bad_rows", 0) + read_here.count
@@ -395,6 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--follow", action="store_true", help="keep watching the stream directory")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files")
     p.add_argument("--bad-rows", metavar="DIR", help="write malformed rows here instead of stopping")
+    p.add_argument("--ingest", choices=("auto", "columnar", "rows"),
+                   help="Spark: how Parquet inputs are read; auto: columnar (each task reads its files with "
+                        "pyarrow) for CURRENT and fact aggregates over Parquet files in a bounded run, else rows "
+                        "(docs/cli.md) (default: auto)")
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     p.set_defaults(func=cmd_run)
 

@@ -31,7 +31,7 @@ def test_a_fresh_checkpoint_is_marked_and_resumes(tmp_path):
 
 
 def test_a_checkpoint_from_before_the_marker_is_refused_naming_the_version(tmp_path):
-    with pytest.raises(TefqError, match="state version 1; this tefq reads version 2"):
+    with pytest.raises(TefqError, match=f"state version 1; this tefq reads version {STATE_VERSION}"):
         claim(old_checkpoint(tmp_path))
 
 

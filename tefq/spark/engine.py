@@ -28,6 +28,7 @@ from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.operators.base import RunLimits
 from tefq.spark.runtime.checkpoint import input_files, mark_finished, resume
+from tefq.spark.runtime.columnar import INGEST_CHOICES, choose_ingest
 from tefq.spark.runtime.pipelines import build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
@@ -39,12 +40,14 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
              t0: int, lateness_ms: int, max_files_per_trigger: int | None,
              bad_rows: str | None, progress: bool, background: list | None = None,
              ranks: dict[int, int] | None = None, operator=None,
-             sources: list[str] | None = None) -> tuple[QueryResult, dict, list[str]]:
+             sources: list[str] | None = None, ingest: str = "rows") -> tuple[QueryResult, dict, list[str]]:
     """A bounded run: every file available now, then a flush for the last ticks. `sources`: the
-    user's stream paths, where an error found in Spark is located (default: `stream_paths`)."""
+    user's stream paths, where an error found in Spark is located (default: `stream_paths`).
+    `ingest`: columnar | rows (runtime/columnar.choose_ingest)."""
     start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                      max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
-                                     progress=progress, background=background, ranks=ranks, operator=operator)
+                                     progress=progress, background=background, ranks=ranks, operator=operator,
+                                     ingest=ingest)
     one_batch = max_files_per_trigger is None  # the flush can ride in the data's micro-batch
     try:
         if one_batch:
@@ -62,6 +65,7 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
     qr, m, warns = collect(spark, plan, out)
     m["collect_seconds"] = time.perf_counter() - collect_started
     m["micro_batches"] = pr.batches
+    m["ingest"] = ingest
     return qr, m, warns
 
 
@@ -80,15 +84,21 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, *,
                 t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
                 progress: bool, background: list | None = None,
-                operator=None) -> Iterator[tuple[object, list[QueryResult], dict]]:
+                operator=None, ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
     """The one driver loop of a bounded run over staged streams (`sources.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
-    `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs)."""
+    `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
+    `ingest`: auto | columnar | rows (runtime/columnar.choose_ingest, per plan)."""
     paths = staging.paths
-    ranks = file_ranks(spark, paths)
+    if operator is not None and ingest != "rows":
+        raise TefqError("--ingest columnar does not run the simulations", file="--ingest")
+    choices = {id(plan): choose_ingest(ingest, plan, paths) for plan in plans}
+    # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
+    ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
     say(progress, f"{len(input_files(paths))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
     for plan in plans:
-        say(progress, f"running {plan.query}")
+        say(progress, f"running {plan.query}" + (" (columnar ingestion: Spark carries file paths, each task "
+                                                 "reads its Parquet files)" if choices[id(plan)] == "columnar" else ""))
         if isinstance(plan, WindowedPlan):  # C-SPARQL queries: tefq.spark.windowed
             from tefq.spark.windowed import run_windowed
 
@@ -98,7 +108,8 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
             continue
         qr, m, warns = run_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                 max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows, progress=progress,
-                                background=background, ranks=ranks, operator=operator, sources=staging.sources)
+                                background=background, ranks=ranks, operator=operator, sources=staging.sources,
+                                ingest=choices[id(plan)])
         for w in warns:
             print(f"warning: {w}", file=sys.stderr)
         yield plan, [qr], m
@@ -109,7 +120,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
         max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
-        stop: Callable[[], bool] | None = None) -> RunResult:
+        stop: Callable[[], bool] | None = None, ingest: str = "auto") -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
 
     `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
@@ -117,7 +128,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     `stop()` turns true (default: on SIGINT/SIGTERM). `checkpoint`: a directory to resume from
     (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
     run and new files arrived: tefq.spark.runtime.checkpoint). `max_ticks`: as the oracle's
-    (0: no bound); a run over it stops with exit 2 naming the row."""
+    (0: no bound); a run over it stops with exit 2 naming the row. `ingest`: auto | columnar | rows,
+    how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows)."""
     started = time.time()
     if not stream_paths:
         raise TefqError("no --stream given")
@@ -125,6 +137,10 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
                         "run them bounded", file="--follow")
     refuse_colons(stream_paths)
+    if ingest not in INGEST_CHOICES:
+        raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar or rows", file="--ingest")
+    if follow and ingest == "columnar":
+        raise TefqError("--ingest columnar is for bounded runs (--follow reads rows)", file="--ingest")
     lock = resume(checkpoint, stream_paths, follow) if checkpoint is not None else None
     tmp = None
     try:
@@ -149,7 +165,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         else:
             staging = stage_streams(stream_paths, workdir, bad_rows)
             try:
-                results, metrics = bounded_results(run_bounded(spark, doc, plans, staging, workdir, **opts))
+                results, metrics = bounded_results(run_bounded(spark, doc, plans, staging, workdir, ingest=ingest,
+                                                               **opts))
             finally:
                 staging.close()
             metrics.extra["bad_rows"] += staging.bad_rows
@@ -202,6 +219,7 @@ def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
     metrics.extra["duplicates"] = int(m.get("duplicates", 0))  # equal elements at one time, applied once
     metrics.extra["micro_batches"] = m.get("micro_batches", [])
     metrics.extra["collect_seconds"] = m.get("collect_seconds")
+    metrics.extra["ingest"] = m.get("ingest", "rows")
     metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
     return metrics
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tefq.plan.logical import AggregateQuery, Document, WindowedQuery
 from tefq.spark.planning.common import Refusal
-from tefq.spark.planning.current import plan_current_aggregate
-from tefq.spark.planning.fact import plan_fact_aggregate
+from tefq.spark.planning.current import CurrentAggregatePlan, plan_current_aggregate
+from tefq.spark.planning.fact import FactAggregatePlan, plan_fact_aggregate
 from tefq.spark.planning.fallback import FallbackPlan
 from tefq.spark.planning.windowed import plan_windowed
 
@@ -43,4 +43,17 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_a
 
 
 def explain_physical(doc: Document, buckets: int = 8) -> str:
-    return "\n\n".join(p.explain() for p in plan_document(doc, buckets)) + "\n"
+    return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, buckets)) + "\n"
+
+
+def ingestion(plan) -> str:
+    """Which ingestion path a run takes for this plan (`tefq run --ingest`, runtime/columnar.py)."""
+    if isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator" or isinstance(plan, FactAggregatePlan):
+        return ("  Ingestion (--ingest auto): columnar when every --stream holds Parquet files and the run is "
+                "bounded, else rows (the Project over the FileStreamSource above)\n"
+                "    columnar: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow per file: "
+                "pyarrow reads it once (read amplification 1), distinct terms checked as the oracle does, "
+                "SipHash codes (bucket = their hash mod B), clause match, tie order, heartbeats -> the same "
+                "Exchange and operator")
+    return ("  Ingestion: rows (columnar ingestion covers CURRENT and fact aggregates only; --ingest columnar is "
+            "refused)")

@@ -3,7 +3,9 @@ whose classes live in tefq's modules, so a checkpoint resumes only under the lay
 
 Version 1: checkpoints written before the marker existed (operators in `tefq/spark/operator.py`,
 `derived_operator.py`, `fallback.py`, `simulate.py`). Version 2: the operators in
-`tefq/spark/operators/` (one bucket loop). The marker `tefq-state-version` sits in the checkpoint
+`tefq/spark/operators/` (one bucket loop). Version 3: TSV/CSV streams staged as Parquet (Spark's
+file source of a version-2 checkpoint read them in place: resuming would read every file again
+from the staged directory), and the columnar ingestion path. The marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import IO
 
 from tefq.errors import TefqError
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 MARKER = "tefq-state-version"
 
 

@@ -20,6 +20,8 @@ from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan
 from tefq.spark.runtime import fact_rows
 from tefq.spark.runtime.fact_buckets import routed_mapper
+from tefq.spark.operators.base import RowKind
+from tefq.spark.runtime.columnar import ColumnarProgress, claim_ingest, columnar_mapper, path_ranks, read_flush, read_paths
 from tefq.spark.runtime.columns import project_all, project_current
 from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
@@ -55,19 +57,31 @@ PIPELINES: dict[type, Pipeline] = {
 def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
                t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
                progress: bool, background: list | None = None, ranks: dict[int, int] | None = None,
-               operator=None):
+               operator=None, ingest: str = "rows"):
     """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
     `ranks`: the stream order of the files (tefq.spark.runtime.sources.file_ranks), for ties.
+    `ingest`: "rows" (Spark reads the rows, runtime/columns.py projects them) or "columnar"
+    (runtime/columnar.py; resolved by columnar.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
-    sources = [read_stream(spark, p, max_files_per_trigger) for p in stream_paths]
-    sources.append(read_control(spark, ctl))
+    claim_ingest(qdir, ck, ingest)
     pipe = PIPELINES[type(plan)]
-    df = pipe.project(reduce(DataFrame.unionByName, sources), plan).observe(
-        "tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-    mapped = df.mapInArrow(pipe.mapper(plan, bad_rows, ranks), pipe.schema(plan))
+    if ingest == "columnar":  # runtime/columnar.py: Spark carries file paths, the task reads the file
+        sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
+        sources.append(read_flush(spark, ctl))
+        mapped = reduce(DataFrame.unionByName, sources).mapInArrow(
+            columnar_mapper(plan, bad_rows, path_ranks(stream_paths)), pipe.schema(plan))
+        beat = F.col("k") == F.lit(int(RowKind.HEARTBEAT))  # events read = the heartbeats' counts (bucket 0's)
+        mapped = mapped.observe("tefq_in", F.max(F.when(beat, F.col("o"))).alias("event_time"),
+                                F.sum(F.when(beat & (F.col("b") == 0), F.col("f") + F.col("n"))).alias("n"))
+    else:
+        sources = [read_stream(spark, p, max_files_per_trigger) for p in stream_paths]
+        sources.append(read_control(spark, ctl))
+        df = pipe.project(reduce(DataFrame.unionByName, sources), plan).observe(
+            "tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
+        mapped = df.mapInArrow(pipe.mapper(plan, bad_rows, ranks), pipe.schema(plan))
     func = operator(plan) if operator is not None else pipe.operator(doc, plan, t0, lateness_ms, background)
     # One bucket per shuffle partition (tefq.spark.runtime.partitioning): group by each bucket's label.
     labels = checkpointed_labels(qdir, ck, plan.buckets, int(spark.conf.get("spark.sql.shuffle.partitions")))
@@ -80,7 +94,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         return F.sum(F.when(F.col("kind") == "metric", value))
 
     result = result.observe("tefq_out", metric("rows_out").alias("rows"), metric("ticks").alias("ticks"))
-    pr = Progress(progress, plan.query)
+    pr = (ColumnarProgress if ingest == "columnar" else Progress)(progress, plan.query)
 
     def start(**trigger):
         return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)

@@ -1,0 +1,224 @@
+"""Columnar ingestion (tefq.spark.runtime.columnar, issue 14): Spark carries Parquet file paths, the
+task reads each file with pyarrow. Rows and metrics equal the oracle's (ties, tick boundaries,
+several micro-batches, bad rows, a restart after SIGKILL, separate executor JVMs); the choice of
+path is recorded in the checkpoint and a restart cannot switch it. One session for the module."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import spark_docs as sd  # noqa: E402
+from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
+from test_spark import random_stream, write_parts  # noqa: E402
+from test_spark_validate import BAD, GOOD, UNDECIDED_GOOD, rejected, write  # noqa: E402
+
+from tefq.errors import TefqError  # noqa: E402
+from tefq.io.bad_rows import BadRowLog  # noqa: E402
+from tefq.io.readers import read_stream  # noqa: E402
+
+pytestmark = pytest.mark.spark
+METRICS = ("events_in", "facts_created", "facts_closed", "unmatched_until", "ticks", "rows_out")
+
+
+@pytest.mark.parametrize("doc,seed,nfiles,per_trigger", [("uc1", 11, 4, None), ("uc2", 12, 5, 2)])
+def test_columnar_rows_equal_the_oracle(spark, tmp_path, doc, seed, nfiles, per_trigger):
+    """random_stream: ties within a file and across files, events on tick boundaries, a quit and a
+    rejoin at one ms; per_trigger 2: three micro-batches and the flush run."""
+    elements = random_stream(seed, 400)
+    path = write_parts(tmp_path, elements, nfiles, fmt="parquet")
+    d = {"uc1": sd.uc1(3000), "uc2": sd.uc2(2000)}[doc]
+    got = run_spark(spark, d, [path], ingest="columnar", max_files_per_trigger=per_trigger)
+    want = oracle(d, elements)
+    assert got.metrics.extra["ingest"] == "columnar"
+    assert got.results[0].rows == want.results[0].rows
+    for k in METRICS:
+        assert getattr(got.metrics, k) == getattr(want.metrics, k), k
+    if per_trigger:  # events counted per micro-batch from the heartbeats, not files
+        batches = got.metrics.extra["micro_batches"]
+        assert sum(b["rows"] for b in batches) == len(elements)
+        assert len(batches) == -(-nfiles // per_trigger) + 1
+
+
+def test_uc3_fact_aggregate_columnar_equals_the_oracle(spark, tmp_path):
+    """UC3 (derived facts, the fact-aggregate operator, rows routed to buckets by show)."""
+    from test_spark import with_programs
+
+    elements = with_programs(4, random_stream(4, 200))
+    path = write_parts(tmp_path, elements, 3, fmt="parquet")
+    d = sd.uc3(3000)
+    got = run_spark(spark, d, [path], ingest="columnar", max_files_per_trigger=2)
+    want = oracle(d, elements)
+    assert got.metrics.extra["ingest"] == "columnar"
+    assert got.results[0].rows == want.results[0].rows
+    for k in METRICS:
+        assert getattr(got.metrics, k) == getattr(want.metrics, k), k
+
+
+def test_ties_across_files_follow_stream_order(spark, tmp_path):
+    """A join and a quit of one user at the same ms in two files: the file order (by name, as the
+    oracle reads the directory) decides, whatever Spark's modification-time order is."""
+    u, c = f"<{sd.IPTV}u1>", f"<{sd.IPTV}ch1>"
+    d = tmp_path / "s"
+    d.mkdir()
+    write(str(d / "a.parquet"), [(1000, u, f"<{sd.IPTV}join>", c), (5000, u, f"<{sd.IPTV}join>", c)])
+    write(str(d / "b.parquet"), [(5000, u, f"<{sd.IPTV}quit>", c), (9000, u, f"<{sd.IPTV}join>", c)])
+    os.utime(d / "a.parquet", (2_000_000, 2_000_000))  # Spark lists b first
+    os.utime(d / "b.parquet", (1_000_000, 1_000_000))
+    doc = sd.uc1(1000)
+    elements = list(read_stream(str(d)))
+    got = run_spark(spark, doc, [str(d)], ingest="columnar")
+    assert got.results[0].rows == oracle(doc, elements).results[0].rows
+
+
+def test_row_groups_and_timestamp_typed_ts(spark, tmp_path):
+    """Files of several row groups (a Parquet dictionary each: the rows of each keep their place
+    for ties) and a ts column of Parquet timestamps, read as the oracle's reader reads them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    elements = sorted(random_stream(21, 300), key=lambda e: e[0])
+    d = tmp_path / "s"
+    d.mkdir()
+    for i, part in enumerate((elements[:150], elements[150:])):
+        cols = list(zip(*part))
+        pq.write_table(pa.table({"ts": pa.array(cols[0], pa.int64()).cast(pa.timestamp("ms", "UTC")),
+                                 "s": list(cols[1]), "p": list(cols[2]), "o": list(cols[3])}),
+                       str(d / f"part-{i}.parquet"), row_group_size=40)
+    doc = sd.uc1(3000)
+    got = run_spark(spark, doc, [str(d)], ingest="columnar")
+    want = oracle(doc, list(read_stream(str(d))))
+    assert got.results[0].rows == want.results[0].rows and want.results[0].rows
+    assert got.metrics.events_in == want.metrics.events_in  # duplicates count once (a stream is a set)
+
+
+def test_bad_rows_diverted_and_counted_as_the_oracle(spark, tmp_path):
+    d = tmp_path / "stream"
+    d.mkdir()
+    rows = sorted(GOOD + BAD + UNDECIDED_GOOD, key=lambda r: r[0] or 0)
+    write(str(d / "part-0.parquet"), rows)
+    doc = sd.uc1(1000)
+    log = BadRowLog(str(tmp_path / "oracle-bad"))
+    want = oracle(doc, list(read_stream(str(d), log)))
+    log.close()
+    got = run_spark(spark, doc, [str(d)], bad_rows=str(tmp_path / "spark-bad"), ingest="columnar")
+    assert got.metrics.extra["bad_rows"] == log.count == len(BAD)
+    assert rejected(tmp_path / "spark-bad") == rejected(tmp_path / "oracle-bad")
+    assert got.results[0].rows == want.results[0].rows  # " <u9>" is <u9>, as the oracle reads it
+
+
+def test_bad_row_stops_the_run_with_file_and_row(spark, tmp_path):
+    d = tmp_path / "stream"
+    d.mkdir()
+    write(str(d / "part-0.parquet"), GOOD[:2] + [(3_000, "<a b>", f"<{sd.IPTV}join>", f"<{sd.IPTV}ch1>")])
+    with pytest.raises(TefqError) as e:
+        run_spark(spark, sd.uc1(1000), [str(d)], ingest="columnar")
+    assert e.value.file.endswith("part-0.parquet") and e.value.line == 3
+    assert "bad-term" in e.value.render() or "IRI" in e.value.render()
+
+
+def test_auto_takes_columnar_for_file_inputs(spark, tmp_path):
+    """Parquet files, and text files once staged as Parquet (sources.Stager), take the columnar
+    path; `--ingest rows` the row path; all give the oracle's rows."""
+    elements = random_stream(5, 60)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "p").mkdir()
+    tsv = write_parts(tmp_path / "t", elements, 2, fmt="tsv")
+    par = write_parts(tmp_path / "p", elements, 2, fmt="parquet")
+    doc = sd.uc1(3000)
+    runs = [run_spark(spark, doc, [tsv]), run_spark(spark, doc, [par]), run_spark(spark, doc, [par], ingest="rows")]
+    assert [r.metrics.extra["ingest"] for r in runs] == ["columnar", "columnar", "rows"]
+    want = oracle(doc, elements).results[0].rows
+    assert all(r.results[0].rows == want for r in runs)
+    from tefq.analysis import load
+
+    windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
+    with pytest.raises(TefqError, match="--ingest columnar"):
+        run_spark(spark, windowed, [par], ingest="columnar")
+
+
+def test_explain_physical_names_the_ingestion():
+    from tefq.analysis import load
+    from tefq.spark.planning import explain_physical
+
+    windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
+    assert "Ingestion: rows" in explain_physical(windowed)
+
+    assert "Ingestion (--ingest auto): columnar when every --stream holds Parquet files" in explain_physical(sd.uc1())
+    assert "Ingestion (--ingest auto): columnar" in explain_physical(sd.uc3())
+
+
+CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+import spark_docs as sd
+from tefq.spark.engine import run
+run(sd.uc2(2000), [{path!r}], master="local[2]", checkpoint={ck!r}, max_files_per_trigger=1, buckets=2,
+    progress=False, ingest="columnar")
+"""
+
+
+def test_sigkill_restart_equals_the_oracle_and_cannot_switch_path(spark, tmp_path):
+    elements = random_stream(8, 150)
+    path = write_parts(tmp_path, elements, 6, fmt="parquet")
+    ck = str(tmp_path / "ck")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=os.path.dirname(__file__), path=path, ck=ck)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    commits = os.path.join(ck, "q1", "checkpoint", "commits")
+    deadline = time.time() + 240
+    while time.time() < deadline and child.poll() is None:
+        if os.path.isdir(commits) and len([f for f in os.listdir(commits) if f.isdigit()]) >= 2:
+            break
+        time.sleep(0.2)
+    assert child.poll() is None, "the run ended before it could be killed"
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    assert 2 <= len([f for f in os.listdir(commits) if f.isdigit()]) < 7
+    with pytest.raises(TefqError, match="cannot switch ingestion paths") as e:
+        run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1, ingest="rows")
+    assert e.value.file.endswith("q1")
+    got = run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1)  # auto: columnar again
+    assert got.results[0].rows == oracle(sd.uc2(2000), elements).results[0].rows  # every tick exactly once
+
+
+def test_row_checkpoint_refuses_columnar_with_exit_2(spark, tmp_path):
+    from tefq.cli import run_command
+
+    elements = random_stream(9, 40)
+    path = write_parts(tmp_path, elements, 2, fmt="parquet")
+    ck = str(tmp_path / "ck")
+    run_spark(spark, sd.uc1(3000), [path], checkpoint=ck, max_files_per_trigger=1, ingest="rows")
+    query = os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1.tef")
+    code = run_command(["run", query, "--stream", path, "--checkpoint", ck, "--ingest", "columnar", "--quiet",
+                        "--out", str(tmp_path / "out.csv")])
+    assert code == 2
+
+
+CLUSTER = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import spark_docs as sd
+from tefq.spark.engine import run
+r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", progress=False, ingest="columnar")
+print("ROWS=" + json.dumps(r.results[0].rows))
+"""
+
+
+def test_columnar_on_local_cluster_matches_oracle(tmp_path):
+    """Executors in separate JVMs (and Python workers): each task reads its files by path."""
+    elements = random_stream(13, 80)
+    path = write_parts(tmp_path, elements, 4, fmt="parquet")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    out = subprocess.run([sys.executable, "-c", CLUSTER.format(tests=os.path.dirname(__file__), path=path)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = [x for x in out.stdout.splitlines() if x.startswith("ROWS=")][0]
+    got = [(t, tuple(cells)) for t, cells in json.loads(line[5:])]
+    assert got == oracle(sd.uc1(3000), elements).results[0].rows
