@@ -24,3 +24,39 @@ def oracle(doc, elements, background=None):
     from tefq.oracle import run
 
     return run(doc, elements, background, 0)
+
+
+KILL_CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+import spark_docs as sd
+from tefq.spark.engine import run
+run(sd.uc2(2000), [{path!r}], master="local[2]", checkpoint={ck!r}, max_files_per_trigger=1, buckets=2,
+    progress=False{extra})
+"""
+
+
+def kill_mid_stream(path: str, ck: str, extra: str = "") -> int:
+    """Run UC2 over `path` (one file per micro-batch) with checkpoint `ck` in a child process,
+    SIGKILL it and its JVM once two micro-batches are committed; returns how many were."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = KILL_CHILD.format(tests=os.path.dirname(__file__), path=path, ck=ck, extra=extra)
+    child = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    commits = os.path.join(ck, "q1", "checkpoint", "commits")
+
+    def done() -> int:
+        return len([f for f in os.listdir(commits) if f.isdigit()]) if os.path.isdir(commits) else 0
+
+    deadline = time.time() + 240
+    while time.time() < deadline and child.poll() is None and done() < 2:
+        time.sleep(0.2)
+    assert child.poll() is None, "the run ended before it could be killed"
+    os.killpg(child.pid, signal.SIGKILL)  # the driver and its JVM, mid-stream
+    child.wait()
+    return done()

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
-from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
+from spark_helpers import kill_mid_stream, oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
 
 from tefq.errors import TefqError  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
@@ -122,34 +120,11 @@ def test_bad_rows_dir_counts_and_keeps_them(spark, tmp_path):
     assert got.results[0].rows == [(1000, ("<http://x/c>", f'"1"^^<{XSD}integer>'))]
 
 
-CHILD = """
-import sys
-sys.path.insert(0, {tests!r})
-import spark_docs as sd
-from tefq.spark.engine import run
-run(sd.uc2(2000), [{path!r}], master="local[2]", checkpoint={ck!r}, max_files_per_trigger=1, buckets=2,
-    progress=False)
-"""
-
-
 def test_sigkill_and_restart_from_checkpoint(spark, tmp_path):
     elements = random_stream(7, 150)
     path = write_parts(tmp_path, elements, 6)
     ck = str(tmp_path / "ck")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=os.path.dirname(__file__), path=path, ck=ck)],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    commits = os.path.join(ck, "q1", "checkpoint", "commits")
-    deadline = time.time() + 240
-    while time.time() < deadline and child.poll() is None:
-        if os.path.isdir(commits) and len([f for f in os.listdir(commits) if f.isdigit()]) >= 2:
-            break
-        time.sleep(0.2)
-    assert child.poll() is None, "the run ended before it could be killed"
-    os.killpg(child.pid, signal.SIGKILL)  # the driver and its JVM, mid-stream
-    child.wait()
-    done = len([f for f in os.listdir(commits) if f.isdigit()])
-    assert 2 <= done < 7
+    assert 2 <= kill_mid_stream(path, ck) < 7
     got = run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1)
     want = oracle(sd.uc2(2000), elements)
     assert got.results[0].rows == want.results[0].rows  # every tick exactly once

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
-from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
+from spark_helpers import kill_mid_stream, oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
 from test_spark import random_stream, write_parts  # noqa: E402
-from test_spark_validate import BAD, GOOD, UNDECIDED_GOOD, rejected, write  # noqa: E402
+from test_spark_validate import GOOD, write  # noqa: E402
 
 from tefq.errors import TefqError  # noqa: E402
-from tefq.io.bad_rows import BadRowLog  # noqa: E402
 from tefq.io.readers import read_stream  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -98,21 +95,6 @@ def test_row_groups_and_timestamp_typed_ts(spark, tmp_path):
     assert got.metrics.events_in == want.metrics.events_in  # duplicates count once (a stream is a set)
 
 
-def test_bad_rows_diverted_and_counted_as_the_oracle(spark, tmp_path):
-    d = tmp_path / "stream"
-    d.mkdir()
-    rows = sorted(GOOD + BAD + UNDECIDED_GOOD, key=lambda r: r[0] or 0)
-    write(str(d / "part-0.parquet"), rows)
-    doc = sd.uc1(1000)
-    log = BadRowLog(str(tmp_path / "oracle-bad"))
-    want = oracle(doc, list(read_stream(str(d), log)))
-    log.close()
-    got = run_spark(spark, doc, [str(d)], bad_rows=str(tmp_path / "spark-bad"), ingest="columnar")
-    assert got.metrics.extra["bad_rows"] == log.count == len(BAD)
-    assert rejected(tmp_path / "spark-bad") == rejected(tmp_path / "oracle-bad")
-    assert got.results[0].rows == want.results[0].rows  # " <u9>" is <u9>, as the oracle reads it
-
-
 def test_bad_row_stops_the_run_with_file_and_row(spark, tmp_path):
     d = tmp_path / "stream"
     d.mkdir()
@@ -154,33 +136,11 @@ def test_explain_physical_names_the_ingestion():
     assert "Ingestion (--ingest auto): columnar" in explain_physical(sd.uc3())
 
 
-CHILD = """
-import sys
-sys.path.insert(0, {tests!r})
-import spark_docs as sd
-from tefq.spark.engine import run
-run(sd.uc2(2000), [{path!r}], master="local[2]", checkpoint={ck!r}, max_files_per_trigger=1, buckets=2,
-    progress=False, ingest="columnar")
-"""
-
-
 def test_sigkill_restart_equals_the_oracle_and_cannot_switch_path(spark, tmp_path):
     elements = random_stream(8, 150)
     path = write_parts(tmp_path, elements, 6, fmt="parquet")
     ck = str(tmp_path / "ck")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=os.path.dirname(__file__), path=path, ck=ck)],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    commits = os.path.join(ck, "q1", "checkpoint", "commits")
-    deadline = time.time() + 240
-    while time.time() < deadline and child.poll() is None:
-        if os.path.isdir(commits) and len([f for f in os.listdir(commits) if f.isdigit()]) >= 2:
-            break
-        time.sleep(0.2)
-    assert child.poll() is None, "the run ended before it could be killed"
-    os.killpg(child.pid, signal.SIGKILL)
-    child.wait()
-    assert 2 <= len([f for f in os.listdir(commits) if f.isdigit()]) < 7
+    assert 2 <= kill_mid_stream(path, ck, extra=', ingest="columnar"') < 7
     with pytest.raises(TefqError, match="cannot switch ingestion paths") as e:
         run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1, ingest="rows")
     assert e.value.file.endswith("q1")

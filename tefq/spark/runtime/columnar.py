@@ -185,14 +185,6 @@ def term_codes(terms: pa.Array) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # One file -> rows of the current-aggregate wire schema
 
-def fast_patterns() -> dict[str, str]:
-    """The cells the oracle's Parquet reader takes unchanged (tefq.io.readers._check_terms)."""
-    from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
-
-    return {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$",
-            "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})$"}
-
-
 class Column:
     """One s/p/o column of a batch, dictionary-encoded: per distinct value its normal form (None
     if it is not a term: `faults[i]`), its code; per row the dictionary index (-1: null cell)."""
@@ -358,7 +350,9 @@ def read_files(batches, ranks: dict[str, int], st: PartitionState):
     and the task's event-time range and counts noted in `st` on the way."""
     import pyarrow.parquet as pq
 
-    patterns = fast_patterns()
+    from tefq.io.readers import fast_term_patterns
+
+    patterns = fast_term_patterns()
     for rb in batches:
         st.seen = True
         for uri, flush in zip(rb.column("path").to_pylist(), rb.column("flush").to_pylist()):
