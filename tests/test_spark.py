@@ -135,19 +135,23 @@ import json, sys
 sys.path.insert(0, {tests!r})
 import spark_docs as sd
 from tefq.spark.engine import run
-r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", max_files_per_trigger=2, progress=False)
+r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", max_files_per_trigger=2, progress=False,
+        ingest={ingest!r})
 print("ROWS=" + json.dumps(r.results[0].rows))
 """
 
 
-def test_uc1_on_local_cluster_matches_oracle(tmp_path):
-    """Separate executor JVMs: the engine really runs distributed, not only in one process."""
+@pytest.mark.parametrize("ingest", ["rows", "columnar"])
+def test_uc1_on_local_cluster_matches_oracle(tmp_path, ingest):
+    """Separate executor JVMs: the engine really runs distributed, not only in one process; on the
+    columnar path each task reads its files by path."""
     import json
 
     elements = random_stream(3, 80)
     path = write_parts(tmp_path, elements, 4)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    out = subprocess.run([sys.executable, "-c", CLUSTER.format(tests=os.path.dirname(__file__), path=path)],
+    code = CLUSTER.format(tests=os.path.dirname(__file__), path=path, ingest=ingest)
+    out = subprocess.run([sys.executable, "-c", code],
                          env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     line = [x for x in out.stdout.splitlines() if x.startswith("ROWS=")][0]

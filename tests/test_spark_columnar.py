@@ -4,9 +4,7 @@ several micro-batches, bad rows, a restart after SIGKILL, separate executor JVMs
 path is recorded in the checkpoint and a restart cannot switch it. One session for the module."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -159,26 +157,3 @@ def test_row_checkpoint_refuses_columnar_with_exit_2(spark, tmp_path):
     code = run_command(["run", query, "--stream", path, "--checkpoint", ck, "--ingest", "columnar", "--quiet",
                         "--out", str(tmp_path / "out.csv")])
     assert code == 2
-
-
-CLUSTER = """
-import json, sys
-sys.path.insert(0, {tests!r})
-import spark_docs as sd
-from tefq.spark.engine import run
-r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", progress=False, ingest="columnar")
-print("ROWS=" + json.dumps(r.results[0].rows))
-"""
-
-
-def test_columnar_on_local_cluster_matches_oracle(tmp_path):
-    """Executors in separate JVMs (and Python workers): each task reads its files by path."""
-    elements = random_stream(13, 80)
-    path = write_parts(tmp_path, elements, 4, fmt="parquet")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    out = subprocess.run([sys.executable, "-c", CLUSTER.format(tests=os.path.dirname(__file__), path=path)],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    line = [x for x in out.stdout.splitlines() if x.startswith("ROWS=")][0]
-    got = [(t, tuple(cells)) for t, cells in json.loads(line[5:])]
-    assert got == oracle(sd.uc1(3000), elements).results[0].rows
