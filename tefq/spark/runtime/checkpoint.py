@@ -52,11 +52,16 @@ def claim(directory: str) -> None:
                         f" version {STATE_VERSION} only (the operators' state layout changed): finish the run"
                         " with the tefq that started it, or use a fresh --checkpoint", directory)
     if version is None:
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, MARKER + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(f"{STATE_VERSION}\n")
-        os.replace(tmp, os.path.join(directory, MARKER))
+        write_marker(os.path.join(directory, MARKER), str(STATE_VERSION))
+
+
+def write_marker(path: str, text: str) -> None:
+    """A one-line marker file, written atomically (a kill leaves the old state or the new one)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    os.replace(tmp, path)
 
 
 # Spark writes each log entry as `.<name>.<uuid>.tmp` (plus its `.crc`) and renames it into place; a

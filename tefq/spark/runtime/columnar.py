@@ -96,11 +96,9 @@ def claim_ingest(qdir: str, ck: str, ingest: str) -> None:
                         f"--ingest {ingest}: a restart cannot switch ingestion paths; run with --ingest {written} "
                         "or use a fresh --checkpoint", qdir)
     if written is None:
-        os.makedirs(qdir, exist_ok=True)
-        tmp = marker + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(ingest + "\n")
-        os.replace(tmp, marker)
+        from tefq.spark.runtime.checkpoint import write_marker
+
+        write_marker(marker, ingest)
 
 
 # ---------------------------------------------------------------------------------------------
