@@ -25,6 +25,14 @@ def safe_name(name: str) -> str:
     return f"{cleaned[:_MAX_STEM]}-{digest}"
 
 
+def local_path(uri: str) -> str:
+    """A `file:` URI as Spark reports files (`_metadata.file_path`, binaryFile's `path`) -> the
+    local path; anything else is returned as it is."""
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
 def path_in(directory: str, name: str, extension: str = "") -> str:
     """`directory/<safe_name(name)>[.extension]`, guaranteed to lie inside `directory`."""
     return os.path.join(directory, safe_name(name) + (f".{extension}" if extension else ""))

@@ -46,11 +46,19 @@ def explain_physical(doc: Document, buckets: int = 8) -> str:
     return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, buckets)) + "\n"
 
 
+def reads_columnar(plan) -> bool:
+    """Whether the plan's shape can take the columnar ingestion path (runtime/columnar.py): the
+    vectorised CURRENT aggregate and the fact aggregate, whose mappers it reproduces."""
+    return (isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
+            or isinstance(plan, FactAggregatePlan))
+
+
 def ingestion(plan) -> str:
     """Which ingestion path a run takes for this plan (`tefq run --ingest`, runtime/columnar.py)."""
-    if isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator" or isinstance(plan, FactAggregatePlan):
-        return ("  Ingestion (--ingest auto): columnar when every --stream holds Parquet files and the run is "
-                "bounded, else rows (the Project over the FileStreamSource above)\n"
+    if reads_columnar(plan):
+        return ("  Ingestion (--ingest auto): columnar when every --stream holds Parquet files (text streams "
+                "are staged as Parquet first) and the run is bounded, else rows (the Project over the "
+                "FileStreamSource above)\n"
                 "    columnar: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow per file: "
                 "pyarrow reads it once (read amplification 1), distinct terms checked as the oracle does, "
                 "SipHash codes (bucket = their hash mod B), clause match, tie order, heartbeats -> the same "

@@ -18,10 +18,8 @@ Terms are in the oracle's normal form (tefq.io.validate.check_term), as the orac
 """
 from __future__ import annotations
 
-import json
 import os
 import time
-from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -29,9 +27,11 @@ import pyarrow as pa
 from tefq.errors import TefqError
 from tefq.spark.operators.base import RowKind, profile
 from tefq.spark.planning import CurrentAggregatePlan
-from tefq.spark.runtime.mappers import BAD_ROW, TermRows, const_batch, divert_bad
+from tefq.spark.planning.document import reads_columnar
+from tefq.io.paths import local_path
+from tefq.spark.runtime.mappers import BAD_ROW, TermRows, bad_record, const_batch, divert_bad
 from tefq.spark.runtime.progress import Progress, as_dict
-from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob
+from tefq.spark.runtime.sources import CONTROL_SCHEMA, files_in_stream_order, name_glob
 
 INGEST_CHOICES = ("auto", "columnar", "rows")
 INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote it
@@ -54,10 +54,7 @@ def parquet_only(stream_paths: list[str]) -> bool:
 
 def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
     """None if the plan can take the columnar path over these inputs, else the reason."""
-    from tefq.spark.planning import FactAggregatePlan
-
-    if not (isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
-            or isinstance(plan, FactAggregatePlan)):
+    if not reads_columnar(plan):
         return (f"query {plan.query} is neither a CURRENT aggregate nor a fact aggregate (the shapes the columnar "
                 "path covers)")
     if not parquet_only(stream_paths):
@@ -67,9 +64,8 @@ def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
 
 def choose_ingest(requested: str, plan, stream_paths: list[str]) -> str:
     """`auto`: columnar where the plan and inputs allow it, else rows; `columnar` where they do
-    not is refused (exit 2) rather than silently run the other way."""
-    if requested not in INGEST_CHOICES:
-        raise TefqError(f"unknown --ingest {requested!r}: expected auto, columnar or rows", file="--ingest")
+    not is refused (exit 2) rather than silently run the other way. `requested` is one of
+    INGEST_CHOICES (checked by `engine.run`)."""
     if requested == "rows":
         return "rows"
     reason = why_not_columnar(plan, stream_paths)
@@ -132,21 +128,11 @@ def read_flush(spark, directory: str):
             .select(F.lit(None).cast("string").alias("path"), F.lit(True).alias("flush")))
 
 
-def local_path(uri: str) -> str:
-    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
-
-
 def path_ranks(stream_paths: list[str]) -> dict[str, int]:
     """Stream order for ties (spec §1): each file's absolute path -> its rank in the oracle's order
     (the --stream paths in turn, each directory's files by relative path). Computed on the driver:
     the task knows its file's path, so no Spark job and no hash of Spark's path form is needed."""
-    from tefq.io.readers import stream_files
-    from tefq.spark.runtime.sources import _is_stage_dir, _staged_in_order
-
-    files: list[str] = []
-    for p in stream_paths:
-        files += _staged_in_order(p) if os.path.isdir(p) and _is_stage_dir(p) else stream_files(p)
-    return {os.path.abspath(f): i for i, f in enumerate(files[:1 << 19])}
+    return {os.path.abspath(f): i for i, f in enumerate(files_in_stream_order(stream_paths)[:1 << 19])}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,20 +288,16 @@ class PartitionState:
 
 
 def bad_records(uri: str, batch: pa.RecordBatch, ts: pa.Array, bad: np.ndarray, row0: int) -> list[str]:
-    """The diverted rows as `mappers.divert_bad` takes them (JSON [file, row, kind, message, ts, s,
-    p, o]), each with the Parquet reader's own verdict (tefq.io.readers.parquet_row_fault)."""
-    from tefq.io.readers import parquet_row_fault
-
+    """The diverted rows as `mappers.divert_bad` takes them (`mappers.bad_record`: the Parquet
+    reader's own verdict on each)."""
     out = []
     rows = np.flatnonzero(bad)
     raw = {c: batch.column(c).take(pa.array(rows)).to_pylist() for c in "spo"}
     tsl = ts.take(pa.array(rows)).to_pylist()
     for k, i in enumerate(rows.tolist()):
-        cells = [tsl[k], raw["s"][k], raw["p"][k], raw["o"][k]]
-        fault = parquet_row_fault(*cells, row=row0 + i + 1)
-        assert fault is not None, "the columnar check and the Parquet reader disagree"
-        out.append(json.dumps([uri, row0 + i + 1, fault.kind, fault.message]
-                              + ["" if c is None else str(c) for c in cells]))
+        record = bad_record(uri, row0 + i + 1, tsl[k], raw["s"][k], raw["p"][k], raw["o"][k])
+        assert record is not None, "the columnar check and the Parquet reader disagree"
+        out.append(record)
     return out
 
 

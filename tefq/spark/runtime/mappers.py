@@ -76,16 +76,15 @@ def divert_bad(records: list[str], bad_rows: str | None) -> None:
     """Bad rows (`settle_undecided`'s records) raise (no --bad-rows: the driver locates the first
     with the oracle's reader, tefq.spark.runtime.progress) or go to --bad-rows in the oracle's
     record format (tefq.io.bad_rows)."""
-    from urllib.parse import unquote, urlparse
-
     from tefq.io.bad_rows import BadRowLog
+    from tefq.io.paths import local_path
     from tefq.io.validate import Fault
 
     log = BadRowLog(bad_rows)
     try:
         for text in records:
             file, row, kind, message, *cells = json.loads(text)
-            path = unquote(urlparse(file).path) if file.startswith("file:") else file
+            path = local_path(file)
             if bad_rows is None:
                 raise ValueError(f"{BAD_ROW}\t{path}\t{kind}: {message}")
             log.report(Fault(kind, 0, message), path, int(row), "\t".join(cells), 0)
@@ -93,14 +92,24 @@ def divert_bad(records: list[str], bad_rows: str | None) -> None:
         log.close()
 
 
+def bad_record(file: str, row: int, ts: int | str | None, s: str | None, p: str | None,
+               o: str | None) -> str | None:
+    """The record `divert_bad` takes (JSON [file, row, kind, message, ts, s, p, o]) of a row the
+    Parquet reader would refuse (tefq.io.readers.parquet_row_fault), or None for a good row."""
+    from tefq.io.readers import parquet_row_fault
+
+    fault = parquet_row_fault(None if ts is None else int(ts), s, p, o, row=row)
+    if fault is None:
+        return None
+    return json.dumps([file, row, fault.kind, fault.message] + ["" if c is None else str(c) for c in (ts, s, p, o)])
+
+
 def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
     """The rows the projection could not vouch for (column x: JSON [file, row, ts, s, p, o]) are
     classified by the oracle's rules for a Parquet row (tefq.io.readers.parquet_row_fault): a bad
-    one gets kind BAD and x its record (JSON [file, row, kind, message, ts, s, p, o]), a good one
-    keeps the kind its clause gave it and x null."""
+    one gets kind BAD and x its record (`bad_record`), a good one keeps the kind its clause gave it
+    and x null."""
     import pyarrow.compute as pc
-
-    from tefq.io.readers import parquet_row_fault
 
     x = rb.column("x")
     records = pa.nulls(rb.num_rows, pa.string())
@@ -109,12 +118,10 @@ def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
         kinds = rb.column("k").to_numpy(zero_copy_only=False).copy()
         out: list[str | None] = [None] * rb.num_rows
         for i, text in zip(at.tolist(), x.take(pa.array(at)).to_pylist()):
-            file, row, ts, *cells = json.loads(text)
-            fault = parquet_row_fault(None if ts is None else int(ts), *cells, row=int(row or 0))
-            if fault is not None:
+            file, row, *cells = json.loads(text)
+            out[i] = bad_record(file or "", int(row or 0), *cells)
+            if out[i] is not None:
                 kinds[i] = RowKind.BAD
-                out[i] = json.dumps([file or "", int(row or 0), fault.kind, fault.message]
-                                    + ["" if c is None else c for c in [ts, *cells]])
         records = pa.array(out, pa.string())
         rb = rb.set_column(rb.schema.get_field_index("k"), "k", pa.array(kinds, pa.int32()))
     return rb.set_column(rb.schema.get_field_index("x"), "x", records)

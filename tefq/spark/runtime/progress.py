@@ -103,9 +103,9 @@ def bad_row_error(text: str) -> TefqError:
     i = text.find(BAD_ROW + "\t")
     tail = text[i + len(BAD_ROW) + 1:].split("\n", 1)[0]
     file, reason, *_ = (tail.split("\t") + ["", ""])[:3]
-    from urllib.parse import unquote, urlparse
+    from tefq.io.paths import local_path
 
-    path = unquote(urlparse(file).path) if file.startswith("file:") else file
+    path = local_path(file)
     try:  # the readers know the line and column
         from tefq.io.readers import read_stream_file
 

@@ -115,11 +115,10 @@ def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     uris: list[str] = []
-    for p in paths:
-        for f in (_staged_in_order(p) if os.path.isdir(p) and _is_stage_dir(p) else _files(p)):
-            hp = jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))
-            uri = hp.getFileSystem(conf).makeQualified(hp).toUri().toString()
-            uris.append("file:/" + uri[8:] if uri.startswith("file:///") else uri)  # as Spark writes it
+    for f in files_in_stream_order(paths):
+        hp = jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))
+        uri = hp.getFileSystem(conf).makeQualified(hp).toUri().toString()
+        uris.append("file:/" + uri[8:] if uri.startswith("file:///") else uri)  # as Spark writes it
     if len(uris) < 2:
         return {}
     rows = spark.createDataFrame([(u, i) for i, u in enumerate(uris[:1 << 19])], "u string, r long")
@@ -128,6 +127,12 @@ def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
 
 STAGE_CHUNK = 1 << 18  # elements per Parquet write while staging
 STAGE_INDEX = "_stage_order"  # a staged directory's source order (ignored by Spark: leading _)
+
+
+def files_in_stream_order(paths: list[str]) -> list[str]:
+    """The files of the (staged) stream paths in the oracle's order: the paths in turn, each
+    directory's files by relative path; a staged directory's files in their sources' order."""
+    return [f for p in paths for f in (_staged_in_order(p) if os.path.isdir(p) and _is_stage_dir(p) else _files(p))]
 
 
 def _is_stage_dir(path: str) -> bool:
