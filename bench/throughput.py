@@ -112,7 +112,7 @@ def parse_args() -> argparse.Namespace:
                     help="no per-event Python loop (its row lists dominate memory at 10M+ events)")
     ap.add_argument("--checkpoint", default=None,
                     help="run with this --checkpoint (emptied first) and record its size")
-    ap.add_argument("--ingest", choices=("auto", "columnar", "rows"), default="auto",
+    ap.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"), default="auto",
                     help="how the engine reads the Parquet inputs (tefq run --ingest; runtime/columnar.py)")
     ap.add_argument("--whole-run", action="store_true",
                     help="instead: wall time of `tefq run` on Spark vs the oracle on the default data "

@@ -135,8 +135,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
         raise TefqError("--follow runs on the Spark engine only (a bounded file set: drop --follow)", file="--follow")
     if args.window and not args.simulate:
         raise TefqError("--window only applies with --simulate", file="--window")
-    if args.simulate and args.ingest == "columnar":
-        raise TefqError("--ingest columnar does not run the simulations (they read rows)", file="--ingest")
+    if args.simulate and args.ingest in ("columnar", "direct"):
+        raise TefqError(f"--ingest {args.ingest} does not run the simulations (they read rows)", file="--ingest")
     if args.engine == "oracle":
         for name in SPARK_ONLY_OPTIONS:
             if getattr(args, name) is not None:
@@ -398,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--follow", action="store_true", help="keep watching the stream directory")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files")
     p.add_argument("--bad-rows", metavar="DIR", help="write malformed rows here instead of stopping")
-    p.add_argument("--ingest", choices=("auto", "columnar", "rows"),
+    p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
                    help="Spark: how Parquet inputs are read; auto: columnar (each task reads its files with "
                         "pyarrow) for CURRENT and fact aggregates over Parquet files in a bounded run, else rows "
                         "(docs/cli.md) (default: auto)")

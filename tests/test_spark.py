@@ -141,7 +141,7 @@ print("ROWS=" + json.dumps(r.results[0].rows))
 """
 
 
-@pytest.mark.parametrize("ingest", ["rows", "columnar"])
+@pytest.mark.parametrize("ingest", ["rows", "columnar", "direct"])
 def test_uc1_on_local_cluster_matches_oracle(tmp_path, ingest):
     """Separate executor JVMs: the engine really runs distributed, not only in one process; on the
     columnar path each task reads its files by path."""

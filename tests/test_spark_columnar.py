@@ -22,16 +22,18 @@ pytestmark = pytest.mark.spark
 METRICS = ("events_in", "facts_created", "facts_closed", "unmatched_until", "ticks", "rows_out")
 
 
+@pytest.mark.parametrize("ingest", ["columnar", "direct"])
 @pytest.mark.parametrize("doc,seed,nfiles,per_trigger", [("uc1", 11, 4, None), ("uc2", 12, 5, 2)])
-def test_columnar_rows_equal_the_oracle(spark, tmp_path, doc, seed, nfiles, per_trigger):
+def test_columnar_rows_equal_the_oracle(spark, tmp_path, doc, seed, nfiles, per_trigger, ingest):
     """random_stream: ties within a file and across files, events on tick boundaries, a quit and a
-    rejoin at one ms; per_trigger 2: three micro-batches and the flush run."""
+    rejoin at one ms; per_trigger 2: three micro-batches and the flush run. Direct: every bucket
+    reads every file and keeps its own rows."""
     elements = random_stream(seed, 400)
     path = write_parts(tmp_path, elements, nfiles, fmt="parquet")
     d = {"uc1": sd.uc1(3000), "uc2": sd.uc2(2000)}[doc]
-    got = run_spark(spark, d, [path], ingest="columnar", max_files_per_trigger=per_trigger)
+    got = run_spark(spark, d, [path], ingest=ingest, max_files_per_trigger=per_trigger)
     want = oracle(d, elements)
-    assert got.metrics.extra["ingest"] == "columnar"
+    assert got.metrics.extra["ingest"] == ingest
     assert got.results[0].rows == want.results[0].rows
     for k in METRICS:
         assert getattr(got.metrics, k) == getattr(want.metrics, k), k
@@ -93,19 +95,20 @@ def test_row_groups_and_timestamp_typed_ts(spark, tmp_path):
     assert got.metrics.events_in == want.metrics.events_in  # duplicates count once (a stream is a set)
 
 
-def test_bad_row_stops_the_run_with_file_and_row(spark, tmp_path):
+@pytest.mark.parametrize("ingest", ["columnar", "direct"])
+def test_bad_row_stops_the_run_with_file_and_row(spark, tmp_path, ingest):
     d = tmp_path / "stream"
     d.mkdir()
     write(str(d / "part-0.parquet"), GOOD[:2] + [(3_000, "<a b>", f"<{sd.IPTV}join>", f"<{sd.IPTV}ch1>")])
     with pytest.raises(TefqError) as e:
-        run_spark(spark, sd.uc1(1000), [str(d)], ingest="columnar")
+        run_spark(spark, sd.uc1(1000), [str(d)], ingest=ingest)
     assert e.value.file.endswith("part-0.parquet") and e.value.line == 3
     assert "bad-term" in e.value.render() or "IRI" in e.value.render()
 
 
-def test_auto_takes_columnar_for_file_inputs(spark, tmp_path):
-    """Parquet files, and text files once staged as Parquet (sources.Stager), take the columnar
-    path; `--ingest rows` the row path; all give the oracle's rows."""
+def test_auto_takes_direct_for_file_inputs(spark, tmp_path):
+    """Parquet files, and text files once staged as Parquet (sources.Stager), take direct
+    ingestion for a CURRENT aggregate; `--ingest rows` the row path; all give the oracle's rows."""
     elements = random_stream(5, 60)
     (tmp_path / "t").mkdir()
     (tmp_path / "p").mkdir()
@@ -113,7 +116,7 @@ def test_auto_takes_columnar_for_file_inputs(spark, tmp_path):
     par = write_parts(tmp_path / "p", elements, 2, fmt="parquet")
     doc = sd.uc1(3000)
     runs = [run_spark(spark, doc, [tsv]), run_spark(spark, doc, [par]), run_spark(spark, doc, [par], ingest="rows")]
-    assert [r.metrics.extra["ingest"] for r in runs] == ["columnar", "columnar", "rows"]
+    assert [r.metrics.extra["ingest"] for r in runs] == ["direct", "direct", "rows"]
     want = oracle(doc, elements).results[0].rows
     assert all(r.results[0].rows == want for r in runs)
     from tefq.analysis import load
@@ -121,6 +124,8 @@ def test_auto_takes_columnar_for_file_inputs(spark, tmp_path):
     windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
     with pytest.raises(TefqError, match="--ingest columnar"):
         run_spark(spark, windowed, [par], ingest="columnar")
+    with pytest.raises(TefqError, match="--ingest direct: query q1 is not a CURRENT aggregate"):
+        run_spark(spark, sd.uc3(3000), [par], ingest="direct")
 
 
 def test_explain_physical_names_the_ingestion():
@@ -130,7 +135,8 @@ def test_explain_physical_names_the_ingestion():
     windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
     assert "Ingestion: rows" in explain_physical(windowed)
 
-    assert "Ingestion (--ingest auto): columnar when every --stream holds Parquet files" in explain_physical(sd.uc1())
+    assert "Ingestion (--ingest auto): direct when every --stream holds Parquet files" in explain_physical(sd.uc1())
+    assert "read amplification = 3 buckets" in explain_physical(sd.uc1(), buckets=3)
     assert "Ingestion (--ingest auto): columnar" in explain_physical(sd.uc3())
 
 
@@ -142,7 +148,7 @@ def test_sigkill_restart_equals_the_oracle_and_cannot_switch_path(spark, tmp_pat
     with pytest.raises(TefqError, match="cannot switch ingestion paths") as e:
         run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1, ingest="rows")
     assert e.value.file.endswith("q1")
-    got = run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1)  # auto: columnar again
+    got = run_spark(spark, sd.uc2(2000), [path], checkpoint=ck, max_files_per_trigger=1)  # auto: the recorded path
     assert got.results[0].rows == oracle(sd.uc2(2000), elements).results[0].rows  # every tick exactly once
 
 

@@ -68,10 +68,10 @@ def drive_buckets(doc, elements, batch_sizes: list[int], offered: int, lateness:
 
 def test_uc3_splits_by_show_and_replicates_the_users():
     (plan,) = plan_document(sd.uc3(), 4)
-    assert plan.buckets == 2 and plan.routing.key == "program"
+    assert plan.buckets == 4 and plan.routing.key == "program"  # one per core: all of the offer
     assert plan.routing.split == (("ProgramFact", 1), ("ViewShipFact", 1))
     assert plan.routing.replicated == ("UserFact",) and plan.event_routes == (-1, 1)
-    text = explain_physical(sd.uc3())
+    text = explain_physical(sd.uc3(), 4)
     assert "Exchange hashpartitioning(bucket = xxhash64(?program) mod 4)" in text
     assert "ProgramFact split by ?program" in text and "every bucket (4 copies of each row): UserFact" in text
 
@@ -90,7 +90,7 @@ def test_routing_follows_the_shape():
 
 
 def test_route_batch_sends_split_rows_once_and_the_rest_everywhere():
-    (plan,) = plan_document(sd.uc3(), 6)  # replicating: one bucket per core, 3
+    (plan,) = plan_document(sd.uc3(), 3)  # replicating: every bucket offered (one per core), 3
     assert plan.buckets == 3
     rows = [dict(k=SINCE, fact=0, ts=1, o=0, f=1, e=1, n=0, v0=-7, v1=-5, t0=None, b=0),  # UserFact: every bucket
             dict(k=SINCE, fact=1, ts=1, o=1, f=2, e=2, n=0, v0=4, v1=-5, t0="<p>", b=0),  # ProgramFact: -5 mod 3 = 1
@@ -110,7 +110,7 @@ def test_bucketed_operator_agrees_with_oracle(stream, variant, every, offered):
     elements, sizes = stream
     doc = uc3_with_shared_trigger(every) if variant == "shared" else uc3_variant(variant, every)
     rows, metrics, plan, _ = drive_buckets(doc, elements, sizes, offered)
-    assert plan.buckets == (max(2, offered // 2) if plan.replicated else offered)
+    assert plan.buckets == offered
     want = oracle(doc, elements)
     assert rows == want.results[0].rows
     # events_in: a duplicated element that two facts match counts two duplicates, on one bucket as
@@ -135,7 +135,7 @@ def test_a_late_replicated_event_is_counted_and_warned_once():
     j, q, s = (f"<{IPTV}{x}>" for x in ("join", "quit", "start"))
     elements = [(0, f"<{IPTV}c>", s, f"<{IPTV}news>"), (1000, f"<{IPTV}u1>", j, f"<{IPTV}c>"),
                 (5000, f"<{IPTV}u2>", j, f"<{IPTV}c>"), (2000, f"<{IPTV}u1>", q, f"<{IPTV}c>")]
-    rows, metrics, plan, warnings = drive_buckets(sd.uc3(1000), elements, [3, 1], 8)
+    rows, metrics, plan, warnings = drive_buckets(sd.uc3(1000), elements, [3, 1], 4)
     assert plan.buckets == 4 and metrics["late_events"] == 1
     assert len([w for w in warnings if "late event at 2000 ms" in w]) == 1
     assert [r[1][1] for r in rows if r[0] == 5000] == ['"2"^^<http://www.w3.org/2001/XMLSchema#integer>']

@@ -68,8 +68,9 @@ def rejected(directory) -> set[tuple[str, ...]]:
     return out
 
 
-@pytest.mark.parametrize("ingest", ["rows", "columnar"])
+@pytest.mark.parametrize("ingest", ["rows", "columnar", "direct"])
 def test_spark_and_oracle_reject_the_same_rows(spark, tmp_path, ingest):
+    """Direct ingestion: every bucket reads the file, bucket 0 alone records (one line per bad row)."""
     d = tmp_path / "stream"
     d.mkdir()
     rows = sorted(GOOD + BAD + UNDECIDED_GOOD, key=lambda r: r[0] or 0)
@@ -82,4 +83,6 @@ def test_spark_and_oracle_reject_the_same_rows(spark, tmp_path, ingest):
     assert log.count == len(BAD)
     assert got.metrics.extra["bad_rows"] == len(BAD)
     assert rejected(tmp_path / "spark-bad") == rejected(tmp_path / "oracle-bad")
+    recorded = [ln for f in os.listdir(tmp_path / "spark-bad") for ln in open(tmp_path / "spark-bad" / f) if ln.strip()]
+    assert len(recorded) == len(BAD)
     assert got.results[0].rows == want.results[0].rows  # " <u9>" is <u9>, as the oracle reads it

@@ -22,13 +22,14 @@ from pyspark.sql import SparkSession
 
 from tefq import cleanup
 from tefq.errors import TefqError
+from tefq.io.paths import path_in
 from tefq.oracle.query import DEFAULT_MAX_TICKS
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.operators.base import RunLimits
 from tefq.spark.runtime.checkpoint import input_files, mark_finished, resume
-from tefq.spark.runtime.columnar import INGEST_CHOICES, choose_ingest
+from tefq.spark.runtime.columnar import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.pipelines import build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
@@ -81,6 +82,11 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
     metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
 
 
+INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, each task reads its Parquet files)",
+                "direct": " (direct ingestion: Spark carries file paths to every bucket, each bucket's operator reads "
+                          "them)"}
+
+
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, *,
                 t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
                 progress: bool, background: list | None = None,
@@ -91,14 +97,14 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
     `ingest`: auto | columnar | rows (runtime/columnar.choose_ingest, per plan)."""
     paths = staging.paths
     if operator is not None and ingest != "rows":
-        raise TefqError("--ingest columnar does not run the simulations", file="--ingest")
-    choices = {id(plan): choose_ingest(ingest, plan, paths) for plan in plans}
+        raise TefqError(f"--ingest {ingest} does not run the simulations", file="--ingest")
+    choices = {id(plan): choose_ingest(ingest, plan, paths, recorded_ingest(path_in(workdir, plan.query)))
+               for plan in plans}  # auto keeps the path a restarted checkpoint was written by
     # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
     ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
     say(progress, f"{len(input_files(paths))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
     for plan in plans:
-        say(progress, f"running {plan.query}" + (" (columnar ingestion: Spark carries file paths, each task "
-                                                 "reads its Parquet files)" if choices[id(plan)] == "columnar" else ""))
+        say(progress, f"running {plan.query}" + INGEST_LINES.get(choices[id(plan)], ""))
         if isinstance(plan, WindowedPlan):  # C-SPARQL queries: tefq.spark.windowed
             from tefq.spark.windowed import run_windowed
 
@@ -138,9 +144,10 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
                         "run them bounded", file="--follow")
     refuse_colons(stream_paths)
     if ingest not in INGEST_CHOICES:
-        raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar or rows", file="--ingest")
-    if follow and ingest == "columnar":
-        raise TefqError("--ingest columnar is for bounded runs (--follow reads rows)", file="--ingest")
+        raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",
+                        file="--ingest")
+    if follow and ingest in ("columnar", "direct"):
+        raise TefqError(f"--ingest {ingest} is for bounded runs (--follow reads rows)", file="--ingest")
     lock = resume(checkpoint, stream_paths, follow) if checkpoint is not None else None
     tmp = None
     try:

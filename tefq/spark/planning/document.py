@@ -3,6 +3,8 @@ current-aggregate operator, the fact-aggregate operator, then the general fallba
 answers with its plan or a `Refusal` saying why; no exceptions steer the choice."""
 from __future__ import annotations
 
+import os
+
 from tefq.plan.logical import AggregateQuery, Document, WindowedQuery
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.current import CurrentAggregatePlan, plan_current_aggregate
@@ -42,26 +44,45 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_a
     return plans
 
 
-def explain_physical(doc: Document, buckets: int = 8) -> str:
-    return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, buckets)) + "\n"
+def shuffle_partitions(cores: int) -> int:
+    """The session's shuffle partitions, and so the buckets a plan is offered: one per core (each
+    partition of a stateful operator costs every micro-batch a task, a state store commit and a
+    sink file: docs/spark.md "Measured"), at least 2; TEFQ_SPARK_PARTITIONS overrides."""
+    return int(os.environ.get("TEFQ_SPARK_PARTITIONS") or max(2, cores))
+
+
+def explain_physical(doc: Document, buckets: int | None = None) -> str:
+    """The physical plans of `doc`, with the buckets an embedded run on this machine is offered."""
+    nb = buckets or shuffle_partitions(os.cpu_count() or 2)
+    return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, nb)) + "\n"
+
+
+def reads_direct(plan) -> bool:
+    """Whether the plan can take direct ingestion (each bucket's operator reads the files): the
+    vectorised CURRENT aggregate, whose rows a bucket can pick out of a file by its group key."""
+    return isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
 
 
 def reads_columnar(plan) -> bool:
     """Whether the plan's shape can take the columnar ingestion path (runtime/columnar.py): the
     vectorised CURRENT aggregate and the fact aggregate, whose mappers it reproduces."""
-    return (isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
-            or isinstance(plan, FactAggregatePlan))
+    return reads_direct(plan) or isinstance(plan, FactAggregatePlan)
 
 
 def ingestion(plan) -> str:
     """Which ingestion path a run takes for this plan (`tefq run --ingest`, runtime/columnar.py)."""
-    if reads_columnar(plan):
-        return ("  Ingestion (--ingest auto): columnar when every --stream holds Parquet files (text streams "
-                "are staged as Parquet first) and the run is bounded, else rows (the Project over the "
-                "FileStreamSource above)\n"
-                "    columnar: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow per file: "
+    columnar = ("    columnar: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow per file: "
                 "pyarrow reads it once (read amplification 1), distinct terms checked as the oracle does, "
                 "SipHash codes (bucket = their hash mod B), clause match, tie order, heartbeats -> the same "
                 "Exchange and operator")
-    return ("  Ingestion: rows (columnar ingestion covers CURRENT and fact aggregates only; --ingest columnar is "
-            "refused)")
+    when = ("every --stream holds Parquet files (text streams are staged as Parquet first) and the run is bounded, "
+            "else rows (the Project over the FileStreamSource above)")
+    if reads_direct(plan):
+        direct = ("    direct: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow: each path once "
+                  "per bucket -> Exchange (paths only) -> each bucket's operator reads every file with pyarrow and "
+                  f"keeps its own rows (read amplification = {plan.buckets} buckets; no event row crosses the JVM)")
+        return f"  Ingestion (--ingest auto): direct when {when}\n{direct}\n{columnar}"
+    if reads_columnar(plan):
+        return f"  Ingestion (--ingest auto): columnar when {when}\n{columnar}"
+    return ("  Ingestion: rows (columnar ingestion covers CURRENT and fact aggregates only; --ingest columnar and "
+            "direct are refused)")

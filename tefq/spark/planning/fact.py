@@ -343,13 +343,10 @@ def partitioning(plans: dict, order: list[str], group_vars: list[str]) -> str:
 
 
 def fact_buckets(routing: Routing | None, offered: int) -> int:
-    """How many buckets a routing uses of the `offered` ones (the session's shuffle partitions,
-    2 per core). Each bucket copies every replicated row, so a routing that replicates takes one
-    bucket per core (half the offer, at least 2): measured on UC3 2M, 4 buckets on 2 cores were
-    slower than 2 (bench/throughput.py --buckets)."""
-    if routing is None:
-        return 1
-    return max(2, offered // 2) if routing.replicated else offered
+    """How many buckets a routing uses of the `offered` ones (the session's shuffle partitions, one
+    per core): all of them, or one when no key routes the facts. (With two partitions per core a
+    replicating routing took half: measured on UC3 2M, 4 buckets on 2 cores were slower than 2.)"""
+    return 1 if routing is None else offered
 
 
 def choose_routing(plans: dict, order: list[str], matched: str, group_vars: list[str],

@@ -5,7 +5,9 @@ Version 1: checkpoints written before the marker existed (operators in `tefq/spa
 `derived_operator.py`, `fallback.py`, `simulate.py`). Version 2: the operators in
 `tefq/spark/operators/` (one bucket loop). Version 3: TSV/CSV streams staged as Parquet (Spark's
 file source of a version-2 checkpoint read them in place: resuming would read every file again
-from the staged directory), and the columnar ingestion path. The marker `tefq-state-version` sits in the checkpoint
+from the staged directory), and the columnar ingestion path. Version 4: one bucket per core
+instead of two (a version-3 checkpoint holds twice the buckets) and direct ingestion for CURRENT
+aggregates under `--ingest auto` (a version-3 one was written by the columnar path). The marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import IO
 
 from tefq.errors import TefqError
 
-STATE_VERSION = 3
+STATE_VERSION = 4
 MARKER = "tefq-state-version"
 
 

@@ -27,13 +27,13 @@ import pyarrow as pa
 from tefq.errors import TefqError
 from tefq.spark.operators.base import RowKind, profile
 from tefq.spark.planning import CurrentAggregatePlan
-from tefq.spark.planning.document import reads_columnar
+from tefq.spark.planning.document import reads_columnar, reads_direct
 from tefq.io.paths import local_path
 from tefq.spark.runtime.mappers import BAD_ROW, TermRows, bad_record, const_batch, divert_bad
 from tefq.spark.runtime.progress import Progress, as_dict
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, files_in_stream_order, name_glob
 
-INGEST_CHOICES = ("auto", "columnar", "rows")
+INGEST_CHOICES = ("auto", "columnar", "direct", "rows")
 INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote it
 
 # Rows within one file < 2^22 (operators/base.ORDER_SHIFT leaves 42 bits: rank << 22 | row).
@@ -62,31 +62,41 @@ def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
     return None
 
 
-def choose_ingest(requested: str, plan, stream_paths: list[str]) -> str:
-    """`auto`: columnar where the plan and inputs allow it, else rows; `columnar` where they do
-    not is refused (exit 2) rather than silently run the other way. `requested` is one of
-    INGEST_CHOICES (checked by `engine.run`)."""
+def choose_ingest(requested: str, plan, stream_paths: list[str], recorded: str | None = None) -> str:
+    """`auto`: the path a restarted checkpoint `recorded` where the plan and inputs still allow
+    it, else direct or columnar where they allow those (direct measured faster), else rows;
+    `columnar` or `direct` where they do not is refused (exit 2) rather than silently run the
+    other way. `requested` is one of INGEST_CHOICES (checked by `engine.run`)."""
     if requested == "rows":
         return "rows"
     reason = why_not_columnar(plan, stream_paths)
-    if reason is None:
-        return "columnar"
-    if requested == "columnar":
-        raise TefqError(f"--ingest columnar: {reason}; use --ingest auto or rows", file="--ingest")
-    return "rows"
+    direct = reason is None and reads_direct(plan)
+    if requested == "auto":
+        if recorded == "rows" or recorded == "columnar" and reason is None or recorded == "direct" and direct:
+            return recorded
+        return "direct" if direct else "columnar" if reason is None else "rows"
+    if requested == "direct" and reason is None and not direct:
+        reason = f"query {plan.query} is not a CURRENT aggregate (the shape direct ingestion covers)"
+    if reason is not None:
+        raise TefqError(f"--ingest {requested}: {reason}; use --ingest auto or rows", file="--ingest")
+    return requested
 
 
-def claim_ingest(qdir: str, ck: str, ingest: str) -> None:
-    """Record the path a query's checkpoint is written by; refuse (exit 2) a restart on the other
-    one: its sources, codes and state would not match. A checkpoint with state but no record was
-    written by the row path (before this record existed)."""
+def recorded_ingest(qdir: str) -> str | None:
+    """The path a query's checkpoint was written by (None: no state yet). A checkpoint with state
+    but no record was written by the row path (before this record existed)."""
     marker = os.path.join(qdir, INGEST_MARKER)
     if os.path.exists(marker):
         with open(marker, encoding="utf-8") as fh:
-            written = fh.read().strip()
-    else:
-        offsets = os.path.join(ck, "offsets")
-        written = "rows" if os.path.isdir(offsets) and any(f.isdigit() for f in os.listdir(offsets)) else None
+            return fh.read().strip()
+    offsets = os.path.join(qdir, "checkpoint", "offsets")
+    return "rows" if os.path.isdir(offsets) and any(f.isdigit() for f in os.listdir(offsets)) else None
+
+
+def claim_ingest(qdir: str, ingest: str) -> None:
+    """Record the path a query's checkpoint is written by; refuse (exit 2) a restart on another
+    one: its sources, codes and state would not match."""
+    written = recorded_ingest(qdir)
     if written is not None and written != ingest:
         raise TefqError(f"this checkpoint was written with --ingest {written} (resolved), this run would take "
                         f"--ingest {ingest}: a restart cannot switch ingestion paths; run with --ingest {written} "
@@ -94,7 +104,7 @@ def claim_ingest(qdir: str, ck: str, ingest: str) -> None:
     if written is None:
         from tefq.spark.runtime.checkpoint import write_marker
 
-        write_marker(marker, ingest)
+        write_marker(os.path.join(qdir, INGEST_MARKER), ingest)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,8 +272,8 @@ class PartitionState:
     """What one task learns besides its rows: event-time range and counts (heartbeats), the bad
     rows, whether the flush came, the next row number of unranked files."""
 
-    def __init__(self, bad_rows: str | None) -> None:
-        self.bad_rows = bad_rows
+    def __init__(self, bad_rows: str | None, record: bool = True) -> None:
+        self.bad_rows, self.record = bad_rows, record  # record: False where another task records them
         self.lo: int | None = None
         self.hi: int | None = None
         self.count = self.bad = self.rows_in = 0
@@ -283,7 +293,8 @@ class PartitionState:
             self.count += len(ts)
 
     def divert(self, records: list[str]) -> None:
-        divert_bad(records, self.bad_rows)  # raises in strict mode
+        if self.record or self.bad_rows is None:
+            divert_bad(records, self.bad_rows)  # raises in strict mode
         self.bad += len(records)
 
 
@@ -362,10 +373,12 @@ def read_files(batches, ranks: dict[str, int], st: PartitionState):
             st.rows_in += row0
 
 
-def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[str, int]):
+def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[str, int],
+                         only: int | None = None):
     """mapInArrow over (path, flush) rows: each file read, checked and encoded; output in
     `mappers.current_map_schema(plan)`, as `mappers.make_mapper` emits it (events, then the terms
-    rows, one heartbeat per bucket, the flush)."""
+    rows, one heartbeat per bucket, the flush). `only`: emit bucket `only`'s rows alone (direct
+    ingestion: each bucket's operator reads every file; bucket 0 records the bad rows)."""
     from tefq.spark.runtime.columns import determines_element
 
     nb, ng = plan.buckets, len(plan.group_vars)
@@ -378,12 +391,42 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
     one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
     elem_is_fid = one_per_kind and all(determines_element(c) for c in plan.clauses)
 
+    def per_clause(keep: np.ndarray, mk: np.ndarray, columns, make) -> np.ndarray:
+        """`make(column names, rows)` for each kept row (`mk`: its clause), with the columns its
+        clause gives: clauses that read the same columns are computed together (UC1, UC2: one pass)."""
+        groups: dict[tuple, list[int]] = {}
+        for i, c in enumerate(plan.clauses):
+            groups.setdefault(tuple(columns(c)), []).append(i)
+        if len(groups) == 1:
+            return make(next(iter(groups)), keep)
+        out = np.zeros(len(keep), np.int64)
+        for names, idx in groups.items():
+            sel = np.isin(mk, idx)
+            if sel.any():
+                out[sel] = make(names, keep[sel])
+        return out
+
+    def group_var(i: int):
+        return lambda c, j=var_pos[plan.group_vars[i]]: (c.binds[j],)
+
+    def group_codes(cols: dict[str, Column], keep: np.ndarray, mk: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per kept row: the group terms' codes and the bucket (their combined hash mod buckets)."""
+        gcodes = [per_clause(keep, mk, group_var(i), lambda names, rows: cols[names[0]].codes[rows])
+                  for i in range(ng)]
+        if not ng:
+            return gcodes, np.zeros(len(keep), np.int32)
+        return gcodes, (combine(gcodes, len(keep)).view(np.uint64) % np.uint64(nb)).astype(np.int32)
+
     def encode(fb: FileBatch, st: PartitionState, terms: TermRows) -> pa.RecordBatch | None:
         cols, n = fb.cols, fb.n
         m = np.full(n, -1, np.int64)  # the first clause a row matches, as the projection's when-chain
         for i in reversed(range(len(plan.clauses))):
             m[fb.matches(plan.clauses[i])] = i
         keep = np.flatnonzero(m >= 0)
+        gcodes, bucket = group_codes(cols, keep, m[keep])
+        if only is not None:  # the other buckets' rows are their operators' to encode
+            mine = bucket == only
+            keep, bucket, gcodes = keep[mine], bucket[mine], [g[mine] for g in gcodes]
         if not len(keep):
             return None
         if fb.rank is not None:  # as mappers.TieOrder: file rank, then row in the file
@@ -393,39 +436,17 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
             st.unranked += n
         mk = m[keep]
         kinds = np.array([c.kind for c in plan.clauses], np.int32)[mk]
-
-        def per_clause(columns, make) -> np.ndarray:
-            """`make(column names, rows)` for each kept row, with the columns its clause gives:
-            clauses that read the same columns are computed together (UC1, UC2: one pass)."""
-            groups: dict[tuple, list[int]] = {}
-            for i, c in enumerate(plan.clauses):
-                groups.setdefault(tuple(columns(c)), []).append(i)
-            if len(groups) == 1:
-                return make(next(iter(groups)), keep)
-            out = np.zeros(len(keep), np.int64)
-            for names, idx in groups.items():
-                sel = np.isin(mk, idx)
-                if sel.any():
-                    out[sel] = make(names, keep[sel])
-            return out
-
-        fid = per_clause(lambda c: c.binds, lambda names, rows: combine([cols[x].codes[rows] for x in names], len(rows)))
+        fid = per_clause(keep, mk, lambda c: c.binds, lambda names, rows: combine([cols[x].codes[rows] for x in names], len(rows)))
         elem = fid if elem_is_fid else combine([cols[x].codes[keep] for x in "spo"], len(keep))
         arrays = {"k": pa.array(kinds), "ts": pa.array(fb.ts[keep]), "o": pa.array(order), "f": pa.array(fid),
                   "e": pa.array(elem), "n": pa.array(np.zeros(len(keep), np.int64))}
-        gcodes, gterms = [], []
+        gterms = []
         everything, base = fb.dictionaries() if ng else (None, {})
-        for i, g in enumerate(plan.group_vars):
-            where = lambda c, j=var_pos[g]: (c.binds[j],)  # noqa: E731
-            gcodes.append(per_clause(where, lambda names, rows: cols[names[0]].codes[rows]))
+        for i in range(ng):
             # the group term per kept row, as an index into `everything`
-            gterms.append(per_clause(where, lambda names, rows: cols[names[0]].idx[rows] + base[names[0]]))
-            arrays[f"g{i}"] = pa.array(gcodes[-1])
+            gterms.append(per_clause(keep, mk, group_var(i), lambda names, rows: cols[names[0]].idx[rows] + base[names[0]]))
+            arrays[f"g{i}"] = pa.array(gcodes[i])
             arrays[f"t{i}"] = pa.nulls(len(keep), pa.string())
-        if ng:
-            bucket = (combine(gcodes, len(keep)).view(np.uint64) % np.uint64(nb)).astype(np.int32)
-        else:
-            bucket = np.zeros(len(keep), np.int32)
         arrays["b"] = pa.array(bucket)
         out = pa.RecordBatch.from_arrays([arrays[f] for f in out_schema.names], schema=out_schema)
         opens = np.flatnonzero(kinds == RowKind.SINCE)
@@ -437,8 +458,10 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
             terms.see(pa.RecordBatch.from_pydict(named), opens)
         return out
 
+    to = list(range(nb)) if only is None else [only]  # the buckets this mapper's control rows go to
+
     def mapper(batches):
-        st = PartitionState(bad_rows)
+        st = PartitionState(bad_rows, record=only in (None, 0))
         terms = TermRows(ng)
         started = time.perf_counter()
         for fb in read_files(batches, ranks, st):
@@ -451,11 +474,12 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
         named = terms.batch(out_schema)
         if named is not None:
             yield named
+        k = len(to)
         if st.count or st.bad:
-            yield const_batch(out_schema, RowKind.HEARTBEAT, nb, ts=[st.lo or 0] * nb, o=[st.hi or 0] * nb,
-                              f=[st.count] * nb, n=[st.bad] * nb, b=list(range(nb)))
+            yield const_batch(out_schema, RowKind.HEARTBEAT, k, ts=[st.lo or 0] * k, o=[st.hi or 0] * k,
+                              f=[st.count] * k, n=[st.bad] * k, b=to)
         if st.flush:
-            yield const_batch(out_schema, RowKind.FLUSH, nb, b=list(range(nb)))
+            yield const_batch(out_schema, RowKind.FLUSH, k, b=to)
 
     return mapper
 
@@ -559,6 +583,37 @@ def columnar_mapper(plan, bad_rows: str | None, ranks: dict[str, int]):
     from tefq.spark.runtime.fact_buckets import routed_mapper
 
     return routed_mapper(plan, make_columnar_fact_mapper(plan, bad_rows, ranks))
+
+
+# ---------------------------------------------------------------------------------------------
+# Direct ingestion: the (path, flush) rows go to every bucket, each bucket's operator reads the
+# files itself and keeps its own rows; no event row crosses the JVM (read amplification = buckets)
+
+DIRECT_SCHEMA = "path string, flush boolean, b int"
+
+
+def fan_out(buckets: int):
+    """mapInArrow: each (path, flush) row once per bucket."""
+    def mapper(batches):
+        for rb in batches:
+            if rb.num_rows:
+                for b in range(buckets):
+                    yield pa.RecordBatch.from_arrays(
+                        [rb.column("path"), rb.column("flush"), pa.array(np.full(rb.num_rows, b, np.int32))],
+                        names=["path", "flush", "b"])
+
+    return mapper
+
+
+def reading_operator(func, plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[str, int]):
+    """The operator `func` fed by its bucket's columnar mapper over the (path, flush) rows it
+    receives: the same wire frames the Exchange would deliver, made in the operator's process."""
+    def op(key, pdfs, state):
+        mapper = make_columnar_mapper(plan, bad_rows, ranks, only=int(key[0]))
+        batches = (pa.RecordBatch.from_pandas(pdf[["path", "flush"]], preserve_index=False) for pdf in pdfs)
+        return func(key, (rb.to_pandas() for rb in mapper(batches)), state)
+
+    return op
 
 
 class ColumnarProgress(Progress):

@@ -21,7 +21,8 @@ from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, Fallbac
 from tefq.spark.runtime import fact_rows
 from tefq.spark.runtime.fact_buckets import routed_mapper
 from tefq.spark.operators.base import RowKind
-from tefq.spark.runtime.columnar import ColumnarProgress, claim_ingest, columnar_mapper, path_ranks, read_flush, read_paths
+from tefq.spark.runtime.columnar import (DIRECT_SCHEMA, ColumnarProgress, claim_ingest, columnar_mapper, fan_out,
+                                         path_ranks, read_flush, read_paths, reading_operator)
 from tefq.spark.runtime.columns import project_all, project_current
 from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
@@ -66,9 +67,15 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
-    claim_ingest(qdir, ck, ingest)
+    claim_ingest(qdir, ingest)
     pipe = PIPELINES[type(plan)]
-    if ingest == "columnar":  # runtime/columnar.py: Spark carries file paths, the task reads the file
+    func = operator(plan) if operator is not None else pipe.operator(doc, plan, t0, lateness_ms, background)
+    if ingest == "direct":  # runtime/columnar.py: Spark carries file paths to every bucket, its operator reads them
+        sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
+        sources.append(read_flush(spark, ctl))
+        mapped = reduce(DataFrame.unionByName, sources).mapInArrow(fan_out(plan.buckets), DIRECT_SCHEMA)
+        func = reading_operator(func, plan, bad_rows, path_ranks(stream_paths))
+    elif ingest == "columnar":  # runtime/columnar.py: Spark carries file paths, the task reads the file
         sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
         sources.append(read_flush(spark, ctl))
         mapped = reduce(DataFrame.unionByName, sources).mapInArrow(
@@ -82,7 +89,6 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         df = pipe.project(reduce(DataFrame.unionByName, sources), plan).observe(
             "tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
         mapped = df.mapInArrow(pipe.mapper(plan, bad_rows, ranks), pipe.schema(plan))
-    func = operator(plan) if operator is not None else pipe.operator(doc, plan, t0, lateness_ms, background)
     # One bucket per shuffle partition (tefq.spark.runtime.partitioning): group by each bucket's label.
     labels = checkpointed_labels(qdir, ck, plan.buckets, int(spark.conf.get("spark.sql.shuffle.partitions")))
     mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
@@ -94,7 +100,10 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         return F.sum(F.when(F.col("kind") == "metric", value))
 
     result = result.observe("tefq_out", metric("rows_out").alias("rows"), metric("ticks").alias("ticks"))
-    pr = (ColumnarProgress if ingest == "columnar" else Progress)(progress, plan.query)
+    if ingest == "direct":  # events read: bucket 0's count of its heartbeats (operators/base.see_time)
+        result = result.observe("tefq_in", F.max(F.when(F.col("kind") == "metric", F.col("tick"))).alias("event_time"),
+                                (metric("events_in") + metric("bad_rows")).alias("n"))
+    pr = (ColumnarProgress if ingest != "rows" else Progress)(progress, plan.query)
 
     def start(**trigger):
         return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)

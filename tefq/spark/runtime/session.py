@@ -6,6 +6,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from tefq.spark.planning.document import shuffle_partitions
 from tefq.spark.runtime.quiet import filtered_jvm_stderr
 
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
@@ -39,10 +40,11 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
     m = default_master(master)
     cores = _cores(m)
+    partitions = str(shuffle_partitions(cores))  # one bucket per core
     builder = (
         SparkSession.builder.master(m).appName(app_name)
-        .config("spark.sql.shuffle.partitions", str(max(2, 2 * cores)))
-        .config("spark.default.parallelism", str(max(2, 2 * cores)))
+        .config("spark.sql.shuffle.partitions", partitions)
+        .config("spark.default.parallelism", partitions)
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
