@@ -277,11 +277,11 @@ def test_derived_fact_whose_parts_change_inside_one_micro_batch():
 
 
 def test_uc3_is_planned_on_the_fact_operator_not_the_fallback():
-    (plan,) = plan_document(sd.uc3(), 4)
+    (plan,) = plan_document(sd.uc3(), 2)
     assert isinstance(plan, FactAggregatePlan) and plan.buckets == 2 and plan.replicated == {"UserFact"}
     assert plan.fact == "ViewShipFact" and not plan.current and plan.while_.fact == "ProgramFact"
     assert [f.name for f in plan.facts] == ["UserFact", "ProgramFact", "ViewShipFact"]
-    text = explain_physical(sd.uc3())
+    text = explain_physical(sd.uc3(), 4)
     assert "FactAggregateOperator" in text and "UserFact(?user, ?channel) JOIN ProgramFact(?channel, ?program)" in text
     assert "replicated to every bucket (4 copies of each row): UserFact" in text
     assert "interval join" in text and "general fallback" not in text
