@@ -399,9 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files")
     p.add_argument("--bad-rows", metavar="DIR", help="write malformed rows here instead of stopping")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
-                   help="Spark: how Parquet inputs are read; auto: columnar (each task reads its files with "
-                        "pyarrow) for CURRENT and fact aggregates over Parquet files in a bounded run, else rows "
-                        "(docs/cli.md) (default: auto)")
+                   help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "
+                        "with pyarrow) for CURRENT and fact aggregates over Parquet files in a bounded run, else rows; "
+                        "columnar: each map task reads its files (docs/cli.md) (default: auto)")
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     p.set_defaults(func=cmd_run)
 

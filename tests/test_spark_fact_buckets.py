@@ -100,6 +100,9 @@ def test_route_batch_sends_split_rows_once_and_the_rest_everywhere():
     out = route_batch(plan.event_routes, plan.buckets, rb).to_pandas()
     got = sorted(zip(out["o"].tolist(), out["b"].tolist()))
     assert got == [(0, 0), (0, 1), (0, 2), (1, 1), (2, 0), (2, 0), (2, 1), (2, 2)]
+    for only in range(plan.buckets):  # direct ingestion: one bucket's share of the same routing
+        mine = route_batch(plan.event_routes, plan.buckets, rb, only).to_pandas()
+        assert sorted(zip(mine["o"].tolist(), mine["b"].tolist())) == [(o, b) for o, b in got if b == only]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

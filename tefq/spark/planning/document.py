@@ -57,16 +57,12 @@ def explain_physical(doc: Document, buckets: int | None = None) -> str:
     return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, nb)) + "\n"
 
 
-def reads_direct(plan) -> bool:
-    """Whether the plan can take direct ingestion (each bucket's operator reads the files): the
-    vectorised CURRENT aggregate, whose rows a bucket can pick out of a file by its group key."""
-    return isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
-
-
 def reads_columnar(plan) -> bool:
-    """Whether the plan's shape can take the columnar ingestion path (runtime/columnar.py): the
-    vectorised CURRENT aggregate and the fact aggregate, whose mappers it reproduces."""
-    return reads_direct(plan) or isinstance(plan, FactAggregatePlan)
+    """Whether the plan's shape can take the columnar and direct ingestion paths
+    (runtime/columnar.py): the vectorised CURRENT aggregate and the fact aggregate, whose mappers
+    they reproduce."""
+    return (isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
+            or isinstance(plan, FactAggregatePlan))
 
 
 def ingestion(plan) -> str:
@@ -75,14 +71,12 @@ def ingestion(plan) -> str:
                 "pyarrow reads it once (read amplification 1), distinct terms checked as the oracle does, "
                 "SipHash codes (bucket = their hash mod B), clause match, tie order, heartbeats -> the same "
                 "Exchange and operator")
-    when = ("every --stream holds Parquet files (text streams are staged as Parquet first) and the run is bounded, "
-            "else rows (the Project over the FileStreamSource above)")
-    if reads_direct(plan):
+    if reads_columnar(plan):
         direct = ("    direct: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow: each path once "
                   "per bucket -> Exchange (paths only) -> each bucket's operator reads every file with pyarrow and "
                   f"keeps its own rows (read amplification = {plan.buckets} buckets; no event row crosses the JVM)")
-        return f"  Ingestion (--ingest auto): direct when {when}\n{direct}\n{columnar}"
-    if reads_columnar(plan):
-        return f"  Ingestion (--ingest auto): columnar when {when}\n{columnar}"
+        return ("  Ingestion (--ingest auto): direct when every --stream holds Parquet files (text streams are staged "
+                "as Parquet first) and the run is bounded, else rows (the Project over the FileStreamSource above)"
+                f"\n{direct}\n{columnar}")
     return ("  Ingestion: rows (columnar ingestion covers CURRENT and fact aggregates only; --ingest columnar and "
             "direct are refused)")

@@ -27,7 +27,7 @@ import pyarrow as pa
 from tefq.errors import TefqError
 from tefq.spark.operators.base import RowKind, profile
 from tefq.spark.planning import CurrentAggregatePlan
-from tefq.spark.planning.document import reads_columnar, reads_direct
+from tefq.spark.planning.document import reads_columnar
 from tefq.io.paths import local_path
 from tefq.spark.runtime.mappers import BAD_ROW, TermRows, bad_record, const_batch, divert_bad
 from tefq.spark.runtime.progress import Progress, as_dict
@@ -56,7 +56,7 @@ def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
     """None if the plan can take the columnar path over these inputs, else the reason."""
     if not reads_columnar(plan):
         return (f"query {plan.query} is neither a CURRENT aggregate nor a fact aggregate (the shapes the columnar "
-                "path covers)")
+                "and direct paths cover)")
     if not parquet_only(stream_paths):
         return "a stream input is not Parquet files"
     return None
@@ -64,19 +64,16 @@ def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
 
 def choose_ingest(requested: str, plan, stream_paths: list[str], recorded: str | None = None) -> str:
     """`auto`: the path a restarted checkpoint `recorded` where the plan and inputs still allow
-    it, else direct or columnar where they allow those (direct measured faster), else rows;
-    `columnar` or `direct` where they do not is refused (exit 2) rather than silently run the
-    other way. `requested` is one of INGEST_CHOICES (checked by `engine.run`)."""
+    it, else direct where they allow it (measured faster than columnar), else rows; `columnar` or
+    `direct` where they do not is refused (exit 2) rather than silently run the other way.
+    `requested` is one of INGEST_CHOICES (checked by `engine.run`)."""
     if requested == "rows":
         return "rows"
     reason = why_not_columnar(plan, stream_paths)
-    direct = reason is None and reads_direct(plan)
     if requested == "auto":
-        if recorded == "rows" or recorded == "columnar" and reason is None or recorded == "direct" and direct:
+        if recorded == "rows" or recorded in ("columnar", "direct") and reason is None:
             return recorded
-        return "direct" if direct else "columnar" if reason is None else "rows"
-    if requested == "direct" and reason is None and not direct:
-        reason = f"query {plan.query} is not a CURRENT aggregate (the shape direct ingestion covers)"
+        return "direct" if reason is None else "rows"
     if reason is not None:
         raise TefqError(f"--ingest {requested}: {reason}; use --ingest auto or rows", file="--ingest")
     return requested
@@ -484,7 +481,7 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
     return mapper
 
 
-def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int]):
+def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int], record: bool = True):
     """The fact-aggregate plan's (UC3) columnar mapper: the rows `fact_rows.project_facts` +
     `fact_rows.make_fact_mapper` emit (one row per (fact, clause) an element matches, in clause
     order, `n` = 1 on its first; output terms on SINCE rows; one heartbeat, the flush), before
@@ -559,7 +556,7 @@ def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int])
                       out_schema.field(name).type) for name in out_schema.names], schema=out_schema)
 
     def mapper(batches):
-        st = PartitionState(bad_rows)
+        st = PartitionState(bad_rows, record)
         started = time.perf_counter()
         for fb in read_files(batches, ranks, st):
             out = encode(fb, st)
@@ -576,13 +573,14 @@ def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int])
     return mapper
 
 
-def columnar_mapper(plan, bad_rows: str | None, ranks: dict[str, int]):
-    """The plan's columnar mapper (the plans `why_not_columnar` accepts)."""
+def columnar_mapper(plan, bad_rows: str | None, ranks: dict[str, int], only: int | None = None):
+    """The plan's columnar mapper (the plans `why_not_columnar` accepts); `only`: bucket `only`'s
+    rows alone (direct ingestion; bucket 0 records the bad rows)."""
     if isinstance(plan, CurrentAggregatePlan):
-        return make_columnar_mapper(plan, bad_rows, ranks)
+        return make_columnar_mapper(plan, bad_rows, ranks, only)
     from tefq.spark.runtime.fact_buckets import routed_mapper
 
-    return routed_mapper(plan, make_columnar_fact_mapper(plan, bad_rows, ranks))
+    return routed_mapper(plan, make_columnar_fact_mapper(plan, bad_rows, ranks, only in (None, 0)), only)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -605,11 +603,11 @@ def fan_out(buckets: int):
     return mapper
 
 
-def reading_operator(func, plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[str, int]):
+def reading_operator(func, plan, bad_rows: str | None, ranks: dict[str, int]):
     """The operator `func` fed by its bucket's columnar mapper over the (path, flush) rows it
     receives: the same wire frames the Exchange would deliver, made in the operator's process."""
     def op(key, pdfs, state):
-        mapper = make_columnar_mapper(plan, bad_rows, ranks, only=int(key[0]))
+        mapper = columnar_mapper(plan, bad_rows, ranks, only=int(key[0]))
         batches = (pa.RecordBatch.from_pandas(pdf[["path", "flush"]], preserve_index=False) for pdf in pdfs)
         return func(key, (rb.to_pandas() for rb in mapper(batches)), state)
 

@@ -15,9 +15,9 @@ from tefq.spark.operators.base import EVENT_KINDS
 from tefq.spark.planning.fact import FactAggregatePlan
 
 
-def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch) -> pa.RecordBatch:
+def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only: int | None = None) -> pa.RecordBatch:
     """`rb` with column `b` set: rows of event fact i by `v{routes[i]} mod buckets`; rows of a
-    fact with route -1 and control rows once per bucket."""
+    fact with route -1 and control rows once per bucket. `only`: bucket `only`'s rows alone."""
     n = rb.num_rows
     if buckets == 1 or not n:
         return rb
@@ -29,6 +29,11 @@ def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch) -> pa
         if col >= 0:
             mine = data & (fact == i)
             bucket[mine] = np.mod(rb.column(f"v{col}").to_numpy(zero_copy_only=False)[mine], buckets)
+    if only is not None:  # direct ingestion: this bucket's rows, and the ones every bucket gets
+        rows = np.nonzero((bucket == only) | (bucket < 0))[0]
+        out = rb.take(pa.array(rows))
+        at = out.schema.get_field_index("b")
+        return out.set_column(at, out.schema.field(at), pa.array(np.full(len(rows), only), out.schema.field(at).type))
     single = np.nonzero(bucket >= 0)[0]
     every = np.nonzero(bucket < 0)[0]
     rows = np.concatenate([single, np.tile(every, buckets)])
@@ -39,12 +44,13 @@ def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch) -> pa
     return out.set_column(at, field, pa.array(b, field.type))
 
 
-def routed_mapper(plan: FactAggregatePlan, mapper: Callable) -> Callable:
-    """`mapper` (the fact mapper: Arrow batches in, Arrow batches out) with its rows routed."""
+def routed_mapper(plan: FactAggregatePlan, mapper: Callable, only: int | None = None) -> Callable:
+    """`mapper` (the fact mapper: Arrow batches in, Arrow batches out) with its rows routed (to
+    bucket `only` alone, if given)."""
     routes, buckets = plan.event_routes, plan.buckets
 
     def routed(batches) -> Iterator[pa.RecordBatch]:
         for rb in mapper(batches):
-            yield route_batch(routes, buckets, rb)
+            yield route_batch(routes, buckets, rb, only)
 
     return routed
