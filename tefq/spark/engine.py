@@ -44,7 +44,7 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
              sources: list[str] | None = None, ingest: str = "rows") -> tuple[QueryResult, dict, list[str]]:
     """A bounded run: every file available now, then a flush for the last ticks. `sources`: the
     user's stream paths, where an error found in Spark is located (default: `stream_paths`).
-    `ingest`: columnar | rows (runtime/columnar.choose_ingest)."""
+    `ingest`: columnar | direct | rows (runtime/columnar.choose_ingest)."""
     start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                      max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                                      progress=progress, background=background, ranks=ranks, operator=operator,
@@ -94,7 +94,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
     """The one driver loop of a bounded run over staged streams (`sources.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
     `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
-    `ingest`: auto | columnar | rows (runtime/columnar.choose_ingest, per plan)."""
+    `ingest`: auto | columnar | direct | rows (runtime/columnar.choose_ingest, per plan)."""
     paths = staging.paths
     if operator is not None and ingest != "rows":
         raise TefqError(f"--ingest {ingest} does not run the simulations", file="--ingest")
@@ -134,7 +134,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     `stop()` turns true (default: on SIGINT/SIGTERM). `checkpoint`: a directory to resume from
     (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
     run and new files arrived: tefq.spark.runtime.checkpoint). `max_ticks`: as the oracle's
-    (0: no bound); a run over it stops with exit 2 naming the row. `ingest`: auto | columnar | rows,
+    (0: no bound); a run over it stops with exit 2 naming the row. `ingest`: auto | columnar | direct | rows,
     how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows)."""
     started = time.time()
     if not stream_paths:

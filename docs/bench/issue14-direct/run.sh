@@ -1,6 +1,6 @@
 #!/bin/sh
 # Issue 14, direct ingestion: the previous default (columnar ingestion, two shuffle partitions per
-# core) against the new one (`--ingest auto`: direct for UC1/UC2, one partition per core), same data,
+# core) against the new one (`--ingest auto`: direct ingestion, one partition per core), same data,
 # alternating; UC3 with 1 and 2 buckets. See docs/spark.md "Measured".
 #   docs/bench/issue14-direct/run.sh OUTDIR
 set -u
@@ -28,6 +28,8 @@ for pair in 1 2; do
     one $uc-2m-after-$pair "$NEW" --usecase $uc --events 2000000 --data /tmp/bench2m
   done
 done
+one uc3-2m-before-1 "$OLD" --usecase uc3 --events 2000000 --data /tmp/bench2m --ingest columnar
+one uc3-2m-after-1 "$NEW" --usecase uc3 --events 2000000 --data /tmp/bench2m
 for pair in 1 2; do
   for b in 1 2; do
     one uc3-2m-buckets$b-$pair "$NEW" --usecase uc3 --events 2000000 --data /tmp/bench2m --buckets $b

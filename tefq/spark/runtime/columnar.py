@@ -11,6 +11,10 @@ offsets, `maxFilesPerTrigger`, the checkpoint and exactly-once; the task reads e
 (read amplification 1), checks and encodes only the *distinct* terms of each column (Parquet
 dictionaries, read as such), and emits each event row once, shuffled by bucket.
 
+Direct ingestion (`fan_out`, `reading_operator`) runs the same mapper inside each bucket's
+operator over every path of the micro-batch, keeping the bucket's own rows (`only`): no event row
+crosses the JVM, at the price of reading each file once per bucket.
+
 Codes: a term's code is pandas' SipHash of it (`term_codes`: deterministic across processes and
 restarts; not Spark's xxhash64, so a checkpoint never switches between the two paths:
 `claim_ingest`); identity, element and bucket codes combine term codes with a splitmix64 step.

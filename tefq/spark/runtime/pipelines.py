@@ -61,8 +61,8 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
                operator=None, ingest: str = "rows"):
     """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
     `ranks`: the stream order of the files (tefq.spark.runtime.sources.file_ranks), for ties.
-    `ingest`: "rows" (Spark reads the rows, runtime/columns.py projects them) or "columnar"
-    (runtime/columnar.py; resolved by columnar.choose_ingest, recorded beside the checkpoint).
+    `ingest`: "rows" (Spark reads the rows, runtime/columns.py projects them), "columnar" or
+    "direct" (runtime/columnar.py; resolved by columnar.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
@@ -70,16 +70,14 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     claim_ingest(qdir, ingest)
     pipe = PIPELINES[type(plan)]
     func = operator(plan) if operator is not None else pipe.operator(doc, plan, t0, lateness_ms, background)
-    if ingest == "direct":  # runtime/columnar.py: Spark carries file paths to every bucket, its operator reads them
+    if ingest in ("columnar", "direct"):  # runtime/columnar.py: Spark carries (path, flush) rows
         sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
-        sources.append(read_flush(spark, ctl))
-        mapped = reduce(DataFrame.unionByName, sources).mapInArrow(fan_out(plan.buckets), DIRECT_SCHEMA)
+        paths = reduce(DataFrame.unionByName, sources + [read_flush(spark, ctl)])
+    if ingest == "direct":  # every bucket gets every path, its operator reads the files
+        mapped = paths.mapInArrow(fan_out(plan.buckets), DIRECT_SCHEMA)
         func = reading_operator(func, plan, bad_rows, path_ranks(stream_paths))
-    elif ingest == "columnar":  # runtime/columnar.py: Spark carries file paths, the task reads the file
-        sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
-        sources.append(read_flush(spark, ctl))
-        mapped = reduce(DataFrame.unionByName, sources).mapInArrow(
-            columnar_mapper(plan, bad_rows, path_ranks(stream_paths)), pipe.schema(plan))
+    elif ingest == "columnar":  # a map task reads each file, its rows go to their buckets
+        mapped = paths.mapInArrow(columnar_mapper(plan, bad_rows, path_ranks(stream_paths)), pipe.schema(plan))
         beat = F.col("k") == F.lit(int(RowKind.HEARTBEAT))  # events read = the heartbeats' counts (bucket 0's)
         mapped = mapped.observe("tefq_in", F.max(F.when(beat, F.col("o"))).alias("event_time"),
                                 F.sum(F.when(beat & (F.col("b") == 0), F.col("f") + F.col("n"))).alias("n"))
