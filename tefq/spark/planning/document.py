@@ -72,7 +72,7 @@ def ingestion(plan) -> str:
                 "SipHash codes (bucket = their hash mod B), clause match, tie order, heartbeats -> the same "
                 "Exchange and operator")
     if reads_columnar(plan):
-        direct = ("    direct: binaryFile path source (path only) [maxFilesPerTrigger] -> MapInArrow: each path once "
+        direct = ("    direct: binaryFile path source (path only) [maxFilesPerTrigger] -> Generate: each path once "
                   "per bucket -> Exchange (paths only) -> each bucket's operator reads every file with pyarrow and "
                   f"keeps its own rows (read amplification = {plan.buckets} buckets; no event row crosses the JVM)")
         return ("  Ingestion (--ingest auto): direct when every --stream holds Parquet files (text streams are staged "

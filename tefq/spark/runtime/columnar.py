@@ -11,7 +11,7 @@ offsets, `maxFilesPerTrigger`, the checkpoint and exactly-once; the task reads e
 (read amplification 1), checks and encodes only the *distinct* terms of each column (Parquet
 dictionaries, read as such), and emits each event row once, shuffled by bucket.
 
-Direct ingestion (`fan_out`, `reading_operator`) runs the same mapper inside each bucket's
+Direct ingestion (`reading_operator`) runs the same mapper inside each bucket's
 operator over every path of the micro-batch, keeping the bucket's own rows (`only`): no event row
 crosses the JVM, at the price of reading each file once per bucket.
 
@@ -590,22 +590,6 @@ def columnar_mapper(plan, bad_rows: str | None, ranks: dict[str, int], only: int
 # ---------------------------------------------------------------------------------------------
 # Direct ingestion: the (path, flush) rows go to every bucket, each bucket's operator reads the
 # files itself and keeps its own rows; no event row crosses the JVM (read amplification = buckets)
-
-DIRECT_SCHEMA = "path string, flush boolean, b int"
-
-
-def fan_out(buckets: int):
-    """mapInArrow: each (path, flush) row once per bucket."""
-    def mapper(batches):
-        for rb in batches:
-            if rb.num_rows:
-                for b in range(buckets):
-                    yield pa.RecordBatch.from_arrays(
-                        [rb.column("path"), rb.column("flush"), pa.array(np.full(rb.num_rows, b, np.int32))],
-                        names=["path", "flush", "b"])
-
-    return mapper
-
 
 def reading_operator(func, plan, bad_rows: str | None, ranks: dict[str, int]):
     """The operator `func` fed by its bucket's columnar mapper over the (path, flush) rows it

