@@ -29,7 +29,7 @@ from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.operators.base import RunLimits
 from tefq.spark.runtime.checkpoint import input_files, mark_finished, resume
-from tefq.spark.runtime.columnar import INGEST_CHOICES, choose_ingest, recorded_ingest
+from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.pipelines import build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
@@ -44,7 +44,7 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
              sources: list[str] | None = None, ingest: str = "rows") -> tuple[QueryResult, dict, list[str]]:
     """A bounded run: every file available now, then a flush for the last ticks. `sources`: the
     user's stream paths, where an error found in Spark is located (default: `stream_paths`).
-    `ingest`: columnar | direct | rows (runtime/columnar.choose_ingest)."""
+    `ingest`: columnar | direct | rows (runtime/ingest.choose_ingest)."""
     start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
                                      max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
                                      progress=progress, background=background, ranks=ranks, operator=operator,
@@ -94,7 +94,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
     """The one driver loop of a bounded run over staged streams (`sources.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
     `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
-    `ingest`: auto | columnar | direct | rows (runtime/columnar.choose_ingest, per plan)."""
+    `ingest`: auto | columnar | direct | rows (runtime/ingest.choose_ingest, per plan)."""
     paths = staging.paths
     if operator is not None and ingest != "rows":
         raise TefqError(f"--ingest {ingest} does not run the simulations", file="--ingest")

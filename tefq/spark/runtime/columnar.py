@@ -17,7 +17,7 @@ crosses the JVM, at the price of reading each file once per bucket.
 
 Codes: a term's code is pandas' SipHash of it (`term_codes`: deterministic across processes and
 restarts; not Spark's xxhash64, so a checkpoint never switches between the two paths:
-`claim_ingest`); identity, element and bucket codes combine term codes with a splitmix64 step.
+`ingest.claim_ingest`); identity, element and bucket codes combine term codes with a splitmix64 step.
 Terms are in the oracle's normal form (tefq.io.validate.check_term), as the oracle reads them.
 """
 from __future__ import annotations
@@ -28,84 +28,16 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from tefq.errors import TefqError
 from tefq.spark.operators.base import RowKind, profile
 from tefq.spark.planning import CurrentAggregatePlan
-from tefq.spark.planning.document import reads_columnar
 from tefq.io.paths import local_path
 from tefq.spark.runtime.mappers import BAD_ROW, TermRows, bad_record, const_batch, divert_bad
 from tefq.spark.runtime.progress import Progress, as_dict
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, files_in_stream_order, name_glob
 
-INGEST_CHOICES = ("auto", "columnar", "direct", "rows")
-INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote it
-
 # Rows within one file < 2^22 (operators/base.ORDER_SHIFT leaves 42 bits: rank << 22 | row).
 ROW_BITS = 22
 UNRANKED = 1 << 41  # files the driver did not rank (none in a bounded run): after the ranked ones
-
-
-# ---------------------------------------------------------------------------------------------
-# The choice of path, and the checkpoint's record of it
-
-def parquet_only(stream_paths: list[str]) -> bool:
-    """Every stream path holds Parquet files only (`stream_paths` after staging: text inputs are
-    staged as Parquet by then, sources.stage_streams)."""
-    from tefq.io.readers import stream_files, stream_format
-
-    return all({stream_format(f) for f in stream_files(p)} == {("parquet", False)} for p in stream_paths)
-
-
-def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
-    """None if the plan can take the columnar path over these inputs, else the reason."""
-    if not reads_columnar(plan):
-        return (f"query {plan.query} is neither a CURRENT aggregate nor a fact aggregate (the shapes the columnar "
-                "and direct paths cover)")
-    if not parquet_only(stream_paths):
-        return "a stream input is not Parquet files"
-    return None
-
-
-def choose_ingest(requested: str, plan, stream_paths: list[str], recorded: str | None = None) -> str:
-    """`auto`: the path a restarted checkpoint `recorded` where the plan and inputs still allow
-    it, else direct where they allow it (measured faster than columnar), else rows; `columnar` or
-    `direct` where they do not is refused (exit 2) rather than silently run the other way.
-    `requested` is one of INGEST_CHOICES (checked by `engine.run`)."""
-    if requested == "rows":
-        return "rows"
-    reason = why_not_columnar(plan, stream_paths)
-    if requested == "auto":
-        if recorded == "rows" or recorded in ("columnar", "direct") and reason is None:
-            return recorded
-        return "direct" if reason is None else "rows"
-    if reason is not None:
-        raise TefqError(f"--ingest {requested}: {reason}; use --ingest auto or rows", file="--ingest")
-    return requested
-
-
-def recorded_ingest(qdir: str) -> str | None:
-    """The path a query's checkpoint was written by (None: no state yet). A checkpoint with state
-    but no record was written by the row path (before this record existed)."""
-    marker = os.path.join(qdir, INGEST_MARKER)
-    if os.path.exists(marker):
-        with open(marker, encoding="utf-8") as fh:
-            return fh.read().strip()
-    offsets = os.path.join(qdir, "checkpoint", "offsets")
-    return "rows" if os.path.isdir(offsets) and any(f.isdigit() for f in os.listdir(offsets)) else None
-
-
-def claim_ingest(qdir: str, ingest: str) -> None:
-    """Record the path a query's checkpoint is written by; refuse (exit 2) a restart on another
-    one: its sources, codes and state would not match."""
-    written = recorded_ingest(qdir)
-    if written is not None and written != ingest:
-        raise TefqError(f"this checkpoint was written with --ingest {written} (resolved), this run would take "
-                        f"--ingest {ingest}: a restart cannot switch ingestion paths; run with --ingest {written} "
-                        "or use a fresh --checkpoint", qdir)
-    if written is None:
-        from tefq.spark.runtime.checkpoint import write_marker
-
-        write_marker(os.path.join(qdir, INGEST_MARKER), ingest)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, Fallbac
 from tefq.spark.runtime import fact_rows
 from tefq.spark.runtime.fact_buckets import routed_mapper
 from tefq.spark.operators.base import RowKind
-from tefq.spark.runtime.columnar import (ColumnarProgress, claim_ingest, columnar_mapper, path_ranks, read_flush,
-                                         read_paths, reading_operator)
+from tefq.spark.runtime.columnar import (ColumnarProgress, columnar_mapper, path_ranks, read_flush, read_paths,
+                                         reading_operator)
+from tefq.spark.runtime.ingest import claim_ingest
 from tefq.spark.runtime.columns import project_all, project_current
 from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
@@ -62,7 +63,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
     `ranks`: the stream order of the files (tefq.spark.runtime.sources.file_ranks), for ties.
     `ingest`: "rows" (Spark reads the rows, runtime/columns.py projects them), "columnar" or
-    "direct" (runtime/columnar.py; resolved by columnar.choose_ingest, recorded beside the checkpoint).
+    "direct" (runtime/columnar.py; resolved by ingest.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
