@@ -15,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-from typing import IO
+from typing import IO, Callable
 
 from tefq.errors import TefqError
 
@@ -49,12 +49,20 @@ def claim(directory: str) -> None:
     """Check that the checkpoint in `directory` can resume under this layout (else exit 2 with a
     message naming both versions) and mark a fresh one with this layout's version."""
     version = written_version(directory)
-    if version is not None and version != STATE_VERSION:
-        raise TefqError(f"this checkpoint was written with tefq Spark state version {version}; this tefq reads"
-                        f" version {STATE_VERSION} only (the operators' state layout changed): finish the run"
-                        " with the tefq that started it, or use a fresh --checkpoint", directory)
-    if version is None:
-        write_marker(os.path.join(directory, MARKER), str(STATE_VERSION))
+    claim_marker(os.path.join(directory, MARKER), str(STATE_VERSION), None if version is None else str(version),
+                 lambda written: TefqError(
+                     f"this checkpoint was written with tefq Spark state version {written}; this tefq reads version "
+                     f"{STATE_VERSION} only (the operators' state layout changed): finish the run with the tefq that "
+                     "started it, or use a fresh --checkpoint", directory))
+
+
+def claim_marker(path: str, value: str, written: str | None, refusal: Callable[[str], TefqError]) -> None:
+    """A checkpoint marked `written` resumes only under the same `value` (else `refusal(written)`,
+    exit 2); an unmarked one is marked with `value`."""
+    if written is not None and written != value:
+        raise refusal(written)
+    if written is None:
+        write_marker(path, value)
 
 
 def write_marker(path: str, text: str) -> None:

@@ -7,6 +7,7 @@ import os
 
 from tefq.errors import TefqError
 from tefq.spark.planning.document import reads_columnar
+from tefq.spark.runtime.checkpoint import claim_marker
 
 INGEST_CHOICES = ("auto", "columnar", "direct", "rows")
 INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote it
@@ -61,12 +62,6 @@ def recorded_ingest(qdir: str) -> str | None:
 def claim_ingest(qdir: str, ingest: str) -> None:
     """Record the path a query's checkpoint is written by; refuse (exit 2) a restart on another
     one: its sources, codes and state would not match."""
-    written = recorded_ingest(qdir)
-    if written is not None and written != ingest:
-        raise TefqError(f"this checkpoint was written with --ingest {written} (resolved), this run would take "
-                        f"--ingest {ingest}: a restart cannot switch ingestion paths; run with --ingest {written} "
-                        "or use a fresh --checkpoint", qdir)
-    if written is None:
-        from tefq.spark.runtime.checkpoint import write_marker
-
-        write_marker(os.path.join(qdir, INGEST_MARKER), ingest)
+    claim_marker(os.path.join(qdir, INGEST_MARKER), ingest, recorded_ingest(qdir), lambda written: TefqError(
+        f"this checkpoint was written with --ingest {written} (resolved), this run would take --ingest {ingest}: "
+        f"a restart cannot switch ingestion paths; run with --ingest {written} or use a fresh --checkpoint", qdir))
