@@ -205,8 +205,9 @@ class PartitionState:
     """What one task learns besides its rows: event-time range and counts (heartbeats), the bad
     rows, whether the flush came, the next row number of unranked files."""
 
-    def __init__(self, bad_rows: str | None, record: bool = True) -> None:
-        self.bad_rows, self.record = bad_rows, record  # record: False where another task records them
+    def __init__(self, bad_rows: str | None, only: int | None = None) -> None:
+        # direct ingestion (`only`: the task's bucket): every bucket sees every bad row, bucket 0 records it
+        self.bad_rows, self.record = bad_rows, only in (None, 0)
         self.lo: int | None = None
         self.hi: int | None = None
         self.count = self.bad = self.rows_in = 0
@@ -394,7 +395,7 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
     to = list(range(nb)) if only is None else [only]  # the buckets this mapper's control rows go to
 
     def mapper(batches):
-        st = PartitionState(bad_rows, record=only in (None, 0))
+        st = PartitionState(bad_rows, only)
         terms = TermRows(ng)
         started = time.perf_counter()
         for fb in read_files(batches, ranks, st):
@@ -417,11 +418,12 @@ def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks
     return mapper
 
 
-def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int], record: bool = True):
+def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int], only: int | None = None):
     """The fact-aggregate plan's (UC3) columnar mapper: the rows `fact_rows.project_facts` +
     `fact_rows.make_fact_mapper` emit (one row per (fact, clause) an element matches, in clause
     order, `n` = 1 on its first; output terms on SINCE rows; one heartbeat, the flush), before
-    `fact_buckets.routed_mapper` routes them."""
+    `fact_buckets.routed_mapper` routes them. `only`: the bucket of a direct-ingestion task (bad rows
+    are recorded by bucket 0's)."""
     from tefq.spark.runtime.fact_rows import _widths
 
     arity, nterms = _widths(plan)
@@ -492,7 +494,7 @@ def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int],
                       out_schema.field(name).type) for name in out_schema.names], schema=out_schema)
 
     def mapper(batches):
-        st = PartitionState(bad_rows, record)
+        st = PartitionState(bad_rows, only)
         started = time.perf_counter()
         for fb in read_files(batches, ranks, st):
             out = encode(fb, st)
@@ -516,7 +518,7 @@ def columnar_mapper(plan, bad_rows: str | None, ranks: dict[str, int], only: int
         return make_columnar_mapper(plan, bad_rows, ranks, only)
     from tefq.spark.runtime.fact_buckets import routed_mapper
 
-    return routed_mapper(plan, make_columnar_fact_mapper(plan, bad_rows, ranks, only in (None, 0)), only)
+    return routed_mapper(plan, make_columnar_fact_mapper(plan, bad_rows, ranks, only), only)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,13 +31,12 @@ def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only:
             bucket[mine] = np.mod(rb.column(f"v{col}").to_numpy(zero_copy_only=False)[mine], buckets)
     if only is not None:  # direct ingestion: this bucket's rows, and the ones every bucket gets
         rows = np.nonzero((bucket == only) | (bucket < 0))[0]
-        out = rb.take(pa.array(rows))
-        at = out.schema.get_field_index("b")
-        return out.set_column(at, out.schema.field(at), pa.array(np.full(len(rows), only), out.schema.field(at).type))
-    single = np.nonzero(bucket >= 0)[0]
-    every = np.nonzero(bucket < 0)[0]
-    rows = np.concatenate([single, np.tile(every, buckets)])
-    b = np.concatenate([bucket[single], np.repeat(np.arange(buckets, dtype=np.int64), len(every))])
+        b = np.full(len(rows), only, np.int64)
+    else:
+        single = np.nonzero(bucket >= 0)[0]
+        every = np.nonzero(bucket < 0)[0]
+        rows = np.concatenate([single, np.tile(every, buckets)])
+        b = np.concatenate([bucket[single], np.repeat(np.arange(buckets, dtype=np.int64), len(every))])
     out = rb.take(pa.array(rows))
     at = out.schema.get_field_index("b")
     field = out.schema.field(at)

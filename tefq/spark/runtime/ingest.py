@@ -49,14 +49,14 @@ def choose_ingest(requested: str, plan, stream_paths: list[str], recorded: str |
 
 
 def recorded_ingest(qdir: str) -> str | None:
-    """The path a query's checkpoint was written by (None: no state yet). A checkpoint with state
-    but no record was written by the row path (before this record existed)."""
+    """The path a query's checkpoint was written by (None: none yet). `claim_ingest` records it
+    before Spark writes anything; checkpoints from before the record are refused by their state
+    version (checkpoint.claim)."""
     marker = os.path.join(qdir, INGEST_MARKER)
-    if os.path.exists(marker):
-        with open(marker, encoding="utf-8") as fh:
-            return fh.read().strip()
-    offsets = os.path.join(qdir, "checkpoint", "offsets")
-    return "rows" if os.path.isdir(offsets) and any(f.isdigit() for f in os.listdir(offsets)) else None
+    if not os.path.exists(marker):
+        return None
+    with open(marker, encoding="utf-8") as fh:
+        return fh.read().strip()
 
 
 def claim_ingest(qdir: str, ingest: str) -> None:
