@@ -11,8 +11,9 @@ from tefq.plan.ticks import tick_at_or_after
 from tefq.spark.kernels.intervals import Events
 
 
-def single_pass(plan: FactAggregatePlan, table, t0: int = 0) -> int:
-    """Evaluate `plan` over `table` (sorted by ts); returns the number of result rows."""
+def single_pass(plan: FactAggregatePlan, table, t0: int = 0) -> dict[str, int]:
+    """Evaluate `plan` over `table` (sorted by ts); returns the run's counts (rows_out,
+    facts_created, ...) for the bench to check the engine's against."""
     import pandas as pd
     import pyarrow.compute as pc
 
@@ -40,5 +41,7 @@ def single_pass(plan: FactAggregatePlan, table, t0: int = 0) -> int:
     ticks = np.arange(tick_at_or_after(int(ts.min()), t0, plan.every_ms),
                       tick_at_or_after(int(ts.max()), t0, plan.every_ms) + 1, plan.every_ms, dtype=np.int64)
     metrics = {"unmatched_until": 0, "facts_created": 0, "facts_closed": 0, "rows_out": 0}
-    FactEvaluator(plan).advance(st, ticks, metrics)
-    return metrics["rows_out"]
+    evaluator = FactEvaluator(plan)
+    evaluator.advance(st, ticks, metrics)
+    evaluator.finish(st, metrics)
+    return metrics
