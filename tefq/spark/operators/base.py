@@ -88,7 +88,11 @@ def batch_metrics() -> dict:
 def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
     """A bucket's rows of one micro-batch as one frame (None when there are none)."""
     parts = [p for p in pdfs if len(p)]
-    return pd.concat(parts, ignore_index=True, copy=False) if len(parts) > 1 else parts[0] if parts else None
+    if len(parts) < 2:
+        return parts[0] if parts else None
+    # column by column: pd.concat tests every cell of an object column whose part is all null
+    # (the term columns, null but on SINCE rows), ~1 s per million rows (issue 14 profile)
+    return pd.DataFrame({c: np.concatenate([p[c].to_numpy() for p in parts]) for c in parts[0].columns}, copy=False)
 
 
 class BucketState:
