@@ -82,7 +82,7 @@ def main() -> None:
     op = make_operator(plan, 0, 0)
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(a.buckets)]
-    collector = Collector(plan.group_vars, plan.projections)
+    collector = Collector.of(plan)
     prof = cProfile.Profile() if a.cprofile else None
     for i, group in enumerate(batches):
         started = time.perf_counter()

@@ -173,6 +173,8 @@ def summed_metrics(col: Collector) -> dict:
         for k, v in d.items():
             metrics[k] = metrics.get(k, 0) + v
     metrics["events_in"] = metrics.get("events_in", 0) - metrics.get("duplicates", 0)
+    # a merging routing's bucket emits shares of rows; one bucket fed every row emits whole rows
+    metrics["rows_out"] = metrics.get("rows_out", 0) + metrics.get("partial_rows", 0)
     return metrics
 
 
@@ -181,7 +183,7 @@ def drive(doc, elements, batch_sizes: list[int], lateness: int = 0):
     assert isinstance(plan, FactAggregatePlan)
     op = make_fact_operator(plan, 0, lateness)
     state = FakeState()
-    col = Collector(plan.group_vars, plan.projections)
+    col = Collector.of(plan)
     arity = max(len(f.identity) for f in plan.event_facts)
     nterms = max([len(f.terms) for f in plan.event_facts] + [0])
     cols = ["k", "fact", "ts", "o", "f", "e", "n"] + [f"v{i}" for i in range(arity)] + \
@@ -278,12 +280,12 @@ def test_derived_fact_whose_parts_change_inside_one_micro_batch():
 
 def test_uc3_is_planned_on_the_fact_operator_not_the_fallback():
     (plan,) = plan_document(sd.uc3(), 2)
-    assert isinstance(plan, FactAggregatePlan) and plan.buckets == 2 and plan.replicated == {"UserFact"}
+    assert isinstance(plan, FactAggregatePlan) and plan.buckets == 2 and plan.replicated == {"ProgramFact"}
     assert plan.fact == "ViewShipFact" and not plan.current and plan.while_.fact == "ProgramFact"
     assert [f.name for f in plan.facts] == ["UserFact", "ProgramFact", "ViewShipFact"]
     text = explain_physical(sd.uc3(), 4)
     assert "FactAggregateOperator" in text and "UserFact(?user, ?channel) JOIN ProgramFact(?channel, ?program)" in text
-    assert "replicated to every bucket (4 copies of each row): UserFact" in text
+    assert "replicated to every bucket (4 copies of each row): ProgramFact" in text
     assert "interval join" in text and "general fallback" not in text
 
 

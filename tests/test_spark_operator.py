@@ -60,7 +60,7 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
     op = make_op(plan, 0, lateness)
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(plan.buckets)]
-    col = Collector(plan.group_vars, plan.projections)
+    col = Collector.of(plan)
 
     def call(b: int, frame: pd.DataFrame) -> None:
         for out in op((b,), iter([frame]), states[b]):

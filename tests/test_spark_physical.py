@@ -30,14 +30,14 @@ def test_uc2_aggregates_are_planned_from_duration_of_the_interval():
     assert [(a.alias, a.op) for a in plan.aggregates] == [("TotalTime", "sum_duration"), ("Count", "count")]
 
 
-def test_uc3_runs_vectorised_on_the_fact_operator_bucketed_by_show():
+def test_uc3_runs_vectorised_on_the_fact_operator_bucketed_by_user():
     from tefq.spark.planning.fact import FactAggregatePlan
 
     (plan,) = plan_document(sd.uc3(), 2)
     assert isinstance(plan, FactAggregatePlan) and plan.buckets == 2
     assert plan.while_ is not None and plan.while_.shared == ("show",)
     text = explain_physical(sd.uc3())
-    assert "FactAggregateOperator" in text and "Exchange hashpartitioning(bucket = xxhash64(?program)" in text
+    assert "FactAggregateOperator" in text and "Exchange hashpartitioning(bucket = xxhash64(?user)" in text
     assert "general fallback" not in text
 
 

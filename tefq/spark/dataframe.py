@@ -53,7 +53,8 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
     doc = _as_query(query).document()
     spark = events_df.sparkSession
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    plan = pick_plan(plan_document(doc, max(1, partitions)), name)
+    # each bucket's rows are formatted in its operator (`decoded`): no partial aggregates to add
+    plan = pick_plan(plan_document(doc, max(1, partitions), merge_partials=False), name)
     source = event_source(events_df)
     if not events_df.isStreaming:  # the whole input is there: report every tick, as a bounded run
         source = source.unionByName(flush_source(spark))
@@ -148,11 +149,10 @@ def decoded_schema(plan) -> str:
 def decoded(func: Callable, plan) -> Callable:
     """`func`'s records of one bucket and micro-batch as result rows (tick ms, N-Triples cells),
     formatted by the driver's Collector; warnings printed to the worker's stderr."""
-    group_vars, projections = getattr(plan, "group_vars", ()), getattr(plan, "projections", ())
     columns = list(plan.columns)
 
     def op(key, pdfs, state):
-        col = Collector(group_vars, projections)
+        col = Collector.of(plan)
         for records in func(key, pdfs, state):
             for kind, tick, payload in zip(records["kind"], records["tick"], records["payload"]):
                 col.add(kind, int(tick), payload)

@@ -47,6 +47,32 @@ class NumericRows:
                            {a: np.concatenate([p.values[a] for p in parts]) for a in aliases})
 
 
+def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -> NumericRows:
+    """The buckets' partial rows of a merging routing (planning/fact.Routing.merge) added per
+    (tick, group): COUNT and COUNT DISTINCT of the split key add (its values are disjoint across
+    buckets); duration sums add as exact limbs and are rounded once (`kernels.exact.rounded`, the
+    oracle's fsum); AVG is that sum over the added counts."""
+    from tefq.spark.kernels.exact import rounded
+
+    keys = np.column_stack([rows.ticks, rows.groups])
+    keys, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+
+    def added(a: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(keys), np.int64)
+        np.add.at(out, inv, a)
+        return out
+
+    values: dict[str, np.ndarray] = {}
+    for alias, op in aggregates:
+        if op in ("count", "count_distinct"):
+            values[alias] = added(rows.values[alias])
+        else:
+            total = rounded(np.stack([added(rows.values[f"{alias}#{j}"]) for j in range(3)]))
+            values[alias] = total if op == "sum_duration" else total / added(rows.values[f"{alias}#n"])
+    return NumericRows(keys[:, 0].copy(), keys[:, 1:].copy(), values)
+
+
 def json_record(kind: str, tick: int, obj) -> tuple[str, int, bytes]:
     return kind, int(tick), json.dumps(obj).encode("utf-8")
 
@@ -74,11 +100,20 @@ class Collector:
 
     group_vars: tuple[str, ...]
     projections: tuple[tuple[str, Expr], ...]  # group variables appear as Var("group:<name>")
+    merge: tuple[tuple[str, str], ...] = ()  # (alias, op): the rows are buckets' partials to add first
     numeric: list[NumericRows] = field(default_factory=list)
     ready: list[Row] = field(default_factory=list)  # rows the fallback formatted itself
     terms: dict[int, str] = field(default_factory=dict)
     metrics: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def of(plan) -> "Collector":
+        """The collector of a plan's records (any plan kind: what it has of group variables,
+        projections and partial aggregates)."""
+        routing = getattr(plan, "routing", None)
+        merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
+        return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge)
 
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == ROWS:
@@ -110,7 +145,8 @@ class Collector:
 
     def _numeric(self) -> NumericRows:
         aliases = list(self.numeric[0].values)
-        return NumericRows.concat(self.numeric, len(self.group_vars), aliases)
+        rows = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
+        return merge_partials(rows, self.merge) if self.merge else rows
 
 
 def _to_term(v) -> str | None:

@@ -34,6 +34,7 @@ class TickSpec:
     group_cols: tuple[int, ...]  # columns of the matched relation
     aggregates: tuple[tuple[str, str, int], ...]  # (alias, op, column): count | count_distinct | sum/avg_duration
     scope_cols: tuple[int, ...] | None = None  # WHILE: the matched relation's columns of the scope key
+    partial: bool = False  # one bucket's share of each group: sums as exact limbs (output.merge_partials)
 
 
 def activity(sol: Relation, spec: TickSpec, scope: Relation | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -150,9 +151,20 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
         else:
             if sums is None:
                 sums = _duration_sums(sol, sid, g, ka, kb, ticks, d, lay)[:, report]
-                sums = rounded(sums)
-            values[alias] = sums if op == "sum_duration" else sums / count[report]
+            if spec.partial:
+                values.update(partial_sum(alias, op, sums, count[report]))
+            else:
+                values[alias] = rounded(sums) if op == "sum_duration" else rounded(sums) / count[report]
     return NumericRows(ticks[ki], codes[gi], values)
+
+
+def partial_sum(alias: str, op: str, sums: np.ndarray, count: np.ndarray) -> dict[str, np.ndarray]:
+    """A bucket's share of a duration SUM / AVG per row: the exact limb sums (`alias#0..2`), and
+    for AVG the number of solutions (`alias#n`); `output.merge_partials` adds and rounds them."""
+    out = {f"{alias}#{j}": sums[j] for j in range(3)}
+    if op == "avg_duration":
+        out[f"{alias}#n"] = count
+    return out
 
 
 def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray, kb: np.ndarray,

@@ -45,7 +45,8 @@ class FactState(BucketState):
 def tick_spec(plan: FactAggregatePlan) -> TickSpec:
     return TickSpec(plan.current, plan.every_ms, plan.group_cols,
                     tuple((a.alias, a.op, c) for a, c in zip(plan.aggregates, plan.distinct_cols)),
-                    plan.while_.query_key if plan.while_ else None)
+                    plan.while_.query_key if plan.while_ else None,
+                    partial=plan.routing is not None and plan.routing.merge)
 
 
 def _relation(iv: Intervals, names: tuple[str, ...]) -> Relation:
@@ -92,7 +93,10 @@ class FactEvaluator:
                              .reshape(len(w), len(plan.while_.key)), w.start, w.end)
         out: list[tuple[str, int, bytes]] = []
         rows = tick_rows(matched, self.spec, scope, ticks)
-        metrics["rows_out"] += len(rows)
+        if self.spec.partial:  # shares of rows the driver adds up: not rows yet
+            metrics["partial_rows"] = metrics.get("partial_rows", 0) + len(rows)
+        else:
+            metrics["rows_out"] += len(rows)
         if len(rows):
             out.append(rows_record(rows))
             used = np.unique(rows.groups)

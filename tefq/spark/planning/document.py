@@ -15,12 +15,12 @@ from tefq.spark.planning.windowed import plan_windowed
 SIMULATION_REFUSAL = Refusal("derived facts, fact patterns and WHILE in a simulation", suffix="")
 
 
-def plan_query(doc: Document, i: int, buckets: int, fallback: bool, fact_aggregates: bool):
+def plan_query(doc: Document, i: int, buckets: int, fallback: bool, fact_aggregates: bool, merge_partials: bool):
     """The plan of aggregate query `i`: the first planner that accepts it, else the fallback."""
     q = doc.queries[i]
     plan = plan_current_aggregate(doc, q, buckets)
     if isinstance(plan, Refusal):  # derived facts, fact patterns without CURRENT, WHILE
-        plan = plan_fact_aggregate(doc, q, buckets) if fact_aggregates else SIMULATION_REFUSAL
+        plan = plan_fact_aggregate(doc, q, buckets, merge_partials) if fact_aggregates else SIMULATION_REFUSAL
     if not isinstance(plan, Refusal):
         return plan
     if not fallback:
@@ -28,10 +28,12 @@ def plan_query(doc: Document, i: int, buckets: int, fallback: bool, fact_aggrega
     return FallbackPlan(q.name, i, tuple(p.name for p in q.select), q.every_ms, plan.reason)
 
 
-def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_aggregates: bool = True) -> list:
+def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_aggregates: bool = True,
+                  merge_partials: bool = True) -> list:
     """One plan per query (windowed queries share one). `fact_aggregates=False` sends what the
     fact-aggregate operator would run to the fallback instead (the simulations have no
-    simulated form of that operator)."""
+    simulated form of that operator); `merge_partials=False`: no routing that leaves the driver
+    to add the buckets' partial aggregates (planning/fact.Routing.merge)."""
     plans: list = []
     windowed = None
     for i, q in enumerate(doc.queries):
@@ -40,7 +42,7 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_a
                 windowed = plan_windowed(doc)
                 plans.append(windowed)
         elif isinstance(q, AggregateQuery):
-            plans.append(plan_query(doc, i, buckets, fallback, fact_aggregates))
+            plans.append(plan_query(doc, i, buckets, fallback, fact_aggregates, merge_partials))
     return plans
 
 

@@ -9,7 +9,7 @@ the pattern; COUNT [DISTINCT] ?v, COUNT(*), SUM / AVG of DURATION(?S, ?E) of the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Expr, Var
 from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
@@ -59,6 +59,9 @@ class Routing:
     key: str
     split: tuple[tuple[str, int], ...]  # (fact, identity column) of the split facts
     replicated: tuple[str, ...]
+    # the key is not a group variable but the COUNT DISTINCT one: a group's facts lie in several
+    # buckets, each reports its partial aggregates and the driver adds them (output.merge_partials)
+    merge: bool = False
 
     def column(self, fact: str) -> int:
         """The identity column that picks `fact`'s bucket, or -1: replicated to every bucket."""
@@ -144,10 +147,15 @@ class FactAggregatePlan:
         split = "; ".join(f"{f} split by ?{self._identity(f)[c]}" for f, c in r.split)
         copies = (f"; replicated to every bucket ({self.buckets} copies of each row): {', '.join(r.replicated)}"
                   if r.replicated else "; nothing replicated")
-        return [f"  Exchange hashpartitioning(bucket = xxhash64(?{r.key}) mod {self.buckets}): {split}{copies};"
-                " heartbeats and flush to every bucket",
-                f"    exact: every {self.fact} fact, its derivations, coalescing and WHILE scope of a group lie in"
-                f" the bucket of its ?{r.key}"]
+        lines = [f"  Exchange hashpartitioning(bucket = xxhash64(?{r.key}) mod {self.buckets}): {split}{copies};"
+                 " heartbeats and flush to every bucket"]
+        if r.merge:
+            return lines + [f"    exact: every {self.fact} fact and its derivations and coalescing lie in the bucket of"
+                            f" its ?{r.key}; each bucket reports its partial aggregates per group, the driver adds"
+                            f" them (COUNT DISTINCT ?{r.key} over disjoint values, exact duration sums as limbs)"
+                            " and then projects"]
+        return lines + [f"    exact: every {self.fact} fact, its derivations, coalescing and WHILE scope of a group lie"
+                        f" in the bucket of its ?{r.key}"]
 
     def _identity(self, name: str) -> tuple[str, ...]:
         return next(f.identity for f in self.facts if f.name == name)
@@ -236,7 +244,9 @@ def query_refusal(q) -> Refusal | None:
     return None
 
 
-def plan_fact_aggregate(doc: Document, q, buckets: int = 8) -> FactAggregatePlan | Refusal:
+def plan_fact_aggregate(doc: Document, q, buckets: int = 8, merge_partials: bool = True) -> FactAggregatePlan | Refusal:
+    """`merge_partials=False`: no routing whose buckets report partial aggregates (a caller that
+    formats each bucket's rows on its own: tefq.spark.apply)."""
     refusal = query_refusal(q)
     if refusal is not None:
         return refusal
@@ -262,7 +272,8 @@ def plan_fact_aggregate(doc: Document, q, buckets: int = 8) -> FactAggregatePlan
     if isinstance(plans, Refusal):
         return plans
     aggs, distinct = planned
-    routing = choose_routing(plans, order, fact.name, group_vars, scope) if buckets > 1 else None
+    merge_keys = counted_keys(distinct, identity, group_vars) if merge_partials else []
+    routing = choose_routing(plans, order, fact.name, group_vars, scope, merge_keys) if buckets > 1 else None
     return FactAggregatePlan(
         query=q.name, columns=tuple(p.name for p in q.select), facts=tuple(plans[n] for n in order),
         fact=fact.name, current=wp.kind == "current", group_vars=tuple(group_vars),
@@ -349,15 +360,30 @@ def fact_buckets(routing: Routing | None, offered: int) -> int:
     return 1 if routing is None else offered
 
 
+def counted_keys(distinct: list[int], identity: tuple[str, ...], group_vars: list[str]) -> list[str]:
+    """The keys whose buckets' partial aggregates add up to the whole: the variable every COUNT
+    DISTINCT counts, if it is not a group variable (split by it, a value's facts are in one bucket,
+    so per-bucket distinct counts add; COUNT and duration sums add whatever the split)."""
+    cols = {c for c in distinct if c >= 0}
+    return [identity[c] for c in cols if identity[c] not in group_vars] if len(cols) == 1 else []
+
+
 def choose_routing(plans: dict, order: list[str], matched: str, group_vars: list[str],
-                   scope: ScopePlan | None) -> Routing | None:
-    """The exact routing, over the group variables as keys, that replicates the fewest event facts;
-    None when there is none (then one bucket)."""
-    def copied(r: Routing) -> int:
-        return sum(isinstance(plans[n], EventFactPlan) for n in r.replicated)
+                   scope: ScopePlan | None, merge_keys: list[str] = ()) -> Routing | None:
+    """The exact routing that replicates the fewest event facts, over the group variables as keys
+    and the `merge_keys` (partial aggregates added on the driver); None when there is none (then
+    one bucket). When both kinds replicate as many event facts, the merging one wins: it
+    replicates the facts of the groups (UC3: programmes) instead of the facts of the counted
+    entity (UC3: every user's viewing, ~99% of the rows), so each bucket builds only its share —
+    measured on UC3 2M (docs/spark.md, "UC3 partitioning")."""
+    def cost(r: Routing) -> tuple[int, bool]:
+        copied = sum(isinstance(plans[n], EventFactPlan) for n in r.replicated)
+        return copied, (r.merge if copied == 0 else not r.merge)
 
     found = [r for r in (routing_for(plans, order, matched, key, scope) for key in group_vars) if r is not None]
-    return min(found, key=copied) if found else None
+    found += [replace(r, merge=True) for r in (routing_for(plans, order, matched, key, scope) for key in merge_keys)
+              if r is not None]
+    return min(found, key=cost) if found else None
 
 
 def routing_for(plans: dict, order: list[str], matched: str, key: str, scope: ScopePlan | None) -> Routing | None:

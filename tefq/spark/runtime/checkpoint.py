@@ -19,7 +19,7 @@ from typing import IO, Callable
 
 from tefq.errors import TefqError
 
-STATE_VERSION = 4
+STATE_VERSION = 5
 MARKER = "tefq-state-version"
 
 

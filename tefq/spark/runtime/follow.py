@@ -49,7 +49,7 @@ class SinkTail:
             return [], []
         self.seen.update(files)
         # An operator sends the terms of its rows with them: each poll decodes on its own.
-        col = Collector(getattr(self.plan, "group_vars", ()), getattr(self.plan, "projections", ()))
+        col = Collector.of(self.plan)
         pdf = read_sink_files(files)
         for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
             col.add(kind, tick, payload)

@@ -100,7 +100,8 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         value = F.get_json_object(F.col("payload").cast("string"), f"$.{name}").cast("long")
         return F.sum(F.when(F.col("kind") == "metric", value))
 
-    result = result.observe("tefq_out", metric("rows_out").alias("rows"), metric("ticks").alias("ticks"))
+    result = result.observe("tefq_out", metric("rows_out").alias("rows"), metric("partial_rows").alias("partial"),
+                            metric("ticks").alias("ticks"))
     if ingest == "direct":  # events read: bucket 0's count of its heartbeats (operators/base.see_time)
         result = result.observe("tefq_in", F.max(F.when(F.col("kind") == "metric", F.col("tick"))).alias("event_time"),
                                 (metric("events_in") + metric("bad_rows")).alias("n"))

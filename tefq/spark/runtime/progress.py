@@ -46,9 +46,10 @@ class Progress:
         observed = p.get("observedMetrics") or {}
         obs, obs_out = (as_dict(observed.get(name)) for name in ("tefq_in", "tefq_out"))
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
+        partial = f"partial rows {obs_out['partial']} (added on the driver), " if obs_out.get("partial") else ""
         print(f"[spark {self.name}] batch {p['batchId']}: events read {p.get('numInputRows', 0)}, "
               f"event time {obs.get('event_time')}, ticks emitted {obs_out.get('ticks') or 0}, "
-              f"rows emitted {obs_out.get('rows') or 0}, "
+              f"rows emitted {obs_out.get('rows') or 0}, {partial}"
               f"state {state} bytes, {p.get('durationMs', {}).get('triggerExecution', 0)} ms", file=sys.stderr)
 
 

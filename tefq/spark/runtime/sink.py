@@ -49,7 +49,7 @@ def read_sink(out: str):
 
 def collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, list[str]]:
     pdf = read_sink(out)
-    col = Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()))
+    col = Collector.of(plan)
     for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
         col.add(kind, tick, payload)
     metrics: dict = {}
