@@ -54,14 +54,17 @@ def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -
     oracle's fsum); AVG is that sum over the added counts."""
     from tefq.spark.kernels.exact import rounded
 
-    keys = np.column_stack([rows.ticks, rows.groups])
-    keys, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    if not len(rows):
+        return rows
+    # one lexsort by (tick, group codes), then a sum over each run of equal keys
+    order = np.lexsort(tuple(rows.groups[:, j] for j in reversed(range(rows.groups.shape[1]))) + (rows.ticks,))
+    ticks, groups = rows.ticks[order], rows.groups[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (ticks[1:] != ticks[:-1]) | (groups[1:] != groups[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
 
     def added(a: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(keys), np.int64)
-        np.add.at(out, inv, a)
-        return out
+        return np.add.reduceat(a[order].astype(np.int64), starts)
 
     values: dict[str, np.ndarray] = {}
     for alias, op in aggregates:
@@ -70,7 +73,7 @@ def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -
         else:
             total = rounded(np.stack([added(rows.values[f"{alias}#{j}"]) for j in range(3)]))
             values[alias] = total if op == "sum_duration" else total / added(rows.values[f"{alias}#n"])
-    return NumericRows(keys[:, 0].copy(), keys[:, 1:].copy(), values)
+    return NumericRows(ticks[starts], groups[starts], values)
 
 
 def json_record(kind: str, tick: int, obj) -> tuple[str, int, bytes]:
