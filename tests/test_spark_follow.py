@@ -123,3 +123,57 @@ def test_follow_ignores_hidden_underscore_and_tmp_files(spark, tmp_path, monkeyp
     want = oracle(sd.uc1(10_000), first + second).results[0]
     want.rows = [r for r in want.rows if r[0] < 41000]  # the ticks the event time has passed
     assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")
+
+
+@pytest.mark.spark
+def test_follow_uc3_split_by_user_adds_the_buckets_shares_per_micro_batch(spark, tmp_path, monkeypatch):
+    """UC3 under --follow on two buckets: split by user, each bucket reports its share of every
+    show and tick, and each micro-batch's shares are added on the driver before its rows are
+    written. One programme airs on two channels whose viewers land in different buckets; --out is
+    the oracle's rows the event time passed."""
+    from tefq.cli import run_command
+    from tefq.io.result_writers import results_text
+    from tefq.spark.planning import plan_document
+
+    query = tmp_path / "uc3.tef"
+    query.write_text(open(os.path.join(ROOT, "usecases", "uc3.tef")).read().replace('"PT1M"', '"PT10S"'))
+    j, q, s, f = (f"<{IPTV}{x}>" for x in ("join", "quit", "start", "finish"))
+    c1, c2, news = "<http://x/c1>", "<http://x/c2>", "<http://x/news>"
+    users = [f"<http://x/u{i}>" for i in range(8)]
+    first = [(0, c1, s, news), (2000, c2, s, news)] + [(1000 + 500 * i, u, j, c1 if i % 2 else c2)
+                                                       for i, u in enumerate(users)]
+    first += [(21000, users[1], q, c1), (24000, users[2], q, c2)]
+    second = [(35000, users[3], q, c1), (36000, users[1], j, c2), (45000, c1, f, news), (52000, users[5], q, c1)]
+    d = tmp_path / "in"
+    d.mkdir()
+    write_stream(first, str(d / "part-0000.tsv"), fmt="tsv")
+    out_csv = tmp_path / "out.csv"
+
+    def wait_for_tick(tick: int) -> None:
+        deadline = time.monotonic() + 300
+        while not (out_csv.exists() and f"\n{tick}," in out_csv.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.3)
+
+    def producer() -> None:
+        try:
+            wait_for_tick(20000)
+            write_stream(second, str(d / "part-0001.tsv.tmp"), fmt="tsv")
+            os.replace(d / "part-0001.tsv.tmp", d / "part-0001.tsv")
+            wait_for_tick(50000)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # the follow loop stops after its micro-batch
+
+    from tefq.api import load
+
+    (plan,) = plan_document(load(str(query)).document(), 2)
+    assert plan.routing.key == "user" and plan.routing.merge
+    monkeypatch.chdir(ROOT)
+    thread = threading.Thread(target=producer, daemon=True)
+    thread.start()
+    code = run_command(["run", str(query), "--stream", str(d), "--follow", "--out", str(out_csv),
+                        "--master", "local[2]", "--quiet"])
+    thread.join(timeout=60)
+    assert code == 0
+    want = oracle(load(str(query)).document(), first + second).results[0]
+    want.rows = [r for r in want.rows if r[0] < 52000]  # the ticks the event time has passed
+    assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")
