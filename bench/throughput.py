@@ -170,14 +170,14 @@ def main() -> int:
     doc = docs(args.usecase)
     result: dict = {"usecase": args.usecase, "events": table.num_rows, "data": data,
                     "machine": f"{os.cpu_count()} cores", "load_average_start": load_average()}
-    baselines(args, doc, table, result)
+    limit_rows = baselines(args, doc, table, result)
     if args.pathway_events:
         result.update(pathway_figures(args.usecase, table, doc.queries[0].every_ms, args.pathway_events))
     # Spark applies maxFilesPerTrigger to each stream's source: size it on the log's files
     log_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in stream_files(log))
     fpt = args.files_per_trigger or max(1, round(len(stream_files(log)) * args.batch_events / max(log_rows, 1)))
     del table  # the engine run's memory is what the peaks measure
-    engine_figures(args, doc, streams, fpt, result)
+    engine_figures(args, doc, streams, fpt, result, limit_rows)
     result["limit_runs_seconds"] = LIMIT_RUNS
     result["load_average_end"] = load_average()
     return write(args.json, result)
@@ -190,8 +190,9 @@ def write(path: str, result: dict) -> int:
     return 0
 
 
-def baselines(args: argparse.Namespace, doc, table, result: dict) -> None:
-    """The single-pass numpy limit (and the per-event Python loop) over the same events."""
+def baselines(args: argparse.Namespace, doc, table, result: dict) -> list | None:
+    """The single-pass numpy limit (and the per-event Python loop) over the same events; UC3's
+    limit also returns its result rows, formatted, for a cell-by-cell check of the engine's."""
     every = doc.queries[0].every_ms
     if args.usecase in ("uc1", "uc2"):
         from baselines import numpy_limit, python_loop
@@ -209,20 +210,28 @@ def baselines(args: argparse.Namespace, doc, table, result: dict) -> None:
             result["python_loop_events_per_s"] = table.num_rows / secs
     else:  # the fact-aggregate plan evaluated in one numpy pass (tefq.spark.derived_limit)
         from tefq.spark.derived_limit import single_pass
+        from tefq.spark.output import Collector
         from tefq.spark.planning import plan_document
 
         def timed_single_pass(plan, events):
             started = time.perf_counter()
-            counts = single_pass(plan, events)
-            return time.perf_counter() - started, counts
+            out = single_pass(plan, events)
+            return time.perf_counter() - started, out
 
-        secs, counts = best_of(args.limit_repeat, timed_single_pass, plan_document(doc, 1)[0], table)
+        plan = plan_document(doc, 1)[0]
+        secs, (counts, records) = best_of(args.limit_repeat, timed_single_pass, plan, table)
         result["limit_rows"], result["limit_facts_created"] = counts["rows_out"], counts["facts_created"]
         result["limit_events_per_s"] = table.num_rows / secs
         result["python_loop_note"] = "no per-event Python loop for UC3 (the oracle is one: see tefq compare)"
+        col = Collector.of(plan)
+        for record in records:
+            col.add(*record)
+        return col.sorted_rows()
+    return None
 
 
-def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, result: dict) -> None:
+def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, result: dict,
+                   limit_rows: list | None = None) -> None:
     """The Spark run: steady and overall rates, peak memory of driver, JVM and Python workers,
     state size per batch and (with --checkpoint) the checkpoint's size on disk."""
     import shutil
@@ -260,6 +269,8 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
         "late_events": r.metrics.late_events, "events_in": r.metrics.events_in,
         "ingest": r.metrics.extra.get("ingest"),
     })
+    if limit_rows is not None:  # UC3: every cell, not only the count
+        result["rows_equal_limit_cells"] = r.results[0].rows == limit_rows
     ratios(result, steady)
 
 
@@ -268,6 +279,7 @@ def ratios(result: dict, steady: float | None) -> None:
         result["steady_vs_limit"] = (steady or 0) / result["limit_events_per_s"]
         # the engine's counts against the limit's, over every event: no event late, none skipped
         result["rows_agree"] = (result["limit_rows"] == result["rows_out"] and result.get("late_events") == 0
+                                and result.get("rows_equal_limit_cells", True)
                                 and result.get("events_in") == result["events"]
                                 and result.get("limit_facts_created", result.get("facts_created")) == result.get("facts_created"))
     if result.get("python_loop_events_per_s"):

@@ -13,4 +13,4 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1] if len(sys.argv) > 1 else HER
     print(f"{os.path.basename(f):26} {r.get('ingest'):8} steady {steady / 1e3:7.1f}k "
           f"limit {r['limit_events_per_s'] / 1e6:5.2f}M ratio {r.get('steady_vs_limit') or 0:.3f} "
           f"whole {r['events_per_s'] / 1e3:6.1f}k wall {r['wall_seconds']:5.1f}s batches {batches} "
-          f"rows {r['rows_out']} late {r.get('late_events', '?')} agree {r['rows_agree']} load {r['load_average_start'][0]}-{r['load_average_end'][0]}")
+          f"rows {r['rows_out']} late {r.get('late_events', '?')} cells {r.get('rows_equal_limit_cells', '-')} agree {r['rows_agree']} load {r['load_average_start'][0]}-{r['load_average_end'][0]}")
