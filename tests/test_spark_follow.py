@@ -79,12 +79,39 @@ def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):
     assert tail.rows_out == 10 + 6 * 40_000 and tail.rows == []
 
 
+def follow_until(query: str, d, out_csv, second: list, last_tick: int) -> int:
+    """`tefq run QUERY --stream D --follow --out OUT` in this process until tick 20000 is in OUT;
+    then `second` arrives in D as a producer writes it (`part-0001.tsv.tmp`, renamed), and once
+    `last_tick` is in OUT a real SIGTERM lets the run finish its micro-batch. Returns the exit code."""
+    from tefq.cli import run_command
+
+    def wait_for_tick(tick: int) -> None:
+        deadline = time.monotonic() + 300
+        while not (out_csv.exists() and f"\n{tick}," in out_csv.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.3)
+
+    def producer() -> None:
+        try:
+            wait_for_tick(20000)
+            write_stream(second, str(d / "part-0001.tsv.tmp"), fmt="tsv")
+            os.replace(d / "part-0001.tsv.tmp", d / "part-0001.tsv")
+            wait_for_tick(last_tick)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # the follow loop stops after its micro-batch
+
+    thread = threading.Thread(target=producer, daemon=True)
+    thread.start()
+    code = run_command(["run", query, "--stream", str(d), "--follow", "--out", str(out_csv),
+                        "--master", "local[2]", "--quiet"])
+    thread.join(timeout=60)
+    return code
+
+
 @pytest.mark.spark
 def test_follow_ignores_hidden_underscore_and_tmp_files(spark, tmp_path, monkeypatch):
     """A followed TSV directory holding `.notes.tsv`, `_draft.tsv` and a half-written
     `part-0001.tsv.tmp` (none of them a valid stream file) runs on; when the producer renames the
     finished `.tmp`, its rows are read once. --out is the oracle's rows the event time passed."""
-    from tefq.cli import run_command
     from tefq.io.result_writers import results_text
 
     j, q = f"<{IPTV}join>", f"<{IPTV}quit>"
@@ -98,28 +125,8 @@ def test_follow_ignores_hidden_underscore_and_tmp_files(spark, tmp_path, monkeyp
     for junk in (".notes.tsv", "_draft.tsv", "part-0001.tsv.tmp"):
         (d / junk).write_text("not a stream file\n\x00\x01 half written")
     out_csv = tmp_path / "out.csv"
-
-    def wait_for_tick(tick: int) -> None:
-        deadline = time.monotonic() + 300
-        while not (out_csv.exists() and f"\n{tick}," in out_csv.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.3)
-
-    def producer() -> None:
-        try:
-            wait_for_tick(20000)
-            write_stream(second, str(d / "part-0001.tsv.tmp"), fmt="tsv")
-            os.replace(d / "part-0001.tsv.tmp", d / "part-0001.tsv")
-            wait_for_tick(40000)
-        finally:
-            os.kill(os.getpid(), signal.SIGTERM)  # the follow loop stops after its micro-batch
-
     monkeypatch.chdir(ROOT)
-    thread = threading.Thread(target=producer, daemon=True)
-    thread.start()
-    code = run_command(["run", "usecases/uc1.tef", "--stream", str(d), "--follow", "--out", str(out_csv),
-                        "--master", "local[2]", "--quiet"])
-    thread.join(timeout=60)
-    assert code == 0
+    assert follow_until("usecases/uc1.tef", d, out_csv, second, 40000) == 0
     want = oracle(sd.uc1(10_000), first + second).results[0]
     want.rows = [r for r in want.rows if r[0] < 41000]  # the ticks the event time has passed
     assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")
@@ -131,7 +138,6 @@ def test_follow_uc3_split_by_user_adds_the_buckets_shares_per_micro_batch(spark,
     show and tick, and each micro-batch's shares are added on the driver before its rows are
     written. One programme airs on two channels whose viewers land in different buckets; --out is
     the oracle's rows the event time passed."""
-    from tefq.cli import run_command
     from tefq.io.result_writers import results_text
     from tefq.spark.planning import plan_document
 
@@ -148,32 +154,16 @@ def test_follow_uc3_split_by_user_adds_the_buckets_shares_per_micro_batch(spark,
     d.mkdir()
     write_stream(first, str(d / "part-0000.tsv"), fmt="tsv")
     out_csv = tmp_path / "out.csv"
-
-    def wait_for_tick(tick: int) -> None:
-        deadline = time.monotonic() + 300
-        while not (out_csv.exists() and f"\n{tick}," in out_csv.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.3)
-
-    def producer() -> None:
-        try:
-            wait_for_tick(20000)
-            write_stream(second, str(d / "part-0001.tsv.tmp"), fmt="tsv")
-            os.replace(d / "part-0001.tsv.tmp", d / "part-0001.tsv")
-            wait_for_tick(50000)
-        finally:
-            os.kill(os.getpid(), signal.SIGTERM)  # the follow loop stops after its micro-batch
-
     from tefq.api import load
 
     (plan,) = plan_document(load(str(query)).document(), 2)
     assert plan.routing.key == "user" and plan.routing.merge
+    from tefq.spark.runtime.columnar import term_codes
+
+    on_c1 = [u for i, u in enumerate(users) if i % 2]
+    assert set(np.mod(term_codes(pa.array(on_c1)), 2).tolist()) == {0, 1}  # c1's viewers in both buckets
     monkeypatch.chdir(ROOT)
-    thread = threading.Thread(target=producer, daemon=True)
-    thread.start()
-    code = run_command(["run", str(query), "--stream", str(d), "--follow", "--out", str(out_csv),
-                        "--master", "local[2]", "--quiet"])
-    thread.join(timeout=60)
-    assert code == 0
+    assert follow_until(str(query), d, out_csv, second, 50000) == 0
     want = oracle(load(str(query)).document(), first + second).results[0]
     want.rows = [r for r in want.rows if r[0] < 52000]  # the ticks the event time has passed
     assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")
