@@ -140,7 +140,7 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
     report = np.nonzero(count > 0)[0]
     gi, ki = (c[report] for c in lay.cells())
     values: dict[str, np.ndarray] = {}
-    sums = None
+    sums = total = None
     for alias, op, col in spec.aggregates:
         if op == "count":
             values[alias] = count[report]
@@ -153,8 +153,10 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
                 sums = _duration_sums(sol, sid, g, ka, kb, ticks, d, lay)[:, report]
             if spec.partial:
                 values.update(partial_sum(alias, op, sums, count[report]))
-            else:
-                values[alias] = rounded(sums) if op == "sum_duration" else rounded(sums) / count[report]
+                continue
+            if total is None:
+                total = rounded(sums)  # once for SUM and AVG alike
+            values[alias] = total if op == "sum_duration" else total / count[report]
     return NumericRows(ticks[ki], codes[gi], values)
 
 

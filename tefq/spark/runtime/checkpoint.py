@@ -7,7 +7,9 @@ Version 1: checkpoints written before the marker existed (operators in `tefq/spa
 file source of a version-2 checkpoint read them in place: resuming would read every file again
 from the staged directory), and the columnar ingestion path. Version 4: one bucket per core
 instead of two (a version-3 checkpoint holds twice the buckets) and direct ingestion for CURRENT
-aggregates under `--ingest auto` (a version-3 one was written by the columnar path). The marker `tefq-state-version` sits in the checkpoint
+aggregates under `--ingest auto` (a version-3 one was written by the columnar path). Version 5:
+UC3-shaped queries split by the counted variable (planning/fact.Routing.merge: a version-4
+bucket holds another share of the facts). The marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
 """
 from __future__ import annotations
