@@ -8,11 +8,10 @@ cd "$(dirname "$0")/../../.."
 OUT=$1
 mkdir -p "$OUT"
 B=".venv/bin/python bench/throughput.py --pathway-events 0 --skip-python-loop"
+. docs/bench/run_one.sh
 one() {  # name, env, args...
   name=$1; envs=$2; shift 2
-  echo "$(date -u +%T) $name load $(cut -d' ' -f1-3 /proc/loadavg)"
-  env $envs $B "$@" --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
-  echo "$(date -u +%T) $name done rc=$? load $(cut -d' ' -f1-3 /proc/loadavg)"
+  run_one "$name" env $envs $B "$@"
 }
 OLD="TEFQ_SPARK_PARTITIONS=4"
 NEW="TEFQ_BENCH=new"

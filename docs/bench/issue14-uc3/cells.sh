@@ -5,7 +5,7 @@ set -u
 cd "$(dirname "$0")/../../.."
 OUT=$1; mkdir -p "$OUT"
 B=".venv/bin/python bench/throughput.py --pathway-events 0 --skip-python-loop --usecase uc3"
-$B --events 2000000 --data /tmp/bench2m --buckets 1 --json "$OUT/uc3-2m-1bucket.json" > "$OUT/uc3-2m-1bucket.log" 2>&1
-$B --events 2000000 --data /tmp/bench2m --json "$OUT/uc3-2m-2buckets.json" > "$OUT/uc3-2m-2buckets.log" 2>&1
-$B --events 10000000 --data /tmp/bench10m --batch-events 2000000 --limit-repeat 2 --json "$OUT/uc3-10m-2buckets.json" \
-  > "$OUT/uc3-10m-2buckets.log" 2>&1
+. docs/bench/run_one.sh
+run_one uc3-2m-1bucket $B --events 2000000 --data /tmp/bench2m --buckets 1
+run_one uc3-2m-2buckets $B --events 2000000 --data /tmp/bench2m
+run_one uc3-10m-2buckets $B --events 10000000 --data /tmp/bench10m --batch-events 2000000 --limit-repeat 2

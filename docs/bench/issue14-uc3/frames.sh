@@ -11,11 +11,10 @@ F=tefq/spark/operators/base.py
 NEW=$(mktemp); OLD=$(mktemp)
 cp $F "$NEW"; git show 9155263~1:$F > "$OLD"
 B=".venv/bin/python bench/throughput.py --pathway-events 0 --skip-python-loop"
+. docs/bench/run_one.sh
 one() {  # name, version file, args...
   name=$1; cp "$2" $F; shift 2
-  echo "$(date -u +%T) $name load $(cut -d' ' -f1-3 /proc/loadavg)"
-  $B "$@" --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
-  echo "$(date -u +%T) $name done rc=$? load $(cut -d' ' -f1-3 /proc/loadavg)"
+  run_one "$name" $B "$@"
   cp "$NEW" $F
 }
 for pair in 1 2; do

@@ -7,11 +7,9 @@ cd "$(dirname "$0")/../../.."
 OUT=$1; PAIRS=${2:-3}
 mkdir -p "$OUT"
 B=".venv/bin/python bench/throughput.py --pathway-events 0 --skip-python-loop --usecase uc3 --limit-repeat 1"
+. docs/bench/run_one.sh
 for pair in $(seq 1 "$PAIRS"); do
   for b in 1 2; do
-    name=uc3-2m-byuser-buckets$b-$pair
-    echo "$(date -u +%T) $name load $(cut -d' ' -f1-3 /proc/loadavg)"
-    $B --events 2000000 --data /tmp/bench2m --buckets $b --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
-    echo "$(date -u +%T) $name done rc=$? load $(cut -d' ' -f1-3 /proc/loadavg)"
+    run_one uc3-2m-byuser-buckets$b-$pair $B --events 2000000 --data /tmp/bench2m --buckets $b
   done
 done

@@ -8,11 +8,10 @@ cd "$(dirname "$0")/../../.."
 OUT=$1
 mkdir -p "$OUT"
 B=".venv/bin/python bench/throughput.py --pathway-events 0 --skip-python-loop --usecase uc3"
+. docs/bench/run_one.sh
 one() {  # name, args...
   name=$1; shift
-  echo "$(date -u +%T) $name load $(cut -d' ' -f1-3 /proc/loadavg)"
-  $B "$@" --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
-  echo "$(date -u +%T) $name done rc=$? load $(cut -d' ' -f1-3 /proc/loadavg)"
+  run_one "$name" $B "$@"
 }
 for pair in 1 2; do
   for b in 1 2; do

@@ -5,16 +5,15 @@
 #   docs/bench/issue14-uc3/split.sh OUTDIR BEFORE     (then: python docs/bench/issue14-direct/table.py OUTDIR)
 set -u
 cd "$(dirname "$0")/../../.."
-OUT=$1; BEFORE=$2
-mkdir -p "$OUT"
-B="bench/throughput.py --pathway-events 0 --skip-python-loop --usecase uc3"
-one() {  # name, tree, args...
-  name=$1; tree=$2; shift 2
-  echo "$(date -u +%T) $name load $(cut -d' ' -f1-3 /proc/loadavg)"
-  (cd "$tree" && PYTHONPATH="$tree" "$OLDPWD/.venv/bin/python" $B "$@" --json "$OLDPWD/$OUT/$name.json" > "$OLDPWD/$OUT/$name.log" 2>&1)
-  echo "$(date -u +%T) $name done rc=$? load $(cut -d' ' -f1-3 /proc/loadavg)"
-}
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd); BEFORE=$2  # absolute: the runs start in their tree
 NOW=$(pwd)
+B="bench/throughput.py --pathway-events 0 --skip-python-loop --usecase uc3"
+. docs/bench/run_one.sh
+one() {  # name, tree, args...: bench/ and tefq/ of that tree
+  name=$1; tree=$2; shift 2
+  run_one "$name" sh -c 'cd "$0" && PYTHONPATH="$0" exec "$@"' "$tree" "$NOW/.venv/bin/python" $B "$@"
+}
 for pair in 1 2; do
   one uc3-2m-byshow-2buckets-$pair "$BEFORE" --events 2000000 --data /tmp/bench2m
   one uc3-2m-byuser-1bucket-$pair "$NOW" --events 2000000 --data /tmp/bench2m --buckets 1
