@@ -56,3 +56,21 @@ def parse_duration(text: str, file: str | None = None, line: int = 0, column: in
         raise TefqError(f"duration '{t}' uses years or months, which have no fixed length"
                         f" (for minutes write PT{c.group(2) or '1'}M)", *where)
     raise TefqError(f"bad duration '{t}': {HINT}", *where)
+
+
+def duration_ms(value: int | str | None, option: str) -> int:
+    """A duration given as an option or argument (`--lateness 5s`, `lateness=5000`) in ms; None is
+    0. A bad one is a TefqError naming the option."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TefqError(f"{option}: expected a duration (e.g. 5s) or milliseconds, got {type(value).__name__}",
+                        file=option)
+    if isinstance(value, int):
+        if value < 0:
+            raise TefqError(f"{option}: a duration cannot be negative, got {value}", file=option)
+        return value
+    try:
+        return parse_duration(value)
+    except TefqError as e:  # located at the option, not at a query position
+        raise TefqError(e.message, file=option) from None
