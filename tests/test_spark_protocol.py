@@ -119,3 +119,20 @@ def test_every_mapper_sends_its_heartbeat_and_flush_to_each_bucket_it_feeds():
         out = pa.Table.from_batches(list(make_mapper(plan, None, only=only)(iter([rows]), 0))).to_pandas()
         assert out["k"].tolist() == [HEARTBEAT] * len(buckets) + [FLUSH] * len(buckets)
         assert out["b"].tolist() == buckets * 2 and out["f"].tolist()[:len(buckets)] == [1] * len(buckets)
+
+
+def test_the_fallback_counts_bad_rows_from_the_heartbeats_as_every_operator_does():
+    """The fallback takes its event time from its elements, and its bad rows from the heartbeats
+    (the oracle counts them: before, a fallback query reported 0 for a Parquet input's bad rows)."""
+    import json
+
+    from tefq.spark.operators.fallback import make_fallback_operator
+
+    doc = sd.uc3(2000)
+    op = make_fallback_operator(doc, 0, doc.queries[0].every_ms, 0, 0)
+    j = f"<{IPTV}join>"
+    rows = pa.concat_batches([element_rows([(1000, "<u1>", j, "<c1>")]).drop_columns(["x"]),
+                              heartbeat_rows(ELEMENT_WIRE, [0], 1000, 1000, 1, 2)])
+    out = next(op((0,), iter([rows.to_pandas()]), FakeState()))
+    metric = json.loads(out[out["kind"] == "metric"]["payload"].iloc[0])
+    assert metric["bad_rows"] == 2
