@@ -136,8 +136,8 @@ class Collector:
         projections and partial aggregates)."""
         routing = getattr(plan, "routing", None)
         merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
-        return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge, plan.query,
-                         plan.columns)
+        return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge,
+                         getattr(plan, "query", ""), getattr(plan, "columns", ()))
 
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == ROWS:
