@@ -38,7 +38,7 @@ class WindowedPlan:
             " elements + fed-back triples; at event time >= close: vectorised SPARQL algebra per window"
             f" (tefq.relational.sparql; < {small_window()} triples: rdflib)",
             *(f"    {name}: {w}" for name, w in zip(self.queries, self.windows)),
-            "  Exchange SinglePartition (key 0)",
+            "  Exchange SinglePartition (bucket 0)",
             "  MapInArrow: per-partition heartbeat (event-time range, element count), bad rows",
             f"  Project: kind, ts, terms only for predicates {preds} (others: time only)",
             SOURCE])
