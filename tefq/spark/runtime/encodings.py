@@ -15,12 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, WindowedPlan
-from tefq.spark.protocol import (ELEMENT, ELEMENT_WIRE, EVENT_KINDS, SINCE, TERMS, FileTieOrder, control_rows,
+from tefq.spark.protocol import (ELEMENT, ELEMENT_WIRE, SINCE, TERMS, FileTieOrder, are_events, control_rows,
                                  current_wire, fact_wire)
 from tefq.spark.runtime.columnar import FileBatch, combine
-
-EVENT_KIND_SET = pa.array([int(k) for k in EVENT_KINDS], pa.int32())
-
 
 class Encoding:
     """The encoder of one plan's rows for one input partition. `only`: bucket `only`'s rows alone
@@ -34,7 +31,7 @@ class Encoding:
     def wire(plan) -> pa.Schema:
         raise NotImplementedError
 
-    def first(self, rb: pa.RecordBatch) -> pa.Array | None:
+    def first(self, rb: pa.RecordBatch) -> np.ndarray | None:
         """Per projected row, whether it is its element's first (None: each row is one element)."""
         return None
 
@@ -45,7 +42,8 @@ class Encoding:
         return pa.RecordBatch.from_arrays([cols[name] if name in cols else rb.column(name)
                                            for name in self.schema.names], schema=self.schema)
 
-    def projected(self, rb: pa.RecordBatch, order: pa.Array) -> pa.RecordBatch | None:
+    def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
+        """The rows the operator needs of projected rows `rb` (`kinds`: their column k)."""
         raise NotImplementedError
 
     def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
@@ -106,12 +104,9 @@ class CurrentRows(Encoding):
     def wire(plan: CurrentAggregatePlan) -> pa.Schema:
         return current_wire(len(plan.group_vars))
 
-    def projected(self, rb: pa.RecordBatch, order: pa.Array) -> pa.RecordBatch | None:
-        import pyarrow.compute as pc
-
-        k = rb.column("k")
-        keep = np.nonzero(pc.is_in(k, EVENT_KIND_SET).to_numpy(zero_copy_only=False))[0]
-        self.terms.see(rb, keep[k.to_numpy(zero_copy_only=False)[keep] == SINCE])  # SINCE rows carry terms
+    def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
+        keep = np.flatnonzero(are_events(kinds))
+        self.terms.see(rb, keep[kinds[keep] == int(SINCE)])  # SINCE rows carry terms
         if not len(keep):
             return None
         out = self.with_order(rb, order, self.term_columns)  # the terms travel on TERMS rows
@@ -204,15 +199,11 @@ class FactRows(Encoding):
     def wire(plan: FactAggregatePlan) -> pa.Schema:
         return fact_wire(*plan.widths)
 
-    def first(self, rb: pa.RecordBatch) -> pa.Array:
-        import pyarrow.compute as pc
+    def first(self, rb: pa.RecordBatch) -> np.ndarray:
+        return rb.column("n").to_numpy(zero_copy_only=False) == 1  # an element's first row: counted once
 
-        return pc.equal(rb.column("n"), 1)  # an element's first row: the element is counted once
-
-    def projected(self, rb: pa.RecordBatch, order: pa.Array) -> pa.RecordBatch | None:
-        import pyarrow.compute as pc
-
-        out = self.with_order(rb, order).filter(pc.is_in(rb.column("k"), EVENT_KIND_SET))
+    def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
+        out = self.with_order(rb, order).filter(pa.array(are_events(kinds)))
         return out if out.num_rows else None
 
     def exploded(self, fb: FileBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -276,10 +267,8 @@ class ElementRows(Encoding):
     def wire(plan) -> pa.Schema:
         return ELEMENT_WIRE
 
-    def projected(self, rb: pa.RecordBatch, order: pa.Array) -> pa.RecordBatch | None:
-        import pyarrow.compute as pc
-
-        out = self.with_order(rb, order).filter(pc.equal(rb.column("k"), int(ELEMENT)))
+    def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
+        out = self.with_order(rb, order).filter(pa.array(kinds == int(ELEMENT)))
         return out if out.num_rows else None
 
 

@@ -19,15 +19,11 @@ import pyarrow as pa
 
 from tefq.spark.operators.base import profile
 from tefq.spark.planning import FactAggregatePlan
-from tefq.spark.protocol import (BAD, FLUSH, STREAM_KINDS, FileTieOrder, TieOrder, ddl, flush_rows,
-                                 heartbeat_rows)
+from tefq.spark.protocol import BAD, FLUSH, FileTieOrder, TieOrder, are_elements, ddl, flush_rows, heartbeat_rows
 from tefq.spark.runtime.columnar import read_files
 from tefq.spark.runtime.encodings import ENCODINGS, Encoding, wire_schema
 from tefq.spark.runtime.fact_buckets import route_batch
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
-
-STREAM_KIND_SET = pa.array([int(k) for k in STREAM_KINDS], pa.int32())
-
 
 class SparkRows:
     """Input: rows of Spark's projection (columns k, ts, o = the file's xxhash64, ..., x). `ranks`:
@@ -39,21 +35,19 @@ class SparkRows:
         self.ranks = ranks
 
     def rows(self, batches, scan: PartitionScan, enc: Encoding) -> Iterator[pa.RecordBatch]:
-        import pyarrow.compute as pc
-
         tie_order = TieOrder(self.ranks, scan.partition)  # stream order of ties
         for rb in batches:
             scan.seen = True
             scan.rows_in += rb.num_rows
             rb = settle_undecided(rb)
-            k = rb.column("k")
-            real, bad = pc.is_in(k, STREAM_KIND_SET), pc.equal(k, int(BAD))
+            kinds = rb.column("k").to_numpy(zero_copy_only=False)
+            real, bad = are_elements(kinds), kinds == int(BAD)
             first = enc.first(rb)
             if first is not None:  # several rows of one element: count it once
-                real, bad = pc.and_(real, first), pc.and_(bad, first)
+                real, bad = real & first, bad & first
             scan.see(rb, real, bad)
-            scan.flush = scan.flush or pc.any(pc.equal(k, int(FLUSH))).as_py()
-            out = enc.projected(rb, tie_order(rb.column("o")))
+            scan.flush = scan.flush or bool((kinds == int(FLUSH)).any())
+            out = enc.projected(rb, kinds, tie_order(rb.column("o")))
             if out is not None:
                 yield out
 

@@ -34,19 +34,24 @@ class PartitionScan:
     def see_times(self, ts: np.ndarray) -> None:
         """The event times of stream elements read (bad rows excluded)."""
         if len(ts):
-            a, z = int(ts.min()), int(ts.max())
-            self.lo = a if self.lo is None else min(self.lo, a)
-            self.hi = z if self.hi is None else max(self.hi, z)
-            self.count += len(ts)
+            self.widen(int(ts.min()), int(ts.max()), len(ts))
 
-    def see(self, rb: pa.RecordBatch, real: pa.Array, badmask: pa.Array) -> None:
-        """Rows of Spark's projection: `real` the stream elements, `badmask` the bad ones (their
+    def widen(self, lo: int, hi: int, elements: int) -> None:
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+        self.count += elements
+
+    def see(self, rb: pa.RecordBatch, real: np.ndarray, bad: np.ndarray) -> None:
+        """Rows of Spark's projection: `real` the stream elements, `bad` the bad ones (their
         records in column x, `settle_undecided`)."""
         import pyarrow.compute as pc
 
-        self.see_times(pc.filter(rb.column("ts"), real).to_numpy(zero_copy_only=False))
-        if pc.any(badmask).as_py():
-            self.divert(pc.filter(rb.column("x"), badmask).to_pylist())
+        ts = rb.column("ts").filter(pa.array(real))  # exact int64 (a null ts of a bad row makes numpy floats)
+        if len(ts):
+            mm = pc.min_max(ts)
+            self.widen(mm["min"].as_py(), mm["max"].as_py(), len(ts))
+        if bad.any():
+            self.divert(rb.column("x").filter(pa.array(bad)).to_pylist())
 
     def divert(self, records: list[str]) -> None:
         if self.record or self.bad_rows is None:
