@@ -36,7 +36,7 @@ def vouched(plan: CurrentAggregatePlan | None = None, m: "F.Column | None" = Non
     """True only for a row the oracle accepts as it is: ts present, every cell already in normal
     form (one regex per cell; p only where the matched clause `m` of `plan` fixes it). False
     means "not decided here": the mapper classifies those rows with the oracle's own rules
-    (`mappers.settle_undecided`; they are rare), so Spark accepts and rejects exactly the rows
+    (`scan.settle_undecided`; they are rare), so Spark accepts and rejects exactly the rows
     the oracle does, in every pipeline."""
     fixed = [i for i, c in enumerate(plan.clauses) if fixes_p(c)] if plan is not None else []
     cell = {c: F.col(c).rlike(NORMAL_CELL[c]) for c in "spo"}
