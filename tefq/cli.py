@@ -18,8 +18,6 @@ from typing import Callable, Sequence
 
 from tefq.errors import TefqError
 
-Element = tuple[int, str, str, str]
-
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, unless the help already says it."""

@@ -20,7 +20,8 @@ from rdflib.plugins.parsers.notation3 import BadSyntax
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, normalise_term
-from tefq.io.elements import Element, statement, timestamp_graphs
+from tefq.io.elements import statement, timestamp_graphs
+from tefq.vocabulary import Element
 
 
 def _from_rdflib(t: rdflib.term.Node) -> str:

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
-from tefq.io.elements import TIME_PREDICATES, Element, parse_statement, time_literal, timestamp_graphs  # noqa: F401
+from tefq.io.elements import TIME_PREDICATES, parse_statement, time_literal, timestamp_graphs  # noqa: F401
 from tefq.io.ntriples import TermError, check_position, normalise_term
 from tefq.io.validate import (HEADER, Fault, RowChecker, check_text, check_term, decode_line, element_of_line,
                               header_order, split_csv)
+from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
     import rdflib

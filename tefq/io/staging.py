@@ -18,8 +18,8 @@ from typing import Any
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog
 from tefq.io.readers import STREAM_FORMATS, read_stream
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 STDIN = "-"
 
 

@@ -13,11 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 from tefq.oracle.facts import TripleIndex, background_index, build_store
 from tefq.oracle.late import MAX_WARNINGS, drop_late, outlier
-from tefq.oracle.query import DEFAULT_MAX_TICKS, QueryEvaluator, TooManyTicks
+from tefq.oracle.query import QueryEvaluator, TooManyTicks
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, QueryResult, RunResult
-
-Element = tuple[int, str, str, str]
+from tefq.vocabulary import DEFAULT_MAX_TICKS, Element
 
 
 def prepare(elements: Iterable[Element]) -> list[Element]:

@@ -31,8 +31,8 @@ from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
 from tefq.plan.ticks import tick_index_at_or_after, tick_range
 from tefq.results import QueryResult, Row, order_key
+from tefq.vocabulary import DEFAULT_MAX_TICKS
 
-DEFAULT_MAX_TICKS = 1_000_000  # ticks with rows one query may report (--max-ticks; 0 = no bound)
 
 
 class TooManyTicks(TefqError):
@@ -442,4 +442,4 @@ class QueryEvaluator:
         return tuple(cells)
 
 
-__all__ = ["QueryEvaluator", "tick_range", "Row", "TooManyTicks", "DEFAULT_MAX_TICKS", "bound_ticks"]
+__all__ = ["QueryEvaluator", "tick_range", "Row", "TooManyTicks", "bound_ticks"]

@@ -13,8 +13,7 @@ from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
 from tefq.simulate.names import STRATEGIES
-
-Element = tuple[int, str, str, str]
+from tefq.vocabulary import Element
 
 
 def _strategy(name: str, doc: Document, queries: list[AggregateQuery]):

@@ -16,8 +16,8 @@ from typing import Iterable
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.simulate import STRATEGIES, run, run_native
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 APPROACHES = ("tef",) + STRATEGIES
 IPTV_NS = "http://example.org/iptv#"
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from tefq.errors import TefqError
 from tefq.results import Row
 from tefq.simulate.usecases import usecase_path
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 _RANGE = re.compile(r"RANGE\s+[^\s\]]+")  # C-SPARQL `RANGE 10s TUMBLING]`, RSP-QL `RANGE PT10S]`
 
 

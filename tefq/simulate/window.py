@@ -22,8 +22,8 @@ from tefq.oracle.values import DateTime, datetime_term, to_term
 from tefq.results import order_key
 from tefq.simulate.fastpath import compile_simple, start_terms
 from tefq.simulate.matching import Background, ClauseIndex, Triple, instantiate, passes, unify
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 Identity = tuple
 Closed = tuple[Identity, int, int]  # identity, start, end
 

@@ -15,11 +15,12 @@ from typing import Iterable, Mapping, Sequence
 from tefq.errors import TefqError
 from tefq.oracle.windowed.answers import binding
 from tefq.oracle.windowed.query import OracleQuery, from_windowed
-from tefq.oracle.windowed.r2r import Element, Evaluator, to_nt
+from tefq.oracle.windowed.r2r import Evaluator, to_nt
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
 from tefq.oracle.query import bound_ticks
 from tefq.oracle.windowed.windows import close_instants, count_close_instants
 from tefq.results import QueryResult
+from tefq.vocabulary import Element
 
 
 class WindowedResults(list):
