@@ -13,11 +13,12 @@ from bisect import bisect_left, bisect_right
 from typing import Iterable, Mapping, Sequence
 
 from tefq.errors import TefqError
+from tefq.io.rdf import background_as_ntriples
+from tefq.oracle.query import bound_ticks
 from tefq.oracle.windowed.answers import binding
 from tefq.oracle.windowed.query import OracleQuery, from_windowed
-from tefq.oracle.windowed.r2r import Evaluator, to_nt
+from tefq.oracle.windowed.r2r import Evaluator
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
-from tefq.oracle.query import bound_ticks
 from tefq.oracle.windowed.windows import close_instants, count_close_instants
 from tefq.results import QueryResult
 from tefq.vocabulary import Element
@@ -35,19 +36,6 @@ class WindowedResults(list):
     @property
     def intermediate_bindings(self) -> int:
         return self.feedback_triples
-
-
-def _background_triples(background) -> list[tuple[str, str, str]]:
-    if background is None:
-        return []
-    if hasattr(background, "triples") and callable(background.triples):
-        return [(to_nt(s), to_nt(p), to_nt(o)) for s, p, o in background.triples((None, None, None))]  # type: ignore[misc]
-    try:
-        from tefq.io.readers import background_triples
-
-        return [tuple(t) for t in background_triples(background)]  # type: ignore[misc]
-    except (ImportError, TypeError, AttributeError):
-        return [tuple(t) for t in background]  # type: ignore[misc]
 
 
 def _names_stream(iri: str | None, name: str) -> bool:
@@ -93,7 +81,7 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
     out = WindowedResults()
     out.events_in = sum(len(s.external) for s in streams.values())
     feeds = {q.name: _Stream() for q in queries if q.registers_stream}
-    bg = _background_triples(background)
+    bg = background_as_ntriples(background)
 
     def source(iri: str | None) -> _Stream:
         for name, s in feeds.items():
