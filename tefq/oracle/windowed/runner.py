@@ -95,18 +95,7 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
         return out
     first = min(s.ext_ts[0] for s in ext)
     last = max(s.ext_ts[-1] for s in ext)
-    agenda: list[tuple[int, int]] = []
-    for i, q in enumerate(queries):
-        instants: set[int] = set()
-        for w in q.windows:
-            if w.range_ms <= 0 or w.step_ms <= 0:
-                raise TefqError(f"query {q.name}: window RANGE and STEP must be positive", doc.source)
-            start = t0 - (w.range_ms // w.step_ms) * w.step_ms if sem.partial_first else t0
-            bound_ticks(q.name, count_close_instants(first, last, w.range_ms, w.step_ms, start), max_ticks,
-                        w.step_ms, first, last)
-            instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
-        agenda.extend((c, i) for c in instants)
-    agenda.sort()
+    agenda = _agenda(queries, first, last, t0, sem, max_ticks, doc.source)
     evaluators = [evaluator(q.sparql, doc.source, bg) for q in queries]
     results = [QueryResult(q.name, _columns(q)) for q in queries]
     previous: list[dict | None] = [None] * len(queries)
@@ -130,6 +119,25 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
         results[i].rows.extend((c, tuple(canonical_cell(x) for x in r)) for r in rows)
     out.extend(results)
     return out
+
+
+def _agenda(queries: list[OracleQuery], first: int, last: int, t0: int, sem: Semantics, max_ticks: int,
+            source: str) -> list[tuple[int, int]]:
+    """(close instant, query index) of every window that closes over the events' span, in time
+    order then document order; more than `max_ticks` closes of one window raise TooManyTicks."""
+    agenda: list[tuple[int, int]] = []
+    for i, q in enumerate(queries):
+        instants: set[int] = set()
+        for w in q.windows:
+            if w.range_ms <= 0 or w.step_ms <= 0:
+                raise TefqError(f"query {q.name}: window RANGE and STEP must be positive", source)
+            start = t0 - (w.range_ms // w.step_ms) * w.step_ms if sem.partial_first else t0
+            bound_ticks(q.name, count_close_instants(first, last, w.range_ms, w.step_ms, start), max_ticks,
+                        w.step_ms, first, last)
+            instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
+        agenda.extend((c, i) for c in instants)
+    agenda.sort()
+    return agenda
 
 
 def canonical_cell(cell: str | None) -> str | None:
