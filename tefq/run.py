@@ -189,7 +189,11 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
 
 
 def stream_paths(events: Any) -> list[str]:
-    """A path or a list of paths as a list of strings."""
+    """The stream paths `events` names (`-`: standard input); none for in-memory events."""
+    from tefq.io.staging import is_paths
+
+    if not is_paths(events):
+        return []
     return [os.fspath(events)] if isinstance(events, (str, os.PathLike)) else [os.fspath(p) for p in events]
 
 
@@ -197,13 +201,11 @@ def choose_engine(request: RunRequest) -> str:
     """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
     --max-files-per-trigger, --ingest, standard input of unknown size) and for large inputs; else
     the oracle."""
-    from tefq.io.staging import is_paths
-
     if request.engine not in ENGINES:
         raise TefqError(f"unknown engine {request.engine!r}: expected oracle, spark or auto", file="--engine")
     if request.engine != "auto":
         return request.engine
-    paths = stream_paths(request.events) if is_paths(request.events) else []
+    paths = stream_paths(request.events)
     if request.spark.given() or request.spark.follow or STDIN in paths:
         return "spark"
     n = estimated_events(paths) if paths else len(request.events) if hasattr(request.events, "__len__") else 0
@@ -277,9 +279,7 @@ def refuse_dropped_options(request: RunRequest, engine: str) -> None:
 def refuse_restaged_inputs(request: RunRequest) -> None:
     """Standard input and --stream-format inputs are staged afresh by each run: once, and never
     for a run that must read the same files again (--follow, --checkpoint)."""
-    from tefq.io.staging import is_paths
-
-    paths = stream_paths(request.events) if is_paths(request.events) else []
+    paths = stream_paths(request.events)
     restaged = STDIN in paths or request.stream_format is not None
     if paths.count(STDIN) > 1:
         raise TefqError("standard input can be given once (--stream -)", file="--stream")
