@@ -231,3 +231,44 @@ def test_publisher_rate_into_redis(redis_port, iptv_log):
     stamps = [t for t, *_ in read_elements(RedisStream.parse(url))]
     assert len(stamps) == 600 and stamps == sorted(stamps)
     assert [s.first_ts <= s.last_ts for s in report.intervals] == [True] * 3
+
+
+def test_ending_offset_pins_a_bounded_read(spark, redis_port, tmp_path):
+    """Entries added after the pinned head (a publisher still running) are not read."""
+    from tefq.spark.runtime.redis_source import redis_stream_frame
+
+    stream = RedisStream.parse(f"redis://127.0.0.1:{redis_port}/grows")
+    client = stream.connect()
+    client.delete(stream.key)
+    entry = (1, "<http://ex.org/a>", "<http://ex.org/p>", '"x"')
+    add = [(t, *entry[1:]) for t in range(1, 81)]
+    from tefq.io.redis_stream import add_elements
+
+    add_elements(client, stream, add[:50])
+    pinned = head(client, stream)
+    add_elements(client, stream, add[50:])
+    run_available_now(redis_stream_frame(spark, stream.url, end=pinned), str(tmp_path / "ck"), table="pinned")
+    assert [r.ts for r in spark.table("pinned").orderBy("row").collect()] == list(range(1, 51))
+
+
+@pytest.mark.parametrize("fields, kind, says", [
+    ({"ts": "1", "s": "<http://a>", "p": "<http://p>"}, "empty-cell", "field o is missing"),
+    ({"ts": "1", "s": "<http://a>", "p": "<http://p>", "o": '"x"', "g": "1"}, "column-count", "found also g"),
+    ({"ts": "1", "s": '"lit"', "p": "<http://p>", "o": '"x"'}, "term-position", "field s: "),
+    ({"ts": "1", "s": "<http://a>", "p": "<http://p>", "o": b'"\xff"'}, "invalid-utf8", "field o: "),
+    ({"ts": "1", "s": "<http://a>", "p": "<http://p>", "o": '"a\x00b"'}, "nul-byte", "field o: "),
+    ({"ts": "", "s": "<http://a>", "p": "<http://p>", "o": '"x"'}, "empty-cell", "column ts is empty"),
+])
+def test_entries_follow_the_file_rows_rules(fields, kind, says):
+    """Each kind of bad entry, by tefq.io.validate's rules; a good entry read twice (the second
+    time by the fast path) gives the same normal-form element."""
+    from tefq.io.redis_stream import EntryChecker
+    from tefq.io.validate import Fault
+
+    flat = [v if isinstance(v, bytes) else str(v).encode() for kv in fields.items() for v in kv]
+    with pytest.raises(Fault) as e:
+        EntryChecker().element(b"7-1", flat)
+    assert e.value.kind == kind and e.value.message.startswith("entry 7-1: ") and says in e.value.message
+    checker = EntryChecker()
+    good = [b"ts", b"5", b"s", b" <http://a>", b"p", b"<http://p>", b"o", b'"\\u0041"']
+    assert checker.element(b"1-0", good) == checker.element(b"1-1", good) == (5, "<http://a>", "<http://p>", '"A"')

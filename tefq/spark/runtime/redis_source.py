@@ -62,12 +62,14 @@ class SourceOptions:
     `path` (what `load(URL)` sets) or `url`: redis://HOST:PORT/KEY; `maxEntriesPerTrigger`: at most
     this many entries per micro-batch; `badRows`: a directory for bad entries (else the first
     fails the query); `startingPosition`: `earliest` (default: every entry) or `latest` (entries
-    added after the query first starts)."""
+    added after the query first starts); `endingOffset`: a position as JSON (`Position.to_offset`)
+    after which nothing is read (a bounded run pins the stream's head once for all its queries)."""
 
     stream: RedisStream
     max_entries: int | None = None
     bad_rows: str | None = None
     start: str = "earliest"
+    end: Position | None = None
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -80,7 +82,7 @@ class SourceOptions:
         if start not in STARTS:
             raise TefqError(f"startingPosition must be earliest or latest, got {start!r}", FORMAT)
         return cls(RedisStream.parse(url), max_entries_option(given.get("maxentriespertrigger")),
-                   given.get("badrows") or None, start)
+                   given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")))
 
 
 def max_entries_option(text: str | None) -> int | None:
@@ -89,6 +91,16 @@ def max_entries_option(text: str | None) -> int | None:
     if not text.strip().isdigit() or int(text) < 1:
         raise TefqError(f"maxEntriesPerTrigger must be a positive integer, got {text!r}", FORMAT)
     return int(text)
+
+
+def ending_offset_option(text: str | None) -> Position | None:
+    if not text:
+        return None
+    try:
+        return Position.of_offset(json.loads(text))
+    except (ValueError, KeyError, TypeError):
+        raise TefqError(f'endingOffset must be a position as JSON ({{"id": "ms-seq", "n": N}}), got {text!r}',
+                        FORMAT) from None
 
 
 class EntryRange(InputPartition):
@@ -144,7 +156,7 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
 
     def __init__(self, options: SourceOptions) -> None:
         super().__init__(options)
-        self.target: Position | None = None  # Trigger.AvailableNow: nothing after this
+        self.target: Position | None = options.end  # nothing after this (endingOffset, Trigger.AvailableNow)
 
     def initialOffset(self) -> dict:
         if self.options.start == "latest":
@@ -161,7 +173,7 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         return advance(self.client(), self.options.stream, Position.of_offset(start), latest, max_entries).to_offset()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = head(self.client(), self.options.stream)
+        self.target = self.target or head(self.client(), self.options.stream)
 
     def partitions(self, start: dict, end: dict) -> list[EntryRange]:
         # One partition per micro-batch: its rows come in entry order, which is the stream order
@@ -183,7 +195,7 @@ class RedisBatchReader(DriverClient, DataSourceReader):
     """A bounded read: every entry up to the stream's last ID when the query is planned."""
 
     def partitions(self) -> list[EntryRange]:
-        end = head(self.client(), self.options.stream)
+        end = self.options.end or head(self.client(), self.options.stream)
         self.close()
         return [EntryRange(Position().id, end.id, 0)]
 
@@ -270,12 +282,15 @@ def register(spark: SparkSession) -> None:
 
 
 def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None = None,
-                       bad_rows: str | None = None, start: str = "earliest") -> DataFrame:
+                       bad_rows: str | None = None, start: str = "earliest", end: Position | None = None) -> DataFrame:
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
-    o, file, fh, row): what the engine's pipelines read."""
+    o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
+    run: `tefq.io.redis_stream.head` taken once, before its queries start)."""
     SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
     register(spark)
     reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)
+    if end is not None:
+        reader = reader.option("endingOffset", json.dumps(end.to_offset()))
     if max_entries:
         reader = reader.option("maxEntriesPerTrigger", str(max_entries))
     if bad_rows:
