@@ -1,0 +1,137 @@
+"""SUM and AVG per cell exactly as the oracle computes them (`tefq.oracle.expr.exact_sum`): a cell
+of integers sums to an integer, with a decimal to an exact decimal, with a double to the correctly
+rounded sum of every value as a double (`math.fsum`); AVG divides that by the count with the
+oracle's arithmetic. A group whose values are all non-numbers sums to the double 0.
+
+`ExactTotal` carries one cell's exact sums so that partial sums of several buckets add up exactly
+(the driver's merge). The vectorised paths give the same numbers without it: doubles as integer
+limbs (`tefq.spark.kernels.exact`, durations of whole milliseconds and any other double the limbs
+hold) and small integers as int64 difference arrays.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Context, Decimal
+from fractions import Fraction
+from typing import Any, Iterable
+
+import numpy as np
+
+from tefq.oracle.expr import arith
+from tefq.spark.kernels.exact import SCALE, cell_sums, limbs
+from tefq.spark.kernels.general.expressions import Values
+
+_EXACT = Context(prec=1000)
+_NUMBERS = (int, Decimal, float)
+SMALL_INT = 2**40  # |integers| below this sum exactly in int64 over < 2^22 contributions per cell
+
+
+@dataclass
+class ExactTotal:
+    """One cell's numeric values, summed exactly three ways (as integers, as decimals, as doubles)."""
+
+    n: int = 0
+    n_float: int = 0
+    n_decimal: int = 0
+    ints: int = 0
+    decimals: Decimal = field(default_factory=lambda: Decimal(0))
+    doubles: Fraction = field(default_factory=Fraction)
+    inf: tuple[int, int, int] = (0, 0, 0)  # +inf, -inf, NaN doubles (no exact sum)
+
+    @staticmethod
+    def of(values: Iterable[Any]) -> "ExactTotal":
+        t = ExactTotal()
+        for v in values:
+            t.add_value(v)
+        return t
+
+    def add_value(self, v: Any) -> None:
+        if type(v) not in _NUMBERS:  # bool, strings, dateTimes...: skipped (an error, spec §4)
+            return
+        self.n += 1
+        if type(v) is float:
+            self.n_float += 1
+            if not math.isfinite(v):
+                p, m, nan = self.inf
+                self.inf = (p + (v > 0), m + (v < 0), nan + (v != v))
+                return
+            self.doubles += Fraction(v)
+            return
+        if type(v) is Decimal:
+            self.n_decimal += 1
+        else:
+            self.ints += v
+        self.decimals = _EXACT.add(self.decimals, Decimal(v))
+        self.doubles += Fraction(float(v))
+
+    def __add__(self, o: "ExactTotal") -> "ExactTotal":
+        return ExactTotal(self.n + o.n, self.n_float + o.n_float, self.n_decimal + o.n_decimal, self.ints + o.ints,
+                          _EXACT.add(self.decimals, o.decimals), self.doubles + o.doubles,
+                          tuple(a + b for a, b in zip(self.inf, o.inf)))  # type: ignore[arg-type]
+
+    def total(self) -> Any:
+        """The SUM, as `exact_sum` gives it."""
+        if self.n == 0:
+            return 0.0  # math.fsum([]): the oracle's sum of no numbers
+        if self.n_float:
+            p, m, nan = self.inf
+            if nan or (p and m):
+                return math.nan
+            return math.inf if p else -math.inf if m else float(self.doubles)
+        return self.decimals if self.n_decimal else self.ints
+
+    def average(self) -> Any:
+        """The AVG (None: no number, no value)."""
+        return None if self.n == 0 else arith("/", self.total(), self.n)
+
+
+def numeric_kinds(v: Values) -> np.ndarray:
+    """Per value: 0 integer, 1 decimal, 2 double, -1 not a number (skipped)."""
+    if v.kind == "int":
+        return np.where(v.ok, 0, -1)
+    if v.kind == "double":
+        return np.where(v.ok, 2, -1)
+    if v.kind != "object":
+        return np.full(len(v), -1)
+    table = {int: 0, Decimal: 1, float: 2}
+    return np.array([table.get(type(x), -1) if ok else -1 for x, ok in zip(v.data.tolist(), v.ok.tolist())],
+                    dtype=np.int64)
+
+
+def double_limbs(v: Values, kinds: np.ndarray) -> np.ndarray | None:
+    """The exact limbs of every number as a double, or None when some value is outside what the
+    limbs hold (negative, not finite, or finer than 2^-62)."""
+    x = np.array([float(a) for a in v.data[kinds >= 0].tolist()]) if v.kind == "object" else \
+        v.data[kinds >= 0].astype(np.float64)
+    if len(x) and (not np.isfinite(x).all() or (x < 0).any()):
+        return None
+    try:
+        return limbs(x)  # exact whenever it does not raise
+    except ValueError:
+        return None
+
+
+def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, lim: np.ndarray, size: int) -> np.ndarray:
+    """(3, size) limb sums per cell of contributions covering cells [lo, hi) (difference arrays)."""
+    return np.cumsum(cell_sums(cells_lo, lim, size) - cell_sums(cells_hi, lim, size), axis=1)
+
+
+def int_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, x: np.ndarray, size: int) -> np.ndarray:
+    acc = np.zeros(size + 1, np.int64)
+    np.add.at(acc, cells_lo, x)
+    np.add.at(acc, cells_hi, -x)
+    return np.cumsum(acc)[:size]
+
+
+def totals_from_limbs(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
+    """Cells whose numbers are all doubles: their exact totals from limb sums."""
+    out = []
+    for a, b, c, k in zip(sums[0].tolist(), sums[1].tolist(), sums[2].tolist(), n.tolist()):
+        out.append(ExactTotal(k, k, 0, 0, Decimal(0), Fraction(a + (b << 32) + (c << 64), 1 << SCALE)))
+    return out
+
+
+def totals_from_ints(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
+    """Cells whose numbers are all small integers (|v| < 2^40: each is its own double)."""
+    return [ExactTotal(k, 0, 0, s, Decimal(s), Fraction(s)) for s, k in zip(sums.tolist(), n.tolist())]
