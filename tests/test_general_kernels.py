@@ -41,7 +41,11 @@ BACKGROUND = [(iri(f"c{i}"), iri("genre"), iri(g)) for i, g in enumerate(["News"
     [(iri(f"c{i}"), iri("rank"), lit(r)) for i, r in enumerate([3, 1, 2])] + \
     [(iri(f"p{i}"), iri("kind"), iri(k)) for i, k in enumerate(["Film", "Show", "Film"])] + \
     [(iri("u0"), iri("premium"), '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>'),
-     (iri("u2"), iri("premium"), '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>')]
+     (iri("u2"), iri("premium"), '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>')] + \
+    [(iri("c0"), iri("weight"), '"2.5"^^<http://www.w3.org/2001/XMLSchema#decimal>'),
+     (iri("c1"), iri("weight"), '"1.5E0"^^<http://www.w3.org/2001/XMLSchema#double>'),
+     (iri("c2"), iri("weight"), lit(3)), (iri("c2"), iri("weight"), '"heavy"')]
+EPOCH = 1_383_523_200_000  # the generated IPTV data's start: realistic magnitudes
 
 
 # ---------------------------------------------------------------- streams
@@ -68,7 +72,8 @@ def streams(draw, programs: bool = False):
         els = [viewing(3, "join", 0, 0)]
     if draw(st.booleans()):  # a stream is a set: the same element twice at one ms is one
         els.append(draw(st.sampled_from(els)))
-    return draw(st.permutations(els))
+    base = draw(st.sampled_from([0, EPOCH]))
+    return draw(st.permutations([(t + base, s, p, o) for t, s, p, o in els]))
 
 
 # ---------------------------------------------------------------- oracle vs kernels
@@ -156,6 +161,17 @@ SHAPES = {
         " ?program :kind :Film FILTER(?user != :u3) }\n") + agg(
         "?program AS P, ?n AS N, ?s AS S", "?program, COUNT ?user AS ?n, SUM ?r AS ?s",
         "{ (CURRENT ?user :sees ?program) . ?program :kind ?k . ?c :rank ?r FILTER(?c = :c1) }", "?program"),
+    "mixed numbers: SUM, AVG, MIN, MAX, COUNT DISTINCT": USER_FACT + agg(
+        "?user AS U, ?s AS S, ?a AS A, ?lo AS Lo, ?hi AS Hi, ?k AS K",
+        "?user, SUM ?w AS ?s, AVG ?w AS ?a, MIN ?w AS ?lo, MAX ?w AS ?hi, COUNT DISTINCT ?w AS ?k",
+        "{ (CURRENT ?user :watching ?channel) . ?channel :weight ?w }", "?user"),
+    "no GROUP BY: the implicit group": USER_FACT + agg(
+        "?n AS N, ?s AS S, ?a AS A, ?m AS M", "COUNT ?user AS ?n, SUM ?r AS ?s, AVG ?r AS ?a, MAX ?r AS ?m",
+        "{ (CURRENT ?user :watching ?channel) . ?channel :rank ?r }"),
+    "SELECT functions": USER_FACT + agg(
+        "STR(?channel) AS C, IF(?n > 1, \"many\", \"one\") AS K, ?n * 2 + 1 AS M, ?t / ?n AS A",
+        "?channel, COUNT ?user AS ?n, SUM DURATION(?S,?E) AS ?t",
+        "{ (CURRENT ?user :watching ?channel [?S,?E]) }", "?channel"),
 }
 PROGRAMS = {"two facts joined", "WHILE with a background pattern", "UC3 (derived fact, WHILE)",
             "WHILE interval variables in SELECT", "derived fact with background and FILTER"}

@@ -5,6 +5,7 @@ tests compare this with the oracle and the bench times it.
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -18,6 +19,7 @@ from tefq.spark.kernels.general.facts import Background
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.routing import element_buckets
 from tefq.spark.kernels.general.rows import BucketRows, concat, format_rows, merge_partials
+from tefq.spark.kernels.general.state import GeneralState
 
 Element = tuple[int, str, str, str]
 
@@ -45,6 +47,7 @@ class LocalRun:
     background: Background
     bg_terms: TermDictionary
     buckets: int = 1
+    restart: bool = False  # every state through npz bytes after each batch (as a checkpoint would)
 
     def __post_init__(self) -> None:
         self.evaluators = [GeneralEvaluator(self.cq, self.background, self.bg_terms, b, self.buckets)
@@ -60,6 +63,9 @@ class LocalRun:
 
     def advance(self, ticks: np.ndarray) -> None:
         parts = [ev.advance(st, ticks) for ev, st in zip(self.evaluators, self.states)]
+        if self.restart:
+            self.states = [GeneralState.from_arrays(from_npz(to_npz(st.to_arrays())), self.cq.facts)
+                           for st in self.states]
         if self.evaluators[0].partial:
             self.out.append(merge_partials(self.cq, parts))
         else:
@@ -67,6 +73,17 @@ class LocalRun:
 
     def rows(self) -> list[Row]:
         return format_rows(self.cq, concat(self.out, self.cq))
+
+
+def to_npz(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def from_npz(data: bytes) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
 
 
 class _Both:
@@ -84,21 +101,22 @@ class _Both:
 
 
 def run_local(cq: CompiledQuery, elements: Sequence[Element], background: Sequence[tuple[str, str, str]] = (),
-              t0: int = 0, cuts: Sequence[int] = (), buckets: int = 1) -> list[Row]:
-    """The query's rows over `elements` (stream order) cut at positions `cuts` of the time-sorted
-    input (each cut one micro-batch; a tick is reported once every element at or before it arrived)."""
-    ordered = sorted(elements, key=lambda e: e[0])
-    if not ordered:
+              t0: int = 0, cuts: Sequence[int] = (), buckets: int = 1, restart: bool = False) -> list[Row]:
+    """The query's rows over `elements` in arrival order (ties apply in that order), cut at the
+    positions `cuts` into micro-batches. After each batch the ticks before the earliest element
+    still to come are reported (so no element is ever late)."""
+    if not elements:
         return []
-    run = LocalRun(cq, *coded_background(background), buckets)
-    k_first, k_last = tick_range(ordered[0][0], ordered[-1][0], t0, cq.every)
+    run = LocalRun(cq, *coded_background(background), buckets, restart)
+    ts = np.array([e[0] for e in elements], np.int64)
+    k_first, k_last = tick_range(int(ts.min()), int(ts.max()), t0, cq.every)
+    still = np.minimum.accumulate(ts[::-1])[::-1]  # the earliest time from each position on
     done = k_first - 1
-    bounds = sorted(set(c for c in cuts if 0 < c < len(ordered))) + [len(ordered)]
     lo = 0
-    for hi in bounds:
-        el, terms = code_elements(ordered[lo:hi], lo)
+    for hi in sorted(set(c for c in cuts if 0 < c < len(elements))) + [len(elements)]:
+        el, terms = code_elements(elements[lo:hi], lo)
         run.ingest(el, terms)
-        final = k_last if hi == len(ordered) else min(k_last, (ordered[hi][0] - 1 - t0) // cq.every)
+        final = k_last if hi == len(elements) else min(k_last, (int(still[hi]) - 1 - t0) // cq.every)
         if final > done:
             run.advance(t0 + np.arange(done + 1, final + 1, dtype=np.int64) * cq.every)
             done = final
