@@ -21,10 +21,10 @@ import numpy as np
 from tefq.oracle.expr import EvalError, compare
 from tefq.oracle.values import BNode, IRI, is_numeric, to_term
 from tefq.plan.logical import Aggregate
-from tefq.spark.kernels.general.contributions import Contributions
+from tefq.spark.kernels.general.contributions import Aged, Contributions
 from tefq.spark.kernels.general.expressions import Values
-from tefq.spark.kernels.general.sums import (SMALL_INT, ExactTotal, double_limbs, int_range_sums, numeric_kinds,
-                                             range_sums, totals_from_ints, totals_from_limbs)
+from tefq.spark.kernels.general.sums import (SMALL_INT, ExactTotal, age_limbs, double_limbs, int_range_sums,
+                                             numeric_kinds, range_sums, totals_from_ints, totals_from_limbs)
 from tefq.spark.kernels.exact import rounded
 from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.kernels.tick_aggregates import Layout
@@ -108,10 +108,13 @@ def ranks(v: Values) -> np.ndarray:
 class CellAggregator:
     """The cells of one batch (`nt` ticks) and the aggregates over them."""
 
-    def __init__(self, c: Contributions, nt: int, implicit: bool) -> None:
-        self.c, self.nt = c, nt
+    def __init__(self, c: Contributions, ticks: np.ndarray, every: int, implicit: bool) -> None:
+        nt = len(ticks)
+        self.c, self.nt, self.t_first, self.every = c, nt, int(ticks[0]), every
         ng = max(len(c.group_codes), 1 if implicit else 0)
-        g, ka, kb = c.group, c.ka, c.kb
+        every_group = np.arange(ng, dtype=np.int64)  # a group whose solutions all left still has a cell
+        g, ka, kb = (np.concatenate([c.group, every_group]), np.concatenate([c.ka, 0 * every_group]),
+                     np.concatenate([c.kb, 0 * every_group]))
         if implicit:  # SPARQL's single group is reported at every tick, solutions or not
             g, ka, kb = np.append(g, 0), np.append(ka, 0), np.append(kb, nt)
         self.lay = Layout.of(g, ka, kb, ng)
@@ -124,7 +127,7 @@ class CellAggregator:
     def counts(self, g: np.ndarray, ka: np.ndarray, kb: np.ndarray) -> np.ndarray:
         return self.lay.counts(g, ka, kb)[self.report]
 
-    def column(self, a: Aggregate, v: Values | None, partial: bool) -> Values | np.ndarray:
+    def column(self, a: Aggregate, v: Values | None, partial: bool, aged: Aged | None = None) -> Values | np.ndarray:
         c = self.c
         if v is None:
             return Values("int", self.present_all[self.report], np.ones(len(self.report), bool))
@@ -137,8 +140,18 @@ class CellAggregator:
             return Values("int", self.counts(g, ka, kb), np.ones(len(self.report), bool))
         if a.func in ("MIN", "MAX"):
             return self.extreme(a.func, g, ka, kb, v)
-        sums = self.sums(g, ka, kb, v)
+        sums = self.sums(g, ka, kb, v) if aged is None else self.aged_sums(g, ka, kb, v, aged)
         return _objects(sums.exact()) if partial else sums.final(a.func)
+
+    def aged_sums(self, g, ka, kb, v: Values, aged: Aged) -> "CellSums":
+        """Durations: the settled ones as limbs of their doubles, the open ones as ages."""
+        lim = double_limbs(v, np.full(len(v), 2))
+        if lim is None:
+            raise ValueError("a duration outside the exact range")
+        total = range_sums(self.lay.cell(g, ka), self.lay.cell(g, kb), lim, self.lay.size)
+        total += age_limbs(self.lay, aged.group, aged.ka, aged.kb, aged.start, self.t_first, self.every)
+        n = self.counts(g, ka, kb) + self.counts(aged.group, aged.ka, aged.kb)
+        return CellSums(n, limbs=total[:, self.report])
 
     def sums(self, g, ka, kb, v: Values) -> "CellSums":
         """The numbers' sums per reported cell, by the cheapest exact path."""

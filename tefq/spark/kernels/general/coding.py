@@ -166,3 +166,16 @@ class ChainedTerms:
     def mapping(self, codes: Iterable[int]) -> dict[int, str]:
         c = np.unique(np.fromiter(codes, np.int64))
         return {int(k): v for k, v in zip(c.tolist(), self.lookup(c).tolist()) if v is not None}
+
+
+def code_columns(ts: np.ndarray, s: np.ndarray, p: np.ndarray, o: np.ndarray, first_order: int = 0,
+                 ) -> tuple[Elements, dict[int, str]]:
+    """`code_elements` for columns (object arrays of terms): each distinct term hashed once."""
+    import pandas as pd
+
+    flat = np.concatenate([s, p, o])
+    index, uniq = pd.factorize(flat)
+    codes = encode(list(uniq))
+    spo = codes[index].reshape(3, len(ts)).T.copy()
+    order = np.arange(first_order, first_order + len(ts), dtype=np.int64)
+    return Elements(np.asarray(ts, np.int64), order, spo), dict(zip(codes.tolist(), list(uniq)))

@@ -91,8 +91,9 @@ class GeneralEvaluator:
     def rows(self, sol: Relation, ticks: np.ndarray, view: dict[str, Relation], terms: ChainedTerms) -> BucketRows:
         cq = self.cq
         c = contributions(cq, sol, ticks, terms)
-        agg = CellAggregator(c, len(ticks), not cq.group_names and cq.q.while_ is None)
-        cols = {a.alias: agg.column(a, v, self.partial) for a, v in zip(cq.q.aggregates, c.args)}
+        agg = CellAggregator(c, ticks, cq.every, not cq.group_names and cq.q.while_ is None)
+        cols = {a.alias: agg.column(a, v, self.partial, c.aged.get(i))
+                for i, (a, v) in enumerate(zip(cq.q.aggregates, c.args))}
         codes = c.group_codes if len(c.group_codes) else np.zeros((1, len(cq.group_names)), np.int64)
         groups = codes[agg.gi].copy()
         tau = ticks[agg.ki]

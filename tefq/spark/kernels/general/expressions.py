@@ -88,6 +88,7 @@ class Env:
     terms: dict[str, np.ndarray]
     times: dict[str, np.ndarray]
     dictionary: TermDictionary
+    values: dict[str, "Values"] = field(default_factory=dict)  # computed values (a SELECT's aggregates)
     _decoded: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def decoded(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -222,6 +223,11 @@ def vectorised(e: Expr, env: Env) -> Values:
 
 
 def _variable(name: str, env: Env) -> Values:
+    if name in env.values:
+        v = env.values[name]
+        if v.kind == "object":
+            raise NotVectorised(name)
+        return v
     if name in env.times:
         return Values("dt", env.times[name], np.ones(env.n, bool))
     if name not in env.terms:

@@ -19,7 +19,8 @@ from tefq.oracle.values import datetime_term, to_term
 from tefq.plan.logical import Var
 from tefq.results import Row, order_key
 from tefq.spark.kernels.general.aggregates import oracle_order
-from tefq.spark.kernels.general.expressions import Values
+from tefq.spark.kernels.general.coding import TermDictionary
+from tefq.spark.kernels.general.expressions import Env, NotVectorised, Values, variables, vectorised
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.sums import ExactTotal
 from tefq.spark.kernels.joins import key_ranks
@@ -155,26 +156,50 @@ def _objects(items: list) -> np.ndarray:
     return out
 
 
-def select_cells(cq: CompiledQuery, rows: BucketRows) -> list[np.ndarray]:
-    """One object array of cells per SELECT item."""
+def select_cells(cq: CompiledQuery, rows: BucketRows) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Per SELECT item, its cells (object array) and, for a numeric column, the numbers that order
+    them (else None: ordered by the cells' order keys)."""
     groups = group_cells(cq, rows)
     values = {a.alias: rows.columns[a.alias] for a in cq.q.aggregates}
     out = []
     for p in cq.q.select:
         e = p.expr
         if isinstance(e, Var) and e.name in groups:
-            out.append(groups[e.name])
-        elif isinstance(e, Var) and e.name in values:
-            out.append(value_cells(values[e.name]))
-        else:
-            out.append(_expression_cells(e, rows, groups, values))
+            out.append((groups[e.name], None))
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                v = vectorised(e, select_env(cq, rows, values))
+        except NotVectorised:
+            out.append((_expression_cells(e, rows, groups, values), None))
+            continue
+        out.append((value_cells(v), _order_numbers(v)))
     return out
+
+
+def select_env(cq: CompiledQuery, rows: BucketRows, values: dict[str, Values]) -> Env:
+    """The SELECT's variables as columns: group terms, group times, aggregate values."""
+    terms, times = {}, {}
+    for j, name in enumerate(cq.group_names):
+        (terms if cq.group_kind(name) == "term" else times)[name] = rows.groups[:, j]
+    dictionary = TermDictionary()
+    dictionary.add_mapping(rows.terms)
+    return Env(len(rows), terms, times, dictionary, {k: v for k, v in values.items() if isinstance(v, Values)})
+
+
+def _order_numbers(v: Values) -> np.ndarray | None:
+    """Numbers that order a column of one numeric kind as the cells' order keys do (unbound
+    first); None where that is not sure (NaN, integers beyond doubles)."""
+    if v.kind not in ("int", "double"):
+        return None
+    x = v.data.astype(np.float64)
+    if np.isnan(x[v.ok]).any() or (v.kind == "int" and (np.abs(v.data[v.ok]) >= 2**53).any()):
+        return None
+    return np.where(v.ok, x, -np.inf)
 
 
 def _expression_cells(e, rows: BucketRows, groups: dict, values: dict) -> np.ndarray:
     """A SELECT expression with the oracle's evaluator, once per distinct input."""
-    from tefq.spark.kernels.general.expressions import variables
-
     names = [v for v in variables(e) if v in groups or v in values]
     objs = {n: (groups[n] if n in groups else _env_values(values[n])) for n in names}
     fn = compile_expr(e)
@@ -205,8 +230,9 @@ def format_rows(cq: CompiledQuery, rows: BucketRows) -> list[Row]:
     """The oracle's rows: (tick, cells), ordered by tick and then the cells' order keys."""
     if not len(rows):
         return []
-    cols = select_cells(cq, rows)
-    rank_cols = [_ranks(c) for c in cols]
+    selected = select_cells(cq, rows)
+    cols = [c for c, _ in selected]
+    rank_cols = [_ranks(c) if numbers is None else numbers for c, numbers in selected]
     perm = np.lexsort(tuple(reversed(rank_cols)) + (rows.ticks,)) if rank_cols else np.argsort(rows.ticks, kind="stable")
     ticks = rows.ticks[perm].tolist()
     cells = [c[perm].tolist() for c in cols]

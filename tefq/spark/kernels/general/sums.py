@@ -20,6 +20,7 @@ import numpy as np
 
 from tefq.oracle.expr import arith
 from tefq.spark.kernels.exact import SCALE, cell_sums, limbs
+from tefq.spark.kernels.joins import expand
 from tefq.spark.kernels.general.expressions import Values
 
 _EXACT = Context(prec=1000)
@@ -135,3 +136,47 @@ def totals_from_limbs(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
 def totals_from_ints(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
     """Cells whose numbers are all small integers (|v| < 2^40: each is its own double)."""
     return [ExactTotal(k, 0, 0, s, Decimal(s), Fraction(s)) for s, k in zip(sums.tolist(), n.tolist())]
+
+
+# ---------------------------------------------------------------- ages of open facts, exactly
+# An age of m ms is the double fl(m / 1000). In its binade j (2^j <= m/1000 < 2^(j+1), -10 <= j < 50)
+# that double times 2^62 (the limbs' scale) is exactly 2^59 * floor(m / 125) + V[j, m mod 125]
+# (no ties: 125 is odd). When every tick is the same instant modulo 125 ms, m mod 125 is one
+# number per open fact, so a range of ticks sums as: 2^59 * (count * tau - sum of u) / 125 with
+# u = start + (m mod 125), plus V per binade segment — difference arrays, no (fact, tick) pairs.
+LOWEST_BINADE = -10
+BINADE_BOUNDS = np.array([-(-1000 * 2**j // 1) if j >= 0 else -(-1000 // 2**-j)
+                          for j in range(LOWEST_BINADE, 51)], np.int64)  # ceil(1000 * 2^j)
+BINADE_VALUES = np.array([[(((r << (50 - j)) + 125) // 250) << (j + 10) for r in range(125)]
+                          for j in range(LOWEST_BINADE, 50)], np.int64)
+
+
+def binade(m: np.ndarray) -> np.ndarray:
+    """Row of BINADE_VALUES for ages of m ms (m = 0: the lowest; its value is 0 anyway)."""
+    return np.maximum(np.searchsorted(BINADE_BOUNDS, m, side="right") - 1, 0)
+
+
+def age_limbs(lay, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndarray, t_first: int,
+              every: int) -> np.ndarray:
+    """(3, lay.size) limb sums, per cell of the Layout `lay`, of the ages `(tau - start) / 1000` of
+    open ranges (group g, ticks [ka, kb), tau = t_first + k * every). Requires `every % 125 == 0`."""
+    rho = (t_first - start) % 125
+    u_rel = start + rho - t_first  # (tau - u) / 125 = floor(age / 125)
+    lo, hi = lay.cell(g, ka), lay.cell(g, kb)
+    cnt = int_range_sums(lo, hi, np.ones(len(ka), np.int64), lay.size)
+    su = int_range_sums(lo, hi, u_rel, lay.size)
+    k_cell = lay.cells()[1]
+    a = (cnt * (k_cell * every) - su) // 125
+    first = binade(t_first + ka * every - start)
+    last = binade(t_first + (kb - 1) * every - start)
+    r, j = expand(first, last + 1)
+    k1 = np.where(j == first[r], ka[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j]) // every), ka[r], kb[r]))
+    k2 = np.where(j == last[r], kb[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j + 1]) // every), ka[r], kb[r]))
+    seg = k1 < k2
+    r, j, k1, k2 = r[seg], j[seg], k1[seg], k2[seg]
+    v = BINADE_VALUES[j, rho[r]]
+    lim = np.stack([v & 0xFFFFFFFF, v >> 32, np.zeros(len(v), np.int64)])
+    total = range_sums(lay.cell(g[r], k1), lay.cell(g[r], k2), lim, lay.size)
+    total[1] += (a & 31) << 27
+    total[2] += a >> 5
+    return total
