@@ -103,6 +103,12 @@ class Env:
 
 def evaluate(expr: Expr, env: Env) -> Values:
     """`expr` at every row, as the oracle evaluates it."""
+    if isinstance(expr, Var) and expr.name in env.terms and expr.name not in env.values:
+        vals, inv = env.decoded(expr.name)  # a term variable: its values, decoded once per distinct term
+        ok = np.array([x is not None for x in vals.tolist()], dtype=bool)
+        out = typed(Values("object", vals, ok)).take(inv)
+        out.inputs = inv
+        return out
     try:
         with np.errstate(all="ignore"):
             return vectorised(expr, env)
@@ -139,9 +145,12 @@ def per_distinct(expr: Expr, env: Env) -> Values:
         first[inv[::-1]] = np.arange(env.n - 1, -1, -1)
     else:
         cols, inv, first = np.zeros((env.n, 0), np.int64), np.zeros(env.n, np.int64), np.zeros(min(env.n, 1), np.int64)
+    distinct_rows = cols[first]
+    decoded = [(name, env.dictionary.lookup(distinct_rows[:, j]).tolist() if name not in env.times else None)
+               for j, name in enumerate(names)]
     results: list[Any] = []
-    for row in first.tolist():
-        results.append(_call(fn, _row_env(names, cols[row], env)))
+    for r, row in enumerate(distinct_rows.tolist()):
+        results.append(_call(fn, _row_env(decoded, row, r)))
     ok_u = np.array([r is not _ERROR for r in results], dtype=bool)
     vals = _object_array([None if r is _ERROR else r for r in results])
     out = typed(Values("object", vals[inv], ok_u[inv] if len(ok_u) else np.zeros(env.n, bool)))
@@ -159,15 +168,14 @@ def _call(fn, row_env: dict) -> Any:
         return _ERROR
 
 
-def _row_env(names: list[str], row: np.ndarray, env: Env) -> dict[str, Any]:
+def _row_env(decoded: list[tuple[str, list | None]], row: list[int], r: int) -> dict[str, Any]:
+    """One distinct input as the oracle's environment: terms as N-Triples, times as DateTimes."""
     out: dict[str, Any] = {}
-    for name, code in zip(names, row.tolist()):
-        if name in env.times:
+    for (name, terms), code in zip(decoded, row):
+        if terms is None:
             out[name] = DateTime(code)
-        else:
-            term = env.dictionary.lookup(np.array([code], np.int64))[0]
-            if term is not None:
-                out[name] = term
+        elif terms[r] is not None:
+            out[name] = terms[r]
     return out
 
 

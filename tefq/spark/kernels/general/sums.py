@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from tefq.oracle.expr import arith
-from tefq.spark.kernels.exact import SCALE, cell_sums, limbs
+from tefq.spark.kernels.exact import SCALE, limbs
 from tefq.spark.kernels.joins import expand
 from tefq.spark.kernels.general.expressions import Values
 
@@ -113,16 +113,21 @@ def double_limbs(v: Values, kinds: np.ndarray) -> np.ndarray | None:
         return None
 
 
-def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, lim: np.ndarray, size: int) -> np.ndarray:
-    """(3, size) limb sums per cell of contributions covering cells [lo, hi) (difference arrays)."""
-    return np.cumsum(cell_sums(cells_lo, lim, size) - cell_sums(cells_hi, lim, size), axis=1)
+def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """(k, len(at)): per cell of `at` (sorted), the sums of `values` (k, n) int64 over the ranges
+    [cells_lo, cells_hi) that cover it — a sparse difference array (sorted boundaries, running
+    sums, a search per cell): exact int64, and its cost follows the ranges, not the cells spanned."""
+    if not len(cells_lo):
+        return np.zeros((len(values), len(at)), np.int64)
+    pos = np.concatenate([cells_lo, cells_hi])
+    order = np.argsort(pos, kind="stable")
+    run = np.cumsum(np.concatenate([values, -values], axis=1)[:, order], axis=1)
+    idx = np.searchsorted(pos[order], at, side="right") - 1
+    return np.where(idx >= 0, run[:, np.maximum(idx, 0)], 0)
 
 
-def int_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, x: np.ndarray, size: int) -> np.ndarray:
-    acc = np.zeros(size + 1, np.int64)
-    np.add.at(acc, cells_lo, x)
-    np.add.at(acc, cells_hi, -x)
-    return np.cumsum(acc)[:size]
+def int_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, x: np.ndarray, at: np.ndarray) -> np.ndarray:
+    return range_sums(cells_lo, cells_hi, x.astype(np.int64).reshape(1, -1), at)[0]
 
 
 def totals_from_limbs(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
@@ -156,17 +161,16 @@ def binade(m: np.ndarray) -> np.ndarray:
     return np.maximum(np.searchsorted(BINADE_BOUNDS, m, side="right") - 1, 0)
 
 
-def age_limbs(lay, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndarray, t_first: int,
-              every: int) -> np.ndarray:
-    """(3, lay.size) limb sums, per cell of the Layout `lay`, of the ages `(tau - start) / 1000` of
-    open ranges (group g, ticks [ka, kb), tau = t_first + k * every). Requires `every % 125 == 0`."""
+def age_limbs(cell_of, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndarray, t_first: int,
+              every: int, at: np.ndarray, at_tick: np.ndarray) -> np.ndarray:
+    """(3, len(at)) limb sums, per cell `at` (tick index `at_tick`), of the ages `(tau - start) / 1000`
+    of open ranges (group g, ticks [ka, kb), tau = t_first + k * every); `cell_of(g, k)` gives a cell.
+    Requires `every % 125 == 0`."""
     rho = (t_first - start) % 125
     u_rel = start + rho - t_first  # (tau - u) / 125 = floor(age / 125)
-    lo, hi = lay.cell(g, ka), lay.cell(g, kb)
-    cnt = int_range_sums(lo, hi, np.ones(len(ka), np.int64), lay.size)
-    su = int_range_sums(lo, hi, u_rel, lay.size)
-    k_cell = lay.cells()[1]
-    a = (cnt * (k_cell * every) - su) // 125
+    lo, hi = cell_of(g, ka), cell_of(g, kb)
+    cnt, su = range_sums(lo, hi, np.stack([np.ones(len(ka), np.int64), u_rel]), at)
+    a = (cnt * (at_tick * every) - su) // 125
     first = binade(t_first + ka * every - start)
     last = binade(t_first + (kb - 1) * every - start)
     r, j = expand(first, last + 1)
@@ -175,8 +179,8 @@ def age_limbs(lay, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndar
     seg = k1 < k2
     r, j, k1, k2 = r[seg], j[seg], k1[seg], k2[seg]
     v = BINADE_VALUES[j, rho[r]]
-    lim = np.stack([v & 0xFFFFFFFF, v >> 32, np.zeros(len(v), np.int64)])
-    total = range_sums(lay.cell(g[r], k1), lay.cell(g[r], k2), lim, lay.size)
+    total = np.zeros((3, len(at)), np.int64)
+    total[:2] = range_sums(cell_of(g[r], k1), cell_of(g[r], k2), np.stack([v & 0xFFFFFFFF, v >> 32]), at)
     total[1] += (a & 31) << 27
     total[2] += a >> 5
     return total
