@@ -179,8 +179,17 @@ SHAPES = {
         "STR(?channel) AS C, IF(?n > 1, \"many\", \"one\") AS K, ?n * 2 + 1 AS M, ?t / ?n AS A",
         "?channel, COUNT ?user AS ?n, SUM DURATION(?S,?E) AS ?t",
         "{ (CURRENT ?user :watching ?channel [?S,?E]) }", "?channel"),
+    "event pattern under WHILE": PROGRAM_FACT + agg(
+        "?channel AS C, ?n AS N, ?d AS D", "?channel, COUNT ?user AS ?n, COUNT DISTINCT ?user AS ?d",
+        "{ ?user :join ?channel }", "?channel", "WHILE ?channel :showing ?program"),
+    "a pattern over several facts": USER_FACT + PROGRAM_FACT + agg(
+        "?rel AS R, ?n AS N, ?t AS T", "?rel, COUNT ?a AS ?n, SUM DURATION(?S,?E) AS ?t",
+        "{ ?a ?rel ?b [?S,?E] }", "?rel"),
+    "split by a variable the background binds too": USER_FACT + agg(
+        "?channel AS C, ?d AS D, ?n AS N", "?channel, COUNT DISTINCT ?g AS ?d, COUNT(*) AS ?n",
+        "{ (CURRENT ?user :watching ?channel) . ?channel :genre ?g }", "?channel"),
 }
-PROGRAMS = {"two facts joined", "WHILE with a background pattern", "UC3 (derived fact, WHILE)",
+PROGRAMS = {"event pattern under WHILE", "a pattern over several facts", "two facts joined", "WHILE with a background pattern", "UC3 (derived fact, WHILE)",
             "WHILE interval variables in SELECT", "derived fact with background and FILTER"}
 
 

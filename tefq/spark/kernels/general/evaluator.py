@@ -19,9 +19,9 @@ from typing import Mapping
 
 import numpy as np
 
-from tefq.plan.logical import EventFact
+from tefq.plan.logical import EventFact, Term
 from tefq.spark.kernels.general.aggregates import CellAggregator
-from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictionary
+from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictionary, encode
 from tefq.spark.kernels.general.contributions import contributions
 from tefq.spark.kernels.general.facts import Background, FactSide, keep_open
 from tefq.spark.kernels.general.query import CompiledQuery
@@ -33,11 +33,21 @@ from tefq.spark.kernels.general.retention import retain
 from tefq.spark.kernels.joins import Relation, interval_join
 
 
+def template_constants(cq: CompiledQuery) -> TermDictionary:
+    """The constants of the facts' templates: a pattern variable can bind one (`?a ?rel ?b` over
+    `?user :watching ?channel` binds ?rel to :watching), so their terms must be known."""
+    terms = sorted({n.nt for f in cq.facts for n in (f.template.s, f.template.p, f.template.o) if isinstance(n, Term)})
+    out = TermDictionary()
+    out.add(encode(terms), terms)
+    return out
+
+
 class GeneralEvaluator:
     def __init__(self, cq: CompiledQuery, background: Background, background_terms: TermDictionary | None = None,
                  bucket: int = 0, buckets: int = 1) -> None:
         self.cq, self.bg, self.bucket, self.buckets = cq, background, bucket, buckets
         self.bg_terms = background_terms or TermDictionary()
+        self.constants = template_constants(cq)
         splits = dict(cq.split.facts) if cq.split is not None and buckets > 1 else {}
         self.facts = FactSide(cq.facts, background, splits, bucket, buckets)
         self.templates = {f.name: f.template for f in cq.facts}
@@ -75,7 +85,7 @@ class GeneralEvaluator:
         final = final.in_time_order()
         st.counters["duplicates"] += n - len(final)
         st.pending = st.pending.take(np.nonzero(~done)[0])
-        terms = ChainedTerms(st.dictionary, self.bg_terms)
+        terms = ChainedTerms(st.dictionary, self.bg_terms, self.constants)
         now, unmatched = self.facts.step(st.open, final, st.last_tick, terms)
         st.counters["unmatched_until"] += unmatched
         view = {name: union([r, st.closed[name]], r.vars) for name, r in now.items()}

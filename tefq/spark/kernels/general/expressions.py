@@ -53,7 +53,11 @@ class Values:
         kind = kinds.pop() if len(kinds) == 1 else "object"
         if not parts:
             return Values("object", np.zeros(0, object), np.zeros(0, bool))
-        return Values(kind, np.concatenate([p.data for p in parts]), np.concatenate([p.ok for p in parts]))
+        inputs = None
+        if all(p.inputs is not None for p in parts):  # each part's inputs numbered after the previous ones'
+            offsets = np.cumsum([0] + [int(p.inputs.max(initial=-1)) + 1 for p in parts[:-1]])
+            inputs = np.concatenate([p.inputs + o for p, o in zip(parts, offsets)])
+        return Values(kind, np.concatenate([p.data for p in parts]), np.concatenate([p.ok for p in parts]), inputs)
 
     def as_objects(self) -> "Values":
         """The values as Python values (None where not ok), as the oracle's evaluator gives them."""

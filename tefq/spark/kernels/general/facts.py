@@ -24,7 +24,7 @@ from tefq.spark.kernels.general.coding import Elements, bucket_of
 from tefq.spark.kernels.general.expressions import Env, passes
 from tefq.spark.kernels.general.tables import column, match, node_columns, relation, select_rows, union
 from tefq.spark.kernels.intervals import OPEN, SINCE, UNTIL, Events, Intervals, apply_events
-from tefq.spark.kernels.joins import Relation, coalesce, cut, interval_join
+from tefq.spark.kernels.joins import Relation, coalesce, cut, interval_join, key_ranks
 
 _GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
@@ -60,10 +60,12 @@ class Background:
 
 
 def unique_rows(codes: np.ndarray) -> np.ndarray:
-    """Indices of the first occurrence of each distinct row."""
+    """Indices of the first occurrence of each distinct row, in row order."""
     if codes.shape[1] == 0:
         return np.arange(min(len(codes), 1))
-    _, first = np.unique(codes, axis=0, return_index=True)
+    inv = key_ranks(codes)[0]
+    first = np.full(int(inv.max(initial=-1)) + 1, len(inv), np.int64)
+    np.minimum.at(first, inv, np.arange(len(inv)))
     return np.sort(first)
 
 
