@@ -98,15 +98,13 @@ def run_shape(name: str, data, coded, bg, batch: int) -> dict:
     cq = plan.compiled(doc)
     run = LocalRun(cq, *coded_background(bg))
     ts = data[0]
-    done = tick_range(int(ts[0]), int(ts[-1]), 0, cq.every)[0] - 1
+    run.done = tick_range(int(ts[0]), int(ts[-1]), 0, cq.every)[0] - 1
     peak, kernel = 0, 0.0
     for lo, hi, final in batches(ts, batch, cq.every):
         el, terms = coded[lo // batch]
         started = time.perf_counter()
         run.ingest(el, terms)
-        if final > done:
-            run.advance(np.arange(done + 1, final + 1, dtype=np.int64) * cq.every)
-            done = final
+        run.report_through(final)
         kernel += time.perf_counter() - started
         size = run.states[0].size()
         peak = max(peak, size["open_facts"] + size["closed_facts"] + size["events"] + size["pending"])

@@ -65,21 +65,25 @@ def test_state_holds_open_facts_and_pending_elements_only(shape):
     elements = long_stream(3000)
     doc, p = plan(SHAPES[shape], 1)
     cq = p.compiled(doc)
-    run = LocalRun(cq, *coded_background(BACKGROUND))
-    k_first, _ = tick_range(elements[0][0], elements[-1][0], 0, cq.every)
-    done = k_first - 1
-    for lo in range(0, len(elements), 250):
-        batch = elements[lo:lo + 250]
-        run.ingest(*code_elements(batch, lo))
-        final = (batch[-1][0] - 1) // cq.every
-        if final > done:
-            run.advance(np.arange(done + 1, final + 1, dtype=np.int64) * cq.every)
-            done = final
+    for lo, batch, run in in_batches(cq, elements, 250):
         size = run.states[0].size()
+        tick = run.done * cq.every
         assert size["closed_facts"] == 0 and size["events"] == 0
-        assert size["open_facts"] == open_at(doc, elements[:lo + 250], done * cq.every)
-        assert size["pending"] <= sum(1 for e in batch if e[0] > done * cq.every)
+        assert size["open_facts"] == open_at(doc, elements[:lo + len(batch)], tick)
+        assert size["pending"] <= sum(1 for e in batch if e[0] > tick)
         assert size["terms"] <= 4 * (size["open_facts"] + size["pending"]) + 8
+
+
+def in_batches(cq, elements, size: int):
+    """A one-bucket LocalRun fed `size` elements at a time (in time order), reporting the ticks
+    before each batch's last time; yields (position, batch, run) after each batch."""
+    run = LocalRun(cq, *coded_background(BACKGROUND))
+    run.done = tick_range(elements[0][0], elements[-1][0], 0, cq.every)[0] - 1
+    for lo in range(0, len(elements), size):
+        batch = elements[lo:lo + size]
+        run.ingest(*code_elements(batch, lo))
+        run.report_through((batch[-1][0] - 1) // cq.every)
+        yield lo, batch, run
 
 
 def test_state_under_while_keeps_only_what_open_scopes_overlap():
@@ -87,18 +91,9 @@ def test_state_under_while_keeps_only_what_open_scopes_overlap():
     elements = long_stream(3000)
     doc, p = plan(SHAPES["UC3 (derived fact, WHILE)"], 1)
     cq = p.compiled(doc)
-    run = LocalRun(cq, *coded_background(BACKGROUND))
-    done = tick_range(elements[0][0], elements[-1][0], 0, cq.every)[0] - 1
     peak = 0
-    for lo in range(0, len(elements), 250):
-        batch = elements[lo:lo + 250]
-        run.ingest(*code_elements(batch, lo))
-        final = (batch[-1][0] - 1) // cq.every
-        if final > done:
-            run.advance(np.arange(done + 1, final + 1, dtype=np.int64) * cq.every)
-            done = final
+    for _, _, run in in_batches(cq, elements, 250):
         peak = max(peak, run.states[0].size()["closed_facts"])
-    k_last = tick_range(elements[0][0], elements[-1][0], 0, cq.every)[1]
-    run.advance(np.arange(done + 1, k_last + 1, dtype=np.int64) * cq.every)  # end of input: the last ticks
+    run.report_through(tick_range(elements[0][0], elements[-1][0], 0, cq.every)[1])  # end of input
     assert 0 < peak < len(elements) // 4
     assert run.rows() == oracle_rows(doc, elements)

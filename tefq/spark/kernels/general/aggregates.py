@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.oracle.expr import EvalError, compare
-from tefq.oracle.values import BNode, IRI, is_numeric, to_term
+from tefq.oracle.expr import aggregate
 from tefq.plan.logical import Aggregate
 from tefq.spark.kernels.general.contributions import Aged, Contributions
 from tefq.spark.kernels.general.expressions import Values
@@ -72,37 +71,30 @@ def distinct(c: Contributions, v: Values) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def oracle_order(a, b) -> int:
-    """MIN/MAX's order (`tefq.oracle.expr.aggregate`): by value where SPARQL compares, else by kind."""
-    try:
-        return compare(a, b)
-    except EvalError:
-        ka, kb = _kind_key(a), _kind_key(b)
-        return (ka > kb) - (ka < kb)
-
-
-def _kind_key(v) -> tuple:
-    if isinstance(v, BNode):
-        return (1, v.id)
-    if isinstance(v, IRI):
-        return (2, v.value)
-    if is_numeric(v):
-        return (3, float(v), to_term(v))
-    return (4, to_term(v))
+    """MIN/MAX's order, asked of the oracle's own `aggregate` (-1: `a` comes first)."""
+    if a is b:
+        return 0
+    if aggregate("MIN", [b, a], False) is a:
+        return -1
+    return 1 if aggregate("MIN", [a, b], False) is b else 0
 
 
 def ranks(v: Values) -> np.ndarray:
     """Order-preserving ranks of the values (equal values, equal rank)."""
     if v.kind in ("int", "double", "dt", "bool"):
         return np.unique(v.data, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    objs = v.as_objects().data.tolist()
-    uniq = sorted(set(range(len(objs))), key=functools.cmp_to_key(lambda i, j: oracle_order(objs[i], objs[j])))
-    out = np.zeros(len(objs), np.int64)
+    ids = value_ids(v)
+    first = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
+    objs = v.as_objects().data[first].tolist()  # one value per distinct value, sorted in the oracle's order
+    order = sorted(range(len(objs)), key=functools.cmp_to_key(lambda i, j: oracle_order(objs[i], objs[j])))
+    rank = np.zeros(len(objs), np.int64)
     r = -1
-    for pos, i in enumerate(uniq):
-        if pos == 0 or oracle_order(objs[uniq[pos - 1]], objs[i]) != 0:
+    for pos, i in enumerate(order):
+        if pos == 0 or oracle_order(objs[order[pos - 1]], objs[i]) != 0:
             r += 1
-        out[i] = r
-    return out
+        rank[i] = r
+    return rank[ids]
 
 
 class CellAggregator:

@@ -48,6 +48,8 @@ class LocalRun:
     bg_terms: TermDictionary
     buckets: int = 1
     restart: bool = False  # every state through npz bytes after each batch (as a checkpoint would)
+    t0: int = 0
+    done: int | None = None  # the index of the last reported tick
 
     def __post_init__(self) -> None:
         self.evaluators = [GeneralEvaluator(self.cq, self.background, self.bg_terms, b, self.buckets)
@@ -70,6 +72,13 @@ class LocalRun:
             self.out.append(merge_partials(self.cq, parts))
         else:
             self.out.extend(parts)
+
+    def report_through(self, k: int) -> None:
+        """Report every tick after the last reported one up to tick index `k` (none if not later)."""
+        first = k if self.done is None else self.done + 1
+        if k >= first:
+            self.advance(self.t0 + np.arange(first, k + 1, dtype=np.int64) * self.cq.every)
+            self.done = k
 
     def rows(self) -> list[Row]:
         return format_rows(self.cq, concat(self.out, self.cq))
@@ -107,18 +116,14 @@ def run_local(cq: CompiledQuery, elements: Sequence[Element], background: Sequen
     still to come are reported (so no element is ever late)."""
     if not elements:
         return []
-    run = LocalRun(cq, *coded_background(background), buckets, restart)
+    run = LocalRun(cq, *coded_background(background), buckets, restart, t0)
     ts = np.array([e[0] for e in elements], np.int64)
     k_first, k_last = tick_range(int(ts.min()), int(ts.max()), t0, cq.every)
+    run.done = k_first - 1
     still = np.minimum.accumulate(ts[::-1])[::-1]  # the earliest time from each position on
-    done = k_first - 1
     lo = 0
     for hi in sorted(set(c for c in cuts if 0 < c < len(elements))) + [len(elements)]:
-        el, terms = code_elements(elements[lo:hi], lo)
-        run.ingest(el, terms)
-        final = k_last if hi == len(elements) else min(k_last, (int(still[hi]) - 1 - t0) // cq.every)
-        if final > done:
-            run.advance(t0 + np.arange(done + 1, final + 1, dtype=np.int64) * cq.every)
-            done = final
+        run.ingest(*code_elements(elements[lo:hi], lo))
+        run.report_through(k_last if hi == len(elements) else min(k_last, (int(still[hi]) - 1 - t0) // cq.every))
         lo = hi
     return run.rows()
