@@ -122,15 +122,29 @@ class Elements:
                         np.concatenate([p.spo for p in parts]))
 
     def in_time_order(self) -> "Elements":
-        """Sorted by (ts, order), the same element twice at one ms kept once (a stream is a set)."""
-        if not len(self):
+        """Sorted by (ts, order), the same element twice at one ms kept once (a stream is a set).
+        Only elements sharing their ms with a neighbour can be repeats: only those get compared."""
+        n = len(self)
+        if n < 2:
             return self
-        idx = np.lexsort((self.order, self.spo[:, 2], self.spo[:, 1], self.spo[:, 0], self.ts))
-        e = self.take(idx)
-        dup = np.zeros(len(e), bool)
-        dup[1:] = (e.ts[1:] == e.ts[:-1]) & (e.spo[1:] == e.spo[:-1]).all(axis=1)
-        e = e.take(np.nonzero(~dup)[0])
-        return e.take(np.lexsort((e.order, e.ts)))
+        ts, order = self.ts, self.order
+        in_order = bool(np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (order[1:] > order[:-1]))))
+        e = self if in_order else self.take(np.lexsort((order, ts)))
+        same = e.ts[1:] == e.ts[:-1]
+        if not same.any():
+            return e
+        run = np.zeros(n, bool)
+        run[1:] |= same
+        run[:-1] |= same
+        cand = np.nonzero(run)[0]
+        sub = cand[np.lexsort((e.order[cand], e.spo[cand, 2], e.spo[cand, 1], e.spo[cand, 0], e.ts[cand]))]
+        dup = np.zeros(len(sub), bool)
+        dup[1:] = (e.ts[sub[1:]] == e.ts[sub[:-1]]) & (e.spo[sub[1:]] == e.spo[sub[:-1]]).all(axis=1)
+        if not dup.any():
+            return e
+        keep = np.ones(n, bool)
+        keep[sub[dup]] = False
+        return e.take(np.nonzero(keep)[0])
 
 
 def code_elements(rows: Sequence[tuple[int, str, str, str]], first_order: int = 0,

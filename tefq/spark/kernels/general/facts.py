@@ -111,8 +111,10 @@ def clause_rows(fact: EventFact, el: Elements, bg: Background, dictionary) -> li
         if not rels:
             continue
         codes = np.concatenate([np.column_stack([column(r, "#row")] + [column(r, v) for v in ident]) for r in rels])
-        codes = codes[unique_rows(codes)]
-        parts.append((kind, codes[np.argsort(codes[:, 0], kind="stable")]))
+        if len(rels) > 1 or any(c.background for c in clauses):  # one trigger gives one binding per element
+            codes = codes[unique_rows(codes)]
+            codes = codes[np.argsort(codes[:, 0], kind="stable")]
+        parts.append((kind, codes))
     return parts
 
 
