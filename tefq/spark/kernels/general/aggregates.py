@@ -140,9 +140,9 @@ class CellAggregator:
         lim = double_limbs(v, np.full(len(v), 2))
         if lim is None:
             raise ValueError("a duration outside the exact range")
-        total = range_sums(self.lay.cell(g, ka), self.lay.cell(g, kb), lim, self.report)
+        total = range_sums(self.lay.cell(g, ka), self.lay.cell(g, kb), lim, self.report, self.lay.size)
         total += age_limbs(self.lay.cell, aged.group, aged.ka, aged.kb, aged.start, self.t_first, self.every,
-                           self.report, self.ki)
+                           self.report, self.ki, self.lay.size)
         n = self.counts(g, ka, kb) + self.counts(aged.group, aged.ka, aged.kb)
         return CellSums(n, limbs=total)
 
@@ -156,9 +156,9 @@ class CellAggregator:
         if len(kinds) and (kinds == 2).all():
             lim = double_limbs(v, kinds)
             if lim is not None:
-                return CellSums(n, limbs=range_sums(lo, hi, lim, self.report))
+                return CellSums(n, limbs=range_sums(lo, hi, lim, self.report, self.lay.size))
         if v.kind == "int" and (np.abs(v.data) < SMALL_INT).all():
-            return CellSums(n, ints=int_range_sums(lo, hi, v.data, self.report))
+            return CellSums(n, ints=int_range_sums(lo, hi, v.data, self.report, self.lay.size))
         return CellSums(n, totals=self.exact_totals(g, ka, kb, v))
 
     def exact_totals(self, g, ka, kb, v: Values) -> list[ExactTotal]:

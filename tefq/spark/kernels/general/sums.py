@@ -113,12 +113,21 @@ def double_limbs(v: Values, kinds: np.ndarray) -> np.ndarray | None:
         return None
 
 
-def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, at: np.ndarray,
+               size: int | None = None) -> np.ndarray:
     """(k, len(at)): per cell of `at` (sorted), the sums of `values` (k, n) int64 over the ranges
-    [cells_lo, cells_hi) that cover it — a sparse difference array (sorted boundaries, running
-    sums, a search per cell): exact int64, and its cost follows the ranges, not the cells spanned."""
-    if not len(cells_lo):
+    [cells_lo, cells_hi) that cover it, exactly. Dense difference arrays over the `size` cells
+    when they are few next to the ranges (bincount: exact while the sums stay below 2^53), else
+    sparse ones (sorted boundaries, running sums, a search per cell): the cost follows the ranges."""
+    n = len(cells_lo)
+    if not n:
         return np.zeros((len(values), len(at)), np.int64)
+    if size is not None and size <= 8 * n and int(np.abs(values).max(initial=0)) * n < 2**53:
+        out = np.empty((len(values), len(at)), np.int64)
+        for j, w in enumerate(values.astype(np.float64)):
+            d = np.bincount(cells_lo, w, minlength=size + 1) - np.bincount(cells_hi, w, minlength=size + 1)
+            out[j] = np.cumsum(d.astype(np.int64))[at]
+        return out
     pos = np.concatenate([cells_lo, cells_hi])
     order = np.argsort(pos, kind="stable")
     run = np.cumsum(np.concatenate([values, -values], axis=1)[:, order], axis=1)
@@ -126,8 +135,9 @@ def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, a
     return np.where(idx >= 0, run[:, np.maximum(idx, 0)], 0)
 
 
-def int_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, x: np.ndarray, at: np.ndarray) -> np.ndarray:
-    return range_sums(cells_lo, cells_hi, x.astype(np.int64).reshape(1, -1), at)[0]
+def int_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, x: np.ndarray, at: np.ndarray,
+                   size: int | None = None) -> np.ndarray:
+    return range_sums(cells_lo, cells_hi, x.astype(np.int64).reshape(1, -1), at, size)[0]
 
 
 def totals_from_limbs(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
@@ -162,14 +172,14 @@ def binade(m: np.ndarray) -> np.ndarray:
 
 
 def age_limbs(cell_of, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndarray, t_first: int,
-              every: int, at: np.ndarray, at_tick: np.ndarray) -> np.ndarray:
+              every: int, at: np.ndarray, at_tick: np.ndarray, size: int | None = None) -> np.ndarray:
     """(3, len(at)) limb sums, per cell `at` (tick index `at_tick`), of the ages `(tau - start) / 1000`
     of open ranges (group g, ticks [ka, kb), tau = t_first + k * every); `cell_of(g, k)` gives a cell.
     Requires `every % 125 == 0`."""
     rho = (t_first - start) % 125
     u_rel = start + rho - t_first  # (tau - u) / 125 = floor(age / 125)
     lo, hi = cell_of(g, ka), cell_of(g, kb)
-    cnt, su = range_sums(lo, hi, np.stack([np.ones(len(ka), np.int64), u_rel]), at)
+    cnt, su = range_sums(lo, hi, np.stack([np.ones(len(ka), np.int64), u_rel]), at, size)
     a = (cnt * (at_tick * every) - su) // 125
     first = binade(t_first + ka * every - start)
     last = binade(t_first + (kb - 1) * every - start)
@@ -180,7 +190,7 @@ def age_limbs(cell_of, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.
     r, j, k1, k2 = r[seg], j[seg], k1[seg], k2[seg]
     v = BINADE_VALUES[j, rho[r]]
     total = np.zeros((3, len(at)), np.int64)
-    total[:2] = range_sums(cell_of(g[r], k1), cell_of(g[r], k2), np.stack([v & 0xFFFFFFFF, v >> 32]), at)
+    total[:2] = range_sums(cell_of(g[r], k1), cell_of(g[r], k2), np.stack([v & 0xFFFFFFFF, v >> 32]), at, size)
     total[1] += (a & 31) << 27
     total[2] += a >> 5
     return total
