@@ -6,7 +6,7 @@
   Events then go through `tefq.spark.kernels.intervals.apply_events` (sort, shift, mask; coalescing
   a reopening at the close's millisecond), exactly as UC1's operator does.
 - **Derived facts** (§3.2): the body's fact patterns and background patterns joined with
-  `interval_join` (intervals intersected), filtered, projected on the identity and coalesced with
+  `tables.join` (intervals intersected), filtered, projected on the identity and coalesced with
   the fact's intervals still open at the last reported tick (cut there, so a fact keeps the start
   it coalesced to).
 
@@ -22,9 +22,9 @@ import numpy as np
 from tefq.plan.logical import Clause, DerivedFact, EventFact, Fact, Pattern, WherePattern
 from tefq.spark.kernels.general.coding import Elements, bucket_of
 from tefq.spark.kernels.general.expressions import Env, passes
-from tefq.spark.kernels.general.tables import column, match, node_columns, relation, select_rows, union
+from tefq.spark.kernels.general.tables import column, join, match, node_columns, relation, select_rows, union
 from tefq.spark.kernels.intervals import OPEN, SINCE, UNTIL, Events, Intervals, apply_events
-from tefq.spark.kernels.joins import Relation, coalesce, cut, interval_join, key_ranks
+from tefq.spark.kernels.joins import Relation, coalesce, cut, key_ranks
 
 _GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
@@ -74,7 +74,7 @@ def join_all(parts: list[Relation]) -> Relation:
     joined, rest = parts[0], list(parts[1:])
     while rest:
         pick = next((i for i, r in enumerate(rest) if set(r.vars) & set(joined.vars)), 0)
-        joined = interval_join(joined, rest.pop(pick))
+        joined = join(joined, rest.pop(pick))
     return joined
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from tefq.plan.logical import Node, Pattern, Term, Var
 from tefq.spark.kernels.general.coding import encode_one
 from tefq.spark.kernels.intervals import OPEN
-from tefq.spark.kernels.joins import Relation
+from tefq.spark.kernels.joins import Relation, expand, interval_join, key_ranks
 
 NEVER = np.int64(-(2**62))  # activity bounds of what holds at every time (background, clause bindings)
 ALWAYS = np.int64(2**62 + 2**61)  # above any fact end (OPEN = 2^62) plus a period
@@ -85,3 +85,25 @@ def union(parts: list[Relation], names: tuple[str, ...]) -> Relation:
 
 def is_open(end: np.ndarray) -> np.ndarray:
     return end >= OPEN
+
+
+def timeless(r: Relation) -> bool:
+    """Every row holds at every time (background, clause bindings)."""
+    return bool(len(r)) and bool((r.start == NEVER).all() and (r.end == ALWAYS).all())
+
+
+def join(a: Relation, b: Relation) -> Relation:
+    """Rows of `a` and `b` agreeing on their shared variables, activities intersected: a hash join
+    when one side holds at every time (no time sweep needed), else `interval_join`."""
+    if not (timeless(a) or timeless(b)) or not len(a) or not len(b):
+        return interval_join(a, b)
+    shared = tuple(v for v in a.vars if v in b.vars)
+    ka, kb = key_ranks(a.columns(shared), b.columns(shared))
+    order = np.argsort(kb, kind="stable")
+    sorted_kb = kb[order]
+    ia, pos = expand(np.searchsorted(sorted_kb, ka, "left"), np.searchsorted(sorted_kb, ka, "right"))
+    ib = order[pos]
+    extra = [b.vars.index(v) for v in b.vars if v not in a.vars]
+    names = a.vars + tuple(v for v in b.vars if v not in a.vars)
+    codes = np.concatenate([a.codes[ia], b.codes[ib][:, extra]], axis=1)
+    return Relation(names, codes, np.maximum(a.start[ia], b.start[ib]), np.minimum(a.end[ia], b.end[ib]))

@@ -8,7 +8,7 @@ matched is visible, as `tefq.oracle.query` defines them:
 - event at `t`:                `t <= tau < t + d`
 - background triple:           always
 
-The items are joined on their shared variables with `interval_join` (activities intersected;
+The items are joined on their shared variables (`tables.join`: activities intersected;
 static FILTERs applied as soon as their variables are bound). Under WHILE, items other than
 `CURRENT` do not restrict the activity in the join; instead each solution is paired with the scope
 facts of its group (`ws, we`): active from `max(ws, starts)` to `min(we + d, ...)`, provided every
@@ -22,7 +22,8 @@ from tefq.spark.kernels.general.coding import Elements, bucket_of
 from tefq.spark.kernels.general.expressions import variables
 from tefq.spark.kernels.general.facts import Background, filtered, pattern_rows
 from tefq.spark.kernels.general.query import CompiledQuery, item_end, item_start
-from tefq.spark.kernels.general.tables import ALWAYS, NEVER, column, match, relation, select_rows, union, with_columns
+from tefq.spark.kernels.general.tables import (ALWAYS, NEVER, column, join, match, relation, select_rows, union,
+                                              with_columns)
 from tefq.spark.kernels.joins import Relation, coalesce, interval_join
 
 
@@ -75,7 +76,7 @@ def join_items(cq: CompiledQuery, parts: list[Relation], dictionary) -> Relation
     while rest and len(joined):
         pick = next((j for j in rest if set(parts[j].vars) & set(joined.vars)), rest[0])
         rest.remove(pick)
-        joined = apply_ready_filters(cq, interval_join(joined, parts[pick]), pending, dictionary)
+        joined = apply_ready_filters(cq, join(joined, parts[pick]), pending, dictionary)
     if rest:  # an empty join: the remaining columns still belong to the (empty) result
         names = joined.vars + tuple(v for j in rest for v in parts[j].vars if v not in joined.vars)
         return Relation.empty(tuple(dict.fromkeys(names)))
