@@ -242,3 +242,16 @@ def test_split_choice_per_shape():
     _, p = plan(SHAPES["UC3 (derived fact, WHILE)"], 4)
     assert p.split.var == "user" and p.split.merge
     assert dict(p.split.facts) == {"UserFact": 0, "ViewShipFact": 0} and "ProgramFact" in p.whole
+
+
+def test_explain_names_the_operator_and_the_split():
+    """`explain --physical` of the issue's first example: the general operator, no fallback, the
+    split and why it is exact."""
+    _, p = plan(SHAPES["genre"], 8)
+    text = p.explain()
+    assert "fallback" not in text and "GeneralOperator" in text
+    assert "hashpartitioning(bucket = code(?user) mod 8): UserFact split by ?user" in text
+    assert "current ?user :watching ?channel (UserFact) JOIN background ?channel :genre ?genre" in text
+    assert "exact: each bucket reports partial aggregates" in text
+    _, p = plan(SHAPES["genre"], 1)
+    assert "SinglePartition" in p.explain()

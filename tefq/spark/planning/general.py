@@ -46,30 +46,62 @@ class GeneralPlan:
     facts: tuple[str, ...]  # dependency order
     split: Split | None
     buckets: int
-    whole: tuple[str, ...]  # inputs every bucket reads whole (facts, event patterns, background)
+    whole: tuple[str, ...]  # event-driven inputs every bucket reads whole
     partitioning: str
+    operators: tuple[str, ...] = ()  # the operator's lines of EXPLAIN (WHERE, FILTER, WHILE, aggregates)
 
     def compiled(self, doc: Document) -> CompiledQuery:
         q = doc.queries[self.query_index]
         return CompiledQuery(q, tuple(doc.fact(n) for n in self.facts), self.split if self.buckets > 1 else None)
 
     def explain(self) -> str:
-        lines = [f"SparkQuery {self.query}: general aggregate every {self.every_ms} ms", SINK,
-                 "  GeneralOperator: applyInPandasWithState, one bucket state of numpy arrays per micro-batch"
-                 " (tefq.spark.kernels.general): facts applied, WHERE joined with activities, aggregates per"
-                 " (tick, group) by difference arrays",
-                 f"    facts: {', '.join(self.facts) or '(none)'}; state: pending elements, open facts"
-                 " (+ under WHILE: closed facts and events an open scope fact overlaps)",
-                 f"    output: {', '.join(self.columns)}"]
-        lines.append(f"  Exchange {self._exchange()}: {self.partitioning}")
-        lines.append("  MapInArrow: term codes, clause matching, row order for ties, heartbeats")
-        lines.append(SOURCE)
-        return "\n".join(lines)
+        state = f"pending elements, open facts of {', '.join(self.facts)}" if self.facts else "pending elements"
+        return "\n".join([
+            f"SparkQuery {self.query}: general aggregate every {self.every_ms} ms", SINK,
+            "  GeneralOperator: applyInPandasWithState, one bucket state of numpy arrays per micro-batch"
+            " (tefq.spark.kernels.general), ticks from event time, explicit end-of-input flush",
+            f"    state: {state} (under WHILE also the closed facts and events an open scope fact overlaps)",
+            *("    " + line for line in self.operators),
+            f"    output: {', '.join(self.columns)}",
+            f"  Exchange {self._exchange()}: {self.partitioning}",
+            "  MapInArrow: term codes, elements routed to the buckets of their consumers (SINCE/UNTIL clauses"
+            " matched against the broadcast background), row order for ties, heartbeats",
+            SOURCE])
 
     def _exchange(self) -> str:
         if self.split is None or self.buckets == 1:
             return "SinglePartition (bucket 0)"
         return f"hashpartitioning(bucket = code(?{self.split.var}) mod {self.buckets})"
+
+
+def operator_lines(doc: Document, q: AggregateQuery) -> tuple[str, ...]:
+    """What the operator evaluates, one line per step (IRIs abbreviated with the document's prefixes)."""
+    def node(n) -> str:
+        if isinstance(n, Var):
+            return "?" + n.name
+        for prefix, ns in sorted(doc.prefixes, key=lambda p: -len(p[1])):
+            if n.nt.startswith("<" + ns) and n.nt[len(ns) + 1:-1].replace("_", "").isalnum():
+                return f"{prefix}:{n.nt[len(ns) + 1:-1]}"
+        return n.nt
+
+    def item(wp: WherePattern) -> str:
+        p = wp.pattern
+        interval = f" [?{wp.interval[0].name}, ?{wp.interval[1].name}]" if wp.interval else ""
+        facts = f" ({', '.join(wp.facts)})" if wp.facts else ""
+        return f"{wp.kind} {node(p.s)} {node(p.p)} {node(p.o)}{interval}{facts}"
+
+    cq = CompiledQuery(q, ())
+    lines = ["WHERE: " + " JOIN ".join(item(wp) for wp in q.where) + " (hash joins on shared variables,"
+             " activities intersected)"]
+    if q.filters:
+        lines.append(f"FILTER: {len(cq.static_filters)} over bound variables (applied in the join),"
+                     f" {len(cq.dynamic_filters)} reading an open interval end (per tick while open)")
+    if q.while_ is not None:
+        lines.append(f"WHILE {item(q.while_)}: scope keyed by {', '.join('?' + k for k in cq.while_key) or '(nothing)'}")
+    aggs = ", ".join(f"{a.alias}={a.func}{' DISTINCT' if a.distinct else ''}" for a in q.aggregates)
+    lines.append(f"aggregates per (tick, group) by difference arrays: {aggs}"
+                 f"; GROUP BY {', '.join('?' + g.name for g in q.group_by) or '(none)'}")
+    return tuple(lines)
 
 
 # ---------------------------------------------------------------- what the kernels do not run
@@ -189,8 +221,9 @@ def choose_split(doc: Document, q: AggregateQuery, order: list[str]) -> tuple[Sp
     _, split, whole = min(found, key=lambda c: c[0])
     how = ("a group's solutions lie in the bucket of its ?" + split.var) if not split.merge else \
         (f"each bucket reports partial aggregates of the solutions with its ?{split.var}; the driver adds them")
-    parts = ", ".join(f"{n} split by identity column {c}" for n, c in split.facts) or "no fact split"
-    return split, whole, f"exact: {how}; {parts}; whole in every bucket: {', '.join(whole) or 'background only'}"
+    parts = "; ".join(f"{n} split by ?{doc.fact(n).identity[c].name}" for n, c in split.facts) or "no fact split"
+    whole_text = ", ".join(whole) or "no event-driven input"
+    return split, whole, f"{parts}; whole in every bucket: {whole_text}, background (broadcast); exact: {how}"
 
 
 def plan_general(doc: Document, q, buckets: int = 8) -> GeneralPlan | Refusal:
@@ -200,4 +233,4 @@ def plan_general(doc: Document, q, buckets: int = 8) -> GeneralPlan | Refusal:
     order = fact_closure(doc, q)
     split, whole, why = choose_split(doc, q, order) if buckets > 1 else (None, (), "one bucket offered")
     return GeneralPlan(q.name, doc.queries.index(q), tuple(p.name for p in q.select), q.every_ms, tuple(order),
-                       split, buckets if split is not None else 1, whole, why)
+                       split, buckets if split is not None else 1, whole, why, operator_lines(doc, q))
