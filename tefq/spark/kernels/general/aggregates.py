@@ -2,7 +2,7 @@
 
 Cells are (group, tick) packed per group over the ticks its ranges touch
 (`tefq.spark.kernels.tick_aggregates.Layout`), so a contribution over a range of ticks costs two
-difference-array entries:
+difference-array entries (dense, or sparse when the ranges are few next to the cells they span):
 - COUNT(*), COUNT e: counts of ranges (of those whose argument evaluated);
 - DISTINCT: the ranges merged per (group, value) first (`joins.coalesce`), then as without;
 - SUM / AVG: exact limb sums of doubles or int64 sums of small integers over ranges; anything else
@@ -27,17 +27,6 @@ from tefq.spark.kernels.general.sums import (SMALL_INT, ExactTotal, age_limbs, d
 from tefq.spark.kernels.exact import rounded
 from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.kernels.tick_aggregates import Layout
-
-
-@dataclass
-class CellRows:
-    """One bucket's rows of one batch: tick index and group of each reported cell, the number of
-    solutions in it, and per aggregate alias its column (final values, or partials to merge)."""
-
-    tick: np.ndarray
-    group: np.ndarray  # index into the contributions' group_codes
-    present: np.ndarray
-    columns: dict[str, Values | np.ndarray]
 
 
 def value_ids(v: Values) -> np.ndarray:

@@ -100,19 +100,8 @@ class CompiledQuery:
         names = {v.name for v in w.pattern.variables()}
         return tuple(n for n in self.group_names if n in names)
 
-    def time_columns(self) -> tuple[str, ...]:
-        """Solution columns that hold ms: interval starts and the hidden item columns."""
-        hidden = [c for i, wp in enumerate(self.items) if wp.kind != "background" for c in (item_start(i), item_end(i))]
-        return tuple(self.start_of) + tuple(hidden)
-
     def split_items(self) -> set[int]:
         """The WHERE items whose rows a bucket keeps only for its own values of the split variable."""
         if self.split is None:
             return set()
         return {i for i, wp in enumerate(self.items) if self.split.var in {v.name for v in wp.pattern.variables()}}
-
-    def retains_closed(self, fact: str) -> bool:
-        """Whether closed intervals of `fact` stay in the state after a report: a fact pattern
-        without CURRENT (its period, or a WHILE scope, can still see them) or the WHILE fact."""
-        w = self.q.while_
-        return any(wp.kind == "fact" and fact in wp.facts for wp in self.items) or (w is not None and fact in w.facts)
