@@ -37,6 +37,8 @@ def value_ids(v: Values) -> np.ndarray:
         if v.kind == "double":
             payload = np.where(v.data == 0, 0, payload)  # -0.0 == 0.0
         return key_ranks(np.column_stack([np.full(len(v), tags[v.kind]), payload]))[0]
+    if v.inputs is not None and v.inputs_are_values:
+        return v.inputs
     if v.inputs is not None:  # one key per distinct input, not per row
         first = np.zeros(int(v.inputs.max(initial=-1)) + 1, np.int64)
         first[v.inputs[::-1]] = np.arange(len(v) - 1, -1, -1)
@@ -55,7 +57,12 @@ def distinct(c: Contributions, v: Values) -> tuple[np.ndarray, np.ndarray, np.nd
     ids = value_ids(v.take(ok))
     rep = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
     rep[ids[::-1]] = ok[::-1]
-    merged = coalesce(Relation(("g", "v"), np.column_stack([c.group[ok], ids]), c.ka[ok], c.kb[ok]))
+    g = c.group[ok]
+    if len(g) and max(int(g.max()), int(ids.max())) < 2**31:  # one int64 key: a 1-D unique, not a lexsort
+        merged = coalesce(Relation(("k",), ((g << 32) | ids).reshape(-1, 1), c.ka[ok], c.kb[ok]))
+        key = merged.codes[:, 0]
+        return key >> 32, merged.start, merged.end, v.take(rep[key & 0xFFFFFFFF])
+    merged = coalesce(Relation(("g", "v"), np.column_stack([g, ids]), c.ka[ok], c.kb[ok]))
     return merged.codes[:, 0], merged.start, merged.end, v.take(rep[merged.codes[:, 1]])
 
 

@@ -149,16 +149,19 @@ def contributions(cq: CompiledQuery, sol: Relation, ticks: np.ndarray, dictionar
             for f in cq.dynamic_filters:
                 keep &= passes(f, env)
             p = p.take(keep)
-        names = {v for a in cq.q.aggregates for v in variables(a.arg)}
+        names = {v for a in cq.q.aggregates if cq.dynamic(a.arg) for v in variables(a.arg)}
         parts.append((p, piece_env(cq, sol, p, names, dictionary)))
-    args, ages = arguments(cq, sol, group, parts)
+    args, ages = arguments(cq, sol, group, parts, dictionary)
     return Contributions(np.concatenate([group[p.owner] for p, _ in parts]), np.concatenate([p.ka for p, _ in parts]),
                          np.concatenate([p.kb for p, _ in parts]), args, codes, ages)
 
 
-def arguments(cq: CompiledQuery, sol: Relation, group: np.ndarray,
-              parts: list[tuple[Piece, Env]]) -> tuple[list[Values | None], dict[int, Aged]]:
-    n = sum(len(p.owner) for p, _ in parts)
+def arguments(cq: CompiledQuery, sol: Relation, group: np.ndarray, parts: list[tuple[Piece, Env]],
+              dictionary) -> tuple[list[Values | None], dict[int, Aged]]:
+    """Each aggregate's argument per contribution: one that does not read an open end is
+    evaluated once per solution and spread to its pieces; the others per piece."""
+    owners = np.concatenate([p.owner for p, _ in parts])
+    n = len(owners)
     args: list[Values | None] = []
     ages: dict[int, Aged] = {}
     for ai, a in enumerate(cq.q.aggregates):
@@ -166,12 +169,14 @@ def arguments(cq: CompiledQuery, sol: Relation, group: np.ndarray,
             args.append(None)
         elif a.func == "COUNT" and not a.distinct and isinstance(a.arg, Var) and bound(cq, a.arg.name):
             args.append(Values("bool", np.ones(n, bool), np.ones(n, bool)))  # only counted
+        elif not cq.dynamic(a.arg):
+            whole = Piece(np.arange(len(sol), dtype=np.int64), sol.start, sol.end, None)
+            args.append(evaluate(a.arg, piece_env(cq, sol, whole, set(variables(a.arg)), dictionary)).take(owners))
         else:
             vals = []
             for p, env in parts:
-                if p.aged and cq.dynamic(a.arg):
-                    start = column(sol, item_start(age_argument(cq, a.arg)))[p.owner]
-                    ages[ai] = Aged(group[p.owner], p.ka, p.kb, start)
+                if p.aged:
+                    ages[ai] = Aged(group[p.owner], p.ka, p.kb, column(sol, item_start(age_argument(cq, a.arg)))[p.owner])
                     vals.append(Values("double", np.zeros(env.n), np.zeros(env.n, bool)))
                 else:
                     vals.append(evaluate(a.arg, env))

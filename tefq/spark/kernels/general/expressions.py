@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tefq.oracle.expr import EvalError, compile_expr
-from tefq.oracle.values import DateTime, to_value
+from tefq.oracle.values import BNode, DateTime, IRI, to_value
 from tefq.plan.logical import Call, Expr, Term, Var
 from tefq.spark.kernels.general.coding import TermDictionary
 from tefq.spark.kernels.joins import key_ranks
@@ -36,12 +36,14 @@ class Values:
     data: np.ndarray
     ok: np.ndarray
     inputs: np.ndarray | None = None  # per row, the index of its distinct input (tier 2): equal inputs, equal values
+    inputs_are_values: bool = False  # distinct inputs are distinct values too (IRIs, blank nodes)
 
     def __len__(self) -> int:
         return len(self.ok)
 
     def take(self, idx: np.ndarray) -> "Values":
-        return Values(self.kind, self.data[idx], self.ok[idx], None if self.inputs is None else self.inputs[idx])
+        return Values(self.kind, self.data[idx], self.ok[idx], None if self.inputs is None else self.inputs[idx],
+                      self.inputs_are_values)
 
     @staticmethod
     def concat(parts: list["Values"]) -> "Values":
@@ -112,6 +114,7 @@ def evaluate(expr: Expr, env: Env) -> Values:
         ok = np.array([x is not None for x in vals.tolist()], dtype=bool)
         out = typed(Values("object", vals, ok)).take(inv)
         out.inputs = inv
+        out.inputs_are_values = all(isinstance(x, (IRI, BNode)) for x in vals.tolist())
         return out
     try:
         with np.errstate(all="ignore"):
