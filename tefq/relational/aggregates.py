@@ -1,0 +1,155 @@
+"""SPARQL aggregates over a grouped solution table, with rdflib's values (the oracle's).
+
+`aggregate_columns(df, codes, groups, aggregations, x)` gives each aggregate's term per group.
+Vectorised: COUNT (also DISTINCT and `*`) and SAMPLE of a variable. SUM, AVG, MIN and MAX of a
+variable whose bound values all have one datatype, xsd:double or xsd:integer, are computed with
+the very Python arithmetic rdflib's accumulators use (a running `0 + acc + v` in row order, AVG
+of integers as a Decimal quotient), one pass over plain numbers instead of rdflib's per-row
+binding machinery. Everything else goes to rdflib's own `Aggregator`, one per group.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import numpy as np
+import pandas as pd
+from rdflib import Literal, URIRef
+from rdflib.term import Variable
+
+from tefq.oracle.windowed.r2r import to_nt
+from tefq.relational.expressions import Expressions, calls_timestamp
+from tefq.relational.sparql import XSD
+
+DOUBLE, INTEGER = f"{XSD}double", f"{XSD}integer"
+_NUMERIC_AGGREGATES = ("Aggregate_Sum", "Aggregate_Avg", "Aggregate_Min", "Aggregate_Max")
+
+
+def _column(df: pd.DataFrame, var) -> np.ndarray:
+    name = str(var)
+    return df[name].to_numpy(dtype=object) if name in df.columns else np.full(len(df), None, dtype=object)
+
+
+def _count(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) -> list:
+    if a.vars == "*":
+        sub = df.assign(**{"\x00g": codes})
+        if a.distinct:
+            sub = sub.fillna("\0").drop_duplicates()
+        counts = sub.groupby("\x00g").size()
+    else:
+        sub = pd.DataFrame({"g": codes, "v": _column(df, a.vars)}).dropna()
+        counts = sub.groupby("g")["v"].nunique() if a.distinct else sub.groupby("g").size()
+    return counts.reindex(groups, fill_value=0).to_numpy().tolist()
+
+
+def _sample(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) -> list:
+    sub = pd.DataFrame({"g": codes, "v": _column(df, a.vars)}).dropna()
+    firsts = sub.drop_duplicates("g").set_index("g")["v"]
+    return [x if isinstance(x, str) else None for x in firsts.reindex(groups).tolist()]
+
+
+def _one_datatype(col: np.ndarray) -> str | None:
+    """xsd:double or xsd:integer when every bound term is a literal of that one datatype."""
+    bound = [x for x in pd.unique(col[~pd.isna(col)])]
+    for dt in (DOUBLE, INTEGER):
+        suffix = f'"^^<{dt}>'
+        if all(x.endswith(suffix) and x.startswith('"') for x in bound):
+            return dt
+    return None
+
+
+def _numbers(col: np.ndarray, dt: str) -> list | None:
+    """The Python values rdflib's `numeric()` gives (float or int), None where unbound; None
+    if a value is not a plain finite number (NaN, INF: rdflib's own comparisons then)."""
+    cache: dict = {}
+    out = []
+    for x in col.tolist():
+        if x is None:
+            out.append(None)
+            continue
+        v = cache.get(x)
+        if v is None:
+            lex = x[1:x.rindex('"^^<')]
+            try:
+                v = cache[x] = float(lex) if dt == DOUBLE else int(lex)
+            except ValueError:
+                return None
+            if dt == DOUBLE and not np.isfinite(v):
+                return None
+        out.append(v)
+    return out
+
+
+def _fast_numeric(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) -> list | None:
+    """SUM / AVG / MIN / MAX of a one-datatype numeric variable, else None (rdflib decides)."""
+    if not isinstance(a.vars, Variable) or (a.distinct and a.name in ("Aggregate_Sum", "Aggregate_Avg")):
+        return None
+    col = _column(df, a.vars)
+    dt = _one_datatype(col)
+    values = _numbers(col, dt) if dt else None
+    if values is None:
+        return None
+    position = {int(g): i for i, g in enumerate(groups.tolist())}
+    if a.name in ("Aggregate_Min", "Aggregate_Max"):
+        return _extremum(a.name == "Aggregate_Min", col, values, codes, position)
+    total: list = [0] * len(position)
+    count = [0] * len(position)
+    for g, v in zip(codes.tolist(), values):
+        if v is not None:
+            i = position[g]
+            total[i] = 0 + total[i] + v  # rdflib: sum((acc, v)), in row order
+            count[i] += 1
+    if a.name == "Aggregate_Sum":
+        return [to_nt(Literal(t, datatype=URIRef(dt) if n else None)) for t, n in zip(total, count)]
+    if dt == DOUBLE:
+        return [to_nt(Literal(t / n)) if n else to_nt(Literal(0)) for t, n in zip(total, count)]
+    return [to_nt(Literal(Decimal(t) / Decimal(n))) if n else to_nt(Literal(0)) for t, n in zip(total, count)]
+
+
+def _extremum(minimum: bool, col: np.ndarray, values: list, codes: np.ndarray, position: dict) -> list:
+    """The first term with the smallest (largest) value of each group, as rdflib's min/max keep it."""
+    best: list = [None] * len(position)
+    best_term: list = [None] * len(position)
+    for g, v, term in zip(codes.tolist(), values, col.tolist()):
+        if v is None:
+            continue
+        i = position[g]
+        b = best[i]
+        if b is None or (v < b if minimum else v > b):
+            best[i], best_term[i] = v, term
+    return best_term
+
+
+def _by_rdflib(slow: list, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray, x: Expressions) -> dict:
+    """rdflib's accumulators, one group at a time (per window for `timestamp()`)."""
+    from rdflib.plugins.sparql.aggregates import Aggregator
+
+    aggs = {g: Aggregator(aggregations=slow) for g in groups.tolist()}
+    for g, r in zip(codes.tolist(), x.solutions(df, calls_timestamp(slow))):
+        aggs[g].update(r)
+    return {str(a.res): [to_nt(aggs[g].get_bindings().get(a.res)) for g in groups.tolist()] for a in slow}
+
+
+def aggregate_columns(df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray, aggregations, x: Expressions) -> dict:
+    """Each aggregate's result term per group; `codes` gives each row's group, `groups` the
+    groups in output order."""
+    out: dict[str, list] = {}
+    slow = []
+    for a in aggregations:
+        res = str(a.res)
+        got = None
+        if a.name == "Aggregate_Count" and (a.vars == "*" or isinstance(a.vars, Variable)):
+            got = [x.terms.integer_term(int(n)) for n in _count(a, df, codes, groups)]
+        elif a.name == "Aggregate_Sample" and isinstance(a.vars, Variable):
+            got = _sample(a, df, codes, groups)
+        elif a.name in _NUMERIC_AGGREGATES:
+            got = _fast_numeric(a, df, codes, groups)
+        if got is None:
+            slow.append(a)
+        else:
+            out[res] = got
+    if slow:
+        out.update(_by_rdflib(slow, df, codes, groups, x))
+    return {str(a.res): out[str(a.res)] for a in aggregations}
+
+
+__all__ = ["aggregate_columns"]
