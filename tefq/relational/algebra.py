@@ -7,8 +7,10 @@ from typing import Iterator
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import Variable
 
-# operators whose answer depends on the order of their input rows (ties, "first", adjacency)
-_ORDERED = ("Slice", "Reduced", "OrderBy", "Aggregate_GroupConcat")
+# operators whose answer depends on the order of their input rows: ties, "first", adjacency, and
+# floating-point sums (rdflib adds in row order; a double's sum is not associative)
+_ORDERED = ("Slice", "Reduced", "OrderBy", "Aggregate_GroupConcat", "Aggregate_Sum", "Aggregate_Avg",
+            "Aggregate_Min", "Aggregate_Max")
 
 
 def walk(node, seen: set | None = None) -> Iterator[CompValue]:
@@ -38,7 +40,8 @@ def contains(node, names: tuple[str, ...]) -> bool:
 
 def order_sensitive(algebra) -> bool:
     """Whether the order of solutions can change the answer: LIMIT/OFFSET, REDUCED, ties of
-    ORDER BY, GROUP_CONCAT, SAMPLE of a variable that is not a group key."""
+    ORDER BY, GROUP_CONCAT, SUM and AVG (of doubles), MIN and MAX (ties between equal values
+    of different datatypes), SAMPLE of a variable that is not a group key."""
     for n in walk(algebra):
         if n.name in _ORDERED:
             return True

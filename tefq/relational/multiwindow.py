@@ -276,7 +276,9 @@ class _BatchRun:
         for i, e in enumerate(group.expr or []):
             keys[i] = df[str(e)] if isinstance(e, Variable) and str(e) in df.columns else (
                 [None] * len(df) if isinstance(e, Variable) else self.x.value(e, df))
-        codes = keys.fillna("\0").groupby(list(keys.columns), sort=False).ngroup().to_numpy()
+        for c in keys.columns[1:]:
+            keys[c] = keys[c].astype(object).where(keys[c].notna(), "\0")  # unbound keys: one group
+        codes = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
         groups, first = np.unique(codes, return_index=True)  # ngroup numbers groups as they appear
         out = {WINDOW: df[WINDOW].to_numpy()[first], **aggregate_columns(df, codes, groups, node.A, self.x)}
         return normalised(pd.concat([pd.DataFrame(out), filler], ignore_index=True))
