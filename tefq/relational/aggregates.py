@@ -129,18 +129,27 @@ def _by_rdflib(slow: list, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarr
     return {str(a.res): [to_nt(aggs[g].get_bindings().get(a.res)) for g in groups.tolist()] for a in slow}
 
 
-def aggregate_columns(df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray, aggregations, x: Expressions) -> dict:
+def _count_terms(counts: list[int], x: Expressions) -> list:
+    values, where = np.unique(np.asarray(counts, dtype=np.int64), return_inverse=True)
+    terms = np.array([x.terms.integer_term(int(n)) for n in values.tolist()] + [None], dtype=object)
+    return terms[where.reshape(-1)].tolist() if len(counts) else []
+
+
+def aggregate_columns(df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray, aggregations, x: Expressions,
+                      first: np.ndarray | None = None, keys: set[str] = frozenset()) -> dict:
     """Each aggregate's result term per group; `codes` gives each row's group, `groups` the
-    groups in output order."""
+    groups in output order, `first` each group's first row and `keys` the GROUP BY variables
+    (a key's SAMPLE is its value in the group's first row)."""
     out: dict[str, list] = {}
     slow = []
     for a in aggregations:
         res = str(a.res)
         got = None
         if a.name == "Aggregate_Count" and (a.vars == "*" or isinstance(a.vars, Variable)):
-            got = [x.terms.integer_term(int(n)) for n in _count(a, df, codes, groups)]
+            got = _count_terms(_count(a, df, codes, groups), x)
         elif a.name == "Aggregate_Sample" and isinstance(a.vars, Variable):
-            got = _sample(a, df, codes, groups)
+            got = _column(df, a.vars)[first].tolist() if first is not None and str(a.vars) in keys \
+                else _sample(a, df, codes, groups)
         elif a.name in _NUMERIC_AGGREGATES:
             got = _fast_numeric(a, df, codes, groups)
         if got is None:

@@ -31,7 +31,7 @@ from tefq.relational.aggregates import aggregate_columns
 from tefq.relational.algebra import bgp_nodes, correlated_aggregate, order_sensitive
 from tefq.relational.expressions import Expressions, calls_timestamp
 from tefq.relational.join_order import JoinOrders
-from tefq.relational.solutions import empty, join, left_join, minus, normalised
+from tefq.relational.solutions import empty, group_codes, join, left_join, minus, normalised
 from tefq.relational.sparql import FALSE, TRUE, VectorEvaluator
 from tefq.relational.window_content import WINDOW, Batch
 
@@ -108,7 +108,7 @@ class _BatchRun:
         self.ev = ev
         self.batch = batch
         self.x = ev.expressions
-        self._by_p: dict[str, pd.DataFrame] | None = None
+        self._by_p: dict[str, pd.DataFrame] = {}
 
     def unit(self) -> pd.DataFrame:
         """One empty solution per window (the join identity)."""
@@ -126,8 +126,7 @@ class _BatchRun:
             got = _split(triples, ["s", "p", "o"])
             return {w: Answer(("s", "p", "o"), [], got.get(w, [])) for w in windows}
         names = list(self.ev.names)
-        df = self.part(algebra.p).reindex(columns=[WINDOW] + names)
-        df = normalised(df)
+        df = _columns(self.part(algebra.p), [WINDOW] + names)
         if names:
             df = df[df[names].notna().to_numpy().any(axis=1)]  # rdflib drops empty solutions
         got = _split(df, names) if names else {}
@@ -164,12 +163,12 @@ class _BatchRun:
         return out[columns].reset_index(drop=True)
 
     def _triples_of(self, p) -> pd.DataFrame:
-        tr = self.batch.triples
         if p is None:
-            return tr
-        if self._by_p is None:
-            self._by_p = {k: g.reset_index(drop=True) for k, g in tr.groupby("p", sort=False)} if len(tr) else {}
-        return self._by_p.get(to_nt(p), empty((WINDOW, "s", "p", "o")))
+            return self.batch.triples
+        key = to_nt(p)
+        if key not in self._by_p:
+            self._by_p[key] = self.batch.with_predicate(key)
+        return self._by_p[key]
 
     def pattern(self, t) -> pd.DataFrame:
         """The solutions of one triple pattern in every window (background triples in each)."""
@@ -217,7 +216,7 @@ class _BatchRun:
         return df.assign(**{str(node.var): pd.Series(col, index=df.index, dtype=object)})
 
     def _Project(self, node) -> pd.DataFrame:
-        return normalised(self.part(node.p).reindex(columns=[WINDOW] + [str(v) for v in node.PV]))
+        return _columns(self.part(node.p), [WINDOW] + [str(v) for v in node.PV])
 
     def _Distinct(self, node) -> pd.DataFrame:
         return self.part(node.p).drop_duplicates(ignore_index=True)
@@ -272,16 +271,20 @@ class _BatchRun:
         filler = self._no_solution(node, np.setdiff1d(self.batch.windows, df[WINDOW].to_numpy(np.int64)))
         if not len(df):
             return filler
-        keys = pd.DataFrame({WINDOW: df[WINDOW].to_numpy()})
-        for i, e in enumerate(group.expr or []):
-            keys[i] = df[str(e)] if isinstance(e, Variable) and str(e) in df.columns else (
-                [None] * len(df) if isinstance(e, Variable) else self.x.value(e, df))
-        for c in keys.columns[1:]:
-            keys[c] = keys[c].astype(object).where(keys[c].notna(), "\0")  # unbound keys: one group
-        codes = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
-        groups, first = np.unique(codes, return_index=True)  # ngroup numbers groups as they appear
-        out = {WINDOW: df[WINDOW].to_numpy()[first], **aggregate_columns(df, codes, groups, node.A, self.x)}
-        return normalised(pd.concat([pd.DataFrame(out), filler], ignore_index=True))
+        keys = [df[WINDOW].to_numpy()]
+        for e in group.expr or []:
+            if isinstance(e, Variable):
+                keys.append(df[str(e)].to_numpy(dtype=object) if str(e) in df.columns
+                            else np.full(len(df), None, dtype=object))
+            else:
+                keys.append(self.x.value(e, df))
+        codes = group_codes(keys)
+        groups, first = np.unique(codes, return_index=True)  # groups are numbered as they appear
+        grouped = {str(e) for e in group.expr or [] if isinstance(e, Variable)}
+        out = {WINDOW: df[WINDOW].to_numpy()[first],
+               **aggregate_columns(df, codes, groups, node.A, self.x, first, grouped)}
+        found = pd.DataFrame(out)
+        return normalised(pd.concat([found, filler], ignore_index=True)) if len(filler) else found
 
     def _no_solution(self, node, windows: np.ndarray) -> pd.DataFrame:
         """rdflib's answer in windows where the aggregate sees no solution: with GROUP BY one empty
@@ -313,6 +316,14 @@ class _BatchRun:
         if not parts:
             return empty((WINDOW, "s", "p", "o"))
         return pd.concat(parts, ignore_index=True).drop_duplicates(ignore_index=True)
+
+
+def _columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """`df` with exactly these columns; a missing one is unbound (operators' tables are already
+    normalised: only new columns need it)."""
+    if all(c in df.columns for c in columns):
+        return df[columns] if list(df.columns) != columns else df
+    return normalised(df.reindex(columns=columns))
 
 
 def _match(triples: pd.DataFrame, t, keys: list[str]) -> pd.DataFrame:

@@ -50,8 +50,10 @@ def element_table(elements) -> pd.DataFrame:
         rows = list(elements)
         df = pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame({c: [] for c in COLUMNS})
     df["ts"] = df["ts"].astype(np.int64)
-    order = np.argsort(df["ts"].to_numpy(), kind="stable")
-    return df.iloc[order].reset_index(drop=True)
+    ts = df["ts"].to_numpy()
+    if len(ts) < 2 or (ts[1:] >= ts[:-1]).all():
+        return df
+    return df.iloc[np.argsort(ts, kind="stable")].reset_index(drop=True)
 
 
 @dataclass
@@ -199,7 +201,8 @@ class BatchedRun:
             fed = list(dict.fromkeys(rows))  # a stream is a set: one element per triple
             self.feeds[q.name].add(pd.DataFrame([(c, s, p, o) for s, p, o in fed], columns=COLUMNS))
             self.out.feedback_triples += len(fed)
-        self.results[i].rows.extend((c, tuple(self.canonical(x) for x in r)) for r in rows)
+        canonical = self.canonical
+        self.results[i].rows.extend([(c, tuple(map(canonical, r))) for r in rows])
 
     def run(self, max_ticks: int) -> BatchedResults:
         self.out.events_in = sum(len(s.table) for s in self.streams.values())
@@ -218,7 +221,8 @@ class BatchedRun:
 
 
 def _from_t0(df: pd.DataFrame, t0: int) -> pd.DataFrame:
-    return df[df["ts"] >= t0].reset_index(drop=True)
+    ts = df["ts"].to_numpy(np.int64)
+    return df if not len(ts) or ts[0] >= t0 else df.iloc[np.searchsorted(ts, t0, "left"):].reset_index(drop=True)
 
 
 def run_batched(doc, elements, background: Sequence[tuple[str, str, str]] = (), t0: int = 0,

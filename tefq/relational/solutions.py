@@ -102,4 +102,18 @@ def minus(a: pd.DataFrame, b: pd.DataFrame, shared: list[str], keys: list[str]) 
     return a[~removed].reset_index(drop=True)
 
 
-__all__ = ["ROW", "normalised", "empty", "by_mask", "join", "left_join", "minus"]
+def group_codes(columns: list[np.ndarray]) -> np.ndarray:
+    """Each row's group (rows equal on every column, None a value like any other), numbered in
+    order of first appearance, as pandas' `groupby(sort=False).ngroup()` numbers them."""
+    combined = np.zeros(len(columns[0]) if columns else 0, np.int64)
+    radix = 1
+    for col in columns:
+        codes, uniques = pd.factorize(col, use_na_sentinel=False)
+        if radix * max(1, len(uniques)) >= 2 ** 62:  # too many combinations for one int64: renumber first
+            combined, radix = pd.factorize(combined)[0].astype(np.int64), int(combined.max(initial=0)) + 1
+        combined = combined * max(1, len(uniques)) + codes
+        radix *= max(1, len(uniques))
+    return pd.factorize(combined)[0].astype(np.int64)
+
+
+__all__ = ["ROW", "group_codes", "normalised", "empty", "by_mask", "join", "left_join", "minus"]

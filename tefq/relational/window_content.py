@@ -34,6 +34,18 @@ class Batch:
     triples: pd.DataFrame
     windows: np.ndarray
     stamps: dict[int, dict] | None = None
+    p_codes: np.ndarray | None = None  # each triple's predicate, as an index into `p_terms`
+    p_terms: np.ndarray | None = None
+
+    def with_predicate(self, p: str) -> pd.DataFrame:
+        """The triples whose predicate is `p`."""
+        if self.p_codes is None or self.p_terms is None:
+            return self.triples[self.triples["p"] == p].reset_index(drop=True)
+        hits = np.flatnonzero(self.p_terms == p)
+        if not len(hits):
+            return self.triples.iloc[:0]
+        mask = np.isin(self.p_codes, hits)
+        return self.triples if mask.all() else self.triples[mask].reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -64,39 +76,46 @@ def contents_size(parts: Sequence[Part], instants: np.ndarray, t0: int, closed: 
     return out
 
 
-def _explode(parts: Sequence[Part], instants: np.ndarray, t0: int, closed: bool) -> pd.DataFrame:
-    """(window, ts, s, p, o) for every (element, window holding it), in the oracle's order."""
-    frames = []
+def _assign(parts: Sequence[Part], instants: np.ndarray, t0: int, closed: bool) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The parts' elements (one table, FROM clause after FROM clause), and for every (element,
+    window holding it) the element's row and the window's index in `instants`."""
+    tables, rows, which, offset = [], [], [], 0
     for part in parts:
-        els = part.elements
-        ts = els["ts"].to_numpy(np.int64)
-        keep = ts >= t0
+        ts = part.elements["ts"].to_numpy(np.int64)
         lo, hi = windows_of(ts, instants, part.range_ms, closed)
-        n = np.where(keep, hi - lo, 0)
-        rows = np.repeat(np.arange(len(els)), n)
+        n = np.where(ts >= t0, hi - lo, 0)
+        r = np.repeat(np.arange(len(ts)), n)
         first = np.repeat(np.cumsum(n) - n, n)
-        which = np.repeat(lo, n) + (np.arange(len(rows)) - first)
-        frame = els.iloc[rows].reset_index(drop=True)
-        frame.insert(0, WINDOW, instants[which])
-        frames.append(frame)
-    if not frames:
-        return pd.DataFrame({WINDOW: pd.Series([], dtype=np.int64), **{c: [] for c in COLUMNS}})
-    out = pd.concat(frames, ignore_index=True)
-    order = np.lexsort((out["ts"].to_numpy(np.int64), out[WINDOW].to_numpy(np.int64)))  # stable
-    return out.iloc[order].reset_index(drop=True)
+        which.append(np.repeat(lo, n) + (np.arange(len(r)) - first))
+        rows.append(r + offset)
+        tables.append(part.elements[COLUMNS])
+        offset += len(ts)
+    if not tables:
+        return pd.DataFrame({c: [] for c in COLUMNS}), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    elements = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0].reset_index(drop=True)
+    return elements, np.concatenate(rows), np.concatenate(which)
 
 
-def normal_terms(col: pd.Series) -> pd.Series:
-    """rdflib's view of each term (one conversion per distinct literal; IRIs and blank nodes
-    come back unchanged)."""
+def normal_terms(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, terms): each distinct term once, as rdflib prints it (one conversion per distinct
+    literal; IRIs and blank nodes come back unchanged)."""
     codes, uniques = pd.factorize(col, use_na_sentinel=False)
     fixed = np.array([to_nt(to_rdflib(t)) if t.startswith('"') else t for t in uniques.tolist()], dtype=object)
-    return pd.Series(fixed[codes] if len(fixed) else np.array([], dtype=object), index=col.index, dtype=object)
+    merged, terms = pd.factorize(fixed, use_na_sentinel=False)  # two spellings rdflib reads as one term
+    return merged.astype(np.int64)[codes] if len(codes) else codes.astype(np.int64), np.asarray(terms, dtype=object)
 
 
-def _stamps(exploded: pd.DataFrame) -> dict[int, dict]:
+def _triple_ids(codes: list[np.ndarray]) -> np.ndarray:
+    """One id per distinct (s, p, o)."""
+    frame = pd.DataFrame({"s": codes[0], "p": codes[1], "o": codes[2]})
+    return frame.groupby(["s", "p", "o"], sort=False).ngroup().to_numpy(np.int64) if len(frame) \
+        else np.zeros(0, np.int64)
+
+
+def _stamps(windows: np.ndarray, triples: dict[str, np.ndarray], ts: np.ndarray) -> dict[int, dict]:
     """Per window, the latest timestamp of each triple, keyed as `timestamp()` looks it up."""
-    latest = exploded.groupby([WINDOW, "s", "p", "o"], sort=False)["ts"].max()
+    frame = pd.DataFrame({WINDOW: windows, **triples, "ts": ts})
+    latest = frame.groupby([WINDOW, "s", "p", "o"], sort=False)["ts"].max()
     out: dict[int, dict] = {}
     for (w, s, p, o), t in latest.items():
         out.setdefault(int(w), {})[(to_rdflib(s), to_rdflib(p), to_rdflib(o))] = int(t)
@@ -109,12 +128,23 @@ def batch(parts: Sequence[Part], instants: np.ndarray, t0: int = 0, predicates: 
     instants = np.asarray(instants, dtype=np.int64)
     if predicates is not None:
         parts = [Part(p.elements[p.elements["p"].isin(predicates)], p.range_ms) for p in parts]
-    exploded = _explode(parts, instants, t0, closed)
-    for c in ("s", "p", "o"):
-        exploded[c] = normal_terms(exploded[c])
-    stamps = _stamps(exploded) if with_stamps and len(exploded) else ({} if with_stamps else None)
-    triples = exploded.drop(columns="ts").drop_duplicates(ignore_index=True)
-    return Batch(triples, instants, stamps)
+    elements, rows, which = _assign(parts, instants, t0, closed)
+    coded = [normal_terms(elements[c]) for c in ("s", "p", "o")]
+    triple = _triple_ids([c for c, _ in coded])
+    ts = elements["ts"].to_numpy(np.int64)[rows]
+    order = np.lexsort((ts, which))  # by window, then time; stable: FROM clause, then stream order
+    rows, which, ts = rows[order], which[order], ts[order]
+    stamps = _stamps(instants[which], _terms(coded, rows), ts) if with_stamps and len(rows) else (
+        {} if with_stamps else None)
+    key = which * max(1, len(triple)) + triple[rows]
+    first = ~pd.Series(key).duplicated().to_numpy()  # a window's content is a set of triples
+    rows, which = rows[first], which[first]
+    triples = pd.DataFrame({WINDOW: instants[which], **_terms(coded, rows)})
+    return Batch(triples, instants, stamps, coded[1][0][rows], coded[1][1])
+
+
+def _terms(coded: list[tuple[np.ndarray, np.ndarray]], rows: np.ndarray) -> dict[str, np.ndarray]:
+    return {c: terms[codes[rows]] for (codes, terms), c in zip(coded, ("s", "p", "o"))}
 
 
 __all__ = ["WINDOW", "COLUMNS", "Batch", "Part", "batch", "contents_size", "windows_of", "normal_terms"]
