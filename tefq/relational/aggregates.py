@@ -22,6 +22,7 @@ from tefq.relational.sparql import XSD
 
 DOUBLE, INTEGER = f"{XSD}double", f"{XSD}integer"
 _NUMERIC_AGGREGATES = ("Aggregate_Sum", "Aggregate_Avg", "Aggregate_Min", "Aggregate_Max")
+MAX_EXACT_SUM = 2.0 ** 53  # integers summed as doubles stay exact below it
 
 
 def _column(df: pd.DataFrame, var) -> np.ndarray:
@@ -57,26 +58,22 @@ def _one_datatype(col: np.ndarray) -> str | None:
     return None
 
 
-def _numbers(col: np.ndarray, dt: str) -> list | None:
-    """The Python values rdflib's `numeric()` gives (float or int), None where unbound; None
-    if a value is not a plain finite number (NaN, INF: rdflib's own comparisons then)."""
-    cache: dict = {}
-    out = []
-    for x in col.tolist():
-        if x is None:
-            out.append(None)
-            continue
-        v = cache.get(x)
-        if v is None:
-            lex = x[1:x.rindex('"^^<')]
-            try:
-                v = cache[x] = float(lex) if dt == DOUBLE else int(lex)
-            except ValueError:
-                return None
-            if dt == DOUBLE and not np.isfinite(v):
-                return None
-        out.append(v)
-    return out
+def _numbers(col: np.ndarray, dt: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(values, bound): the numbers rdflib's `numeric()` gives, as float64 (doubles, and integers
+    a double holds exactly); None if a value is not a plain finite number or too large (rdflib's
+    own arithmetic then)."""
+    codes, uniques = pd.factorize(col)  # unbound: -1
+    parsed = []
+    for x in uniques.tolist():
+        lex = x[1:x.rindex('"^^<')]
+        try:
+            parsed.append(float(lex) if dt == DOUBLE else int(lex))
+        except ValueError:
+            return None
+    values = np.array(parsed + [0.0], dtype=np.float64)
+    if not np.isfinite(values).all() or (dt == INTEGER and np.abs(values).sum() >= MAX_EXACT_SUM):
+        return None
+    return values[codes], codes >= 0
 
 
 def _fast_numeric(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) -> list | None:
@@ -85,38 +82,35 @@ def _fast_numeric(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) ->
         return None
     col = _column(df, a.vars)
     dt = _one_datatype(col)
-    values = _numbers(col, dt) if dt else None
-    if values is None:
+    got = _numbers(col, dt) if dt else None
+    if got is None:
         return None
-    position = {int(g): i for i, g in enumerate(groups.tolist())}
+    values, bound = got
+    where = np.searchsorted(groups, codes)[bound]  # each bound row's group, as an output position
+    values = values[bound]
     if a.name in ("Aggregate_Min", "Aggregate_Max"):
-        return _extremum(a.name == "Aggregate_Min", col, values, codes, position)
-    total: list = [0] * len(position)
-    count = [0] * len(position)
-    for g, v in zip(codes.tolist(), values):
-        if v is not None:
-            i = position[g]
-            total[i] = 0 + total[i] + v  # rdflib: sum((acc, v)), in row order
-            count[i] += 1
+        return _extremum(a.name == "Aggregate_Min", col[bound], values, where, len(groups))
+    count = np.bincount(where, minlength=len(groups)).tolist()
+    total = np.zeros(len(groups))
+    np.add.at(total, where, values)  # unbuffered, in row order: rdflib's running `0 + acc + v`
+    sums = total.tolist() if dt == DOUBLE else [int(t) for t in total.tolist()]
     if a.name == "Aggregate_Sum":
-        return [to_nt(Literal(t, datatype=URIRef(dt) if n else None)) for t, n in zip(total, count)]
+        return [to_nt(Literal(t, datatype=URIRef(dt) if n else None)) for t, n in zip(sums, count)]
     if dt == DOUBLE:
-        return [to_nt(Literal(t / n)) if n else to_nt(Literal(0)) for t, n in zip(total, count)]
-    return [to_nt(Literal(Decimal(t) / Decimal(n))) if n else to_nt(Literal(0)) for t, n in zip(total, count)]
+        return [to_nt(Literal(t / n)) if n else to_nt(Literal(0)) for t, n in zip(sums, count)]
+    return [to_nt(Literal(Decimal(t) / Decimal(n))) if n else to_nt(Literal(0)) for t, n in zip(sums, count)]
 
 
-def _extremum(minimum: bool, col: np.ndarray, values: list, codes: np.ndarray, position: dict) -> list:
+def _extremum(minimum: bool, terms: np.ndarray, values: np.ndarray, where: np.ndarray, groups: int) -> list:
     """The first term with the smallest (largest) value of each group, as rdflib's min/max keep it."""
-    best: list = [None] * len(position)
-    best_term: list = [None] * len(position)
-    for g, v, term in zip(codes.tolist(), values, col.tolist()):
-        if v is None:
-            continue
-        i = position[g]
-        b = best[i]
-        if b is None or (v < b if minimum else v > b):
-            best[i], best_term[i] = v, term
-    return best_term
+    out: list = [None] * groups
+    if not len(values):
+        return out
+    series = pd.Series(values)
+    best = (series.groupby(where).idxmin() if minimum else series.groupby(where).idxmax())
+    for g, row in zip(best.index.tolist(), best.tolist()):
+        out[g] = terms[row]
+    return out
 
 
 def _by_rdflib(slow: list, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray, x: Expressions) -> dict:

@@ -13,6 +13,7 @@ UserChannelCounts) needs each window's output for the next: one window per round
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
@@ -27,18 +28,20 @@ from tefq.oracle.windowed.runner import WindowedResults, canonical_cell, names_s
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
 from tefq.oracle.windowed.windows import close_instants, count_close_instants
 from tefq.relational.multiwindow import MultiWindowEvaluator
-from tefq.relational.window_content import COLUMNS, Part, batch, contents_size
+from tefq.relational.window_content import COLUMNS, Part, TermNormaliser, batch, contents_size
 from tefq.results import QueryResult
 
 DEFAULT_BATCH_ROWS = 2_000_000  # elements assigned to windows per pass: bounds the memory of one batch
 
 
 class BatchedResults(WindowedResults):
-    """`WindowedResults` plus the batching's own figures: `rounds`, `batches` (evaluator passes)
-    and `join_orders` (per batch and BGP: the order and the strategy chosen)."""
+    """`WindowedResults` plus the batching's own figures: `rounds`, `batches` (evaluator passes),
+    `batch_log` (per batch: query, first and last window close, windows, seconds) and
+    `join_orders` (per batch and BGP: the order and the strategy chosen)."""
 
     rounds: int = 0
     batches: int = 0
+    batch_log: list
     join_orders: list
 
 
@@ -98,7 +101,9 @@ class BatchedRun:
         self.previous: list[dict | None] = [None] * len(self.queries)
         self.out = BatchedResults()
         self.out.join_orders = []
+        self.out.batch_log = []
         self.canonical = lru_cache(maxsize=1 << 16)(canonical_cell)
+        self.normal = TermNormaliser()
 
     def source(self, iri: str | None) -> tuple[_Source, str | None]:
         """The stream a FROM clause names, and the feeding query's name if it is a feed."""
@@ -183,10 +188,13 @@ class BatchedRun:
         ev = self.evaluators[i]
         answers: dict = {}
         for chunk in self.chunks(i, instants):
+            started = time.perf_counter()
             parts = self.parts(i, int(chunk[0]), int(chunk[-1]), ev.predicates)
             answers.update(ev.evaluate(batch(parts, chunk, self.t0, ev.predicates, ev.uses_timestamp,
-                                             self.sem.closed_right)))
+                                             self.sem.closed_right, self.normal)))
             self.out.batches += 1
+            self.out.batch_log.append({"query": self.queries[i].name, "first": int(chunk[0]), "last": int(chunk[-1]),
+                                       "windows": len(chunk), "seconds": time.perf_counter() - started})
         return answers
 
     def report(self, c: int, i: int, ans) -> None:
