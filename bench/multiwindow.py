@@ -93,6 +93,19 @@ def sliding_count(log: pd.DataFrame, repeat: int, batch_rows: int, tmp: str) -> 
             "steady_events_per_s": steady}
 
 
+def window_by_window(log: pd.DataFrame, tmp: str) -> dict:
+    """Today's engine loop (the oracle's run() with the one-window vectorised R2R) vs the batches."""
+    from tefq.oracle.windowed.runner import run
+    from tefq.relational.sparql import VectorEvaluator
+
+    doc = load(os.path.join(tmp, "sliding.rspql"))
+    elements = list(log[["ts", "s", "p", "o"]].itertuples(index=False, name=None))
+    per_window, want = timed(lambda: run(doc, elements, evaluator=VectorEvaluator))
+    engine, got = timed(lambda: run_batched(doc, log))
+    assert got[0].sorted_rows() == want[0].sorted_rows()
+    return {"events": len(log), "per_window_s": per_window, "engine_s": engine}
+
+
 def len_events(table: pd.DataFrame, b: dict, step_ms: int = 10_000) -> int:
     """The stream elements a batch of windows newly covers: ts in [first close - STEP, last close)."""
     ts = table["ts"].to_numpy(np.int64)
@@ -107,7 +120,8 @@ def sensor_queries(stream: pd.DataFrame, batch_rows: int) -> tuple[list[dict], d
         for order in ("static", "adaptive"):
             secs, got = timed(lambda: run_batched(doc, stream, join_order=order, batch_rows=batch_rows))
             runs[order] = (secs, got)
-            logs[(path.stem, order)] = [(b["last"], len_events(stream, b) / b["seconds"]) for b in got.batch_log]
+            logs[(path.stem, order)] = [(b["last"], len_events(stream, b) / b["seconds"]) for b in got.batch_log
+                                        if len_events(stream, b)]
         (s_secs, s_got), (a_secs, a_got) = runs["static"], runs["adaptive"]
         assert s_got[0].sorted_rows() == a_got[0].sorted_rows(), f"{path.stem}: static and adaptive rows differ"
         strategies = sorted({r["strategy"] for r in a_got.join_orders})
@@ -160,6 +174,11 @@ def main() -> None:
     ap.add_argument("--sensor-events", type=int, default=1_000_000, help="sensor stream elements (0: skip)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--batch-rows", type=int, default=500_000, help="elements assigned to windows per pass")
+    ap.add_argument("--sensor-batch-rows", type=int, default=120_000,
+                    help="the same for the sensor queries (smaller: more points per run for the plot)")
+    ap.add_argument("--per-window", type=int, default=0, metavar="N",
+                    help="also time today's window-by-window run (the oracle's loop, vectorised R2R) on the "
+                         "first N events, against the multi-window run on them")
     ap.add_argument("--data", metavar="DIR", help="generate into (and reuse from) DIR")
     ap.add_argument("--plot", metavar="PNG", help="static vs adaptive throughput of Q7-Q9 per batch")
     ap.add_argument("--json", metavar="PATH", help="write the figures as JSON")
@@ -174,8 +193,13 @@ def main() -> None:
               f"({s['limit_events_per_s']:,.0f} ev/s), multi-window {s['engine_s']:.2f} s "
               f"({s['engine_events_per_s']:,.0f} ev/s, steady {s['steady_events_per_s']:,.0f} ev/s, "
               f"{s['batches']} batches) = {s['share_of_limit']:.2f} of the limit")
+        if a.per_window:
+            out["per_window"] = window_by_window(log.iloc[:a.per_window], tmp)
+            p = out["per_window"]
+            print(f"first {p['events']:,} events: window by window {p['per_window_s']:.1f} s, multi-window "
+                  f"{p['engine_s']:.2f} s (x{p['per_window_s'] / p['engine_s']:.0f})")
         if a.sensor_events:
-            out["sensors"], logs = sensor_queries(stream, a.batch_rows)
+            out["sensors"], logs = sensor_queries(stream, a.sensor_batch_rows)
             for r in out["sensors"]:
                 print(f"{r['query']:<28} {r['rows']:>8,} rows  static {r['static_events_per_s']:>10,.0f} ev/s  "
                       f"adaptive {r['adaptive_events_per_s']:>10,.0f} ev/s  ({', '.join(r['adaptive_strategies'])})")
