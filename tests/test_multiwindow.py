@@ -318,3 +318,33 @@ def test_join_orders_are_recorded_per_batch() -> None:
     assert got.batches > 1 and len(got.join_orders) == got.batches
     assert {r["strategy"] for r in got.join_orders} <= {"forward", "backward"}
     assert all(sorted(r["order"]) == [0, 1, 2] and len(r["cardinalities"]) == 3 for r in got.join_orders)
+
+
+# ---------------------------------------------------------------- the incremental drop-in (Spark's steps)
+def _drive(run, els: list, cuts: list[int]) -> list:
+    """Micro-batches split at `cuts`, each followed by `advance` to the largest timestamp seen,
+    then the end-of-input flush: the Spark windowed operator's calls."""
+    from tefq.relational.windowed import WindowedState
+
+    st, reports, start = WindowedState(), [], 0
+    for end in sorted(cuts) + [len(els)]:
+        part = element_table(els[start:end])
+        start = max(start, end)
+        if len(part):
+            run.add(st, part, int(part["ts"].min()), int(part["ts"].max()), len(part))
+        reports += run.advance(st, st.last)
+    reports += run.advance(st, None)
+    return sorted((r.query, r.tick, sorted(r.rows, key=str)) for r in reports), st.ticks, st.feedback_triples
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 1000), cuts=st.lists(st.integers(0, 300), max_size=4),
+       path=st.sampled_from(["usecases/uc1_csparql.rspql", "examples/rspql/busy-channels.rspql",
+                             "examples/rspql/new-viewers.rspql"]))
+def test_incremental_batched_run_equals_incremental_run(seed: int, cuts: list[int], path: str) -> None:
+    from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
+    from tefq.relational.windowed import IncrementalRun
+
+    d = load(str(ROOT / path))
+    els = iptv_log(seed)
+    assert _drive(IncrementalBatchedRun(d, batch_rows=100), els, cuts) == _drive(IncrementalRun(d), els, cuts)
