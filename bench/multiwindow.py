@@ -163,6 +163,8 @@ def data(args: argparse.Namespace, tmp: str) -> tuple[pd.DataFrame, pd.DataFrame
     iptv, sensors = os.path.join(base, f"iptv-{args.events}"), os.path.join(base, f"sensors-{args.sensor_events}")
     if not os.path.isdir(iptv):
         gen_iptv(IptvConfig(events=args.events), iptv)
+    if not args.sensor_events:
+        return read_parquet_dir(os.path.join(iptv, "log")), pd.DataFrame()
     if not os.path.isdir(sensors):
         gen_sensors(SensorsConfig(events=args.sensor_events, mix=UNSTABLE, seed=1), sensors)
     return read_parquet_dir(os.path.join(iptv, "log")), read_parquet_dir(os.path.join(sensors, "observations"))
