@@ -5,32 +5,30 @@
     result = q.run(events_df, engine="oracle")  # pandas / pyarrow / (ts, s, p, o) tuples / paths
     result.to_pandas()                          # tick + one column per SELECT name
 
-Events are checked by the same readers as `tefq run --stream` (in-memory events go through a
-temporary Parquet file): a cell that is not an N-Triples term is a TefqError naming its row and
-column. `engine="spark"` hands that file to `tefq.spark.run`.
+This module wraps values: `Query.run` describes its run to the run service (`tefq.run`), which
+runs it as `tefq run` would. Events are checked by the same rules as `tefq run --stream`
+(in-memory events as a Parquet file's rows, in memory): a cell that is not an N-Triples term is a
+TefqError naming its row and column. With `engine="spark"` in-memory events are handed to Spark
+as a Parquet file.
 """
 from __future__ import annotations
 
 import functools
 import os
-import tempfile
-import time
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.results import Cell, QueryResult, RunResult
+from tefq.run import RunRequest, execute
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from tefq.io.staging import StagedStreams
     from tefq.plan.logical import Document
 
-ENGINES = ("oracle", "spark")
 _NUMERIC = {terms.XSD_INTEGER: int, terms.XSD + "int": int, terms.XSD + "long": int, terms.XSD + "short": int,
             terms.XSD_DECIMAL: float, terms.XSD_DOUBLE: float, terms.XSD + "float": float}
 
@@ -43,15 +41,11 @@ def compile(text: str, *, prefixes: dict[str, str] | None = None, name: str = "<
 
 
 def load(path: str | os.PathLike, *, prefixes: dict[str, str] | None = None) -> "Query":
-    """`compile` the document in a .tef file."""
+    """`compile` the document in a .tef file (read as `tefq run` reads it)."""
+    from tefq.analysis import read_query_file
+
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise TefqError(f"cannot read query file: {reason}", path) from None
-    return compile(text, prefixes=prefixes, name=path)
+    return compile(read_query_file(path), prefixes=prefixes, name=path)
 
 
 @dataclass(frozen=True)
@@ -74,130 +68,22 @@ class Query:
 
     def run(self, events: Any, *, engine: str = "oracle", background: Any = None, t0: int = 0,
             lateness: int | str = 0) -> "Result":
-        """Run every query of the document over `events` (see the module doc) on one engine.
+        """Run every query of the document over `events` (see the module doc) on one engine
+        (`oracle`, `spark`, or `auto`: the oracle for small inputs).
 
         `background`: a file (Turtle, N-Triples, TriG) or an rdflib Graph. `lateness`: ms or a
         duration such as "5s" (on the oracle each input file is one arrival batch: docs/semantics.md)."""
-        if engine not in ENGINES:
-            raise TefqError(f"unknown engine {engine!r}: expected oracle or spark", file="engine")
-        lateness_ms = _duration_ms(lateness)
-        graph = _background(background)
-        doc = self.document(_predicates(graph))
-        started = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="tefq-events-") as workdir:
-            streams = stage_events(events, workdir)
-            if engine == "oracle":
-                run = run_oracle(doc, streams, graph, t0=t0, lateness_ms=lateness_ms)
-            else:
-                from tefq.io.staging import as_parquet
-                from tefq.spark.engine import run as spark_run
-
-                run = spark_run(doc, as_parquet(streams, workdir), graph, t0=t0, lateness_ms=lateness_ms,
-                                progress=False)
-        run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
-        run.metrics.rows_out = sum(len(r.rows) for r in run.results)
-        return Result(run)
+        request = RunRequest(self, events, background=background, engine=engine, t0=t0, lateness=lateness,
+                             progress=False)
+        return Result(execute(request).run)
 
 
 @functools.lru_cache(maxsize=32)  # bind once per document (and print its warnings once)
 def _bound(text: str, name: str, prefixes: tuple[tuple[str, str], ...],
            background_predicates: frozenset[str]) -> "Document":
-    from tefq.analysis import bind
-    from tefq.syntax import parse
+    from tefq.analysis import bind_text  # the parser is slow to import: `import tefq` stays light
 
-    return bind(parse(text, name), name, text, dict(prefixes), background_predicates)
-
-
-def stage_events(events: Any, workdir: str) -> "StagedStreams":
-    """Any kind of `events` as stream paths the readers check (paths are passed through)."""
-    from tefq.io.staging import StagedStreams, stage_stream, table_to_parquet
-
-    streams = StagedStreams()
-    if isinstance(events, (str, os.PathLike)):
-        events = [events]
-    if isinstance(events, (list, tuple)) and events and all(isinstance(e, (str, os.PathLike)) for e in events):
-        for path in events:
-            if not os.path.exists(path):
-                raise TefqError("no such stream file or directory", os.fspath(path))
-            stage_stream(os.fspath(path), None, workdir, streams)
-        return streams
-    staged = table_to_parquet(events, workdir)
-    streams.paths.append(staged)
-    streams.shown[staged] = "<events>"
-    return streams
-
-
-def run_oracle(doc: "Document", streams: "StagedStreams", background: Any, *, t0: int = 0,
-               lateness_ms: int | None = None, max_ticks: int | None = None,
-               bad_rows: str | None = None) -> RunResult:
-    """The reference semantics over staged streams: the oracle for TEF queries, the windowed oracle
-    for REGISTER QUERY. Each file is one arrival batch (`lateness_ms`); bad rows go to `bad_rows`
-    (a directory) or stop the run; `max_ticks` bounds the ticks with rows (docs/semantics.md)."""
-    from tefq.io.bad_rows import BadRowLog
-    from tefq.io.readers import read_stream_file, stream_files
-    from tefq.oracle import run as oracle_run
-    from tefq.oracle.query import DEFAULT_MAX_TICKS
-    from tefq.plan.logical import WindowedQuery
-
-    if max_ticks is not None and max_ticks < 0:
-        raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
-    log = BadRowLog(bad_rows)
-    elements: list = []
-    sizes: list[int] = []  # one arrival batch per file (lateness)
-    try:
-        for f in [f for path in streams.paths for f in stream_files(path)]:
-            n = len(elements)
-            elements.extend(read_stream_file(f, log))
-            sizes.append(len(elements) - n)
-    except TefqError as e:
-        raise streams.relabel(e) from None
-    finally:
-        log.close()
-    bound = DEFAULT_MAX_TICKS if max_ticks is None else max_ticks
-
-    run = oracle_run(doc, elements, background, t0=t0, max_ticks=bound, lateness_ms=lateness_ms or None,
-                     batch_sizes=sizes, locate=streams.locate)
-    run.metrics.extra["bad_rows"] = log.count
-    if any(isinstance(q, WindowedQuery) for q in doc.queries):
-        from tefq.oracle import name_the_row
-        from tefq.oracle.query import TooManyTicks
-        from tefq.oracle.windowed import run as windowed_run
-
-        try:  # every window closes, empty or not: the bound counts them all (spec §8)
-            windowed = windowed_run(doc, elements, background, t0=t0, max_ticks=bound)
-        except TooManyTicks as e:
-            raise name_the_row(e, sorted(el[0] for el in elements if el[0] >= t0), streams.locate) from None
-        run.results.extend(windowed)
-        # Windowed queries count their windows as ticks and their feedback triples as bindings (§7, §8).
-        run.metrics.ticks += windowed.ticks
-        run.metrics.intermediate_bindings += windowed.intermediate_bindings
-        order = {q.name: i for i, q in enumerate(doc.queries)}
-        run.results.sort(key=lambda r: order.get(r.name, len(order)))
-    return run
-
-
-def _duration_ms(value: int | str) -> int:
-    if isinstance(value, int):
-        return value
-    from tefq.analysis import parse_duration
-
-    return parse_duration(value)
-
-
-def _background(background: Any):
-    if background is None or not isinstance(background, (str, os.PathLike)):
-        return background
-    from tefq.io.readers import read_background
-
-    return read_background(os.fspath(background))
-
-
-def _predicates(graph: Any) -> frozenset[str]:
-    if graph is None:
-        return frozenset()
-    from tefq.io.readers import background_triples
-
-    return frozenset(p for _, p, _ in background_triples(graph))
+    return bind_text(text, name, dict(prefixes), background_predicates)
 
 
 def python_value(cell: Cell) -> Any:
@@ -262,4 +148,4 @@ class Result:
         return f"<tefq.Result {sizes}>"
 
 
-__all__ = ["compile", "load", "Query", "Result", "python_value", "run_oracle", "stage_events"]
+__all__ = ["compile", "load", "Query", "Result", "python_value"]

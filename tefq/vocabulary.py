@@ -9,6 +9,9 @@ from dataclasses import dataclass
 Element = tuple[int, str, str, str]
 """A stream element: (t in ms since the epoch, s, p, o as N-Triples terms), spec §1."""
 
+Triple = tuple[str, str, str]
+"""A triple (s, p, o) of N-Triples terms: a background triple, or an element without its time."""
+
 DEFAULT_MAX_TICKS = 1_000_000
 """Ticks with rows one query may report before a run stops with exit 2 (`--max-ticks`; 0 = no bound)."""
 
@@ -28,4 +31,4 @@ def format_ms(ms: int) -> str:
     return f"{ms}ms"
 
 
-__all__ = ["Element", "DEFAULT_MAX_TICKS", "RunLimits", "format_ms"]
+__all__ = ["Element", "Triple", "DEFAULT_MAX_TICKS", "RunLimits", "format_ms"]

@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from simulate_docs import spec10_elements, uc1, uc2, uc3  # noqa: E402
 
 from tefq.errors import TefqError  # noqa: E402
-from tefq.simulate.cli import parse_windows, register  # noqa: E402
-from tefq.simulate.compare import compare  # noqa: E402
+from tefq.compare.cli import parse_windows, register  # noqa: E402
+from tefq.compare.measure import compare  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

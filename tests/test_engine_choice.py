@@ -5,12 +5,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tefq.cli import AUTO_ORACLE_EVENTS, StreamArg, build_parser, choose_engine, estimated_events
+from tefq.cli import build_parser, run_request
+from tefq.run import AUTO_ORACLE_EVENTS, choose_engine, estimated_events
 
 
-def args_for(*argv: str):
-    args = build_parser().parse_args(["run", "q.tef", *argv])
-    return args, [StreamArg(None, v) for v in args.stream]
+def request_for(*argv: str):
+    return run_request(build_parser().parse_args(["run", "q.tef", *argv]))
 
 
 def test_parquet_rows_are_counted_text_estimated(tmp_path) -> None:
@@ -22,20 +22,20 @@ def test_parquet_rows_are_counted_text_estimated(tmp_path) -> None:
 
 def test_small_bounded_input_goes_to_the_oracle(tmp_path) -> None:
     (tmp_path / "s.tsv").write_text("ts\ts\tp\to\n")
-    args, streams = args_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
-    assert choose_engine(args, streams) == "oracle"
+    request = request_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
+    assert choose_engine(request) == "oracle"
     for extra in (["--checkpoint", str(tmp_path / "ck")], ["--follow"], ["--master", "local[2]"]):
-        args, streams = args_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet", *extra)
-        assert choose_engine(args, streams) == "spark", extra
+        request = request_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet", *extra)
+        assert choose_engine(request) == "spark", extra
 
 
 def test_large_input_goes_to_spark(tmp_path) -> None:
     with open(tmp_path / "s.tsv", "wb") as fh:
         fh.truncate(AUTO_ORACLE_EVENTS * 80)  # sparse: no disk used
-    args, streams = args_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
-    assert choose_engine(args, streams) == "spark"
+    request = request_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
+    assert choose_engine(request) == "spark"
 
 
 def test_spark_stays_the_default() -> None:
-    args, streams = args_for("--stream", "x")
-    assert args.engine == "spark" and choose_engine(args, streams) == "spark"
+    request = request_for("--stream", "x")
+    assert request.engine == "spark" and choose_engine(request) == "spark"

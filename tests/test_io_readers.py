@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from tefq.errors import TefqError
-from tefq.io.readers import background_triples, read_background, read_stream, stream_files
+from tefq.io.rdf import background_as_ntriples
+from tefq.io.readers import read_background, read_stream, stream_files
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "streams")
 E = "http://example.org/iptv#"
@@ -134,7 +135,7 @@ def test_background_formats_and_triples(tmp_path) -> None:
     want = [("<http://x/ch1>", "<http://x/genre>", '"news"'),
             ("<http://x/ch1>", "<http://x/rank>", f'"01"^^<{X}integer>')]
     for f in (ttl, nt, trig):
-        assert list(background_triples(read_background(str(f)))) == want, f
+        assert list(background_as_ntriples(read_background(str(f)))) == want, f
 
 
 def test_crlf_line_ends_and_byte_order_mark(tmp_path) -> None:
@@ -148,7 +149,7 @@ def test_crlf_line_ends_and_byte_order_mark(tmp_path) -> None:
 def test_gzip_background(tmp_path) -> None:
     f = tmp_path / "bg.nt.gz"
     f.write_bytes(gzip.compress(b'<http://x/a> <http://x/b> "c"@EN .\n'))
-    assert list(background_triples(read_background(str(f)))) == [("<http://x/a>", "<http://x/b>", '"c"@en')]
+    assert list(background_as_ntriples(read_background(str(f)))) == [("<http://x/a>", "<http://x/b>", '"c"@en')]
 
 
 def test_symlinked_folder_inside_a_stream_directory_is_read(tmp_path) -> None:

@@ -100,12 +100,12 @@ def test_parse_window():
 def test_usecase_command_lines(tmp_path):
     ns = argparse.Namespace(name="uc1", data=str(tmp_path), engine="oracle", format="csv", out=None,
                             metrics="m.json", quiet=False)
-    argv = icli.usecase_argv(ns)
-    assert argv[0] == "run" and argv[1].endswith(os.path.join("usecases", "uc1.tef"))
-    assert argv[argv.index("--stream") + 1] == os.path.join(str(tmp_path), "log")  # UC1 reads the log only
-    assert argv[argv.index("--engine") + 1] == "oracle" and argv[argv.index("--metrics") + 1] == "m.json"
+    request = icli.usecase_request(ns)
+    assert request.query.path.endswith(os.path.join("usecases", "uc1.tef"))
+    assert request.events == [os.path.join(str(tmp_path), "log")]  # UC1 reads the log only
+    assert request.engine == "oracle" and request.output.metrics == "m.json"
     ns.name = "uc3"
-    assert icli.usecase_argv(ns)[icli.usecase_argv(ns).index("--stream") + 1] == str(tmp_path)
+    assert icli.usecase_request(ns).events == [str(tmp_path)]
 
 
 def test_usecase_refuses_a_foreign_data_directory(tmp_path):

@@ -90,11 +90,12 @@ def test_bad_rdf_names_file_and_line(spark, tmp_path):
 def test_background_query_on_spark_equals_the_oracle(spark, tmp_path):
     """examples/genre: CURRENT facts joined with background triples (the general fallback)."""
     from tefq.analysis import load
-    from tefq.io.readers import background_triples, read_background
+    from tefq.io.rdf import background_as_ntriples
+    from tefq.io.readers import read_background
 
     bg = read_background(os.path.join(ROOT, "examples/genre/channels.ttl"))
     doc = load(os.path.join(ROOT, "examples/genre/viewers-per-genre.tef"),
-               background_predicates=frozenset(p for _, p, _ in background_triples(bg)))
+               background_predicates=frozenset(p for _, p, _ in background_as_ntriples(bg)))
     j, q = f"<{IPTV}join>", f"<{IPTV}quit>"
     a, b = f"<{IPTV}A>", f"<{IPTV}B>"
     elements = [(1000, "<http://x/u1>", j, a), (2000, "<http://x/u2>", j, b), (6000, "<http://x/u3>", j, a),

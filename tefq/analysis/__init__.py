@@ -1,29 +1,47 @@
 """The bind step: syntax tree -> logical plan (`tefq.plan.logical`), with every semantic error
-located; plus duration parsing and the one-line statement summaries of `tefq parse`."""
+located; plus duration parsing and the one-line statement summaries of `tefq parse`.
+
+A document's text comes from one reader (`read_query_file`: UTF-8, an invalid byte located) and
+is bound by one function (`bind_text`), whether it comes from a file (`load`, the command line)
+or from a string (`tefq.compile`)."""
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from tefq.analysis.bind import TIMESTAMP_FUNCTION, bind, unifies
 from tefq.analysis.durations import parse_duration
-from tefq.analysis.summary import format_ms, summary
+from tefq.analysis.summary import summary
 from tefq.errors import TefqError
 from tefq.plan.logical import Document
 
 
-def load(path: str, extra_prefixes: dict[str, str] | None = None,
+def load(path: str, extra_prefixes: Mapping[str, str] | None = None,
          background_predicates: frozenset[str] = frozenset()) -> Document:
     """Read, parse and bind a .tef file; an unreadable file is a TefqError naming it."""
+    return bind_text(read_query_file(path), path, extra_prefixes, background_predicates)
+
+
+def bind_text(source: str, name: str, extra_prefixes: Mapping[str, str] | None = None,
+              background_predicates: frozenset[str] = frozenset()) -> Document:
+    """Parse and bind a document's text; errors are located in `name` (a path, or `<string>`).
+    The background's predicates take part in binding: a pattern on one of them is a background
+    pattern, not an event pattern."""
     from tefq.syntax import parse
 
+    return bind(parse(source, name), name, source, dict(extra_prefixes or {}), background_predicates)
+
+
+def read_query_file(path: str) -> str:
+    """The text of a .tef file; an unreadable file or one that is not UTF-8 is a located TefqError."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as e:
         raise TefqError(f"cannot read query file: {e.strerror or e}", path) from None
     try:
-        source = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise _invalid_utf8(path, data, e) from None
-    return bind(parse(source, path), path, source, extra_prefixes or {}, background_predicates)
 
 
 def _invalid_utf8(path: str, data: bytes, e: UnicodeDecodeError) -> TefqError:
@@ -36,4 +54,5 @@ def _invalid_utf8(path: str, data: bytes, e: UnicodeDecodeError) -> TefqError:
     return err.located(path, data.decode("utf-8", errors="replace"))
 
 
-__all__ = ["bind", "load", "parse_duration", "summary", "format_ms", "unifies", "TIMESTAMP_FUNCTION"]
+__all__ = ["bind", "bind_text", "load", "read_query_file", "parse_duration", "summary", "unifies",
+           "TIMESTAMP_FUNCTION"]

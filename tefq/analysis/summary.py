@@ -2,18 +2,11 @@
 from __future__ import annotations
 
 from tefq.plan import logical as L
+from tefq.vocabulary import format_ms
 
 
 def _vars(vs: tuple[L.Var, ...]) -> str:
     return ", ".join("?" + v.name for v in vs)
-
-
-def format_ms(ms: int) -> str:
-    """`10000` -> `10s`, `60000` -> `1m`, `1500` -> `1500ms` (the shortest exact unit)."""
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 def summary(doc: L.Document) -> list[str]:

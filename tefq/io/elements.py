@@ -11,8 +11,8 @@ from tefq.io.bad_rows import STRICT, BadRow, BadRowLog
 from tefq.io.ntriples import TermError, check_position, scan_term
 from tefq.io.timestamps import literal_ms
 from tefq.io.validate import TS_MAX, TS_MIN, Fault, term_fault
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 
 # Predicates that give a named graph its time; their triples are metadata, not stream elements.
 TIME_PREDICATES = (

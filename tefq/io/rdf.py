@@ -1,6 +1,7 @@
-"""RDF-library reading: TriG streams (pyoxigraph: fast, streaming) and background graphs
-(Turtle, N-Triples, TriG, N-Quads through rdflib, whose graphs the windowed oracle's SPARQL
-evaluation uses as they are).
+"""RDF-library reading: TriG streams (pyoxigraph: fast, streaming) and background knowledge
+(Turtle, N-Triples, TriG, N-Quads through rdflib): `load_background` reads it once for a run,
+`background_as_ntriples` is the one conversion of a background, in whatever form it comes, to
+N-Triples triples.
 
 Kept apart from `tefq.io.readers` because both libraries are slow to import.
 """
@@ -12,6 +13,7 @@ import pathlib
 import warnings
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pyoxigraph
 import rdflib
@@ -20,7 +22,8 @@ from rdflib.plugins.parsers.notation3 import BadSyntax
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, normalise_term
-from tefq.io.elements import Element, statement, timestamp_graphs
+from tefq.io.elements import statement, timestamp_graphs
+from tefq.vocabulary import Element, Triple
 
 
 def _from_rdflib(t: rdflib.term.Node) -> str:
@@ -181,13 +184,42 @@ def read_background(path: str) -> rdflib.Graph:
     return graph
 
 
-def background_triples(graph: rdflib.Graph) -> Iterator[tuple[str, str, str]]:
-    """The graph's triples (all named graphs of a Dataset, union) in N-Triples form, sorted so runs
-    are deterministic."""
-    if isinstance(graph, rdflib.ConjunctiveGraph):
-        raw = {(s, p, o) for s, p, o, _ in graph.quads((None, None, None, None))}
+def background_as_ntriples(background: object) -> list[Triple]:
+    """The background's triples as N-Triples strings, sorted and each once (so runs are
+    deterministic), from any form it is handed over in: None (no triples), an rdflib Graph or
+    Dataset (the union of its graphs), or an iterable of (s, p, o[, g]) tuples of rdflib terms or
+    N-Triples strings (the picklable form Spark ships to its executors)."""
+    if background is None:
+        return []
+    if isinstance(background, rdflib.ConjunctiveGraph):
+        raw = {(s, p, o) for s, p, o, _ in background.quads((None, None, None, None))}
+    elif isinstance(background, rdflib.Graph):
+        raw = set(background.triples((None, None, None)))
     else:
-        raw = set(graph.triples((None, None, None)))
-    return iter(sorted((_from_rdflib(s), _from_rdflib(p), _from_rdflib(o)) for s, p, o in raw))
+        raw = {tuple(t[:3]) for t in background}  # type: ignore[attr-defined]
+    return sorted({(_ntriples(s), _ntriples(p), _ntriples(o)) for s, p, o in raw})
 
 
+def _ntriples(term: object) -> str:
+    # rdflib's terms are str subclasses: test for them first
+    return _from_rdflib(term) if isinstance(term, rdflib.term.Node) else str(term)
+
+
+@dataclass(frozen=True)
+class Background:
+    """Background knowledge, read once for a run: the `graph` as rdflib holds it (what the Spark
+    engine takes) and its `triples` in N-Triples form (what the oracle and the simulations join
+    with); its `predicates` take part in binding the document."""
+
+    graph: rdflib.Graph
+    triples: tuple[Triple, ...]
+
+    @property
+    def predicates(self) -> frozenset[str]:
+        return frozenset(p for _, p, _ in self.triples)
+
+
+def load_background(source: str | os.PathLike | rdflib.Graph) -> Background:
+    """A background file (see `read_background`) or an rdflib graph, as a Background."""
+    graph = read_background(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else source
+    return Background(graph, tuple(background_as_ntriples(graph)))

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
-from tefq.io.elements import TIME_PREDICATES, Element, parse_statement, time_literal, timestamp_graphs  # noqa: F401
+from tefq.io.elements import TIME_PREDICATES, parse_statement, time_literal, timestamp_graphs  # noqa: F401
 from tefq.io.ntriples import TermError, check_position, normalise_term
 from tefq.io.validate import (HEADER, Fault, RowChecker, check_text, check_term, decode_line, element_of_line,
                               header_order, split_csv)
+from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import rdflib
 
 STREAM_FORMATS = ("tsv", "csv", "parquet", "nq", "trig", "stream")
@@ -290,19 +292,11 @@ def read_background(path: str) -> "rdflib.Graph":
     return read(path)
 
 
-def background_triples(graph: "rdflib.Graph") -> Iterator[tuple[str, str, str]]:
-    """The background's triples in N-Triples form, sorted: see tefq.io.rdf."""
-    from tefq.io.rdf import background_triples as triples
-
-    return triples(graph)
-
-
 # ---------------------------------------------------------------------------------------------
 # Parquet (vectorised: terms already in normal form are checked by one regex pass per column)
 
 def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iterator[Iterator[Element]]:
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
@@ -314,15 +308,7 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
     if missing:
         raise TefqError(f"missing Parquet column(s) {', '.join(missing)}: expected ts (int64 ms), s, p, o "
                         f"(strings); found {', '.join(schema.names)}", path)
-    ts_type = schema.field("ts").type
-    if not (pa.types.is_integer(ts_type) or pa.types.is_timestamp(ts_type)):
-        raise TefqError(f"column ts must be int64 milliseconds (or a timestamp), found {ts_type}", path)
-    for c in "spo":
-        t = schema.field(c).type
-        if pa.types.is_dictionary(t):
-            t = t.value_type
-        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
-            raise TefqError(f"column {c} must hold N-Triples terms as strings, found {t}", path)
+    check_event_types(schema, path)
     row0 = 0
     batches = pf.iter_batches(batch_size=1 << 16, columns=list(HEADER))
     while True:
@@ -332,29 +318,67 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
             return
         except (OSError, pa.ArrowException) as e:
             raise TefqError(f"cannot read the Parquet file: {e}", path, row0 + 1) from None
-        cols, lists, bad = {}, [], set()
-        for c in HEADER:
-            col = batch.column(c)
-            if pa.types.is_dictionary(col.type):
-                col = col.dictionary_decode()
-            if c == "ts" and pa.types.is_timestamp(col.type):
-                col = pc.floor_temporal(col, unit="millisecond").cast(pa.timestamp("ms", col.type.tz)) \
-                    .view(pa.int64())
-            cols[c] = col
-            lists.append(col.to_pylist())
-            if col.null_count:
-                bad.update(pc.indices_nonzero(pc.is_null(col)).to_pylist())
-        for i in sorted(bad):  # report in row order
-            c = next(c for j, c in enumerate(HEADER) if lists[j][i] is None)
-            _parquet_bad(_null_cell(row0 + i + 1, c), lists, i, row0, path, log)
-        _check_terms(cols, lists, bad, row0, path, log)
+        rows = _batch_elements(batch, row0, path, log)
         if where is not None:
             where[0] = row0  # the elements of this batch are rows row0 + 1, ...
-        rows = zip(*lists)
-        if bad:
-            rows = (r for i, r in enumerate(rows) if i not in bad)
         row0 += batch.num_rows
         yield rows
+
+
+def read_table(table: "pa.Table", name: str, bad_rows: BadRowLog = STRICT) -> Iterator[Element]:
+    """In-memory events (an Arrow table with columns ts, s, p, o) checked by the Parquet reader's
+    rules, row by row as a Parquet file's: a bad row is `name`, row N (1-based), column c."""
+    check_event_types(table.schema, name)
+
+    def batches() -> Iterator[Iterator[Element]]:
+        row0 = 0
+        for batch in table.select(list(HEADER)).to_batches(max_chunksize=1 << 16):
+            yield _batch_elements(batch, row0, name, bad_rows)
+            row0 += batch.num_rows
+
+    return itertools.chain.from_iterable(batches())
+
+
+def check_event_types(schema: "pa.Schema", where: str) -> None:
+    """ts integer milliseconds or a timestamp; s, p, o strings (dictionary-encoded or not)."""
+    import pyarrow as pa
+
+    ts_type = schema.field("ts").type
+    if not (pa.types.is_integer(ts_type) or pa.types.is_timestamp(ts_type)):
+        raise TefqError(f"column ts must be int64 milliseconds (or a timestamp), found {ts_type}", where)
+    for c in "spo":
+        t = schema.field(c).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            raise TefqError(f"column {c} must hold N-Triples terms as strings, found {t}", where)
+
+
+def _batch_elements(batch: "pa.RecordBatch", row0: int, path: str, log: BadRowLog) -> Iterator[Element]:
+    """One batch's good rows (rows row0 + 1, ...); its bad rows are reported now, in row order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols, lists, bad = {}, [], set()
+    for c in HEADER:
+        col = batch.column(c)
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        if c == "ts" and pa.types.is_timestamp(col.type):
+            col = pc.floor_temporal(col, unit="millisecond").cast(pa.timestamp("ms", col.type.tz)) \
+                .view(pa.int64())
+        cols[c] = col
+        lists.append(col.to_pylist())
+        if col.null_count:
+            bad.update(pc.indices_nonzero(pc.is_null(col)).to_pylist())
+    for i in sorted(bad):  # report in row order
+        c = next(c for j, c in enumerate(HEADER) if lists[j][i] is None)
+        _parquet_bad(_null_cell(row0 + i + 1, c), lists, i, row0, path, log)
+    _check_terms(cols, lists, bad, row0, path, log)
+    rows = zip(*lists)
+    if bad:
+        rows = (r for i, r in enumerate(rows) if i not in bad)
+    return rows
 
 
 def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: str, log: BadRowLog) -> None:

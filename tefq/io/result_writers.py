@@ -355,3 +355,46 @@ def write_metrics(metrics: Metrics, path: str | None) -> None:
     with atomic_open(path) as f:
         json.dump(metrics.to_json(), f, indent=2)
         f.write("\n")
+
+
+class ResultAppender:
+    """Follow mode's output: each micro-batch's new rows are appended to `out` (or stdout) and
+    flushed, in the format a bounded run writes (one header, at the top). The file is rewritten
+    from the start of the run: a run resumed from a checkpoint hands over every committed tick
+    again, so the file always holds each reported tick once."""
+
+    def __init__(self, fmt: str, out: str | None, tick_format: str = "ms") -> None:
+        self.fmt, self.out, self.tick_format = fmt, out, tick_format
+        self.per_query = is_directory_target(out)
+        self.started: set[str] = set()
+        if out is not None and not self.per_query:  # no stale rows from an earlier run
+            try:
+                open(out, "w", encoding="utf-8").close()
+            except OSError as e:
+                raise TefqError(f"cannot write the output: {e.strerror or e}", out) from None
+
+    def __call__(self, results: list[QueryResult]) -> None:
+        if self.per_query:
+            for r in results:
+                if r.rows:
+                    self._append(result_path(self.out, r.name, self.fmt), [r])  # type: ignore[arg-type]
+        else:
+            self._append(self.out, results)
+
+    def _append(self, path: str | None, results: list[QueryResult]) -> None:
+        text = results_text(results, self.fmt, self.tick_format)
+        key = path or "-"
+        if key in self.started and self.fmt != "jsonl":
+            text = text.split("\n", 1)[1] if "\n" in text else ""  # the header is written once
+        if path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            try:
+                if self.per_query:
+                    os.makedirs(self.out, exist_ok=True)  # type: ignore[arg-type]
+                with open(path, "a" if key in self.started else "w", encoding="utf-8", newline="") as fh:
+                    fh.write(text)
+            except OSError as e:
+                raise TefqError(f"cannot write the output: {e.strerror or e}", path) from None
+        self.started.add(key)

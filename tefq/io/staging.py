@@ -1,54 +1,93 @@
-"""Inputs that are not files named by their format, made readable by tefq's readers.
+"""A run's stream inputs as tefq's readers read them: the one place inputs are staged.
 
-`--stream -` (standard input), `--stream-format FMT` (a file or directory whose extension does
-not say its format) and the Python API's in-memory events are staged into a working directory:
-stdin is copied to a file, overridden files are linked under a name with the right extension,
-tables are written as Parquet. The readers in tefq.io.readers then check them exactly as they
-check any stream file; their errors name the original input, not the staged copy.
+`--stream -` (standard input), `--stream PATH --stream-format FMT` (a file or directory whose
+extension does not say its format) and the Python API's in-memory events become one
+`StagedStreams`: stdin is copied to a file in a working directory, overridden files are linked
+under a name with the right extension, in-memory events stay in memory as an Arrow table. The
+readers (tefq.io.readers) then check every row by the rules of tefq.io.validate — a table's rows
+as a Parquet file's — and an error names the original input (`<stdin>`, the user's file,
+`<events>` row N), not the staged copy. Bad rows go to the one `BadRowLog` the caller passes for
+the whole run. `as_parquet` hands an engine that reads files by their extension (Spark) Parquet
+files for the staged inputs.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tefq.errors import TefqError
-from tefq.io.bad_rows import STRICT, BadRowLog
-from tefq.io.readers import STREAM_FORMATS, read_stream
+from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
+from tefq.io.readers import STREAM_FORMATS, read_stream, read_stream_file, read_table, stream_files
+from tefq.io.validate import HEADER
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 STDIN = "-"
+EVENTS = "<events>"  # the name in-memory events are reported under
 
 
 @dataclass
 class StagedStreams:
-    """Stream paths for the readers, and the name each staged path is reported under."""
+    """Stream paths for the readers (each reported under the name in `shown`, if staged) and
+    in-memory event tables (read after the paths: a front door gives one or the other)."""
 
     paths: list[str] = field(default_factory=list)
     shown: dict[str, str] = field(default_factory=dict)
+    tables: list["pa.Table"] = field(default_factory=list)
 
     @property
     def staged(self) -> bool:
         return bool(self.shown)
 
+    def batches(self, bad_rows: BadRowLog = STRICT) -> Iterator[Iterator[Element]]:
+        """The elements in arrival batches: one per stream file, then one per table."""
+        for path in self.paths:
+            for f in stream_files(path):
+                yield read_stream_file(f, bad_rows)
+        for table in self.tables:
+            yield read_table(table, EVENTS, bad_rows)
+
+    def read_all(self, bad_rows: BadRowLog = STRICT) -> tuple[list[Element], list[int]]:
+        """Every element in arrival order, and the size of each arrival batch (the oracle's
+        lateness); a reader's error names the original input."""
+        elements: list[Element] = []
+        sizes: list[int] = []
+        try:
+            for batch in self.batches(bad_rows):
+                before = len(elements)
+                elements.extend(batch)
+                sizes.append(len(elements) - before)
+        except TefqError as e:
+            raise self.relabel(e) from None
+        return elements, sizes
+
     def elements(self, bad_rows: BadRowLog = STRICT) -> Iterator[Element]:
-        """All elements, path after path; a reader's error names the original input; bad rows
-        raise, or go to `bad_rows`."""
+        """All elements, path after path; a reader's error names the original input."""
         for path in self.paths:
             try:
                 yield from read_stream(path, bad_rows)
             except TefqError as e:
                 raise self.relabel(e) from None
+        for table in self.tables:
+            yield from read_table(table, EVENTS, bad_rows)
 
     def locate(self, ts: int) -> tuple[str, int]:
-        """(file, line) of the first row at `ts`, under the name the user gave (an error path)."""
+        """(file, line) of the first row at `ts`, under the name the user gave (an error path);
+        in-memory events: (`<events>`, row)."""
         from tefq.io.readers import locate_ts
 
         file, line = locate_ts(self.paths, ts)
-        return self.shown.get(file, file), line
+        if line or not self.tables:
+            return self.shown.get(file, file), line
+        rows = itertools.chain.from_iterable(read_table(t, EVENTS, IgnoreBadRows()) for t in self.tables)
+        return EVENTS, next((i for i, e in enumerate(rows, 1) if e[0] == ts), 0)
 
     def relabel(self, error: TefqError) -> TefqError:
         error.file = self.shown.get(error.file or "", error.file)
@@ -64,6 +103,16 @@ def check_format(fmt: str | None) -> None:
     if fmt is not None and fmt not in STREAM_FORMATS:
         raise TefqError(f"unknown stream format {fmt!r}: expected one of {', '.join(STREAM_FORMATS)}",
                         file="--stream-format")
+
+
+def stage(paths: Iterable[str], fmt: str | None, workdir: str, table: "pa.Table | None" = None) -> StagedStreams:
+    """Every `--stream` argument (`stage_stream`), and in-memory events as a table."""
+    staged = StagedStreams()
+    for path in paths:
+        stage_stream(path, fmt, workdir, staged)
+    if table is not None:
+        staged.tables.append(table)
+    return staged
 
 
 def stage_stream(path: str, fmt: str | None, workdir: str, into: StagedStreams) -> None:
@@ -115,9 +164,9 @@ def _files(path: str) -> list[tuple[str, str]]:
 
 
 def as_parquet(streams: StagedStreams, workdir: str, bad_rows: BadRowLog = STRICT) -> list[str]:
-    """Paths an engine that picks its reader by extension can read: staged inputs are converted
-    to one Parquet file each (checked by tefq's readers on the way, bad rows raised or sent to
-    `bad_rows`), others are passed through."""
+    """Paths an engine that picks its reader by extension can read: staged inputs and tables are
+    written as one Parquet file each (checked by tefq's readers on the way, bad rows raised or
+    sent to `bad_rows`), other paths are passed through."""
     from tefq.io.stream_writers import write_stream
 
     out = []
@@ -129,29 +178,36 @@ def as_parquet(streams: StagedStreams, workdir: str, bad_rows: BadRowLog = STRIC
         target = _fresh(workdir, "staged.parquet")
         write_stream(one.elements(bad_rows), target, "parquet")
         out.append(target)
+    for table in streams.tables:
+        target = _fresh(workdir, "events.parquet")
+        write_stream(read_table(table, EVENTS, bad_rows), target, "parquet")
+        out.append(target)
     return out
 
 
-def table_to_parquet(events: Any, workdir: str) -> str:
-    """A pandas DataFrame, a pyarrow Table or an iterable of (ts, s, p, o) tuples as a Parquet
-    file with columns ts, s, p, o (not checked here: the Parquet reader checks every cell)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+# ---------------------------------------------------------------------------------------------
+# In-memory events (the Python API)
 
+def is_paths(events: Any) -> bool:
+    """Whether `events` names stream files (a path, or a non-empty list of them)."""
+    if isinstance(events, (str, os.PathLike)):
+        return True
+    return isinstance(events, (list, tuple)) and bool(events) and all(isinstance(e, (str, os.PathLike))
+                                                                       for e in events)
+
+
+def events_table(events: Any) -> "pa.Table":
+    """A pandas DataFrame, a pyarrow Table or an iterable of (ts, s, p, o) tuples as an Arrow
+    table of columns ts, s, p, o (its cells are checked when read: `tefq.io.readers.read_table`)."""
     table = _arrow_events(events)
-    missing = [c for c in ("ts", "s", "p", "o") if c not in table.column_names]
+    missing = [c for c in HEADER if c not in table.column_names]
     if missing:
         raise TefqError(f"the events have no column(s) {', '.join(missing)}: expected ts, s, p, o "
-                        f"(found {', '.join(table.column_names) or 'none'})", file="<events>")
-    target = _fresh(workdir, "events.parquet")
-    try:
-        pq.write_table(table.select(["ts", "s", "p", "o"]), target)
-    except pa.ArrowException as e:
-        raise TefqError(f"cannot store the events: {e}", file="<events>") from None
-    return target
+                        f"(found {', '.join(table.column_names) or 'none'})", file=EVENTS)
+    return table.select(list(HEADER))
 
 
-def _arrow_events(events: Any):
+def _arrow_events(events: Any) -> "pa.Table":
     import pyarrow as pa
 
     if isinstance(events, pa.Table):
@@ -160,23 +216,22 @@ def _arrow_events(events: Any):
         try:
             return pa.Table.from_pandas(events, preserve_index=False)
         except (pa.ArrowException, ValueError, TypeError) as e:
-            raise TefqError(f"cannot read the events DataFrame: {e}", file="<events>") from None
+            raise TefqError(f"cannot read the events DataFrame: {e}", file=EVENTS) from None
     return _tuples_table(events)
 
 
-def _tuples_table(events: Iterable) -> Any:
+def _tuples_table(events: Iterable) -> "pa.Table":
     import pyarrow as pa
 
     empty_types = {"ts": pa.int64(), "s": pa.string(), "p": pa.string(), "o": pa.string()}
     columns: list[list] = [[], [], [], []]
     for i, row in enumerate(events, 1):
         if not isinstance(row, (tuple, list)) or len(row) != 4:
-            raise TefqError(f"row {i}: expected a (ts, s, p, o) tuple, found {row!r:.60}", file="<events>",
-                            line=i)
+            raise TefqError(f"row {i}: expected a (ts, s, p, o) tuple, found {row!r:.60}", file=EVENTS, line=i)
         for column, value in zip(columns, row):
             column.append(value)
     try:
         return pa.table({name: pa.array(values, type=None if values else empty)
                          for (name, empty), values in zip(empty_types.items(), columns)})
     except (pa.ArrowException, ValueError, TypeError) as e:
-        raise TefqError(f"cannot read the events: {e}", file="<events>") from None
+        raise TefqError(f"cannot read the events: {e}", file=EVENTS) from None

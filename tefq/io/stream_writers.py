@@ -17,8 +17,8 @@ from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, check_position, normalise_term
 from tefq.io.timestamps import format_iso_ms
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 FORMATS = ("tsv", "csv", "parquet", "nq", "trig")
 GRAPH_PREFIX = "urn:tefq:t:"  # graph per timestamp: <urn:tefq:t:1000>
 _GENERATED_AT = terms.iri(terms.PROV + "generatedAtTime")

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from tefq.io.ntriples import TermError, check_position, normalise_term
 from tefq.io.timestamps import parse_ts
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 
 HEADER = ("ts", "s", "p", "o")
 ROLES = ("ts", "s", "p", "o")

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 from tefq.errors import TefqError
+from tefq.run import Output, QueryFile, RunRequest, execute
 
 DEFAULT_DATA = os.path.join("data", "iptv-default")
 USECASES = ("uc1", "uc2", "uc3")
-IPTV_NS = "http://example.org/iptv#"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -124,23 +124,21 @@ def ensure_default_data(data: str) -> None:
     generate(IptvConfig(), data, epg=True, fmt="parquet")
 
 
-def usecase_argv(args: argparse.Namespace) -> list[str]:
-    """The `tefq run` command line of a use-case: UC1 and UC2 read the log only, UC3 log and guide."""
+def usecase_request(args: argparse.Namespace) -> RunRequest:
+    """The run of a use-case (as `tefq run` would describe it): UC1 and UC2 read the log only, UC3
+    log and guide."""
     stream = args.data if args.name == "uc3" else os.path.join(args.data, "log")
-    argv = ["run", str(usecase_file(args.name)), "--stream", stream, "--engine", args.engine, "--format", args.format]
-    for opt in ("out", "metrics"):
-        if getattr(args, opt):
-            argv += [f"--{opt}", getattr(args, opt)]
-    if args.quiet:
-        argv.append("--quiet")
-    return argv
+    return RunRequest(QueryFile(str(usecase_file(args.name))), [stream], engine=args.engine, progress=not args.quiet,
+                      output=Output(args.format, args.out, metrics=args.metrics))
 
 
 def cmd_usecase(args: argparse.Namespace) -> int:
     ensure_default_data(args.data)
-    from tefq.cli import run_command
-
-    argv = usecase_argv(args)
+    request = usecase_request(args)
     if not args.quiet:
-        print("tefq usecase: tefq " + " ".join(argv), file=sys.stderr)
-    return run_command(argv)
+        print(f"tefq usecase: {args.name}: {request.query.path} over {request.events[0]} on {args.engine}",
+              file=sys.stderr)
+    outcome = execute(request)
+    if not args.quiet:
+        print(outcome.summary(), file=sys.stderr)
+    return 0

@@ -1,8 +1,9 @@
-"""The reference oracle: the definition of every TEF aggregate query (spec §3-§7).
+"""The reference oracle: the definition of every query of a document (spec §3-§8).
 
-`run(doc, elements, background, t0)` evaluates the document's `AggregateQuery`s over the whole
-input sorted by (t, stream order). `WindowedQuery`s are left to `tefq.oracle.windowed.run`, which
-the caller appends (see `tefq.api.run_oracle`). Decisions the spec leaves open: docs/semantics.md
+`run_document(doc, elements, background, ...)` is the whole-document entry every front door uses
+(through tefq.run): the document's TEF aggregate queries (`run`, over the whole input sorted by
+(t, stream order)) and its windowed REGISTER queries (`tefq.oracle.windowed.run`, spec §8),
+results in document order, one set of metrics. Decisions the spec leaves open: docs/semantics.md
 (late data: "Lateness"; absurd time ranges: "Ticks").
 """
 from __future__ import annotations
@@ -13,11 +14,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 from tefq.oracle.facts import TripleIndex, background_index, build_store
 from tefq.oracle.late import MAX_WARNINGS, drop_late, outlier
-from tefq.oracle.query import DEFAULT_MAX_TICKS, QueryEvaluator, TooManyTicks
-from tefq.plan.logical import AggregateQuery, Document
+from tefq.oracle.query import QueryEvaluator, TooManyTicks
+from tefq.plan.logical import AggregateQuery, Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
-
-Element = tuple[int, str, str, str]
+from tefq.vocabulary import DEFAULT_MAX_TICKS, Element, RunLimits
 
 
 def prepare(elements: Iterable[Element]) -> list[Element]:
@@ -29,6 +29,38 @@ def prepare(elements: Iterable[Element]) -> list[Element]:
             seen.add(e)
             out.append(e)
     return out
+
+
+def run_document(doc: Document, elements: Iterable[Element], background=None, *, t0: int = 0,
+                 limits: RunLimits = RunLimits(), lateness_ms: int | None = None,
+                 batch_sizes: Sequence[int] | None = None,
+                 locate: Callable[[int], tuple[str, int]] | None = None) -> RunResult:
+    """Every query of `doc` over `elements` (in arrival order; `background`: any form
+    `tefq.io.rdf.background_as_ntriples` takes). Aggregate queries as `run` says (lateness,
+    arrival batches); windowed queries report every window that closes, their windows counted
+    as ticks and their REGISTER STREAM feedback triples as intermediate bindings (spec §7, §8).
+    More ticks than `limits.max_ticks` stop the run (TooManyTicks naming the row, via `locate`)."""
+    arrived = list(elements)
+    result = run(doc, arrived, background, t0, max_ticks=limits.max_ticks, lateness_ms=lateness_ms,
+                 batch_sizes=batch_sizes, locate=locate)
+    if any(isinstance(q, WindowedQuery) for q in doc.queries):
+        _add_windowed(result, doc, arrived, background, t0, limits.max_ticks, locate)
+    return result
+
+
+def _add_windowed(result: RunResult, doc: Document, elements: list[Element], background, t0: int, max_ticks: int,
+                  locate: Callable[[int], tuple[str, int]] | None) -> None:
+    from tefq.oracle.windowed import run as windowed_run  # rdflib: imported only for windowed queries
+
+    try:  # every window closes, empty or not: the bound counts them all (spec §8)
+        windowed = windowed_run(doc, elements, background, t0=t0, max_ticks=max_ticks)
+    except TooManyTicks as e:
+        raise name_the_row(e, sorted(el[0] for el in elements if el[0] >= t0), locate) from None
+    result.results.extend(windowed)
+    result.metrics.ticks += windowed.ticks
+    result.metrics.intermediate_bindings += windowed.intermediate_bindings
+    order = {q.name: i for i, q in enumerate(doc.queries)}
+    result.results.sort(key=lambda r: order.get(r.name, len(order)))
 
 
 def run(doc: Document, elements: Iterable[Element], background=None, t0: int = 0, *,
@@ -102,4 +134,4 @@ def name_the_row(e: TooManyTicks, times: list[int], locate: Callable[[int], tupl
     return e
 
 
-__all__ = ["run", "prepare", "name_the_row"]
+__all__ = ["run_document", "run", "prepare", "name_the_row"]

@@ -14,9 +14,9 @@ from typing import Iterable, Iterator, Mapping
 
 from tefq.oracle.expr import filters_pass
 from tefq.plan.logical import Clause, DerivedFact, Document, EventFact, Node, Pattern, Var, WherePattern
+from tefq.vocabulary import Triple
 
 INF = math.inf
-Triple = tuple[str, str, str]
 Binding = dict[str, str]
 Interval = tuple[int, float]  # [start, end), end = INF while open
 
@@ -79,19 +79,14 @@ class TripleIndex:
                 yield b
 
 
-def background_index(graph) -> TripleIndex:
-    """An rdflib Graph (or None) as N-Triples triples."""
-    if graph is None:
+def background_index(background: object) -> TripleIndex:
+    """Background knowledge, in any form `tefq.io.rdf.background_as_ntriples` takes (None: none),
+    indexed for pattern lookups."""
+    if background is None:
         return TripleIndex()
-    # t[:3]: a Dataset iterates quads; every graph of it is background knowledge
-    return TripleIndex((rdflib_term(t[0]), rdflib_term(t[1]), rdflib_term(t[2])) for t in graph)
+    from tefq.io.rdf import background_as_ntriples  # rdflib is slow to import: only with a background
 
-
-def rdflib_term(t) -> str:
-    """An rdflib term as N-Triples (`tefq.oracle.windowed.r2r.to_nt`, the one conversion)."""
-    from tefq.oracle.windowed.r2r import to_nt
-
-    return to_nt(t)
+    return TripleIndex(background_as_ntriples(background))
 
 
 def match_bgp(patterns: tuple[Pattern, ...], index: TripleIndex, binding: Binding) -> Iterator[Binding]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 MAX_WARNINGS = 20  # late-event warnings per query group (as on Spark)
 
 

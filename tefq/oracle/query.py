@@ -31,8 +31,8 @@ from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
 from tefq.plan.ticks import tick_index_at_or_after, tick_range
 from tefq.results import QueryResult, Row, order_key
+from tefq.vocabulary import DEFAULT_MAX_TICKS
 
-DEFAULT_MAX_TICKS = 1_000_000  # ticks with rows one query may report (--max-ticks; 0 = no bound)
 
 
 class TooManyTicks(TefqError):
@@ -103,6 +103,30 @@ class Solution:
 
     def settled(self, tau: int) -> bool:
         return self.last_end <= tau
+
+
+class _ShownRows:
+    """The rows reported at the current tick, kept in output order (spec §5) as groups change:
+    `ordered` holds (sort key, group number, cells), `shown` each group's entry in it."""
+
+    def __init__(self) -> None:
+        self.shown: dict[tuple, tuple] = {}
+        self.ordered: list[tuple] = []
+        self.numbers: dict[tuple, int] = {}
+
+    def update(self, key: tuple, row: tuple | None) -> None:
+        """Group `key` now has `row` ((sort key, cells)), or none."""
+        old = self.shown.pop(key, None)
+        if old is not None:
+            i = bisect_left(self.ordered, old)
+            if i < len(self.ordered) and self.ordered[i] is old:
+                del self.ordered[i]
+            else:  # a NaN in the key defeats bisection: find it by identity
+                self.ordered.remove(old)
+        if row is not None:
+            entry = (row[0], self.numbers.setdefault(key, len(self.numbers)), row[1])
+            insort(self.ordered, entry)
+            self.shown[key] = entry
 
 
 class QueryEvaluator:
@@ -343,22 +367,11 @@ class QueryEvaluator:
         visited = 0
         result = QueryResult(q.name, tuple(p.name for p in q.select))
         k_first, k_last = tick_range(first_t, last_t, t0, d)
-        n_ticks = k_last - k_first + 1
-        changes: dict[int, list[tuple[int, Solution]]] = {}
-        for sol in self.solutions():
-            for lo, hi in sol.activity:
-                ka = k_first if lo == -INF else max(k_first, tick_index_at_or_after(int(lo), t0, d))
-                kb = k_last + 1 if hi == INF else min(k_last + 1, tick_index_at_or_after(int(hi), t0, d))
-                if ka < kb:
-                    changes.setdefault(ka, []).append((1, sol))
-                    if kb <= k_last:
-                        changes.setdefault(kb, []).append((-1, sol))
+        changes = self._change_schedule(k_first, k_last, t0)
         implicit_empty = self.implicit_group() and q.while_ is None
         groups: dict[tuple, dict[int, Solution]] = {}
         volatile: dict[tuple, int] = {}  # group -> number of its solutions that bind an end ?E
-        shown: dict[tuple, tuple] = {}  # group -> (sort key, group number, cells) in `ordered`
-        ordered: list[tuple] = []  # the current rows, in output order (spec §5)
-        numbers: dict[tuple, int] = {}
+        rows = _ShownRows()
         active: dict[int, Solution] = {}
         change_ticks = sorted(changes)
         ci = 0
@@ -368,52 +381,21 @@ class QueryEvaluator:
             visited += 1
             if visited > max_ticks > 0:
                 raise TooManyTicks(q.name, max_ticks, d, first_t, last_t)
-            dirty: set[tuple] = set()
-            for sign, sol in changes.get(k, ()):
-                if self.regroup:
-                    if sign > 0:
-                        active[id(sol)] = sol
-                    else:
-                        active.pop(id(sol), None)
-                    continue
-                key = self._group_key(sol, tau)
-                members = groups.setdefault(key, {})
-                if sign > 0:
-                    members[id(sol)] = sol
-                else:
-                    members.pop(id(sol), None)
-                if sol.ends:
-                    volatile[key] = volatile.get(key, 0) + sign
-                    if not volatile[key]:
-                        del volatile[key]
-                dirty.add(key)
-                if not members:
-                    del groups[key]
+            dirty = self._apply(changes.get(k, ()), groups, volatile, active, tau)
             if self.regroup:
                 groups = {}
                 for sol in active.values():
                     groups.setdefault(self._group_key(sol, tau), {})[id(sol)] = sol
-                dirty = set(groups) | set(shown)
+                dirty = set(groups) | set(rows.shown)
             elif self.while_vars is not None:
                 dirty = set(groups) | dirty
             else:
                 dirty |= volatile.keys()
             for key in dirty:
                 members = groups.get(key)
-                row = self.group_row(key, members.values(), tau) if members else None
-                old = shown.pop(key, None)
-                if old is not None:
-                    i = bisect_left(ordered, old)
-                    if i < len(ordered) and ordered[i] is old:
-                        del ordered[i]
-                    else:  # a NaN in the key defeats bisection: find it by identity
-                        ordered.remove(old)
-                if row is not None:
-                    entry = (row[0], numbers.setdefault(key, len(numbers)), row[1])
-                    insort(ordered, entry)
-                    shown[key] = entry
-            if ordered:
-                result.rows.extend([(tau, e[2]) for e in ordered])
+                rows.update(key, self.group_row(key, members.values(), tau) if members else None)
+            if rows.ordered:
+                result.rows.extend([(tau, e[2]) for e in rows.ordered])
             elif implicit_empty:  # SPARQL: no GROUP BY gives one row even over no solutions
                 result.rows.append((tau, self._empty_implicit_row()))
             k += 1
@@ -424,7 +406,48 @@ class QueryEvaluator:
                     k = max(k, change_ticks[ci])
                 else:
                     break
-        return result, n_ticks
+        return result, k_last - k_first + 1
+
+    def _change_schedule(self, k_first: int, k_last: int, t0: int) -> dict[int, list[tuple[int, Solution]]]:
+        """Tick index -> the solutions that join (+1) or leave (-1) their group there."""
+        d = self.d
+        changes: dict[int, list[tuple[int, Solution]]] = {}
+        for sol in self.solutions():
+            for lo, hi in sol.activity:
+                ka = k_first if lo == -INF else max(k_first, tick_index_at_or_after(int(lo), t0, d))
+                kb = k_last + 1 if hi == INF else min(k_last + 1, tick_index_at_or_after(int(hi), t0, d))
+                if ka < kb:
+                    changes.setdefault(ka, []).append((1, sol))
+                    if kb <= k_last:
+                        changes.setdefault(kb, []).append((-1, sol))
+        return changes
+
+    def _apply(self, changes: Iterable[tuple[int, Solution]], groups: dict[tuple, dict[int, Solution]],
+               volatile: dict[tuple, int], active: dict[int, Solution], tau: int) -> set[tuple]:
+        """One tick's changes applied to the groups (to `active` when the groups are rebuilt at
+        every tick); returns the groups whose row must be recomputed."""
+        dirty: set[tuple] = set()
+        for sign, sol in changes:
+            if self.regroup:
+                if sign > 0:
+                    active[id(sol)] = sol
+                else:
+                    active.pop(id(sol), None)
+                continue
+            key = self._group_key(sol, tau)
+            members = groups.setdefault(key, {})
+            if sign > 0:
+                members[id(sol)] = sol
+            else:
+                members.pop(id(sol), None)
+            if sol.ends:
+                volatile[key] = volatile.get(key, 0) + sign
+                if not volatile[key]:
+                    del volatile[key]
+            dirty.add(key)
+            if not members:
+                del groups[key]
+        return dirty
 
     def _empty_implicit_row(self) -> tuple:
         """The implicit group over no solutions: COUNT/SUM 0, AVG/MIN/MAX unbound (SPARQL 1.1)."""
@@ -442,4 +465,4 @@ class QueryEvaluator:
         return tuple(cells)
 
 
-__all__ = ["QueryEvaluator", "tick_range", "Row", "TooManyTicks", "DEFAULT_MAX_TICKS", "bound_ticks"]
+__all__ = ["QueryEvaluator", "tick_range", "Row", "TooManyTicks", "bound_ticks"]

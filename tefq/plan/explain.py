@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tefq.analysis.summary import format_ms
+from tefq.vocabulary import format_ms
 from tefq.plan import logical as L
 from tefq.terms import PREDECLARED_PREFIXES
 

@@ -14,15 +14,14 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 
 from tefq.errors import TefqError
 from tefq.results import Row
 from tefq.simulate.usecases import usecase_path
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 _RANGE = re.compile(r"RANGE\s+[^\s\]]+")  # C-SPARQL `RANGE 10s TUMBLING]`, RSP-QL `RANGE PT10S]`
 
 
@@ -49,16 +48,10 @@ class CsparqlRun:
 
 
 def run_csparql(path: str, events: list[Element], window_ms: int, t0: int = 0) -> CsparqlRun:
-    from tefq.analysis import load
+    from tefq.analysis import bind_text, read_query_file
     from tefq.oracle.windowed import run as windowed_run
 
-    with open(path, encoding="utf-8") as fh:
-        text = with_range(fh.read(), window_ms)
-    with tempfile.TemporaryDirectory(prefix="tefq-csparql-") as d:
-        tmp = os.path.join(d, os.path.basename(path))
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        doc = load(tmp)
+    doc = bind_text(with_range(read_query_file(path), window_ms), path)
     started = time.perf_counter()
     out = windowed_run(doc, events, t0=t0)
     wall = time.perf_counter() - started

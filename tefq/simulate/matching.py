@@ -6,28 +6,10 @@ from typing import Callable, Iterable, Iterator
 
 from tefq.plan.logical import Clause, EventFact, Fact, Node, Pattern, Term, Var
 from tefq.oracle.expr import filters_pass
+from tefq.oracle.facts import unify
+from tefq.vocabulary import Triple
 
 Binding = dict[str, object]
-Triple = tuple[str, str, str]
-
-
-def unify(p: Pattern, s: str, pr: str, o: str, b: Binding) -> Binding | None:
-    """Extend `b` so that `p` matches the triple, or None."""
-    out: Binding | None = None
-    for node, value in ((p.s, s), (p.p, pr), (p.o, o)):
-        if isinstance(node, Term):
-            if node.nt != value:
-                return None
-            continue
-        name = node.name
-        have = (out if out is not None else b).get(name)
-        if have is None:
-            if out is None:
-                out = dict(b)
-            out[name] = value
-        elif have != value:
-            return None
-    return out if out is not None else dict(b)
 
 
 def instantiate(template: Pattern, identity: tuple[Var, ...], values: tuple[str, ...]) -> Triple:
@@ -50,29 +32,21 @@ class Background:
             self.by_p[t[1]].append(t)
             self.all.append(t)
 
+    @classmethod
+    def of(cls, background: object) -> "Background":
+        """Background knowledge in any form `tefq.io.rdf.background_as_ntriples` takes (None: none)."""
+        if background is None:
+            return cls()
+        from tefq.io.rdf import background_as_ntriples  # rdflib is slow to import: only with a background
+
+        return cls(background_as_ntriples(background))
+
     def match(self, p: Pattern, b: Binding) -> Iterator[Binding]:
         pred = p.p.nt if isinstance(p.p, Term) else b.get(p.p.name)  # type: ignore[union-attr]
         for s, pr, o in (self.by_p.get(pred, ()) if isinstance(pred, str) else self.all):  # type: ignore[arg-type]
-            nb = unify(p, s, pr, o, b)
+            nb = unify(p, (s, pr, o), b)
             if nb is not None:
                 yield nb
-
-
-def background_triples(background: object) -> list[Triple]:
-    """Whatever the readers hand over (None, triples, or an rdflib graph) as N-Triples triples."""
-    if background is None:
-        return []
-    try:
-        from tefq.io.readers import background_triples as read  # type: ignore[attr-defined]
-
-        return [tuple(t) for t in read(background)]  # type: ignore[misc]
-    except (ImportError, TypeError, AttributeError):
-        pass
-    out: list[Triple] = []
-    for t in background:  # type: ignore[attr-defined]
-        s, p, o = t[:3]
-        out.append(tuple(x if isinstance(x, str) else x.n3() for x in (s, p, o)))  # type: ignore[misc]
-    return out
 
 
 def passes(filters: Iterable, b: Binding) -> bool:
@@ -82,7 +56,7 @@ def passes(filters: Iterable, b: Binding) -> bool:
 
 def clause_identities(fact: EventFact, clause: Clause, s: str, p: str, o: str, bg: Background) -> list[tuple]:
     """The fact identities an event opens or closes through one SINCE/UNTIL clause."""
-    b = unify(clause.trigger, s, p, o, {})
+    b = unify(clause.trigger, (s, p, o), {})
     if b is None:
         return []
     sols = [b]

@@ -21,9 +21,10 @@ from tefq.oracle.expr import EvalError, aggregate, evaluate
 from tefq.oracle.values import DateTime, datetime_term, to_term
 from tefq.results import order_key
 from tefq.simulate.fastpath import compile_simple, start_terms
-from tefq.simulate.matching import Background, ClauseIndex, Triple, instantiate, passes, unify
+from tefq.oracle.facts import unify
+from tefq.simulate.matching import Background, ClauseIndex, instantiate, passes
+from tefq.vocabulary import Element, Triple
 
-Element = tuple[int, str, str, str]
 Identity = tuple
 Closed = tuple[Identity, int, int]  # identity, start, end
 
@@ -193,7 +194,7 @@ class WindowedExecutor:
                             if ne is not None and ns >= ne:
                                 continue
                             t = instantiate(fd.template, fd.identity, ident)
-                            nb = unify(wp.pattern, *t, b)
+                            nb = unify(wp.pattern, t, b)
                             if nb is not None:
                                 nxt.append((nb, ns, ne))
             sols = nxt
@@ -235,7 +236,7 @@ class WindowedExecutor:
             for name in wp.facts:
                 fd = self.doc.fact(name)
                 for ident, start in live[name].items():
-                    b = unify(wp.pattern, *instantiate(fd.template, fd.identity, ident), {})
+                    b = unify(wp.pattern, instantiate(fd.template, fd.identity, ident), {})
                     if b is not None:
                         k = tuple(b.get(v) for v in shared)
                         keys[k] = min(start, keys.get(k, start))
@@ -243,7 +244,7 @@ class WindowedExecutor:
                 fd = self.doc.fact(name)
                 keep = out.setdefault(name, [])
                 for c in list(carried.get(name, [])) + closed[name]:
-                    b = unify(wpat.pattern, *instantiate(fd.template, fd.identity, c[0]), {})
+                    b = unify(wpat.pattern, instantiate(fd.template, fd.identity, c[0]), {})
                     if b is None:
                         continue
                     k = tuple(b.get(v) for v in shared)
@@ -321,7 +322,7 @@ class WindowedExecutor:
         if wp.kind == "event":
             for b, ivs in sols:
                 for _, s, p, o in events:
-                    nb = unify(pat, s, p, o, b)
+                    nb = unify(pat, (s, p, o), b)
                     if nb is not None:
                         out.append((nb, ivs))
             return out
@@ -339,7 +340,7 @@ class WindowedExecutor:
         tau_dt = DateTime(tau)
         for b, ivs in sols:
             for t, start, end in cands:
-                nb = unify(pat, t[0], t[1], t[2], b)
+                nb = unify(pat, t, b)
                 if nb is None:
                     continue
                 if sv is not None:
@@ -366,7 +367,7 @@ class WindowedExecutor:
             items = [(ident, start, None) for ident, start in live[name].items()]
             items += [c for c in closed[name] if opened < c[2] <= tau]
             for ident, start, end in items:
-                b = unify(wp.pattern, *instantiate(fd.template, fd.identity, ident), {})
+                b = unify(wp.pattern, instantiate(fd.template, fd.identity, ident), {})
                 if b is None:
                     continue
                 iv = (start, tau, True) if end is None else (start, end, False)

@@ -6,7 +6,8 @@ from typing import Sequence
 
 from tefq.oracle.windowed.answers import Binding, Relation, binding
 from tefq.oracle.windowed.query import OracleQuery
-from tefq.oracle.windowed.r2r import Answer, Element, Evaluator
+from tefq.oracle.windowed.r2r import Answer, Evaluator
+from tefq.vocabulary import Element
 from tefq.oracle.windowed.secret import Semantics
 from tefq.oracle.windowed.windows import scopes
 

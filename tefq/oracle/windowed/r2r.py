@@ -20,8 +20,8 @@ from rdflib.term import Node, Variable
 
 from tefq.errors import TefqError
 from tefq.terms import XSD_INTEGER, is_blank, is_iri, split_literal
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 Row = tuple[str | None, ...]
 
 _TIMESTAMP_FN = URIRef("urn:tefq:fn:timestamp")

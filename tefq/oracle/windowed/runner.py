@@ -13,13 +13,15 @@ from bisect import bisect_left, bisect_right
 from typing import Iterable, Mapping, Sequence
 
 from tefq.errors import TefqError
+from tefq.io.rdf import background_as_ntriples
+from tefq.oracle.query import bound_ticks
 from tefq.oracle.windowed.answers import binding
 from tefq.oracle.windowed.query import OracleQuery, from_windowed
-from tefq.oracle.windowed.r2r import Element, Evaluator, to_nt
+from tefq.oracle.windowed.r2r import Evaluator
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
-from tefq.oracle.query import bound_ticks
 from tefq.oracle.windowed.windows import close_instants, count_close_instants
 from tefq.results import QueryResult
+from tefq.vocabulary import Element
 
 
 class WindowedResults(list):
@@ -34,19 +36,6 @@ class WindowedResults(list):
     @property
     def intermediate_bindings(self) -> int:
         return self.feedback_triples
-
-
-def _background_triples(background) -> list[tuple[str, str, str]]:
-    if background is None:
-        return []
-    if hasattr(background, "triples") and callable(background.triples):
-        return [(to_nt(s), to_nt(p), to_nt(o)) for s, p, o in background.triples((None, None, None))]  # type: ignore[misc]
-    try:
-        from tefq.io.readers import background_triples
-
-        return [tuple(t) for t in background_triples(background)]  # type: ignore[misc]
-    except (ImportError, TypeError, AttributeError):
-        return [tuple(t) for t in background]  # type: ignore[misc]
 
 
 def _names_stream(iri: str | None, name: str) -> bool:
@@ -92,7 +81,7 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
     out = WindowedResults()
     out.events_in = sum(len(s.external) for s in streams.values())
     feeds = {q.name: _Stream() for q in queries if q.registers_stream}
-    bg = _background_triples(background)
+    bg = background_as_ntriples(background)
 
     def source(iri: str | None) -> _Stream:
         for name, s in feeds.items():
@@ -106,18 +95,7 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
         return out
     first = min(s.ext_ts[0] for s in ext)
     last = max(s.ext_ts[-1] for s in ext)
-    agenda: list[tuple[int, int]] = []
-    for i, q in enumerate(queries):
-        instants: set[int] = set()
-        for w in q.windows:
-            if w.range_ms <= 0 or w.step_ms <= 0:
-                raise TefqError(f"query {q.name}: window RANGE and STEP must be positive", doc.source)
-            start = t0 - (w.range_ms // w.step_ms) * w.step_ms if sem.partial_first else t0
-            bound_ticks(q.name, count_close_instants(first, last, w.range_ms, w.step_ms, start), max_ticks,
-                        w.step_ms, first, last)
-            instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
-        agenda.extend((c, i) for c in instants)
-    agenda.sort()
+    agenda = _agenda(queries, first, last, t0, sem, max_ticks, doc.source)
     evaluators = [evaluator(q.sparql, doc.source, bg) for q in queries]
     results = [QueryResult(q.name, _columns(q)) for q in queries]
     previous: list[dict | None] = [None] * len(queries)
@@ -141,6 +119,25 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
         results[i].rows.extend((c, tuple(canonical_cell(x) for x in r)) for r in rows)
     out.extend(results)
     return out
+
+
+def _agenda(queries: list[OracleQuery], first: int, last: int, t0: int, sem: Semantics, max_ticks: int,
+            source: str) -> list[tuple[int, int]]:
+    """(close instant, query index) of every window that closes over the events' span, in time
+    order then document order; more than `max_ticks` closes of one window raise TooManyTicks."""
+    agenda: list[tuple[int, int]] = []
+    for i, q in enumerate(queries):
+        instants: set[int] = set()
+        for w in q.windows:
+            if w.range_ms <= 0 or w.step_ms <= 0:
+                raise TefqError(f"query {q.name}: window RANGE and STEP must be positive", source)
+            start = t0 - (w.range_ms // w.step_ms) * w.step_ms if sem.partial_first else t0
+            bound_ticks(q.name, count_close_instants(first, last, w.range_ms, w.step_ms, start), max_ticks,
+                        w.step_ms, first, last)
+            instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
+        agenda.extend((c, i) for c in instants)
+    agenda.sort()
+    return agenda
 
 
 def canonical_cell(cell: str | None) -> str | None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tefq.errors import TefqError
-
-Element = tuple[int, str, str, str]
+from tefq.vocabulary import Element
 
 
 def read_elements(path: str | Path) -> list[Element]:

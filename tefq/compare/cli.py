@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 
 from tefq.errors import TefqError
+from tefq.iptv.model import NS as IPTV_NS
+from tefq.run import QueryFile, bind, prefix_mappings, read_background
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
 _UNITS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from tefq.simulate.compare import compare, format_table, read_elements, stream_paths
+    from tefq.compare.measure import compare, read_elements, stream_paths
     from tefq.simulate.usecases import usecase_path
 
     if args.plot:  # plotting is an optional extra: say so before the long run
@@ -70,41 +71,34 @@ def handler(args: argparse.Namespace) -> int:
         require_matplotlib()
     windows = parse_windows(args.windows)
     approaches = [a.strip() for a in args.approaches.split(",") if a.strip()]
-    prefixes = {"": "http://example.org/iptv#"}
-    for v in args.prefix or ():
-        name, sep, ns = v.partition("=")
-        if not sep or not ns:
-            raise TefqError(f"--prefix expects p=IRI, got '{v}'", file="--prefix")
-        prefixes[name.rstrip(":")] = ns.strip("<>")
-    path = args.query or usecase_path(args.usecase)
-    if args.background and not os.path.exists(args.background):
-        raise TefqError(f"no such background file: {args.background}", file="--background")
-    background = None
-    predicates: frozenset[str] = frozenset()
-    if args.background:
-        from tefq.io.readers import background_triples, read_background
-
-        background = read_background(args.background)
-        predicates = frozenset(p for _, p, _ in background_triples(background))
+    prefixes = {"": IPTV_NS, **prefix_mappings(args.prefix)}
+    query = QueryFile(args.query or usecase_path(args.usecase), prefixes)
+    background = read_background(args.background)
     paths = stream_paths(args.stream, args.usecase)  # bad paths fail before the (slower) parse
-    from tefq.analysis import load
-
-    doc = load(path, extra_prefixes=prefixes, background_predicates=predicates)
+    doc = bind(query, background)
     elements = read_elements(paths)
-
-    def progress(m) -> None:
-        if not args.quiet:
-            r = m.row()
-            print(f"tefq compare: {m.approach} {m.window_s:g} s: {m.intermediate_bindings} bindings, "
-                  f"{r['events_per_s']:.0f} events/s{'' if m.agrees else ', ROWS DIFFER'}", file=sys.stderr)
-
     csparql = None
     if "csparql-query" in approaches:
         from tefq.simulate.csparql import csparql_path
 
         csparql = args.baseline_query or csparql_path(args.usecase)
-    ms = compare(doc, elements, windows, approaches, args.repeat, background, args.t0, args.check_oracle, progress,
-                 engine=args.engine, stream_paths=paths, csparql=csparql)
+    ms = compare(doc, elements, windows, approaches, args.repeat, None if background is None else background.triples, args.t0,
+                 args.check_oracle, None if args.quiet else say_progress, engine=args.engine, stream_paths=paths,
+                 csparql=csparql)
+    return report(ms, args, len(elements))
+
+
+def say_progress(m) -> None:
+    r = m.row()
+    print(f"tefq compare: {m.approach} {m.window_s:g} s: {m.intermediate_bindings} bindings, "
+          f"{r['events_per_s']:.0f} events/s{'' if m.agrees else ', ROWS DIFFER'}", file=sys.stderr)
+
+
+def report(ms: list, args: argparse.Namespace, events: int) -> int:
+    """The table on stdout, the JSON rows and the figure if asked; exit 1 if an approach's rows
+    differ from TEF's."""
+    from tefq.compare.measure import format_table
+
     print(format_table(ms))
     rows = [m.row() for m in ms]
     for r in rows:
@@ -115,10 +109,10 @@ def handler(args: argparse.Namespace) -> int:
             json.dump(rows, fh, indent=1)
             fh.write("\n")
     if args.plot:
-        from tefq.simulate.plot import plot
+        from tefq.compare.plot import plot
 
         figure = {"uc1": "Fig. 3 (UC1)", "uc2": "Fig. 4 (UC2)", "uc3": "UC3"}[args.usecase]
-        plot(rows, args.plot, f"{figure}: TEF vs simulated facts, {len(elements)} events, {args.engine} engine")
+        plot(rows, args.plot, f"{figure}: TEF vs simulated facts, {events} events, {args.engine} engine")
     if not all(m.agrees for m in ms):
         print("tefq compare: some approaches' rows differ from TEF's (see the 'agree' column)", file=sys.stderr)
         return 1

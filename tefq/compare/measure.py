@@ -15,11 +15,13 @@ from typing import Iterable
 
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
+from tefq.oracle import run as oracle_run
+from tefq.results import RunResult
+from tefq.run import RunRequest, SparkOptions, execute
 from tefq.simulate import STRATEGIES, run, run_native
+from tefq.vocabulary import Element
 
-Element = tuple[int, str, str, str]
 APPROACHES = ("tef",) + STRATEGIES
-IPTV_NS = "http://example.org/iptv#"
 
 
 @dataclass
@@ -67,10 +69,32 @@ def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], a
             csparql: str | None = None, spark=None) -> list[Measurement]:
     """Run every approach at every window size `repeat` times; rows are checked against TEF's.
 
-    `engine="spark"` runs TEF and the simulations on Spark over `stream_paths` (one session, `spark`
-    or a new one, for every run); `csparql-query` (the .rspql at `csparql`) always runs on the
-    windowed oracle."""
+    `engine="spark"` runs TEF and the simulations on Spark over `stream_paths` through the run
+    service (one session, `spark` or a new one, for every run); `csparql-query` (the .rspql at
+    `csparql`) always runs on the windowed oracle."""
+    from tefq.oracle import prepare
+
     approaches = list(approaches)
+    check_approaches(approaches, repeat, csparql)
+    bench = Bench(doc, prepare(elements), background, t0, engine, stream_paths, csparql, spark)
+    if engine == "spark":
+        bench.start_spark(windows_ms[0] if windows_ms else None)
+    out: list[Measurement] = []
+    for w in windows_ms:
+        reference = _rows(oracle_run(with_every(doc, w), bench.events, background, t0=t0)) if check_oracle else None
+        tef_rows = None
+        for a in ["tef"] + [a for a in approaches if a != "tef"]:
+            m, rows = bench.measure(a, w, repeat, reference, tef_rows)
+            if a == "tef":
+                tef_rows = rows
+            if a in approaches:
+                out.append(m)
+            if progress:
+                progress(m)
+    return out
+
+
+def check_approaches(approaches: list[str], repeat: int, csparql: str | None) -> None:
     for a in approaches:
         if a not in APPROACHES + ("csparql-query",):
             raise TefqError(f"unknown approach '{a}' (expected {', '.join(APPROACHES + ('csparql-query',))})",
@@ -80,80 +104,85 @@ def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], a
     if "csparql-query" in approaches and csparql is None:
         raise TefqError("csparql-query needs the use-case's C-SPARQL queries (usecases/ucN_csparql.rspql)",
                         file="--approaches")
-    if engine == "spark":
-        if not stream_paths:
+
+
+@dataclass
+class Bench:
+    """One comparison's fixed inputs: the document, the events (read once, prepared), the engine."""
+
+    doc: Document
+    events: list[Element]
+    background: object
+    t0: int
+    engine: str
+    stream_paths: list[str] | None
+    csparql: str | None
+    spark: object
+
+    def start_spark(self, warm_up_window: int | None) -> None:
+        """A session for every run, and one unmeasured run: a session's first query pays Spark's
+        JIT and worker start-up (TEF at 10 s measured 4,753 events/s first, 15,536 after), and TEF
+        always runs first."""
+        if not self.stream_paths:
             raise TefqError("compare --engine spark needs stream paths", file="--stream")
-        if background is not None:
+        if self.background is not None:
             raise TefqError("background knowledge is not yet supported on Spark (try --engine oracle)",
                             file="--background")
-        if spark is None:
+        if self.spark is None:
             from tefq.spark.runtime.session import get_session
 
-            spark = get_session()
-    from tefq.oracle import prepare
+            self.spark = get_session()
+        if warm_up_window is not None:
+            self.run_one("tef", warm_up_window)
 
-    events = prepare(elements)
-    if engine == "spark" and windows_ms:
-        # One unmeasured run: a session's first query pays Spark's JIT and worker start-up (TEF at
-        # 10 s measured 4,753 events/s first, 15,536 after), and TEF always runs first.
-        _run_one("tef", doc, events, windows_ms[0], background, t0, engine, stream_paths, spark)
-    out: list[Measurement] = []
-    for w in windows_ms:
-        reference = None
-        if check_oracle:
-            from tefq.oracle import run as oracle_run
+    def measure(self, approach: str, w: int, repeat: int, reference: list | None,
+                tef_rows: list | None) -> tuple[Measurement, list | None]:
+        """`repeat` runs of one approach at window `w`, checked against the oracle's rows
+        (`reference`, TEF only) or TEF's (`tef_rows`); and the last run's rows per query."""
+        m = Measurement(approach, w / 1000, 0, events=len(self.events))
+        rows = None
+        for _ in range(repeat):
+            if approach == "csparql-query":
+                self.measure_csparql(m, w, tef_rows)
+                continue
+            started = time.perf_counter()
+            r = self.run_one(approach, w)
+            m.wall.append(time.perf_counter() - started)
+            m.intermediate_bindings, m.rows_out = r.metrics.intermediate_bindings, r.metrics.rows_out
+            rows = _rows(r)
+            del r
+            if approach == "tef":
+                m.agrees = reference is None or rows == reference
+                if not m.agrees:
+                    m.note = "TEF rows differ from the oracle's"
+            else:
+                m.agrees = rows == tef_rows
+                if not m.agrees:
+                    m.note = "rows differ from TEF's"
+        return m, rows
 
-            reference = _rows(oracle_run(with_every(doc, w), events, background, t0=t0))
-        tef_rows = None
-        for a in ["tef"] + [a for a in approaches if a != "tef"]:
-            m = Measurement(a, w / 1000, 0, events=len(events))
-            for _ in range(repeat):
-                if a == "csparql-query":
-                    from tefq.simulate.csparql import check, run_csparql
+    def measure_csparql(self, m: Measurement, w: int, tef_rows: list | None) -> None:
+        from tefq.simulate.csparql import check, run_csparql
 
-                    c = run_csparql(csparql, events, w, t0)
-                    m.wall.append(c.wall)
-                    m.intermediate_bindings, m.rows_out = c.feedback_triples, len(c.rows)
-                    m.agrees, m.note = check(c.rows, tef_rows[0][1] if tef_rows else [], events, w, t0)
-                    if engine == "spark":
-                        m.note = "csparql-query runs on the windowed oracle; " + m.note
-                    continue
-                started = time.perf_counter()
-                r = _run_one(a, doc, events, w, background, t0, engine, stream_paths, spark)
-                m.wall.append(time.perf_counter() - started)
-                m.intermediate_bindings = r.metrics.intermediate_bindings
-                m.rows_out = r.metrics.rows_out
-                rows = _rows(r)
-                if a == "tef":
-                    tef_rows = rows
-                    m.agrees = reference is None or rows == reference
-                    if not m.agrees:
-                        m.note = "TEF rows differ from the oracle's"
-                else:
-                    m.agrees = rows == tef_rows
-                    if not m.agrees:
-                        m.note = "rows differ from TEF's"
-                del r, rows
-            if a in approaches:
-                out.append(m)
-            if progress:
-                progress(m)
-    return out
+        c = run_csparql(self.csparql, self.events, w, self.t0)  # type: ignore[arg-type]
+        m.wall.append(c.wall)
+        m.intermediate_bindings, m.rows_out = c.feedback_triples, len(c.rows)
+        m.agrees, m.note = check(c.rows, tef_rows[0][1] if tef_rows else [], self.events, w, self.t0)
+        if self.engine == "spark":
+            m.note = "csparql-query runs on the windowed oracle; " + m.note
 
-
-def _run_one(approach: str, doc: Document, events: list[Element], w: int, background, t0: int, engine: str,
-             stream_paths: list[str] | None, spark):
-    if engine == "spark":
+    def run_one(self, approach: str, w: int) -> RunResult:
+        """One approach at window `w`: on Spark through the run service; on the oracle side the
+        simulations' shared windowed executor over the events read once (what is measured)."""
+        if self.engine == "spark":
+            tef = approach == "tef"
+            request = RunRequest(with_every(self.doc, w) if tef else self.doc, list(self.stream_paths or []),
+                                 engine="spark", t0=self.t0, simulate=None if tef else approach,
+                                 window=None if tef else w, progress=False, spark=SparkOptions(session=self.spark))
+            return execute(request).run
         if approach == "tef":
-            from tefq.spark.engine import run as spark_run
-
-            return spark_run(with_every(doc, w), list(stream_paths or []), t0=t0, progress=False, spark=spark)
-        from tefq.spark.simulate import run as spark_simulate
-
-        return spark_simulate(doc, list(stream_paths or []), approach, w, t0=t0, progress=False, spark=spark)
-    if approach == "tef":
-        return run_native(doc, events, w, background, t0)
-    return run(doc, events, approach, w, background, t0)
+            return run_native(self.doc, self.events, w, self.background, self.t0)
+        return run(self.doc, self.events, approach, w, self.background, self.t0)
 
 
 def format_table(ms: list[Measurement]) -> str:

@@ -1,0 +1,219 @@
+"""Windowed queries, all windows in vectorised passes, against their single-pass limit (issue 23).
+
+    .venv/bin/python bench/multiwindow.py [--events 1000000] [--sensor-events 1000000]
+        [--repeat 2] [--batch-rows 500000] [--plot sensors.png] [--data DIR] [--json out.json]
+
+1. The sliding count (RSP-QL, [RANGE PT60S STEP PT10S], COUNT of joins per channel) on
+   `tefq gen iptv --events N`: the single pandas pass — keep the joins, assign each to its six
+   windows, drop repeats inside a window (a window's content is a set), group by window and
+   channel — is the limit; then the multi-window run (tefq.relational.multiwindow_run) on the
+   same table, rows checked equal. Best of --repeat, the two interleaved; the Parquet files are
+   read once, before either (reading is not timed).
+2. The Strider-like sensor queries (examples/sensors/Q1-Q9) on `tefq gen sensors --events N`
+   with a mix that changes phase four times (a structurally unstable stream), static against
+   adaptive join order: whole-run and steady (median per batch) elements/s, rows checked equal.
+   `--plot` draws the per-batch throughput of Q7-Q9 over event time, as Strider's Fig. 7/8.
+The load average is printed at the start and the end: the machine is shared.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from tefq.analysis import load
+from tefq.relational.multiwindow_run import run_batched
+
+ROOT = Path(__file__).resolve().parents[1]
+IPTV = "http://example.org/iptv#"
+SLIDING = """PREFIX : <http://example.org/iptv#>
+REGISTER RSTREAM <http://example.org/iptv/sliding-joins> AS
+SELECT ?channel (COUNT(?user) AS ?joins)
+FROM NAMED WINDOW :w ON <http://example.org/iptv/log> [RANGE PT60S STEP PT10S]
+WHERE { WINDOW :w { ?user :join ?channel } } GROUP BY ?channel
+"""
+UNSTABLE = "flow=8,pressure=1,chlorine=1;flow=1,pressure=1,chlorine=8;flow=1,pressure=8,chlorine=1;" \
+           "flow=4,pressure=1,chlorine=4"
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def read_parquet_dir(directory: str) -> pd.DataFrame:
+    files = sorted(glob.glob(os.path.join(directory, "*.parquet")))
+    return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+
+
+def single_pass(log: pd.DataFrame, range_ms: int = 60_000, step_ms: int = 10_000) -> pd.Series:
+    """The limit: joins per (window close, channel), windows [c - RANGE, c) with c = k * STEP."""
+    joins = log[log["p"] == f"<{IPTV}join>"]
+    ts = joins["ts"].to_numpy(np.int64)
+    per = range_ms // step_ms
+    close = (np.repeat(ts // step_ms + 1, per) + np.tile(np.arange(per), len(ts))) * step_ms
+    content = pd.DataFrame({"w": close, "s": np.repeat(joins["s"].to_numpy(), per),
+                            "o": np.repeat(joins["o"].to_numpy(), per)}).drop_duplicates()
+    return content.groupby(["w", "o"], sort=False).size()
+
+
+def timed(fn):
+    started = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - started, out
+
+
+def sliding_count(log: pd.DataFrame, repeat: int, batch_rows: int, tmp: str) -> dict:
+    path = os.path.join(tmp, "sliding.rspql")
+    Path(path).write_text(SLIDING)
+    doc = load(path)
+    limit, engine = [], []
+    for _ in range(repeat):
+        secs, counts = timed(lambda: single_pass(log))
+        limit.append(secs)
+        secs, got = timed(lambda: run_batched(doc, log, batch_rows=batch_rows))
+        engine.append(secs)
+    want = {(int(w), o, int(n)) for (w, o), n in counts.items()}
+    rows = {(t, c[0], int(c[1].split('"')[1])) for t, c in got[0].rows}
+    assert rows == want, "the multi-window run and the single pass disagree"
+    steady = statistics.median(len_events(log, b) / b["seconds"] for b in got.batch_log)
+    return {"events": len(log), "rows": len(got[0].rows), "limit_s": min(limit), "engine_s": min(engine),
+            "limit_events_per_s": len(log) / min(limit), "engine_events_per_s": len(log) / min(engine),
+            "share_of_limit": min(limit) / min(engine), "batches": got.batches,
+            "steady_events_per_s": steady}
+
+
+def window_by_window(log: pd.DataFrame, tmp: str) -> dict:
+    """Today's engine loop (the oracle's run() with the one-window vectorised R2R) vs the batches."""
+    from tefq.oracle.windowed.runner import run
+    from tefq.relational.sparql import VectorEvaluator
+
+    doc = load(os.path.join(tmp, "sliding.rspql"))
+    elements = list(log[["ts", "s", "p", "o"]].itertuples(index=False, name=None))
+    per_window, want = timed(lambda: run(doc, elements, evaluator=VectorEvaluator))
+    engine, got = timed(lambda: run_batched(doc, log))
+    assert got[0].sorted_rows() == want[0].sorted_rows()
+    return {"events": len(log), "per_window_s": per_window, "engine_s": engine}
+
+
+def len_events(table: pd.DataFrame, b: dict, step_ms: int = 10_000) -> int:
+    """The stream elements a batch of windows newly covers: ts in [first close - STEP, last close)."""
+    ts = table["ts"].to_numpy(np.int64)
+    return int(np.searchsorted(ts, b["last"], "left") - np.searchsorted(ts, b["first"] - step_ms, "left"))
+
+
+def sensor_queries(stream: pd.DataFrame, batch_rows: int) -> tuple[list[dict], dict]:
+    results, logs = [], {}
+    for path in sorted((ROOT / "examples" / "sensors").glob("*.rspql")):
+        doc = load(str(path))
+        runs = {}
+        for order in ("static", "adaptive"):
+            secs, got = timed(lambda: run_batched(doc, stream, join_order=order, batch_rows=batch_rows))
+            runs[order] = (secs, got)
+            logs[(path.stem, order)] = [(b["last"], len_events(stream, b) / b["seconds"]) for b in got.batch_log
+                                        if len_events(stream, b)]
+        (s_secs, s_got), (a_secs, a_got) = runs["static"], runs["adaptive"]
+        assert s_got[0].sorted_rows() == a_got[0].sorted_rows(), f"{path.stem}: static and adaptive rows differ"
+        strategies = sorted({r["strategy"] for r in a_got.join_orders})
+        results.append({"query": path.stem, "rows": len(a_got[0].rows), "batches": a_got.batches,
+                        "static_s": s_secs, "adaptive_s": a_secs,
+                        "static_events_per_s": len(stream) / s_secs, "adaptive_events_per_s": len(stream) / a_secs,
+                        "adaptive_strategies": strategies})
+    return results, logs
+
+
+def plot(logs: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    queries = sorted({q for q, _ in logs if q[:2] in ("q7", "q8", "q9")})
+    fig, axes = plt.subplots(len(queries), 1, figsize=(9, 3 * len(queries)), squeeze=False)
+    for ax, q in zip(axes[:, 0], queries):
+        for order, colour in (("static", "tab:red"), ("adaptive", "tab:blue")):
+            points = logs[(q, order)]
+            t0 = points[0][0]
+            ax.plot([(t - t0) / 60_000 for t, _ in points], [v for _, v in points], color=colour, label=order)
+        ax.set_title(q)
+        ax.set_ylabel("elements / s")
+        ax.legend()
+    axes[-1, 0].set_xlabel("event time (min)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def data(args: argparse.Namespace, tmp: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from tefq.iptv.generator import IptvConfig
+    from tefq.iptv.writer import generate as gen_iptv
+    from tefq.sensors.generator import SensorsConfig
+    from tefq.sensors.writer import generate as gen_sensors
+
+    base = args.data or tmp
+    iptv, sensors = os.path.join(base, f"iptv-{args.events}"), os.path.join(base, f"sensors-{args.sensor_events}")
+    if not os.path.isdir(iptv):
+        gen_iptv(IptvConfig(events=args.events), iptv)
+    if not args.sensor_events:
+        return read_parquet_dir(os.path.join(iptv, "log")), pd.DataFrame()
+    if not os.path.isdir(sensors):
+        gen_sensors(SensorsConfig(events=args.sensor_events, mix=UNSTABLE, seed=1), sensors)
+    return read_parquet_dir(os.path.join(iptv, "log")), read_parquet_dir(os.path.join(sensors, "observations"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000, help="IPTV log events")
+    ap.add_argument("--sensor-events", type=int, default=1_000_000, help="sensor stream elements (0: skip)")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--batch-rows", type=int, default=500_000, help="elements assigned to windows per pass")
+    ap.add_argument("--sensor-batch-rows", type=int, default=120_000,
+                    help="the same for the sensor queries (smaller: more points per run for the plot)")
+    ap.add_argument("--per-window", type=int, default=0, metavar="N",
+                    help="also time today's window-by-window run (the oracle's loop, vectorised R2R) on the "
+                         "first N events, against the multi-window run on them")
+    ap.add_argument("--data", metavar="DIR", help="generate into (and reuse from) DIR")
+    ap.add_argument("--plot", metavar="PNG", help="static vs adaptive throughput of Q7-Q9 per batch")
+    ap.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="tefq-mw-")
+    try:
+        print(f"load average at start: {load_average()}", file=sys.stderr)
+        log, stream = data(a, tmp)
+        out = {"load_start": load_average(), "sliding": sliding_count(log, a.repeat, a.batch_rows, tmp)}
+        s = out["sliding"]
+        print(f"sliding count, {s['events']:,} events, {s['rows']:,} rows: single pass {s['limit_s']:.2f} s "
+              f"({s['limit_events_per_s']:,.0f} ev/s), multi-window {s['engine_s']:.2f} s "
+              f"({s['engine_events_per_s']:,.0f} ev/s, steady {s['steady_events_per_s']:,.0f} ev/s, "
+              f"{s['batches']} batches) = {s['share_of_limit']:.2f} of the limit")
+        if a.per_window:
+            out["per_window"] = window_by_window(log.iloc[:a.per_window], tmp)
+            p = out["per_window"]
+            print(f"first {p['events']:,} events: window by window {p['per_window_s']:.1f} s, multi-window "
+                  f"{p['engine_s']:.2f} s (x{p['per_window_s'] / p['engine_s']:.0f})")
+        if a.sensor_events:
+            out["sensors"], logs = sensor_queries(stream, a.sensor_batch_rows)
+            for r in out["sensors"]:
+                print(f"{r['query']:<28} {r['rows']:>8,} rows  static {r['static_events_per_s']:>10,.0f} ev/s  "
+                      f"adaptive {r['adaptive_events_per_s']:>10,.0f} ev/s  ({', '.join(r['adaptive_strategies'])})")
+            if a.plot:
+                plot(logs, a.plot)
+        out["load_end"] = load_average()
+        print(f"load average at end: {out['load_end']}", file=sys.stderr)
+        if a.json:
+            Path(a.json).write_text(json.dumps(out, indent=1))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

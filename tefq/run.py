@@ -1,0 +1,407 @@
+"""The run service: the one way from a described run to its rows, for every front door.
+
+`tefq run` (tefq.cli), `tefq usecase` (tefq.iptv.cli), `tefq compare` (tefq.compare) and
+`Query.run` (tefq.api) describe a run as a `RunRequest`; `execute` does the rest, once for all:
+
+1. the inputs checked: stream paths and the background file exist; in-memory events become an
+   Arrow table (tefq.io.staging);
+2. the engine chosen (`--engine auto`: `choose_engine`);
+3. the options settled (`settle`): durations in ms, the tick bound checked (`RunLimits`),
+   options the chosen engine would silently drop refused;
+4. the background read once (its predicates bind the document; its triples feed the oracle, its
+   graph Spark) and the document bound;
+5. the inputs staged (standard input, `--stream-format`, tables) and ONE of four runs (`RUNS`):
+   the oracle or Spark, native or simulated;
+6. the metrics completed (bad rows, wall time, rows out) and, when the request says where, the
+   results and metrics written.
+
+Errors name the options as the command line spells them (`--lateness`): the API's keyword
+arguments carry the same names.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tefq.errors import TefqError
+from tefq.io.bad_rows import BadRowLog
+from tefq.plan.logical import Document
+from tefq.results import RunResult
+from tefq.vocabulary import RunLimits
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tefq.io.rdf import Background
+    from tefq.io.staging import StagedStreams
+
+ENGINES = ("spark", "oracle", "auto")
+# Options only the Spark engine reads: with the oracle they would be silently dropped.
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest")
+# --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
+# whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
+AUTO_ORACLE_EVENTS = 200_000
+TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
+STDIN = "-"
+
+
+# ---------------------------------------------------------------- what a front door describes
+class DocumentSource(Protocol):
+    """Something that binds to a document once the background's predicates are known
+    (`QueryFile`; `tefq.Query`)."""
+
+    def document(self, background_predicates: frozenset[str] = frozenset()) -> Document: ...
+
+
+def prefix_mappings(values: Sequence[str] | None) -> dict[str, str]:
+    """`--prefix p=IRI` values (also `:=IRI` and `=IRI` for the empty prefix) as a mapping."""
+    out: dict[str, str] = {}
+    for v in values or ():
+        name, sep, ns = v.partition("=")
+        if not sep or not ns:
+            raise TefqError(f"--prefix expects p=IRI, got '{v}'", file="--prefix")
+        out[name.rstrip(":")] = ns.strip("<>")
+    return out
+
+
+@dataclass(frozen=True)
+class QueryFile:
+    """A .tef file, with the prefixes the command line maps (`--prefix`)."""
+
+    path: str
+    prefixes: Mapping[str, str] = field(default_factory=dict)
+
+    def document(self, background_predicates: frozenset[str] = frozenset()) -> Document:
+        from tefq.analysis import load
+
+        return load(self.path, extra_prefixes=self.prefixes, background_predicates=background_predicates)
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """What only the Spark engine reads (refused with the oracle, which would drop it)."""
+
+    master: str | None = None
+    checkpoint: str | None = None
+    max_files_per_trigger: int | None = None
+    ingest: str | None = None
+    follow: bool = False
+    session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
+
+    def given(self) -> list[str]:
+        """The Spark-only options set, spelled as on the command line."""
+        return ["--" + name.replace("_", "-") for name in SPARK_ONLY_OPTIONS if getattr(self, name) is not None]
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where the rows and metrics of a run are written (the command line's --format, --out,
+    --tick-format, --metrics)."""
+
+    format: str = "csv"
+    out: str | None = None
+    tick_format: str = "ms"
+    metrics: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run, as a front door describes it. `events`: stream paths (`-`: standard input) or
+    in-memory events (a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples). `background`: a
+    file or an rdflib graph. Durations are ms or text (`5s`); `max_ticks` None is the default
+    bound. `output` None: the rows are only returned."""
+
+    query: DocumentSource | Document
+    events: Any
+    stream_format: str | None = None
+    background: Any = None
+    engine: str = "spark"
+    t0: int = 0
+    lateness: int | str | None = None
+    max_ticks: int | None = None
+    simulate: str | None = None
+    window: int | str | None = None
+    bad_rows: str | None = None
+    progress: bool = True
+    spark: SparkOptions = SparkOptions()
+    output: Output | None = None
+
+
+@dataclass
+class RunOutcome:
+    """A finished run: the engine that ran it (after `--engine auto`) and its rows and metrics."""
+
+    engine: str
+    run: RunResult
+
+    def summary(self) -> str:
+        """The one line the command line prints on stderr."""
+        m = self.run.metrics
+        return (f"tefq: {m.events_in} events, {m.ticks} ticks, {m.rows_out} rows, facts created "
+                f"{m.facts_created}, closed {m.facts_closed}, late {m.late_events}, {m.wall_seconds:.2f} s "
+                f"({self.engine})")
+
+
+# ---------------------------------------------------------------- the sequence
+def execute(request: RunRequest) -> RunOutcome:
+    """Run `request` (see the module doc); bad input raises a located TefqError."""
+    from tefq.io.staging import stage
+
+    paths, table = check_inputs(request)
+    engine = choose_engine(request)
+    settings = settle(request, engine)
+    background = read_background(request.background)
+    doc = bind(request.query, background)
+    with tempfile.TemporaryDirectory(prefix="tefq-stage-") as workdir:
+        job = Job(request, settings, doc, background, stage(paths, request.stream_format, workdir, table), workdir,
+                  BadRowLog(request.bad_rows))
+        started = time.perf_counter()
+        try:
+            run = RUNS[settings.engine, request.simulate is not None](job)
+        finally:
+            job.log.close()
+    finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
+    if request.output is not None:
+        write(run, request.output, appended=request.spark.follow)
+    return RunOutcome(settings.engine, run)
+
+
+def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
+    """The stream paths (each must exist; `-` is standard input) or the in-memory events as a
+    table; the background file must exist."""
+    from tefq.io.staging import events_table, is_paths
+
+    bg = request.background
+    if isinstance(bg, (str, os.PathLike)) and not os.path.exists(bg):
+        raise TefqError(f"no such background file: {os.fspath(bg)}", file="--background")
+    if not is_paths(request.events):
+        return [], events_table(request.events)
+    paths = stream_paths(request.events)
+    for path in paths:
+        if path != STDIN and not os.path.exists(path):
+            raise TefqError(f"no such stream file or directory: {path}", file="--stream")
+    return paths, None
+
+
+def stream_paths(events: Any) -> list[str]:
+    """The stream paths `events` names (`-`: standard input); none for in-memory events."""
+    from tefq.io.staging import is_paths
+
+    if not is_paths(events):
+        return []
+    return [os.fspath(events)] if isinstance(events, (str, os.PathLike)) else [os.fspath(p) for p in events]
+
+
+def choose_engine(request: RunRequest) -> str:
+    """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
+    --max-files-per-trigger, --ingest, standard input of unknown size) and for large inputs; else
+    the oracle."""
+    if request.engine not in ENGINES:
+        raise TefqError(f"unknown engine {request.engine!r}: expected oracle, spark or auto", file="--engine")
+    if request.engine != "auto":
+        return request.engine
+    paths = stream_paths(request.events)
+    if request.spark.given() or request.spark.follow or STDIN in paths:
+        return "spark"
+    n = estimated_events(paths) if paths else len(request.events) if hasattr(request.events, "__len__") else 0
+    engine = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+    if request.progress:
+        print(f"tefq: --engine auto: {engine} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
+              file=sys.stderr)
+    return engine
+
+
+def estimated_events(paths: list[str]) -> int:
+    """Stream events, cheaply: Parquet footers' row counts, else bytes / TEXT_BYTES_PER_EVENT."""
+    from tefq.io.readers import stream_files
+
+    total = 0
+    for path in paths:
+        for f in stream_files(path):
+            if f.endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                total += pq.ParquetFile(f).metadata.num_rows
+            else:
+                total += os.path.getsize(f) * (4 if f.endswith(".gz") else 1) // TEXT_BYTES_PER_EVENT
+    return total
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A request's options in the units the engines take, checked once."""
+
+    engine: str
+    lateness_ms: int
+    window_ms: int | None
+    limits: RunLimits
+
+
+def settle(request: RunRequest, engine: str) -> Settings:
+    """Durations in ms, the tick bound and the combinations of options, checked for `engine`."""
+    from tefq.analysis.durations import duration_ms  # tefq.analysis loads the parser: `import tefq` stays light
+
+    lateness_ms = duration_ms(request.lateness, "--lateness")
+    window_ms = duration_ms(request.window, "--window") if request.window is not None else None
+    refuse_dropped_options(request, engine)
+    refuse_restaged_inputs(request)
+    return Settings(engine, lateness_ms, window_ms, run_limits(request.max_ticks))
+
+
+def run_limits(max_ticks: int | None) -> RunLimits:
+    """`--max-ticks` checked (None: the default bound; 0: no bound)."""
+    if max_ticks is None:
+        return RunLimits()
+    if max_ticks < 0:
+        raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
+    return RunLimits(max_ticks)
+
+
+def refuse_dropped_options(request: RunRequest, engine: str) -> None:
+    """Options the chosen engine or mode would ignore are refused, never silently dropped."""
+    spark = request.spark
+    if spark.follow and (engine != "spark" or request.simulate):
+        raise TefqError("--follow runs on the Spark engine only (a bounded file set: drop --follow)", file="--follow")
+    if request.window is not None and not request.simulate:
+        raise TefqError("--window only applies with --simulate", file="--window")
+    if request.simulate and spark.ingest in ("columnar", "direct"):
+        raise TefqError(f"--ingest {spark.ingest} does not run the simulations (they read rows)", file="--ingest")
+    if engine == "oracle":
+        for option in spark.given():
+            raise TefqError(f"{option} applies to the Spark engine only: drop it or use --engine spark", file=option)
+
+
+def refuse_restaged_inputs(request: RunRequest) -> None:
+    """Standard input and --stream-format inputs are staged afresh by each run: once, and never
+    for a run that must read the same files again (--follow, --checkpoint)."""
+    paths = stream_paths(request.events)
+    restaged = STDIN in paths or request.stream_format is not None
+    if paths.count(STDIN) > 1:
+        raise TefqError("standard input can be given once (--stream -)", file="--stream")
+    if request.spark.follow and restaged:
+        raise TefqError("--follow watches stream directories as they grow: --stream - and --stream-format "
+                        "are for bounded runs", file="--follow")
+    if request.spark.checkpoint and restaged:
+        raise TefqError("--checkpoint resumes over the same stream files: --stream - and --stream-format are "
+                        "staged afresh by each run; save the stream as a file named by its format "
+                        "(e.g. events.tsv) and pass that", file="--checkpoint")
+
+
+def read_background(source: Any) -> "Background | None":
+    """The background (a file, an rdflib graph, or None), read once (tefq.io.rdf.Background)."""
+    if source is None:
+        return None
+    if isinstance(source, (str, os.PathLike)) and not os.path.exists(source):
+        raise TefqError(f"no such background file: {os.fspath(source)}", file="--background")
+    from tefq.io.rdf import load_background
+
+    return load_background(source)
+
+
+def bind(query: DocumentSource | Document, background: "Background | None") -> Document:
+    """The document, bound with the background's predicates (a bound Document is taken as is)."""
+    if isinstance(query, Document):
+        return query
+    return query.document(background.predicates if background is not None else frozenset())
+
+
+# ---------------------------------------------------------------- the four runs
+@dataclass
+class Job:
+    """What a run needs once the request is settled."""
+
+    request: RunRequest
+    settings: Settings
+    doc: Document
+    background: "Background | None"
+    staged: "StagedStreams"
+    workdir: str
+    log: BadRowLog  # the rows read here (everything on the oracle; staged inputs for Spark)
+
+    def spark_paths(self) -> list[str]:
+        from tefq.io.staging import as_parquet
+
+        return as_parquet(self.staged, self.workdir, self.log)
+
+    def spark_options(self) -> dict[str, Any]:
+        """The keyword options both Spark runs take."""
+        r, s = self.request, self.request.spark
+        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms,
+                    master=s.master or os.environ.get("TEFQ_SPARK_MASTER"),
+                    max_files_per_trigger=s.max_files_per_trigger, bad_rows=r.bad_rows, progress=r.progress,
+                    max_ticks=self.settings.limits.max_ticks, spark=s.session)
+
+    @property
+    def graph(self) -> Any:
+        return None if self.background is None else self.background.graph
+
+    @property
+    def triples(self) -> tuple | None:
+        return None if self.background is None else self.background.triples
+
+
+def on_oracle(job: Job) -> RunResult:
+    from tefq.oracle import run_document
+
+    elements, sizes = job.staged.read_all(job.log)
+    return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
+                        lateness_ms=job.settings.lateness_ms or None, batch_sizes=sizes, locate=job.staged.locate)
+
+
+def simulated_on_oracle(job: Job) -> RunResult:
+    from tefq.simulate import run as simulate
+
+    elements, _ = job.staged.read_all(job.log)
+    return simulate(job.doc, elements, job.request.simulate, job.settings.window_ms, job.triples,
+                    t0=job.request.t0, max_ticks=job.settings.limits.max_ticks, locate=job.staged.locate)
+
+
+def on_spark(job: Job) -> RunResult:
+    from tefq.io.result_writers import ResultAppender
+    from tefq.spark.engine import run as spark_run
+
+    s, out = job.request.spark, job.request.output
+    appender = ResultAppender(out.format, out.out, out.tick_format) if s.follow and out is not None else None
+    return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
+                     ingest=s.ingest or "auto", on_rows=appender, **job.spark_options())
+
+
+def simulated_on_spark(job: Job) -> RunResult:
+    from tefq.spark.simulate import run as spark_simulate
+
+    return spark_simulate(job.doc, job.spark_paths(), job.request.simulate, job.settings.window_ms, job.graph,
+                          **job.spark_options())
+
+
+RUNS: dict[tuple[str, bool], Callable[[Job], RunResult]] = {
+    ("oracle", False): on_oracle, ("oracle", True): simulated_on_oracle,
+    ("spark", False): on_spark, ("spark", True): simulated_on_spark,
+}
+
+
+# ---------------------------------------------------------------- after the run
+def finish_metrics(run: RunResult, log: BadRowLog, started: float, *, count_rows: bool) -> None:
+    """The bad rows read here added to the engine's, the wall time, and (unless follow mode
+    counted the rows it handed on) the rows out."""
+    run.metrics.extra["bad_rows"] = run.metrics.extra.get("bad_rows", 0) + log.count
+    run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
+    if count_rows:
+        run.metrics.rows_out = sum(len(r.rows) for r in run.results)
+
+
+def write(run: RunResult, output: Output, *, appended: bool) -> None:
+    """The results (unless follow mode appended them as they came) and the metrics file."""
+    from tefq.io.result_writers import write_metrics, write_results
+
+    if not appended:
+        write_results(run.results, output.format, output.out, output.tick_format)
+    write_metrics(run.metrics, output.metrics)
+
+
+__all__ = ["RunRequest", "RunOutcome", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute", "choose_engine",
+           "estimated_events", "read_background", "bind", "run_limits", "AUTO_ORACLE_EVENTS"]

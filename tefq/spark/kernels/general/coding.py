@@ -1,0 +1,195 @@
+"""Terms as int64 codes, the coded input batch, and which bucket a code belongs to.
+
+A term's code is pandas' SipHash-2-4 of its N-Triples text (`encode`): the same in every process
+and run, vectorised in C, and the function the columnar ingestion already uses
+(`tefq.spark.runtime.columnar.term_codes`), so a mapper can code terms before the shuffle and every
+bucket and the driver agree on them. A bucket keeps the text of the codes it may have to evaluate or
+print in a `TermDictionary`: two arrays, so it serialises as Arrow or npz like the rest of the state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+
+def encode(terms: Sequence[str]) -> np.ndarray:
+    """One int64 code per N-Triples term."""
+    import pandas as pd
+
+    arr = np.empty(len(terms), dtype=object)
+    arr[:] = list(terms)
+    return pd.util.hash_array(arr, categorize=False).view(np.int64)
+
+
+def encode_one(term: str) -> int:
+    return int(encode([term])[0])
+
+
+def bucket_of(codes: np.ndarray, buckets: int) -> np.ndarray:
+    """The bucket of each code: the codes are hashes already, so their value mod B (non-negative)."""
+    return (codes.view(np.uint64) % np.uint64(buckets)).astype(np.int64)
+
+
+class TermDictionary:
+    """code -> N-Triples text for the codes a bucket may evaluate or print, as two sorted arrays."""
+
+    def __init__(self, codes: np.ndarray | None = None, terms: np.ndarray | None = None) -> None:
+        self.codes = np.zeros(0, np.int64) if codes is None else codes
+        self.terms = np.zeros(0, dtype=object) if terms is None else terms
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def add(self, codes: np.ndarray, terms: Sequence[str]) -> None:
+        """Learn pairs (codes already known keep their text)."""
+        if not len(codes):
+            return
+        t = np.empty(len(terms), dtype=object)
+        t[:] = list(terms)
+        allc = np.concatenate([self.codes, np.asarray(codes, np.int64)])
+        allt = np.concatenate([self.terms, t])
+        uniq, first = np.unique(allc, return_index=True)
+        self.codes, self.terms = uniq, allt[first]
+
+    def add_mapping(self, pairs: Mapping[int, str]) -> None:
+        self.add(np.fromiter(pairs.keys(), np.int64, len(pairs)), list(pairs.values()))
+
+    def lookup(self, codes: np.ndarray) -> np.ndarray:
+        """The terms of `codes` (object array; None for an unknown code)."""
+        pos = np.searchsorted(self.codes, codes)
+        pos_c = np.minimum(pos, max(len(self.codes) - 1, 0))
+        out = np.full(len(codes), None, dtype=object)
+        if len(self.codes):
+            hit = self.codes[pos_c] == codes
+            out[hit] = self.terms[pos_c[hit]]
+        return out
+
+    def mapping(self, codes: Iterable[int]) -> dict[int, str]:
+        """code -> term for the known ones among `codes` (what travels with a bucket's rows)."""
+        c = np.unique(np.fromiter(codes, np.int64))
+        terms = self.lookup(c)
+        return {int(k): v for k, v in zip(c.tolist(), terms.tolist()) if v is not None}
+
+    def keep(self, codes: np.ndarray) -> None:
+        """Forget every code not in `codes` (pruning with the state)."""
+        mask = np.isin(self.codes, codes)
+        self.codes, self.terms = self.codes[mask], self.terms[mask]
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """As numeric arrays (Arrow's string layout: UTF-8 bytes and offsets)."""
+        data = [t.encode("utf-8") for t in self.terms.tolist()]
+        offsets = np.zeros(len(data) + 1, np.int64)
+        offsets[1:] = np.cumsum([len(b) for b in data])
+        blob = np.frombuffer(b"".join(data), dtype=np.uint8)
+        return {prefix + "codes": self.codes, prefix + "bytes": blob, prefix + "offsets": offsets}
+
+    @staticmethod
+    def from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> "TermDictionary":
+        blob = arrays[prefix + "bytes"].tobytes()
+        off = arrays[prefix + "offsets"].tolist()
+        terms = np.empty(len(off) - 1, dtype=object)
+        terms[:] = [blob[a:b].decode("utf-8") for a, b in zip(off[:-1], off[1:])]
+        return TermDictionary(np.asarray(arrays[prefix + "codes"], np.int64), terms)
+
+
+@dataclass
+class Elements:
+    """Coded stream elements: time, order of ties (stream order), and s, p, o codes."""
+
+    ts: np.ndarray
+    order: np.ndarray
+    spo: np.ndarray  # (n, 3) int64
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @staticmethod
+    def empty() -> "Elements":
+        z = np.zeros(0, np.int64)
+        return Elements(z, z.copy(), np.zeros((0, 3), np.int64))
+
+    def take(self, idx: np.ndarray) -> "Elements":
+        return Elements(self.ts[idx], self.order[idx], self.spo[idx])
+
+    @staticmethod
+    def concat(parts: list["Elements"]) -> "Elements":
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Elements.empty()
+        return Elements(np.concatenate([p.ts for p in parts]), np.concatenate([p.order for p in parts]),
+                        np.concatenate([p.spo for p in parts]))
+
+    def in_time_order(self) -> "Elements":
+        """Sorted by (ts, order), the same element twice at one ms kept once (a stream is a set).
+        Only elements sharing their ms with a neighbour can be repeats: only those get compared."""
+        n = len(self)
+        if n < 2:
+            return self
+        ts, order = self.ts, self.order
+        in_order = bool(np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (order[1:] > order[:-1]))))
+        e = self if in_order else self.take(np.lexsort((order, ts)))
+        same = e.ts[1:] == e.ts[:-1]
+        if not same.any():
+            return e
+        run = np.zeros(n, bool)
+        run[1:] |= same
+        run[:-1] |= same
+        cand = np.nonzero(run)[0]
+        sub = cand[np.lexsort((e.order[cand], e.spo[cand, 2], e.spo[cand, 1], e.spo[cand, 0], e.ts[cand]))]
+        dup = np.zeros(len(sub), bool)
+        dup[1:] = (e.ts[sub[1:]] == e.ts[sub[:-1]]) & (e.spo[sub[1:]] == e.spo[sub[:-1]]).all(axis=1)
+        if not dup.any():
+            return e
+        keep = np.ones(n, bool)
+        keep[sub[dup]] = False
+        return e.take(np.nonzero(keep)[0])
+
+
+def code_elements(rows: Sequence[tuple[int, str, str, str]], first_order: int = 0,
+                  ) -> tuple[Elements, dict[int, str]]:
+    """(ts, s, p, o) rows in stream order as Elements, and the code -> term pairs they use (what a
+    mapper sends; tests and the bench build batches with it)."""
+    n = len(rows)
+    ts = np.fromiter((r[0] for r in rows), np.int64, n)
+    flat = [t for r in rows for t in r[1:]]
+    uniq = list(dict.fromkeys(flat))
+    codes = encode(uniq)
+    index = {t: i for i, t in enumerate(uniq)}
+    spo = codes[np.fromiter((index[t] for t in flat), np.int64, len(flat))].reshape(n, 3)
+    order = np.arange(first_order, first_order + n, dtype=np.int64)
+    return Elements(ts, order, spo), dict(zip(codes.tolist(), uniq))
+
+
+class ChainedTerms:
+    """Lookups in a bucket's dictionary, then in the background's (constant) one."""
+
+    def __init__(self, *dictionaries: TermDictionary) -> None:
+        self.dictionaries = dictionaries
+
+    def lookup(self, codes: np.ndarray) -> np.ndarray:
+        out = self.dictionaries[0].lookup(codes)
+        for d in self.dictionaries[1:]:
+            missing = np.nonzero(np.equal(out, None))[0]
+            if not len(missing):
+                break
+            out[missing] = d.lookup(codes[missing])
+        return out
+
+    def mapping(self, codes: Iterable[int]) -> dict[int, str]:
+        c = np.unique(np.fromiter(codes, np.int64))
+        return {int(k): v for k, v in zip(c.tolist(), self.lookup(c).tolist()) if v is not None}
+
+
+def code_columns(ts: np.ndarray, s: np.ndarray, p: np.ndarray, o: np.ndarray, first_order: int = 0,
+                 ) -> tuple[Elements, dict[int, str]]:
+    """`code_elements` for columns (object arrays of terms): each distinct term hashed once."""
+    import pandas as pd
+
+    flat = np.concatenate([s, p, o])
+    index, uniq = pd.factorize(flat)
+    codes = encode(list(uniq))
+    spo = codes[index].reshape(3, len(ts)).T.copy()
+    order = np.arange(first_order, first_order + len(ts), dtype=np.int64)
+    return Elements(np.asarray(ts, np.int64), order, spo), dict(zip(codes.tolist(), list(uniq)))

@@ -1,0 +1,255 @@
+"""A bucket's rows of one batch, the driver's merge of partial rows, and the result cells.
+
+`BucketRows` is what a bucket emits per batch: per row a tick, the group columns (term codes, or
+ms for an interval start and the WHILE's ?SS/?ES), the number of solutions, and per aggregate its
+column — final values, or (a merging split, `query.Split.merge`) partials: counts, `ExactTotal`s,
+MIN/MAX candidates. `merge_partials` adds the buckets' partials per (tick, group) and finishes
+them; `format_rows` turns final rows into the oracle's cells (SELECT expressions with the oracle's
+evaluator, numbers as canonical terms) in the oracle's order (tick, then the cells' order keys).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tefq.oracle.expr import EvalError, compile_expr
+from tefq.oracle.values import datetime_term, to_term
+from tefq.plan.logical import Var
+from tefq.results import Row, order_key
+from tefq.spark.kernels.general.aggregates import oracle_order
+from tefq.spark.kernels.general.coding import TermDictionary
+from tefq.spark.kernels.general.expressions import Env, NotVectorised, Values, variables, vectorised
+from tefq.spark.kernels.general.query import CompiledQuery
+from tefq.spark.kernels.general.sums import ExactTotal
+from tefq.spark.kernels.joins import key_ranks
+
+
+@dataclass
+class BucketRows:
+    ticks: np.ndarray
+    groups: np.ndarray  # (n, number of group variables)
+    present: np.ndarray
+    columns: dict[str, Any]  # alias -> Values (final) or an object array / Values of partials
+    terms: dict[int, str] = field(default_factory=dict)  # the group codes' terms
+    partial: bool = False
+
+    def __len__(self) -> int:
+        return len(self.ticks)
+
+    def take(self, idx: np.ndarray) -> "BucketRows":
+        cols = {k: (v.take(idx) if isinstance(v, Values) else v[idx]) for k, v in self.columns.items()}
+        return BucketRows(self.ticks[idx], self.groups[idx], self.present[idx], cols, self.terms, self.partial)
+
+
+def concat(parts: list[BucketRows], cq: CompiledQuery) -> BucketRows:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return BucketRows(z, np.zeros((0, len(cq.group_names)), np.int64), z.copy(), {})
+    cols = {}
+    for a in cq.q.aggregates:
+        vals = [p.columns[a.alias] for p in parts]
+        cols[a.alias] = Values.concat(vals) if isinstance(vals[0], Values) else np.concatenate(vals)
+    terms: dict[int, str] = {}
+    for p in parts:
+        terms.update(p.terms)
+    return BucketRows(np.concatenate([p.ticks for p in parts]), np.concatenate([p.groups for p in parts]),
+                      np.concatenate([p.present for p in parts]), cols, terms, parts[0].partial)
+
+
+# ---------------------------------------------------------------- merging partial rows (driver)
+def merge_partials(cq: CompiledQuery, parts: list[BucketRows]) -> BucketRows:
+    """The buckets' partial rows added per (tick, group) and finished (SUM/AVG from ExactTotals,
+    MIN/MAX the best candidate in the oracle's order)."""
+    rows = concat(parts, cq)
+    if not len(rows):
+        return rows
+    key = np.column_stack([rows.ticks, rows.groups])
+    inv = key_ranks(key)[0]
+    order = np.argsort(inv, kind="stable")
+    starts = np.nonzero(np.r_[True, np.diff(inv[order]) != 0])[0]
+    firsts = order[starts]
+    present = np.add.reduceat(rows.present[order], starts)
+    cols: dict[str, Values] = {}
+    for a in cq.q.aggregates:
+        col = rows.columns[a.alias]
+        if a.func == "COUNT":
+            cols[a.alias] = Values("int", np.add.reduceat(col.data[order], starts), np.ones(len(starts), bool))
+        elif a.func in ("SUM", "AVG"):
+            cols[a.alias] = _merged_totals(col[order], starts, a.func)
+        else:
+            cols[a.alias] = _merged_extremes(col.take(order), starts, a.func)
+    out = BucketRows(rows.ticks[firsts], rows.groups[firsts], present, cols, rows.terms)
+    return empty_implicit(cq, out)
+
+
+def _merged_totals(col: np.ndarray, starts: np.ndarray, func: str) -> Values:
+    bounds = np.append(starts, len(col)).tolist()
+    vals = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        total = sum(col[lo:hi].tolist(), ExactTotal())
+        vals.append(total.total() if func == "SUM" else total.average())
+    data = np.empty(len(vals), dtype=object)
+    data[:] = vals
+    return Values("object", data, np.array([v is not None for v in vals], dtype=bool))
+
+
+def _merged_extremes(col: Values, starts: np.ndarray, func: str) -> Values:
+    objs = col.as_objects()
+    bounds = np.append(starts, len(col)).tolist()
+    data = np.full(len(starts), None, dtype=object)
+    for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        for v, ok in zip(objs.data[lo:hi].tolist(), objs.ok[lo:hi].tolist()):
+            if ok and (data[r] is None or (oracle_order(v, data[r]) > 0 if func == "MAX" else oracle_order(v, data[r]) < 0)):
+                data[r] = v
+    return Values("object", data, np.array([v is not None for v in data.tolist()], dtype=bool))
+
+
+def empty_implicit(cq: CompiledQuery, rows: BucketRows) -> BucketRows:
+    """The implicit group at a tick without solutions: COUNT and SUM 0 (integers), the others
+    unbound (the oracle's `_empty_implicit_row`)."""
+    empty = rows.present == 0
+    if not empty.any():
+        return rows
+    cols = dict(rows.columns)
+    for a in cq.q.aggregates:
+        v = cols[a.alias].as_objects() if isinstance(cols[a.alias], Values) else cols[a.alias]
+        data, ok = v.data.copy(), v.ok.copy()
+        data[empty] = 0 if a.func in ("COUNT", "SUM") else None
+        ok[empty] = a.func in ("COUNT", "SUM")
+        cols[a.alias] = Values("object", data, ok)
+    return BucketRows(rows.ticks, rows.groups, rows.present, cols, rows.terms, rows.partial)
+
+
+# ---------------------------------------------------------------- cells
+def group_cells(cq: CompiledQuery, rows: BucketRows) -> dict[str, np.ndarray]:
+    """Each group variable's cells (object arrays of N-Triples terms)."""
+    out = {}
+    for j, name in enumerate(cq.group_names):
+        col = rows.groups[:, j]
+        uniq, inv = np.unique(col, return_inverse=True)
+        if cq.group_kind(name) == "term":
+            cells = [rows.terms.get(c) for c in uniq.tolist()]
+        else:
+            cells = [datetime_term(c) for c in uniq.tolist()]
+        out[name] = _objects(cells)[inv.reshape(-1)]
+    return out
+
+
+def value_cells(v: Values) -> np.ndarray:
+    """Aggregate values as canonical terms (None: unbound), one term per distinct value."""
+    if v.kind in ("int", "double"):
+        uniq, inv = np.unique(v.data, return_inverse=True)
+        conv = int if v.kind == "int" else float
+        cells = _objects([to_term(conv(x)) for x in uniq.tolist()])[inv.reshape(-1)]
+    else:
+        cells = _objects([None if x is None else to_term(x) for x in v.as_objects().data.tolist()])
+    cells[~v.ok] = None
+    return cells
+
+
+def _objects(items: list) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def select_cells(cq: CompiledQuery, rows: BucketRows) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Per SELECT item, its cells (object array) and, for a numeric column, the numbers that order
+    them (else None: ordered by the cells' order keys)."""
+    groups = group_cells(cq, rows)
+    values = {a.alias: rows.columns[a.alias] for a in cq.q.aggregates}
+    out = []
+    for p in cq.q.select:
+        e = p.expr
+        if isinstance(e, Var) and e.name in groups:
+            out.append((groups[e.name], None))
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                v = vectorised(e, select_env(cq, rows, values))
+        except NotVectorised:
+            out.append((_expression_cells(e, rows, groups, values), None))
+            continue
+        out.append((value_cells(v), _order_numbers(v)))
+    return out
+
+
+def select_env(cq: CompiledQuery, rows: BucketRows, values: dict[str, Values]) -> Env:
+    """The SELECT's variables as columns: group terms, group times, aggregate values."""
+    terms, times = {}, {}
+    for j, name in enumerate(cq.group_names):
+        (terms if cq.group_kind(name) == "term" else times)[name] = rows.groups[:, j]
+    dictionary = TermDictionary()
+    dictionary.add_mapping(rows.terms)
+    return Env(len(rows), terms, times, dictionary, {k: v for k, v in values.items() if isinstance(v, Values)})
+
+
+def _order_numbers(v: Values) -> np.ndarray | None:
+    """Numbers that order a column of one numeric kind as the cells' order keys do (unbound
+    first); None where that is not sure (NaN, integers beyond doubles)."""
+    if v.kind not in ("int", "double"):
+        return None
+    x = v.data.astype(np.float64)
+    if np.isnan(x[v.ok]).any() or (v.kind == "int" and (np.abs(v.data[v.ok]) >= 2**53).any()):
+        return None
+    return np.where(v.ok, x, -np.inf)
+
+
+def _expression_cells(e, rows: BucketRows, groups: dict, values: dict) -> np.ndarray:
+    """A SELECT expression with the oracle's evaluator, once per distinct input."""
+    names = [v for v in variables(e) if v in groups or v in values]
+    objs = {n: (groups[n] if n in groups else _env_values(values[n])) for n in names}
+    fn = compile_expr(e)
+    memo: dict[tuple, Any] = {}
+    out = []
+    for r in range(len(rows)):
+        key = tuple((objs[n][r].__class__, objs[n][r]) for n in names)
+        if key not in memo:
+            env = {n: objs[n][r] for n in names if objs[n][r] is not None}  # a group variable as its term
+            try:
+                memo[key] = to_term(fn(env))
+            except EvalError:
+                memo[key] = None
+        out.append(memo[key])
+    return _objects(out)
+
+
+def _env_values(v: Values) -> np.ndarray:
+    """Aggregate values as the oracle's environment holds them (a string value as its term)."""
+    objs = v.as_objects()
+    data = [to_term(x) if isinstance(x, str) else x for x in objs.data.tolist()]
+    out = _objects(data)
+    out[~objs.ok] = None
+    return out
+
+
+def format_rows(cq: CompiledQuery, rows: BucketRows) -> list[Row]:
+    """The oracle's rows: (tick, cells), ordered by tick and then the cells' order keys."""
+    if not len(rows):
+        return []
+    selected = select_cells(cq, rows)
+    cols = [c for c, _ in selected]
+    rank_cols = [_ranks(c) if numbers is None else numbers for c, numbers in selected]
+    perm = np.lexsort(tuple(reversed(rank_cols)) + (rows.ticks,)) if rank_cols else np.argsort(rows.ticks, kind="stable")
+    ticks = rows.ticks[perm].tolist()
+    cells = [c[perm].tolist() for c in cols]
+    return list(zip(ticks, zip(*cells))) if cells else [(t, ()) for t in ticks]
+
+
+def _ranks(cells: np.ndarray) -> np.ndarray:
+    pos: dict = {}
+    index = np.fromiter((pos.setdefault(c, len(pos)) for c in cells.tolist()), np.int64, len(cells))
+    keys = [order_key(c) for c in pos]
+    rank = np.zeros(len(keys), np.int64)
+    r, prev = -1, None
+    for i in sorted(range(len(keys)), key=keys.__getitem__):
+        if prev is None or keys[i] != prev:
+            r, prev = r + 1, keys[i]
+        rank[i] = r
+    return rank[index]
+
+
+__all__ = ["BucketRows", "concat", "merge_partials", "empty_implicit", "format_rows"]

@@ -1,0 +1,196 @@
+"""SUM and AVG per cell exactly as the oracle computes them (`tefq.oracle.expr.exact_sum`): a cell
+of integers sums to an integer, with a decimal to an exact decimal, with a double to the correctly
+rounded sum of every value as a double (`math.fsum`); AVG divides that by the count with the
+oracle's arithmetic. A group whose values are all non-numbers sums to the double 0.
+
+`ExactTotal` carries one cell's exact sums so that partial sums of several buckets add up exactly
+(the driver's merge). The vectorised paths give the same numbers without it: doubles as integer
+limbs (`tefq.spark.kernels.exact`, durations of whole milliseconds and any other double the limbs
+hold) and small integers as int64 difference arrays.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Context, Decimal
+from fractions import Fraction
+from typing import Any, Iterable
+
+import numpy as np
+
+from tefq.oracle.expr import arith
+from tefq.spark.kernels.exact import SCALE, limbs
+from tefq.spark.kernels.joins import expand
+from tefq.spark.kernels.general.expressions import Values
+
+_EXACT = Context(prec=1000)
+_NUMBERS = (int, Decimal, float)
+SMALL_INT = 2**40  # |integers| below this sum exactly in int64 over < 2^22 contributions per cell
+
+
+@dataclass
+class ExactTotal:
+    """One cell's numeric values, summed exactly three ways (as integers, as decimals, as doubles)."""
+
+    n: int = 0
+    n_float: int = 0
+    n_decimal: int = 0
+    ints: int = 0
+    decimals: Decimal = field(default_factory=lambda: Decimal(0))
+    doubles: Fraction = field(default_factory=Fraction)
+    inf: tuple[int, int, int] = (0, 0, 0)  # +inf, -inf, NaN doubles (no exact sum)
+
+    @staticmethod
+    def of(values: Iterable[Any]) -> "ExactTotal":
+        t = ExactTotal()
+        for v in values:
+            t.add_value(v)
+        return t
+
+    def add_value(self, v: Any) -> None:
+        if type(v) not in _NUMBERS:  # bool, strings, dateTimes...: skipped (an error, spec §4)
+            return
+        self.n += 1
+        if type(v) is float:
+            self.n_float += 1
+            if not math.isfinite(v):
+                p, m, nan = self.inf
+                self.inf = (p + (v > 0), m + (v < 0), nan + (v != v))
+                return
+            self.doubles += Fraction(v)
+            return
+        if type(v) is Decimal:
+            self.n_decimal += 1
+        else:
+            self.ints += v
+        self.decimals = _EXACT.add(self.decimals, Decimal(v))
+        self.doubles += Fraction(float(v))
+
+    def __add__(self, o: "ExactTotal") -> "ExactTotal":
+        return ExactTotal(self.n + o.n, self.n_float + o.n_float, self.n_decimal + o.n_decimal, self.ints + o.ints,
+                          _EXACT.add(self.decimals, o.decimals), self.doubles + o.doubles,
+                          tuple(a + b for a, b in zip(self.inf, o.inf)))  # type: ignore[arg-type]
+
+    def total(self) -> Any:
+        """The SUM, as `exact_sum` gives it."""
+        if self.n == 0:
+            return 0.0  # math.fsum([]): the oracle's sum of no numbers
+        if self.n_float:
+            p, m, nan = self.inf
+            if nan or (p and m):
+                return math.nan
+            return math.inf if p else -math.inf if m else float(self.doubles)
+        return self.decimals if self.n_decimal else self.ints
+
+    def average(self) -> Any:
+        """The AVG (None: no number, no value)."""
+        return None if self.n == 0 else arith("/", self.total(), self.n)
+
+
+def numeric_kinds(v: Values) -> np.ndarray:
+    """Per value: 0 integer, 1 decimal, 2 double, -1 not a number (skipped)."""
+    if v.kind == "int":
+        return np.where(v.ok, 0, -1)
+    if v.kind == "double":
+        return np.where(v.ok, 2, -1)
+    if v.kind != "object":
+        return np.full(len(v), -1)
+    table = {int: 0, Decimal: 1, float: 2}
+    return np.array([table.get(type(x), -1) if ok else -1 for x, ok in zip(v.data.tolist(), v.ok.tolist())],
+                    dtype=np.int64)
+
+
+def double_limbs(v: Values, kinds: np.ndarray) -> np.ndarray | None:
+    """The exact limbs of every number as a double, or None when some value is outside what the
+    limbs hold (negative, not finite, or finer than 2^-62)."""
+    x = np.array([float(a) for a in v.data[kinds >= 0].tolist()]) if v.kind == "object" else \
+        v.data[kinds >= 0].astype(np.float64)
+    if len(x) and (not np.isfinite(x).all() or (x < 0).any()):
+        return None
+    try:
+        return limbs(x)  # exact whenever it does not raise
+    except ValueError:
+        return None
+
+
+def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, at: np.ndarray,
+               size: int | None = None) -> np.ndarray:
+    """(k, len(at)): per cell of `at` (sorted), the sums of `values` (k, n) int64 over the ranges
+    [cells_lo, cells_hi) that cover it, exactly. Dense difference arrays over the `size` cells
+    when they are few next to the ranges (bincount: exact while the sums stay below 2^53), else
+    sparse ones (sorted boundaries, running sums, a search per cell): the cost follows the ranges."""
+    n = len(cells_lo)
+    if not n:
+        return np.zeros((len(values), len(at)), np.int64)
+    if size is not None and size <= 8 * n and int(np.abs(values).max(initial=0)) * n < 2**53:
+        out = np.empty((len(values), len(at)), np.int64)
+        for j, w in enumerate(values.astype(np.float64)):
+            d = np.bincount(cells_lo, w, minlength=size + 1) - np.bincount(cells_hi, w, minlength=size + 1)
+            out[j] = np.cumsum(d.astype(np.int64))[at]
+        return out
+    pos = np.concatenate([cells_lo, cells_hi])
+    order = np.argsort(pos, kind="stable")
+    run = np.cumsum(np.concatenate([values, -values], axis=1)[:, order], axis=1)
+    idx = np.searchsorted(pos[order], at, side="right") - 1
+    return np.where(idx >= 0, run[:, np.maximum(idx, 0)], 0)
+
+
+def int_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, x: np.ndarray, at: np.ndarray,
+                   size: int | None = None) -> np.ndarray:
+    return range_sums(cells_lo, cells_hi, x.astype(np.int64).reshape(1, -1), at, size)[0]
+
+
+def totals_from_limbs(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
+    """Cells whose numbers are all doubles: their exact totals from limb sums."""
+    out = []
+    for a, b, c, k in zip(sums[0].tolist(), sums[1].tolist(), sums[2].tolist(), n.tolist()):
+        out.append(ExactTotal(k, k, 0, 0, Decimal(0), Fraction(a + (b << 32) + (c << 64), 1 << SCALE)))
+    return out
+
+
+def totals_from_ints(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
+    """Cells whose numbers are all small integers (|v| < 2^40: each is its own double)."""
+    return [ExactTotal(k, 0, 0, s, Decimal(s), Fraction(s)) for s, k in zip(sums.tolist(), n.tolist())]
+
+
+# ---------------------------------------------------------------- ages of open facts, exactly
+# An age of m ms is the double fl(m / 1000). In its binade j (2^j <= m/1000 < 2^(j+1), -10 <= j < 50)
+# that double times 2^62 (the limbs' scale) is exactly 2^59 * floor(m / 125) + V[j, m mod 125]
+# (no ties: 125 is odd). When every tick is the same instant modulo 125 ms, m mod 125 is one
+# number per open fact, so a range of ticks sums as: 2^59 * (count * tau - sum of u) / 125 with
+# u = start + (m mod 125), plus V per binade segment — difference arrays, no (fact, tick) pairs.
+LOWEST_BINADE = -10
+BINADE_BOUNDS = np.array([-(-1000 * 2**j // 1) if j >= 0 else -(-1000 // 2**-j)
+                          for j in range(LOWEST_BINADE, 51)], np.int64)  # ceil(1000 * 2^j)
+BINADE_VALUES = np.array([[(((r << (50 - j)) + 125) // 250) << (j + 10) for r in range(125)]
+                          for j in range(LOWEST_BINADE, 50)], np.int64)
+
+
+def binade(m: np.ndarray) -> np.ndarray:
+    """Row of BINADE_VALUES for ages of m ms (m = 0: the lowest; its value is 0 anyway)."""
+    return np.maximum(np.searchsorted(BINADE_BOUNDS, m, side="right") - 1, 0)
+
+
+def age_limbs(cell_of, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndarray, t_first: int,
+              every: int, at: np.ndarray, at_tick: np.ndarray, size: int | None = None) -> np.ndarray:
+    """(3, len(at)) limb sums, per cell `at` (tick index `at_tick`), of the ages `(tau - start) / 1000`
+    of open ranges (group g, ticks [ka, kb), tau = t_first + k * every); `cell_of(g, k)` gives a cell.
+    Requires `every % 125 == 0`."""
+    rho = (t_first - start) % 125
+    u_rel = start + rho - t_first  # (tau - u) / 125 = floor(age / 125)
+    lo, hi = cell_of(g, ka), cell_of(g, kb)
+    cnt, su = range_sums(lo, hi, np.stack([np.ones(len(ka), np.int64), u_rel]), at, size)
+    a = (cnt * (at_tick * every) - su) // 125
+    first = binade(t_first + ka * every - start)
+    last = binade(t_first + (kb - 1) * every - start)
+    r, j = expand(first, last + 1)
+    k1 = np.where(j == first[r], ka[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j]) // every), ka[r], kb[r]))
+    k2 = np.where(j == last[r], kb[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j + 1]) // every), ka[r], kb[r]))
+    seg = k1 < k2
+    r, j, k1, k2 = r[seg], j[seg], k1[seg], k2[seg]
+    v = BINADE_VALUES[j, rho[r]]
+    total = np.zeros((3, len(at)), np.int64)
+    total[:2] = range_sums(cell_of(g[r], k1), cell_of(g[r], k2), np.stack([v & 0xFFFFFFFF, v >> 32]), at, size)
+    total[1] += (a & 31) << 27
+    total[2] += a >> 5
+    return total

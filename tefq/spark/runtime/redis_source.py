@@ -1,0 +1,298 @@
+"""`tefq-redis`: a Redis stream as a Spark source (PySpark's Python Data Source API), streaming or batch.
+
+    from tefq.spark.runtime.redis_source import register
+    register(spark)
+    events = (spark.readStream.format("tefq-redis").option("maxEntriesPerTrigger", 10000)
+              .load("redis://localhost:6379/events"))          # ts, s, p, o, file, row
+    rows = tefq.spark.apply(query, events)
+
+Exactly once: an offset is a `tefq.io.redis_stream.Position` ({"id": "ms-seq", "n": entries}) in
+Spark's checkpoint. A micro-batch reads the entries after its start ID up to its end ID (XRANGE with
+an exclusive start), so a restarted query replays a planned batch with exactly its entries and then
+goes on after the last committed one; with an idempotent sink (Spark's file sink, tefq's) every
+entry counts once. `maxEntriesPerTrigger` bounds a micro-batch (admission control). With
+`Trigger.AvailableNow`, and in a batch read (`spark.read.format("tefq-redis")`), the query reads
+the entries up to the stream's last ID when it starts: the bounded read an oracle run compares with.
+
+Rows: `ts` (long ms), `s`, `p`, `o` (checked by the file rows' rules, in normal N-Triples form),
+`file` (the stream's `redis://` URL) and `row` (the entry's number in the stream, 1 for its first).
+`redis_stream_frame` adds `fh` and gives the columns of `sources.read_stream`, the engine's input.
+
+Bad entries: with the `badRows` option each is recorded there (`tefq.io.bad_rows`' format; a
+replayed micro-batch rewrites its own record file, so each is recorded once) and skipped; without
+it the first fails the query with a `BAD_ENTRY` line that `bad_entry_error` turns back into the
+oracle's located error on the driver.
+
+Where the code runs: `initialOffset`, `latestOffset` and `partitions` in the driver's Python
+process (one Redis connection, kept); `read` in a Python worker per partition (its own connection).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from tefq.errors import TefqError
+from tefq.io.bad_rows import BadRow, BadRowLog
+from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
+                                  is_redis_url)
+from tefq.io.validate import Fault
+
+FORMAT = "tefq-redis"
+SCHEMA = "ts long, s string, p string, o string, file string, row long"
+ARROW_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
+                          ("file", pa.string()), ("row", pa.int64())])
+BAD_ENTRY = "TEFQ_BAD_ENTRY"  # a bad entry's marker in a worker's error (see bad_entry_error)
+STARTS = ("earliest", "latest")
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The source's options (names as Spark users spell them, any case):
+    `path` (what `load(URL)` sets) or `url`: redis://HOST:PORT/KEY; `maxEntriesPerTrigger`: at most
+    this many entries per micro-batch; `badRows`: a directory for bad entries (else the first
+    fails the query); `startingPosition`: `earliest` (default: every entry) or `latest` (entries
+    added after the query first starts); `endingOffset`: a position as JSON (`Position.to_offset`)
+    after which nothing is read (a bounded run pins the stream's head once for all its queries)."""
+
+    stream: RedisStream
+    max_entries: int | None = None
+    bad_rows: str | None = None
+    start: str = "earliest"
+    end: Position | None = None
+
+    @classmethod
+    def of(cls, options: Mapping[str, str]) -> "SourceOptions":
+        given = {k.lower(): v for k, v in options.items()}
+        url = given.get("url") or given.get("path")
+        if not url or not is_redis_url(url):
+            raise TefqError(f"the {FORMAT} source needs a stream address: .load('redis://HOST:PORT/KEY') or "
+                            ".option('url', 'redis://HOST:PORT/KEY')", FORMAT)
+        start = given.get("startingposition", "earliest").lower()
+        if start not in STARTS:
+            raise TefqError(f"startingPosition must be earliest or latest, got {start!r}", FORMAT)
+        return cls(RedisStream.parse(url), max_entries_option(given.get("maxentriespertrigger")),
+                   given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")))
+
+
+def max_entries_option(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise TefqError(f"maxEntriesPerTrigger must be a positive integer, got {text!r}", FORMAT)
+    return int(text)
+
+
+def ending_offset_option(text: str | None) -> Position | None:
+    if not text:
+        return None
+    try:
+        return Position.of_offset(json.loads(text))
+    except (ValueError, KeyError, TypeError):
+        raise TefqError(f'endingOffset must be a position as JSON ({{"id": "ms-seq", "n": N}}), got {text!r}',
+                        FORMAT) from None
+
+
+class EntryRange(InputPartition):
+    """One partition: the entries with `after` < ID <= `until`; the first is the stream's entry
+    `first_row` + 1."""
+
+    def __init__(self, after: str, until: str, first_row: int) -> None:
+        super().__init__((after, until, first_row))
+        self.after, self.until, self.first_row = after, until, first_row
+
+
+class RedisStreamSource(DataSource):
+    """The data source Spark instantiates for `format("tefq-redis")`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema) -> "RedisStreamReader":
+        return RedisStreamReader(SourceOptions.of(self.options))
+
+    def reader(self, schema) -> "RedisBatchReader":
+        return RedisBatchReader(SourceOptions.of(self.options))
+
+
+class DriverClient:
+    """A Redis connection opened at first use and never pickled (readers travel to the workers)."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._client = None
+
+    def client(self):
+        if self._client is None:
+            self._client = self.options.stream.connect()
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            self._client = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_client": None}
+
+
+class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets, admission control and replayable partitions over one Redis stream."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        super().__init__(options)
+        self.target: Position | None = options.end  # nothing after this (endingOffset, Trigger.AvailableNow)
+
+    def initialOffset(self) -> dict:
+        if self.options.start == "latest":
+            return head(self.client(), self.options.stream).to_offset()
+        return Position().to_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_entries
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        latest = self.target or head(self.client(), self.options.stream)
+        max_entries = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return advance(self.client(), self.options.stream, Position.of_offset(start), latest, max_entries).to_offset()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self.target or head(self.client(), self.options.stream)
+
+    def partitions(self, start: dict, end: dict) -> list[EntryRange]:
+        # One partition per micro-batch: its rows come in entry order, which is the stream order
+        # of ties (equal ts) that the engine's mappers keep within a partition.
+        first, last = Position.of_offset(start), Position.of_offset(end)
+        return [EntryRange(first.id, last.id, first.n)] if first.is_before(last) else []
+
+    def read(self, partition: EntryRange) -> Iterator[pa.RecordBatch]:
+        return read_range(self.options, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the entries stay in Redis (trimming them is the producer's call)."""
+
+    def stop(self) -> None:
+        self.close()
+
+
+class RedisBatchReader(DriverClient, DataSourceReader):
+    """A bounded read: every entry up to the stream's last ID when the query is planned."""
+
+    def partitions(self) -> list[EntryRange]:
+        end = self.options.end or head(self.client(), self.options.stream)
+        self.close()
+        return [EntryRange(Position().id, end.id, 0)]
+
+    def read(self, partition: EntryRange) -> Iterator[pa.RecordBatch]:
+        return read_range(self.options, partition)
+
+
+def read_range(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBatch]:
+    """The checked entries of one partition as Arrow batches of the source's schema."""
+    stream = options.stream
+    client, checker, row = stream.connect(), EntryChecker(), part.first_row
+    with partition_bad_rows(options, part) as log:
+        try:
+            for page in entry_pages(client, stream, part.after, part.until, PAGE):
+                good = list(checked(page, checker, stream, row, log))
+                row += len(page)
+                if good:
+                    yield entry_batch(good, stream.url)
+        finally:
+            client.close()
+
+
+def entry_batch(rows: list, url: str) -> pa.RecordBatch:
+    """(row, element) pairs -> one Arrow batch (ts, s, p, o, file, row)."""
+    numbers, elements = zip(*rows)
+    ts, s, p, o = zip(*elements)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(ts, pa.int64()), pa.array(s, pa.string()), pa.array(p, pa.string()), pa.array(o, pa.string()),
+         pa.array([url] * len(rows), pa.string()), pa.array(numbers, pa.int64())], schema=ARROW_SCHEMA)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad entries
+
+class RaisingLog(BadRowLog):
+    """Without --bad-rows: the first bad entry fails the task with a one-line BAD_ENTRY record."""
+
+    def report(self, fault: Fault, file: str, line: int, row: str | None, column_base: int = 1) -> None:
+        raise ValueError(f"{BAD_ENTRY}\t" + json.dumps([file, line, fault.kind, fault.message, row or ""]))
+
+
+@contextlib.contextmanager
+def partition_bad_rows(options: SourceOptions, part: EntryRange) -> Iterator[BadRowLog]:
+    """The log of one partition's bad entries. With a directory, they are written under a private
+    name and moved to `bad-redis-<digest of the range>.tsv` once the partition is read: a replay of
+    the same micro-batch (a retried task, a restarted query) replaces that file, never adds one."""
+    if options.bad_rows is None:
+        yield RaisingLog()
+        return
+    digest = hashlib.sha1(f"{options.stream.url}\n{part.after}\n{part.until}".encode()).hexdigest()[:16]
+    work = os.path.join(options.bad_rows, f".redis-{digest}.tmp")
+    shutil.rmtree(work, ignore_errors=True)  # an earlier attempt's, cut short
+    log = BadRowLog(work)
+    try:
+        yield log
+    finally:
+        log.close()
+    written = [os.path.join(work, f) for f in os.listdir(work)] if os.path.isdir(work) else []
+    for path in written:  # one file per log
+        os.replace(path, os.path.join(options.bad_rows, f"bad-redis-{digest}.tsv"))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def bad_entry_error(text: str) -> TefqError | None:
+    """The located error of a bad entry that failed a query (`text`: Spark's error text, holding a
+    worker's BAD_ENTRY line), as the oracle raises it for the same entry; None if there is none."""
+    at = text.find(BAD_ENTRY + "\t")
+    if at < 0:
+        return None
+    payload = text[at + len(BAD_ENTRY) + 1:].split("\n", 1)[0]
+    try:
+        file, line, kind, message, row = json.loads(payload)
+    except ValueError:
+        return None
+    return BadRow(Fault(kind, 0, message), file, int(line), row, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# For the engine and for tefq.spark.apply users
+
+def register(spark: SparkSession) -> None:
+    """Make `format("tefq-redis")` known to this session (registering again is harmless)."""
+    spark.dataSource.register(RedisStreamSource)
+
+
+def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None = None,
+                       bad_rows: str | None = None, start: str = "earliest", end: Position | None = None) -> DataFrame:
+    """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
+    o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
+    run: `tefq.io.redis_stream.head` taken once, before its queries start)."""
+    SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
+    register(spark)
+    reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)
+    if end is not None:
+        reader = reader.option("endingOffset", json.dumps(end.to_offset()))
+    if max_entries:
+        reader = reader.option("maxEntriesPerTrigger", str(max_entries))
+    if bad_rows:
+        reader = reader.option("badRows", os.path.abspath(bad_rows))
+    return reader.load().select("ts", "s", "p", "o", "file", F.xxhash64("file").alias("fh"), "row")
