@@ -20,7 +20,7 @@ from test_spark_operator import FakeState, h  # noqa: E402  (the operator tests'
 
 from tefq.plan.logical import Pattern, Var, WherePattern  # noqa: E402
 from tefq.spark.kernels.joins import Relation, coalesce, derive, interval_join  # noqa: E402
-from tefq.spark.operators.base import FLUSH, HEARTBEAT  # noqa: E402
+from tefq.spark.protocol import FLUSH, HEARTBEAT  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
 from tefq.spark.planning.fact import FactAggregatePlan  # noqa: E402
 from tefq.spark.kernels.exact import limb_sums, rounded  # noqa: E402
@@ -318,12 +318,12 @@ def uc3_with_shared_trigger(every: int):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(uc3_streams())
 def test_operator_with_clauses_that_match_the_same_element(stream):
-    from tefq.spark.runtime.fact_rows import _exclusive
+    from tefq.spark.runtime.fact_rows import exclusive
 
     elements, sizes = stream
     doc = uc3_with_shared_trigger(1000)
     (plan,) = plan_document(doc, 4)
-    assert isinstance(plan, FactAggregatePlan) and not _exclusive(plan)
+    assert isinstance(plan, FactAggregatePlan) and not exclusive(plan)
     rows, metrics = drive(doc, elements, sizes)
     want = oracle(doc, elements)
     assert rows == want.results[0].rows

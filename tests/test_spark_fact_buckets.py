@@ -18,7 +18,7 @@ from test_spark_derived import (IPTV, feed, oracle, summed_metrics, uc3_streams,
                                 uc3_with_shared_trigger)
 from test_spark_operator import FakeState  # noqa: E402
 
-from tefq.spark.operators.base import HEARTBEAT, SINCE, UNTIL  # noqa: E402
+from tefq.spark.protocol import HEARTBEAT, SINCE, UNTIL  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.planning import explain_physical, plan_document  # noqa: E402

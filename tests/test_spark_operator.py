@@ -17,7 +17,7 @@ import spark_docs as sd  # noqa: E402
 
 from tefq.results import QueryResult  # noqa: E402
 from tefq.spark.runtime.mappers import make_mapper  # noqa: E402
-from tefq.spark.operators.base import FLUSH  # noqa: E402
+from tefq.spark.protocol import ELEMENT, FLUSH  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402
 from tefq.spark.runtime.sources import FLUSH_TERM  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
@@ -165,7 +165,7 @@ def drive_fallback(doc, elements, batch_sizes: list[int], lateness: int = 0):
     i, sizes = 0, list(batch_sizes)
     while i < len(elements):
         n = sizes.pop(0) if sizes else len(elements)
-        call([dict(k=0, ts=t, o=j, s=s, p=p, obj=o, b=0, x=None) for j, (t, s, p, o) in enumerate(elements[i:i + n])])
+        call([dict(k=ELEMENT, ts=t, o=j, s=s, p=p, obj=o, b=0, x=None) for j, (t, s, p, o) in enumerate(elements[i:i + n])])
         i += n
     call([dict(k=FLUSH, ts=0, o=0, s="", p="", obj="", b=0, x=None)])
     return sorted(rows), metrics

@@ -3,12 +3,13 @@ small logic that records what the loop hands it (no Spark: the state is a stand-
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pandas as pd
 
-from tefq.spark.operators.base import (ELEMENT, MAX_WARNINGS, BucketLogic, BucketState, RowKind,
-                                       bucket_operator)
+from tefq.spark.operators.base import MAX_WARNINGS, BucketLogic, BucketState, bucket_operator
+from tefq.spark.protocol import ELEMENT, EVENT_KINDS, RowKind
 
 COLUMNS = ["k", "ts", "o", "f", "n"]
 
@@ -71,7 +72,7 @@ def test_ticks_wait_for_event_time_minus_lateness_and_flush_reports_the_rest():
     assert rows == [[10, 1]] and m["ticks"] == 1 and m["batch"] == 2  # up to 19: tick 10 only
     rows, _, m = call(op, state, [dict(k=int(RowKind.FLUSH), ts=0, o=0, f=0, n=0)])
     assert rows == [[20, 2], [30, 3]]  # the first tick at or after the last event is the last
-    assert __import__("pickle").loads(state.get[0]).finished
+    assert pickle.loads(state.get[0]).finished
     rows, _, m = call(op, state, [dict(k=int(RowKind.FLUSH), ts=0, o=0, f=0, n=0)])
     assert rows == [] and "ticks" not in m  # after the flush nothing more is reported
 
@@ -83,7 +84,7 @@ def test_late_events_are_dropped_counted_and_warned_about_up_to_the_cap():
     rows, warns, m = call(op, state, events(*late, 25) + [heartbeat(0, 25, len(late) + 1)])
     assert m["late_events"] == len(late) and len(warns) == MAX_WARNINGS
     assert warns[0] == "late event at 0 ms ignored: ticks up to 20 were already reported"
-    st = __import__("pickle").loads(state.get[0])
+    st = pickle.loads(state.get[0])
     assert st.seen == [1, 30, 25] and m["open_facts"] == 3  # late ones never reached the logic
 
 
@@ -98,7 +99,7 @@ def test_only_bucket_zero_counts_the_shared_heartbeat_and_ticks():
 def test_row_kinds_are_one_protocol():
     codes = [int(k) for k in RowKind]
     assert len(codes) == len(set(codes))  # no code means two kinds
-    assert ELEMENT is RowKind.SINCE  # whole elements travel only in pipelines without SINCE rows
-    from tefq.spark import windowed
+    assert ELEMENT is RowKind.ELEMENT and ELEMENT not in EVENT_KINDS  # a whole element is no SINCE event
+    from tefq.spark.operators import windowed
 
-    assert {windowed.DATA, windowed.HEARTBEAT, windowed.FLUSH, windowed.BAD, windowed.OTHER} <= set(RowKind)
+    assert windowed.ELEMENT is RowKind.ELEMENT  # the windowed operator reads the one protocol's kinds

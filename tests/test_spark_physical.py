@@ -58,7 +58,7 @@ def test_shapes_beyond_the_fact_operator_fall_back_and_say_why():
 def test_windowed_queries_get_one_windowed_plan():
     from dataclasses import replace
 
-    from tefq.spark.windowed import WindowedPlan
+    from tefq.spark.planning import WindowedPlan
 
     w = WindowedQuery("w", False, "select", (StreamWindow(None, 10_000, 10_000),), (), "SELECT * WHERE { ?s ?p ?o }")
     doc = replace(sd.uc1(), queries=(w, replace(w, name="v")))

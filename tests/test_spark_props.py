@@ -129,7 +129,7 @@ def test_tie_order_keys_follow_file_rank_then_row():
     partition, rows in file order across record batches, unranked files after ranked ones."""
     import pyarrow as pa
 
-    from tefq.spark.runtime.mappers import TieOrder
+    from tefq.spark.protocol import TieOrder
 
     order = TieOrder({11: 1, 22: 0}, partition=3)  # file 11 comes first in the partition, ranks second
     first = order(pa.array([11, 11, 22, 22, 22], pa.int64())).to_pylist()

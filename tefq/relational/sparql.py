@@ -19,6 +19,7 @@ Unsupported algebra (property paths, GRAPH, SERVICE, EXISTS, DESCRIBE) raises a 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -38,30 +39,24 @@ _INT_TYPES = {f"{XSD}{t}" for t in ("integer", "int", "long", "short", "byte", "
                                      "unsignedLong", "unsignedInt", "unsignedShort", "unsignedByte")}
 _FLOAT_TYPES = {f"{XSD}float", f"{XSD}double"}
 TRUE, FALSE = to_nt(Literal(True)), to_nt(Literal(False))
-_NUMERIC_CACHE: dict[str, tuple[int, float]] = {}  # nt -> (kind, value): 0 not usable, 1 integer, 2 float
 _MAX_EXACT_INT = 2 ** 53
 
 
+@functools.lru_cache(maxsize=1_000_000)  # a window's terms repeat: parse each once
 def _numeric(nt: str | None) -> tuple[int, float]:
     """How a term takes part in vectorised arithmetic: (1, v) an xsd:integer-family literal whose
     value fits a double exactly, (2, v) a valid xsd:float/double, (0, nan) anything else."""
-    if nt is None:
+    if nt is None or not nt.startswith('"'):
         return 0, np.nan
-    hit = _NUMERIC_CACHE.get(nt)
-    if hit is None:
-        hit = (0, np.nan)
-        if nt.startswith('"'):
-            t = to_rdflib(nt)
-            dt = str(t.datatype) if isinstance(t, Literal) and t.datatype else ""
-            if dt in _INT_TYPES or dt in _FLOAT_TYPES:
-                v = t.value  # type: ignore[union-attr]
-                if dt in _INT_TYPES and isinstance(v, int) and not isinstance(v, bool) and abs(v) < _MAX_EXACT_INT:
-                    hit = (1, float(v))
-                elif dt in _FLOAT_TYPES and isinstance(v, float):
-                    hit = (2, v)
-        if len(_NUMERIC_CACHE) < 1_000_000:
-            _NUMERIC_CACHE[nt] = hit
-    return hit
+    t = to_rdflib(nt)
+    dt = str(t.datatype) if isinstance(t, Literal) and t.datatype else ""
+    if dt in _INT_TYPES or dt in _FLOAT_TYPES:
+        v = t.value  # type: ignore[union-attr]
+        if dt in _INT_TYPES and isinstance(v, int) and not isinstance(v, bool) and abs(v) < _MAX_EXACT_INT:
+            return 1, float(v)
+        if dt in _FLOAT_TYPES and isinstance(v, float):
+            return 2, v
+    return 0, np.nan
 
 
 def _norm(df: pd.DataFrame) -> pd.DataFrame:
@@ -626,16 +621,9 @@ def _contains(node, names: tuple[str, ...]) -> bool:
     return False
 
 
-_INT_TERM_CACHE: dict[int, str] = {}
-
-
+@functools.lru_cache(maxsize=100_000)
 def _int_term(n: int) -> str:
-    t = _INT_TERM_CACHE.get(n)
-    if t is None:
-        t = to_nt(Literal(n))
-        if len(_INT_TERM_CACHE) < 100_000:
-            _INT_TERM_CACHE[n] = t
-    return t
+    return to_nt(Literal(n))
 
 
 def _numbers(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

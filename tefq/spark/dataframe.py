@@ -28,16 +28,20 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from tefq.analysis.durations import duration_ms
 from tefq.errors import TefqError
+from tefq.plan.logical import Document
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
+from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.output import Collector
 from tefq.spark.planning import WindowedPlan, plan_document
-from tefq.spark.runtime.partitioning import by_bucket, shuffle_labels
-from tefq.spark.runtime.pipelines import PIPELINES
+from tefq.spark.runtime.partitioning import by_bucket, relabel, shuffle_labels
+from tefq.spark.runtime.pipelines import PIPELINES, RunOptions, map_rows
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, FLUSH_TERM
 
 EVENT_COLUMNS = ("ts", "s", "p", "o")
 SOURCE_NAME = "<dataframe>"  # the `file` of a DataFrame's rows, in bad-row reports
+QUERY_TEXT = "<string>"  # the `file` of query text given as a string, in error messages (as tefq.compile's)
 INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
@@ -48,9 +52,7 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
     ts: long epoch ms or timestamp; s, p, o: N-Triples terms). `lateness`: ms or a duration
     ("5s"). `background`: a file or rdflib graph (used by the general operator). `bad_rows`: a
     directory for malformed rows; without it a malformed row fails the Spark job, naming the row."""
-    from tefq.spark.engine import background_triples
-
-    doc = _as_query(query).document()
+    doc = document_of(query)
     spark = events_df.sparkSession
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     # each bucket's rows are formatted in its operator (`decoded`): no partial aggregates to add
@@ -58,22 +60,21 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
     source = event_source(events_df)
     if not events_df.isStreaming:  # the whole input is there: report every tick, as a bounded run
         source = source.unionByName(flush_source(spark))
-    pipe = PIPELINES[type(plan)]
-    func = decoded(pipe.operator(doc, plan, t0, _duration_ms(lateness), background_triples(background)), plan)
-    records = operator_frame(plan, source, shuffle_labels(plan.buckets, partitions), func,
-                             bad_rows=bad_rows, schema=decoded_schema(plan))
+    run = RunOptions(t0=t0, lateness_ms=duration_ms(lateness, "lateness"), bad_rows=bad_rows,
+                     background=rdflib_triples(background))
+    func = decoded(PIPELINES[type(plan)].operator(doc, plan, run), plan)
+    records = operator_frame(plan, source, shuffle_labels(plan.buckets, partitions), func, run,
+                             schema=decoded_schema(plan))
     return records.select(F.timestamp_millis("tick").alias("tick"), *[F.col(f"`{c}`") for c in plan.columns])
 
 
-def operator_frame(plan, source: DataFrame, labels: list[int], func: Callable, *, bad_rows: str | None = None,
+def operator_frame(plan, source: DataFrame, labels: list[int], func: Callable, run: RunOptions, *,
                    ranks: dict[int, int] | None = None, schema: str = OUTPUT_SCHEMA) -> DataFrame:
     """One plan's pipeline over `source` (rows of ts, s, p, o, file, fh, row): the projection
-    and mapper of its `PIPELINES` row, then `func` (an applyInPandasWithState function taking the
-    bucket index) per bucket, grouped by the buckets' shuffle `labels`
+    of its `PIPELINES` row and its mapper, then `func` (an applyInPandasWithState function taking
+    the bucket index) per bucket, grouped by the buckets' shuffle `labels`
     (tefq.spark.runtime.partitioning). `ranks`: the stream order of the files, for ties."""
-    pipe = PIPELINES[type(plan)]
-    mapped = pipe.project(source, plan).mapInArrow(pipe.mapper(plan, bad_rows, ranks), pipe.schema(plan))
-    mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
+    mapped = relabel(map_rows(source, plan, run, ranks), labels)
     if not source.isStreaming:  # Spark refuses applyInPandasWithState on a batch: one call per bucket
         return mapped.groupBy("b").applyInPandas(stateless(by_bucket(func, labels)), schema)
     return mapped.groupBy("b").applyInPandasWithState(by_bucket(func, labels), schema, STATE_SCHEMA, "append",
@@ -167,19 +168,13 @@ def decoded(func: Callable, plan) -> Callable:
     return op
 
 
-def _as_query(query: Any):
-    from tefq.api import Query, compile as compile_query
-
-    if isinstance(query, Query):
-        return query
+def document_of(query: Any) -> Document:
+    """The document of a compiled query (anything with `.document()`, as tefq.Query) or of query text."""
+    if hasattr(query, "document"):
+        return query.document()
     if isinstance(query, str):
-        return compile_query(query)
+        from tefq.analysis import bind
+        from tefq.syntax import parse
+
+        return bind(parse(query, QUERY_TEXT), QUERY_TEXT, query, {}, frozenset())
     raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")
-
-
-def _duration_ms(value: int | str) -> int:
-    if isinstance(value, int):
-        return value
-    from tefq.analysis import parse_duration
-
-    return parse_duration(value, "lateness")

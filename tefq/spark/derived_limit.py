@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tefq.spark.operators.base import SINCE
+from tefq.spark.protocol import SINCE
 from tefq.spark.operators.fact import FactEvaluator, FactState
 from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.plan.ticks import tick_at_or_after

@@ -1,14 +1,15 @@
 """Run a planned document on Spark Structured Streaming and collect its rows and metrics.
 
-Pipeline per query (`tefq.spark.runtime.pipelines`): file source ∪ control source -> Spark SQL
-projection (clause matching, xxhash64 identity and group codes, bucket) -> mapInArrow (drops
-unmatched rows, adds one heartbeat per bucket carrying the partition's event-time range) ->
-groupBy(bucket).applyInPandasWithState (the plan's operator, `tefq.spark.operators`) -> parquet
-file sink. A bounded input runs with availableNow; its end is a flush row in the control source,
-written before the run when every file is read in one micro-batch (no --max-files-per-trigger),
-else after it (the query then runs once more to report the last ticks). `run_bounded` is the one
-driver loop: `run` and the simulations (`tefq.spark.simulate`, another operator factory) go
-through it.
+Pipeline per plan (`tefq.spark.runtime.pipelines`): file source ∪ control source -> Spark SQL
+projection (clause matching, xxhash64 identity and group codes, bucket) -> mapInArrow (the one
+mapper, runtime/mappers.py: keeps the rows the operator needs, ends each input partition with the
+heartbeats and flush of `tefq.spark.protocol`) -> groupBy(bucket).applyInPandasWithState (the plan's
+operator, `tefq.spark.operators`) -> parquet file sink, decoded by `runtime/sink.collect`. A bounded
+input runs with availableNow; its end is a flush row in the control source, written before the run
+when every file is read in one micro-batch (no --max-files-per-trigger), else after it (the query
+then runs once more to report the last ticks). `run_bounded` is the one driver loop: every plan,
+windowed (C-SPARQL) ones included, runs through it, for `run` and for the simulations
+(`tefq.spark.simulate`, another operator factory).
 """
 from __future__ import annotations
 
@@ -23,33 +24,29 @@ from pyspark.sql import SparkSession
 from tefq import cleanup
 from tefq.errors import TefqError
 from tefq.io.paths import path_in
-from tefq.oracle.query import DEFAULT_MAX_TICKS
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
+from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.planning import WindowedPlan, plan_document
-from tefq.spark.operators.base import RunLimits
 from tefq.spark.runtime.checkpoint import input_files, mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
-from tefq.spark.runtime.pipelines import build_plan
+from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
 from tefq.spark.runtime.sources import Staging, file_ranks, stage_streams, write_flush
+from tefq.vocabulary import DEFAULT_MAX_TICKS, RunLimits
 
 
-def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
-             t0: int, lateness_ms: int, max_files_per_trigger: int | None,
-             bad_rows: str | None, progress: bool, background: list | None = None,
-             ranks: dict[int, int] | None = None, operator=None,
-             sources: list[str] | None = None, ingest: str = "rows") -> tuple[QueryResult, dict, list[str]]:
+def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, run: RunOptions, *,
+             ranks: dict[int, int] | None = None, operator: Callable | None = None,
+             sources: list[str] | None = None, ingest: str = "rows") -> tuple[list[QueryResult], dict, list[str]]:
     """A bounded run: every file available now, then a flush for the last ticks. `sources`: the
     user's stream paths, where an error found in Spark is located (default: `stream_paths`).
     `ingest`: columnar | direct | rows (runtime/ingest.choose_ingest)."""
-    start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, t0=t0, lateness_ms=lateness_ms,
-                                     max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
-                                     progress=progress, background=background, ranks=ranks, operator=operator,
+    start, out, ctl, pr = build_plan(spark, doc, plan, stream_paths, workdir, run, ranks=ranks, operator=operator,
                                      ingest=ingest)
-    one_batch = max_files_per_trigger is None  # the flush can ride in the data's micro-batch
+    one_batch = run.max_files_per_trigger is None  # the flush can ride in the data's micro-batch
     try:
         if one_batch:
             write_flush(ctl)
@@ -63,11 +60,11 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
             raise
         raise err from None
     collect_started = time.perf_counter()
-    qr, m, warns = collect(spark, plan, out)
+    qrs, m, warns = collect(plan, out)
     m["collect_seconds"] = time.perf_counter() - collect_started
     m["micro_batches"] = pr.batches
     m["ingest"] = ingest
-    return qr, m, warns
+    return qrs, m, warns
 
 
 def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) -> None:
@@ -87,10 +84,9 @@ INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, eac
                           "them)"}
 
 
-def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, *,
-                t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
-                progress: bool, background: list | None = None,
-                operator=None, ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
+def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, run: RunOptions, *,
+                operator: Callable | None = None,
+                ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
     """The one driver loop of a bounded run over staged streams (`sources.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
     `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
@@ -102,23 +98,14 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
                for plan in plans}  # auto keeps the path a restarted checkpoint was written by
     # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
     ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
-    say(progress, f"{len(input_files(paths))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
+    say(run.progress, f"{len(input_files(paths))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
     for plan in plans:
-        say(progress, f"running {plan.query}" + INGEST_LINES.get(choices[id(plan)], ""))
-        if isinstance(plan, WindowedPlan):  # C-SPARQL queries: tefq.spark.windowed
-            from tefq.spark.windowed import run_windowed
-
-            qrs, m = run_windowed(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms, follow=False,
-                                  max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows, progress=progress)
-            yield plan, qrs, m
-            continue
-        qr, m, warns = run_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
-                                max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows, progress=progress,
-                                background=background, ranks=ranks, operator=operator, sources=staging.sources,
-                                ingest=choices[id(plan)])
+        say(run.progress, f"running {plan.query}" + INGEST_LINES.get(choices[id(plan)], ""))
+        qrs, m, warns = run_plan(spark, doc, plan, paths, workdir, run, ranks=ranks, operator=operator,
+                                 sources=staging.sources, ingest=choices[id(plan)])
         for w in warns:
             print(f"warning: {w}", file=sys.stderr)
-        yield plan, [qr], m
+        yield plan, qrs, m
 
 
 def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
@@ -137,6 +124,36 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     (0: no bound); a run over it stops with exit 2 naming the row. `ingest`: auto | columnar | direct | rows,
     how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows)."""
     started = time.time()
+    check_run(doc, stream_paths, follow, ingest)
+    lock = resume(checkpoint, stream_paths, follow) if checkpoint is not None else None
+    tmp = None
+    try:
+        opts = RunOptions(t0, lateness_ms, max_files_per_trigger, bad_rows, progress, rdflib_triples(background),
+                          RunLimits(max_ticks))
+        if spark is None:
+            say(progress, f"starting Spark ({default_master(master)})…")
+            spark = get_session(master)
+        say(progress, "planning")
+        plans = plan_document(doc, buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
+        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
+        workdir = tmp or checkpoint
+        if follow:
+            results, metrics = run_followed(spark, doc, plans, stream_paths, workdir, opts, on_rows, stop)
+        else:
+            results, metrics = run_to_end(spark, doc, plans, stream_paths, workdir, opts, ingest)
+            if checkpoint is not None:
+                mark_finished(checkpoint, stream_paths)
+        return run_result(doc, results, metrics, started)
+    finally:
+        if lock is not None:
+            lock.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            cleanup.unregister(tmp)
+
+
+def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str) -> None:
+    """Refuse (exit 2) what a run cannot do, before Spark starts."""
     if not stream_paths:
         raise TefqError("no --stream given")
     if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
@@ -148,49 +165,40 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
                         file="--ingest")
     if follow and ingest in ("columnar", "direct"):
         raise TefqError(f"--ingest {ingest} is for bounded runs (--follow reads rows)", file="--ingest")
-    lock = resume(checkpoint, stream_paths, follow) if checkpoint is not None else None
-    tmp = None
-    try:
-        RunLimits.max_ticks = max_ticks
-        triples = background_triples(background)
-        if spark is None:
-            say(progress, f"starting Spark ({default_master(master)})…")
-            spark = get_session(master)
-        say(progress, "planning")
-        nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
-        plans = plan_document(doc, nb)
-        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
-        workdir = tmp or checkpoint
-        opts = dict(t0=t0, lateness_ms=lateness_ms, max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
-                    progress=progress, background=triples)
-        if follow:
-            from tefq.spark.runtime.follow import follow_plans
 
-            results, m = follow_plans(spark, doc, plans, stream_paths, workdir, on_rows=on_rows, stop=stop, **opts)
-            metrics = fill_metrics(m, Metrics())
-            metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
-        else:
-            staging = stage_streams(stream_paths, workdir, bad_rows)
-            try:
-                results, metrics = bounded_results(run_bounded(spark, doc, plans, staging, workdir, ingest=ingest,
-                                                               **opts))
-            finally:
-                staging.close()
-            metrics.extra["bad_rows"] += staging.bad_rows
-            if checkpoint is not None:
-                mark_finished(checkpoint, stream_paths)
-        metrics.intermediate_bindings += metrics.facts_created
-        order = {q.name: i for i, q in enumerate(doc.queries)}
-        results.sort(key=lambda r: order.get(r.name, len(order)))
-        metrics.wall_seconds = time.time() - started
-        metrics.extra["engine"] = "spark"
-        return RunResult(results, metrics)
+
+def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
+               run: RunOptions, ingest: str) -> tuple[list[QueryResult], Metrics]:
+    """A bounded run: the streams staged, every plan through `run_bounded`."""
+    staging = stage_streams(stream_paths, workdir, run.bad_rows)
+    try:
+        results, metrics = bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
     finally:
-        if lock is not None:
-            lock.close()
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-            cleanup.unregister(tmp)
+        staging.close()
+    metrics.extra["bad_rows"] += staging.bad_rows
+    return results, metrics
+
+
+def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
+                 run: RunOptions, on_rows: Callable[[list[QueryResult]], None] | None,
+                 stop: Callable[[], bool] | None) -> tuple[list[QueryResult], Metrics]:
+    """--follow: every plan unbounded until stopped (tefq.spark.runtime.follow)."""
+    from tefq.spark.runtime.follow import follow_plans
+
+    results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop)
+    metrics = fill_metrics(m, Metrics())
+    metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
+    return results, metrics
+
+
+def run_result(doc: Document, results: list[QueryResult], metrics: Metrics, started: float) -> RunResult:
+    """The results in document order, with the run's metrics."""
+    metrics.intermediate_bindings += metrics.facts_created
+    order = {q.name: i for i, q in enumerate(doc.queries)}
+    results.sort(key=lambda r: order.get(r.name, len(order)))
+    metrics.wall_seconds = time.time() - started
+    metrics.extra["engine"] = "spark"
+    return RunResult(results, metrics)
 
 
 def refuse_colons(stream_paths: list[str]) -> None:
@@ -229,16 +237,3 @@ def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
     metrics.extra["ingest"] = m.get("ingest", "rows")
     metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
     return metrics
-
-
-
-def background_triples(background) -> list | None:
-    """The background graph as a list of rdflib-term triples: small, picklable, shipped to the
-    executors with the fallback operator (the only operator that joins with it today)."""
-    if background is None:
-        return None
-    if isinstance(background, str):
-        from tefq.io.readers import read_background
-
-        background = read_background(background)
-    return [tuple(t[:3]) for t in background]

@@ -7,7 +7,8 @@ warnings and the fallback's ready-made rows travel as JSON (`json_record`). The 
 record of the sink to a `Collector`, which formats the cells with the oracle's canonical terms
 (`tefq.oracle.values.to_term`) and the SELECT projections.
 
-Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`.
+Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`. The windowed operator's
+rows are the oracle's canonical cells already (JSON per windowed query: `WindowedCollector`).
 """
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tefq.plan.logical import Call, Expr, Var
-from tefq.results import Row
+from tefq.results import QueryResult, Row
 
 RECORD_SCHEMA = "kind string, tick long, payload binary"
 ROWS, TERMS = "nrows", "terms"
+WINDOWED_ROWS = "wrows"  # + the windowed query's index: its rows of one window close, as JSON
+SIZE_FIGURES = ("state_bytes", "open_facts", "batch")  # a bucket's state at one batch: not summed
+CUMULATIVE = ("ticks", "events_in", "feedback_triples", "late_events")  # the windowed state's running totals
 
 
 @dataclass
@@ -80,6 +84,20 @@ def json_record(kind: str, tick: int, obj) -> tuple[str, int, bytes]:
     return kind, int(tick), json.dumps(obj).encode("utf-8")
 
 
+def windowed_rows_kind(query: int) -> str:
+    return f"{WINDOWED_ROWS}{query}"
+
+
+def summed(metrics: list[dict]) -> dict:
+    """The buckets' and micro-batches' metric records added up (size figures left out)."""
+    out: dict = {}
+    for d in metrics:
+        for k, v in d.items():
+            if k not in SIZE_FIGURES:
+                out[k] = out.get(k, 0) + v
+    return out
+
+
 def rows_record(rows: NumericRows) -> tuple[str, int, bytes]:
     """All of a bucket's rows of one micro-batch as one binary record (numpy arrays, no per-row work)."""
     buf = io.BytesIO()
@@ -104,6 +122,8 @@ class Collector:
     group_vars: tuple[str, ...]
     projections: tuple[tuple[str, Expr], ...]  # group variables appear as Var("group:<name>")
     merge: tuple[tuple[str, str], ...] = ()  # (alias, op): the rows are buckets' partials to add first
+    query: str = ""
+    columns: tuple[str, ...] = ()
     numeric: list[NumericRows] = field(default_factory=list)
     ready: list[Row] = field(default_factory=list)  # rows the fallback formatted itself
     terms: dict[int, str] = field(default_factory=dict)
@@ -116,7 +136,8 @@ class Collector:
         projections and partial aggregates)."""
         routing = getattr(plan, "routing", None)
         merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
-        return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge)
+        return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge,
+                         getattr(plan, "query", ""), getattr(plan, "columns", ()))
 
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == ROWS:
@@ -146,10 +167,62 @@ class Collector:
             return sorted(self.rows(), key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
         return format_rows(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
 
+    def results(self) -> list[QueryResult]:
+        return [QueryResult(self.query, self.columns, self.sorted_rows())]
+
+    def run_metrics(self) -> dict:
+        """The query's metrics: summed over buckets and micro-batches, and the state's size per open
+        fact at the batch holding the most open facts."""
+        metrics = summed(self.metrics)
+        by_batch: dict[int, list[int]] = {}
+        for d in self.metrics:
+            per = by_batch.setdefault(d.get("batch", 0), [0, 0])
+            per[0] += d.get("state_bytes", 0)
+            per[1] += d.get("open_facts", 0)
+        if by_batch:
+            state_bytes, open_facts = max(by_batch.values(), key=lambda x: x[1])
+            metrics["state_bytes_per_open_fact"] = state_bytes / open_facts if open_facts else None
+            metrics["peak_open_facts"] = open_facts
+        return metrics
+
     def _numeric(self) -> NumericRows:
         aliases = list(self.numeric[0].values)
         rows = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
         return merge_partials(rows, self.merge) if self.merge else rows
+
+
+@dataclass
+class WindowedCollector:
+    """Gathers the windowed operator's sink records (tefq.spark.operators.windowed): per windowed
+    query its rows, in document order; metrics; warnings."""
+
+    names: tuple[str, ...]
+    columns: tuple[tuple[str, ...], ...]
+    rows: dict[int, list[Row]] = field(default_factory=dict)
+    metrics: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, tick: int, payload: bytes) -> None:
+        if kind.startswith(WINDOWED_ROWS):
+            self.rows.setdefault(int(kind[len(WINDOWED_ROWS):]), []).extend(
+                (int(t), tuple(c)) for t, c in json.loads(payload))
+        elif kind == "metric":
+            self.metrics.append(json.loads(payload))
+        else:
+            self.warnings.append(payload.decode("utf-8"))
+
+    def results(self) -> list[QueryResult]:
+        out = [QueryResult(name, cols, self.rows.get(i, [])) for i, (name, cols) in enumerate(zip(self.names,
+                                                                                               self.columns))]
+        for r in out:
+            r.rows = r.sorted_rows()
+        return out
+
+    def run_metrics(self) -> dict:
+        """The state's running totals (the largest seen) and this run's bad rows (summed)."""
+        metrics = {k: max((m[k] for m in self.metrics), default=0) for k in CUMULATIVE}
+        metrics["bad_rows"] = sum(m["bad_rows"] for m in self.metrics)
+        return metrics
 
 
 def _to_term(v) -> str | None:

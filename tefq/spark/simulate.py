@@ -16,12 +16,11 @@ from dataclasses import replace
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
-from tefq.oracle.query import DEFAULT_MAX_TICKS
 from tefq.simulate.names import STRATEGIES
-from tefq.spark.operators.base import RunLimits
-from tefq.spark.operators.fallback import make_fallback_operator
+from tefq.spark.operators.fallback import make_fallback_operator, rdflib_triples
 from tefq.spark.operators.simulated import make_simulation_operator
 from tefq.spark.planning import CurrentAggregatePlan, FallbackPlan, plan_document
+from tefq.vocabulary import DEFAULT_MAX_TICKS, RunLimits
 
 
 def simulation_fallback(strategy: str, window_ms: int):
@@ -73,31 +72,30 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
         max_ticks: int = DEFAULT_MAX_TICKS) -> RunResult:
     """Run every aggregate query of `doc` on Spark with facts simulated by `strategy`: the engine's
     driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators."""
-    from tefq.spark.engine import background_triples, run_bounded
+    from tefq.spark.engine import run_bounded
+    from tefq.spark.runtime.pipelines import RunOptions
     from tefq.spark.runtime.sources import stage_streams
     from tefq.spark.runtime.session import get_session
 
     started = time.time()
     check_simulation(doc, stream_paths, strategy, window_ms)
-    RunLimits.max_ticks = max_ticks  # as engine.run: the bucket loop bounds the windows it reports
     spark = spark or get_session(master)
     nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
     sim_doc, plans = plans_for(doc, window_ms, nb)
     plans = [p for p in plans if p.query in {q.name for q in sim_doc.queries if isinstance(q, AggregateQuery)}]
-    triples = background_triples(background)
+    opts = RunOptions(t0, lateness_ms, max_files_per_trigger, bad_rows, progress, rdflib_triples(background),
+                      RunLimits(max_ticks))  # as engine.run: the bucket loop bounds the windows it reports
 
     def operator(plan):
         if isinstance(plan, FallbackPlan):
-            return make_fallback_operator(sim_doc, plan.query_index, plan.every_ms, t0, lateness_ms, triples,
-                                          evaluate=simulation_fallback(strategy, plan.every_ms))
-        return make_simulation_operator(plan, strategy, t0, lateness_ms)
+            return make_fallback_operator(sim_doc, plan.query_index, plan.every_ms, t0, lateness_ms, opts.background,
+                                          evaluate=simulation_fallback(strategy, plan.every_ms), limits=opts.limits)
+        return make_simulation_operator(plan, strategy, t0, lateness_ms, opts.limits)
 
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
         staging = stage_streams(stream_paths, workdir, bad_rows)
-        runs = run_bounded(spark, sim_doc, plans, staging, workdir, t0=t0, lateness_ms=lateness_ms,
-                           max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows, progress=progress,
-                           background=triples, operator=operator)
+        runs = run_bounded(spark, sim_doc, plans, staging, workdir, opts, operator=operator)
         results, metrics, paths = simulated_results(runs)
         staging.close()
         metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + staging.bad_rows

@@ -1,6 +1,6 @@
-"""The stateful-operator lifecycle, written once: the row kinds the mappers send and the one bucket
-loop that every per-shape operator runs under (applyInPandasWithState, one call per bucket and
-micro-batch).
+"""The stateful-operator lifecycle, written once: the one bucket loop that every per-shape operator
+runs under (applyInPandasWithState, one call per bucket and micro-batch), over the rows the
+mappers send (their kinds and heartbeats: `tefq.spark.protocol`).
 
 The loop (`bucket_operator`) owns the plumbing: restore the pickled bucket state, read the rows,
 take the event-time range from the heartbeats, drop late events (counted and warned about), choose
@@ -17,53 +17,21 @@ import os
 import pickle
 import time
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
-from tefq.spark.kernels.intervals import SINCE as EVENT_SINCE, UNTIL as EVENT_UNTIL
 from tefq.spark.output import RECORD_SCHEMA, json_record
+from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, read_heartbeats
+from tefq.vocabulary import RunLimits
 
-
-class RowKind(IntEnum):
-    """Column `k` of a row between the Spark projection, the mapper and the operator."""
-
-    IGNORED = -2  # before t0 (windowed pipeline): not a stream element of the run
-    OTHER = -1  # a stream element no clause matches: counted, never shuffled
-    SINCE = int(EVENT_SINCE)  # a SINCE clause matched (an event opening a fact)
-    UNTIL = int(EVENT_UNTIL)  # an UNTIL clause matched (an event closing a fact)
-    HEARTBEAT = 2  # per input partition: event-time range (ts = min, o = max), element and bad-row counts
-    FLUSH = 3  # the control source's end of input: report every tick left
-    BAD = 4  # a malformed row (its text in column x): diverted by the mapper
-    TERMS = 5  # a group code -> term dictionary row (each pair sent once per partition and bucket)
-
-    @classmethod
-    def element(cls) -> "RowKind":
-        """A whole stream element, for the pipelines that match clauses later (fallback: the
-        oracle; windowed: SPARQL). They carry no SINCE rows, so the element shares SINCE's code."""
-        return cls.SINCE
-
-
-ELEMENT = RowKind.element()
-SINCE, UNTIL, HEARTBEAT, FLUSH, BAD, TERMS = (RowKind.SINCE, RowKind.UNTIL, RowKind.HEARTBEAT, RowKind.FLUSH,
-                                              RowKind.BAD, RowKind.TERMS)
-EVENT_KINDS = (RowKind.SINCE, RowKind.UNTIL)
-
-ORDER_SHIFT = 1 << 42  # order of ties = batch number * 2^42 + the mapper's tie order within the batch
 MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
 OUTPUT_SCHEMA = RECORD_SCHEMA
 STATE_SCHEMA = "blob binary"
 OUTPUT_COLUMNS = ["kind", "tick", "payload"]
 TOO_MANY_TICKS = "TEFQ_TOO_MANY_TICKS"  # a worker's error text: the driver names the row (runtime/progress.py)
-
-
-class RunLimits:
-    """Bounds set on the driver before the operators are built (captured in their closures)."""
-
-    max_ticks = 1_000_000  # --max-ticks (tefq.oracle.query.DEFAULT_MAX_TICKS); 0: no bound
 
 
 def too_many_ticks(max_ticks: int, every: int, first: int, last: int) -> RuntimeError:
@@ -133,14 +101,17 @@ class BucketLogic:
     def new_state(self) -> BucketState:
         return BucketState()
 
-    def see_time(self, st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
-        """Widen the event-time range from the heartbeats (every bucket receives each partition's)."""
-        hb = np.nonzero(kinds == HEARTBEAT)[0]
-        if len(hb):
-            widen(st, int(pdf["ts"].to_numpy()[hb].min()), int(pdf["o"].to_numpy()[hb].max()))
-            if batch.bucket == 0:  # counted once, not once per bucket
-                batch.metrics["events_in"] = int(pdf["f"].to_numpy()[hb].sum())
-                batch.metrics["bad_rows"] = int(pdf["n"].to_numpy()[hb].sum())
+    def see_time(self, st: BucketState, hb: Heartbeats | None, pdf: pd.DataFrame, kinds: np.ndarray,
+                 batch: Batch) -> None:
+        """Widen the event-time range from the batch's heartbeats `hb` (every bucket receives each
+        partition's; None: there were none)."""
+        if hb is None:
+            return
+        if hb.lo is not None:
+            widen(st, hb.lo, hb.hi)
+        if batch.bucket == 0:  # counted once, not once per bucket
+            batch.metrics["events_in"] = hb.elements
+            batch.metrics["bad_rows"] = hb.bad
 
     def ingest(self, st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
         """Take the batch's rows (late events already dropped) into the state."""
@@ -213,15 +184,17 @@ def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: B
     if pdf is not None:
         kinds = pdf["k"].to_numpy()
         batch.flush = bool((kinds == FLUSH).any())
-        logic.see_time(st, pdf, kinds, batch)
+        logic.see_time(st, read_heartbeats(pdf, kinds), pdf, kinds, batch)
         pdf, kinds = drop_late(st, pdf, kinds, logic, batch)
         logic.ingest(st, pdf, kinds, batch)
     logic.report(st, batch, t0, lateness_ms)
 
 
-def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator") -> Callable:
-    """The applyInPandasWithState function running `logic`: state restore/save, metrics, profile."""
-    max_ticks = RunLimits.max_ticks  # read on the driver, shipped in the closure
+def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator", *,
+                    limits: RunLimits = RunLimits()) -> Callable:
+    """The applyInPandasWithState function running `logic`: state restore/save, metrics, profile.
+    `limits`: the run's bounds (shipped in the closure)."""
+    max_ticks = limits.max_ticks
 
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         clock = [time.perf_counter()]

@@ -1,7 +1,7 @@
 """The current-aggregate operator: the maths of `CurrentAggregatePlan` (one event fact, counts and
 durations of the facts valid at each tick), run per bucket by `tefq.spark.operators.base`.
 
-Input rows (built by `tefq.spark.engine`, kinds `RowKind`): SINCE/UNTIL rows with `ts`, `o` (order of
+Input rows (`tefq.spark.protocol.current_wire`, kinds `RowKind`): SINCE/UNTIL rows with `ts`, `o` (order of
 ties), `f` (identity hash), `e` (element hash), `g0..` group term hashes; HEARTBEAT rows; TERMS rows
 naming group codes (`t0..`: the mapper sends each partition's distinct code -> term pairs once).
 The bucket state keeps the open facts (every closed one is final once reported), the pending events
@@ -14,10 +14,11 @@ import pandas as pd
 
 from tefq.spark.kernels.intervals import (OPEN, Events, Intervals, apply_events, apply_sorted_events, current_aggregates,
                               durations_exact, fsum_durations)
-from tefq.spark.operators.base import (EVENT_KINDS, ORDER_SHIFT, TERMS, Batch, BucketLogic, BucketState,
-                                       bucket_operator)
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator
 from tefq.spark.output import NumericRows, rows_record, terms_record
 from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, TERMS
+from tefq.vocabulary import RunLimits
 
 
 class CurrentState(BucketState):
@@ -113,8 +114,8 @@ class CurrentAggregateLogic(BucketLogic):
         metrics["open_facts"] = int((st.base.end == OPEN).sum())
 
 
-def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int):
-    return bucket_operator(CurrentAggregateLogic(plan), t0, lateness_ms)
+def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):
+    return bucket_operator(CurrentAggregateLogic(plan), t0, lateness_ms, limits=limits)
 
 
 def tick_rows(plan: CurrentAggregatePlan, facts: Intervals, ticks: np.ndarray):

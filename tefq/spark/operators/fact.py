@@ -20,7 +20,6 @@ Per micro-batch, with `T` the last reported tick and `U` the last tick now final
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
@@ -28,9 +27,10 @@ from tefq.spark.kernels.joins import Relation, cut, derive, key_ranks
 from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
 from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
 from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
-from tefq.spark.operators.base import (EVENT_KINDS, MAX_WARNINGS, ORDER_SHIFT, SINCE, Batch, BucketLogic,
-                                       BucketState, bucket_operator)
+from tefq.spark.operators.base import MAX_WARNINGS, Batch, BucketLogic, BucketState, bucket_operator
 from tefq.spark.output import rows_record, terms_record
+from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, SINCE, Heartbeats
+from tefq.vocabulary import RunLimits
 
 
 class FactState(BucketState):
@@ -163,9 +163,10 @@ class FactAggregateLogic(BucketLogic):
         self.copies = [i for i, f in enumerate(plan.event_facts) if f.name in plan.replicated]
         self.late_copies = np.zeros(0, bool)  # this call's late rows (in order): copies of a replicated row?
 
-    def see_time(self, st: FactState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+    def see_time(self, st: FactState, hb: Heartbeats | None, pdf: pd.DataFrame, kinds: np.ndarray,
+                 batch: Batch) -> None:
         """Also note which late rows are copies of a replicated fact's row (bucket 0 counts and warns)."""
-        super().see_time(st, pdf, kinds, batch)
+        super().see_time(st, hb, pdf, kinds, batch)
         self.late_copies = np.zeros(0, bool)
         if batch.bucket and self.copies and st.last_tick is not None:
             late = np.isin(kinds, EVENT_KINDS) & (pdf["ts"].to_numpy() <= st.last_tick)
@@ -214,5 +215,5 @@ class FactAggregateLogic(BucketLogic):
         metrics["open_facts"] = sum(len(b) for b in st.base.values()) + sum(len(r) for r in st.open.values())
 
 
-def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int):
-    return bucket_operator(FactAggregateLogic(plan), t0, lateness_ms, "fact_operator")
+def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):
+    return bucket_operator(FactAggregateLogic(plan), t0, lateness_ms, "fact_operator", limits=limits)

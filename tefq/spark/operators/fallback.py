@@ -5,8 +5,9 @@ the rows of the ticks that just became final (rows at `tau` depend only on event
 Correct for every shape the oracle knows (derived facts, WHILE, FILTER, background patterns, ...),
 with restart and late-data handling like the vectorised operator, but O(input) per micro-batch and
 one bucket: use it for correctness, not for throughput. The planner picks it only when the vectorised
-operator does not support the query. Input rows are whole elements (`RowKind.element()`) and FLUSH:
-the fallback mapper sends no heartbeats, so the event time is that of the elements themselves.
+operator does not support the query. Input rows are whole elements (`RowKind.ELEMENT`), the
+heartbeats and FLUSH; every element reaches the one bucket, so the event time is that of the
+elements themselves.
 """
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import numpy as np
 import pandas as pd
 
 from tefq.plan.logical import Document
-from tefq.spark.operators.base import ELEMENT, ORDER_SHIFT, Batch, BucketLogic, BucketState, bucket_operator, widen
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, widen
 from tefq.spark.output import json_record
+from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
+from tefq.vocabulary import RunLimits
 
 
 class FallbackState(BucketState):
@@ -41,11 +44,16 @@ class FallbackLogic(BucketLogic):
     def new_state(self) -> FallbackState:
         return FallbackState()
 
-    def see_time(self, st: FallbackState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+    def see_time(self, st: FallbackState, hb: Heartbeats | None, pdf: pd.DataFrame, kinds: np.ndarray,
+                 batch: Batch) -> None:
+        """The elements' own times (every element reaches the one bucket); of the heartbeats only
+        the bad rows (the oracle counts the elements at the flush)."""
         ts = pdf["ts"].to_numpy()[kinds == ELEMENT]
         if len(ts):
             widen(st, int(ts.min()), int(ts.max()))
             batch.metrics["read"] = len(ts)
+        if hb is not None:
+            batch.metrics["bad_rows"] = hb.bad
 
     def ingest(self, st: FallbackState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
         data = pdf[kinds == ELEMENT]
@@ -69,6 +77,18 @@ class FallbackLogic(BucketLogic):
 
 
 def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int, lateness_ms: int,
-                           background: list | None = None, evaluate=None):
+                           background: list | None = None, evaluate=None, limits: RunLimits = RunLimits()):
     return bucket_operator(FallbackLogic(doc, query_index, every, t0, background, evaluate), t0, lateness_ms,
-                           "fallback")
+                           "fallback", limits=limits)
+
+
+def rdflib_triples(background) -> list | None:
+    """The background (a file path, or an rdflib graph) as the fallback operator takes it: a list of
+    rdflib-term triples, small and picklable, shipped to the executors inside the operator."""
+    if background is None:
+        return None
+    if isinstance(background, str):
+        from tefq.io.readers import read_background
+
+        background = read_background(background)
+    return [tuple(t[:3]) for t in background]

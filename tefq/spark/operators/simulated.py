@@ -19,10 +19,12 @@ import pandas as pd
 
 from tefq.spark.kernels.intervals import OPEN, Events, apply_events
 from tefq.spark.kernels.strategies import Changes, make_strategy, state_changes
-from tefq.spark.operators.base import EVENT_KINDS, Batch, BucketState, bucket_operator
+from tefq.spark.operators.base import Batch, BucketState, bucket_operator
 from tefq.spark.operators.current import CurrentAggregateLogic, emit_rows, read_events, read_terms, tick_rows
 from tefq.spark.output import NumericRows
 from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.protocol import EVENT_KINDS
+from tefq.vocabulary import RunLimits
 
 
 def simulate_window(strategy, plan: CurrentAggregatePlan, tau: int, w: int, ev: Events | None,
@@ -100,6 +102,7 @@ class SimulationLogic(CurrentAggregateLogic):
         metrics["open_facts"] = len(st.strategy.restore())
 
 
-def make_simulation_operator(plan: CurrentAggregatePlan, strategy: str, t0: int, lateness_ms: int):
+def make_simulation_operator(plan: CurrentAggregatePlan, strategy: str, t0: int, lateness_ms: int,
+                             limits: RunLimits = RunLimits()):
     """applyInPandasWithState function: the windows that became final in this micro-batch, in order."""
-    return bucket_operator(SimulationLogic(plan, strategy), t0, lateness_ms, "simulation_operator")
+    return bucket_operator(SimulationLogic(plan, strategy), t0, lateness_ms, "simulation_operator", limits=limits)

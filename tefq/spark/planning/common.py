@@ -49,6 +49,14 @@ class ClausePlan:
     same: tuple[tuple[str, str], ...]
     binds: tuple[str, ...]  # per identity variable
 
+    @property
+    def determines_element(self) -> bool:
+        """The clause's constants and identity columns (and columns equal to those) are s, p and o."""
+        known = {col for col, _ in self.consts} | set(self.binds)
+        for _ in range(2):
+            known |= {b for a, b in self.same if a in known} | {a for a, b in self.same if b in known}
+        return known >= {"s", "p", "o"}
+
     def explain(self, identity: tuple[str, ...]) -> str:
         kind = "SINCE" if self.kind == SINCE else "UNTIL"
         cond = " AND ".join([f"{col} = {t}" for col, t in self.consts] + [f"{a} = {b}" for a, b in self.same])

@@ -33,6 +33,13 @@ class CurrentAggregatePlan:
     buckets: int
     operator: str = "FactOperator"  # the simulations name theirs
 
+    @property
+    def identity_is_element(self) -> bool:
+        """(clause, identity) is the element: one clause per kind, each fixing s, p and o. Its
+        hash then serves as the element's (a stream is a set: duplicates are equal elements)."""
+        one_per_kind = len({c.kind for c in self.clauses}) == len(self.clauses)
+        return one_per_kind and all(c.determines_element for c in self.clauses)
+
     def explain(self) -> str:
         key = ", ".join("?" + v for v in self.group_vars) or "(none: single bucket)"
         return "\n".join([

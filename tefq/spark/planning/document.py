@@ -37,7 +37,7 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_a
     plans: list = []
     windowed = None
     for i, q in enumerate(doc.queries):
-        if isinstance(q, WindowedQuery):  # all of them run in one operator (tefq.spark.windowed)
+        if isinstance(q, WindowedQuery):  # all of them run in one operator (operators/windowed.py)
             if windowed is None:
                 windowed = plan_windowed(doc)
                 plans.append(windowed)

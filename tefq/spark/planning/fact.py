@@ -100,6 +100,12 @@ class FactAggregatePlan:
         return tuple(self.routing.column(f.name) if self.routing else 0 for f in self.event_facts)
 
     @property
+    def widths(self) -> tuple[int, int]:
+        """(identity code columns, output term columns) of a row (`tefq.spark.protocol.fact_wire`)."""
+        facts = self.event_facts
+        return max(len(f.identity) for f in facts), max([len(f.terms) for f in facts] + [0])
+
+    @property
     def replicated(self) -> frozenset[str]:
         """The facts every bucket holds in full (their counts are taken in bucket 0 only)."""
         return frozenset(self.routing.replicated) if self.routing else frozenset()

@@ -27,6 +27,6 @@ class FallbackPlan:
             "  FallbackOperator: applyInPandasWithState, single bucket holding every element read;"
             f" {self.evaluator} that became final in each micro-batch (not scalable)",
             "  Exchange SinglePartition (bucket 0)",
-            "  MapInArrow: row order for ties, bad-row handling",
+            "  MapInArrow: row order for ties, bad rows, per-partition heartbeat (bad-row count)",
             SOURCE,
         ])

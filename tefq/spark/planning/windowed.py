@@ -1,5 +1,5 @@
 """The windowed plan: every C-SPARQL (spec §8) query of a document, run by one stateful operator
-(`tefq.spark.windowed`). Planning parses every query: syntax errors and unsupported algebra fail here."""
+(`tefq.spark.operators.windowed`). Planning parses every query: syntax errors and unsupported algebra fail here."""
 from __future__ import annotations
 
 import os
@@ -24,7 +24,9 @@ class WindowedPlan:
     windows: tuple[str, ...]  # per query, for explain
     predicates: frozenset[str] | None
     feedback: tuple[str, ...]  # REGISTER STREAM names
-    query: str = "windowed"
+    query_columns: tuple[tuple[str, ...], ...] = ()  # per query, its result columns
+    query: str = "windowed"  # the pipeline's name (its directory under the checkpoint)
+    buckets: int = 1  # feedback orders the windows: one bucket
 
     def explain(self) -> str:
         preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))
@@ -36,7 +38,7 @@ class WindowedPlan:
             " elements + fed-back triples; at event time >= close: vectorised SPARQL algebra per window"
             f" (tefq.relational.sparql; < {small_window()} triples: rdflib)",
             *(f"    {name}: {w}" for name, w in zip(self.queries, self.windows)),
-            "  Exchange SinglePartition (key 0)",
+            "  Exchange SinglePartition (bucket 0)",
             "  MapInArrow: per-partition heartbeat (event-time range, element count), bad rows",
             f"  Project: kind, ts, terms only for predicates {preds} (others: time only)",
             SOURCE])
@@ -51,4 +53,5 @@ def plan_windowed(doc: Document) -> WindowedPlan:
         descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
                                 for w in q.windows) + f" -> {q.form.upper()}, {q.r2s.upper()}")
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
-                        tuple(q.name for q in run.queries if q.registers_stream))
+                        tuple(q.name for q in run.queries if q.registers_stream),
+                        tuple(tuple(c) for c in run.columns))

@@ -9,7 +9,10 @@ from the staged directory), and the columnar ingestion path. Version 4: one buck
 instead of two (a version-3 checkpoint holds twice the buckets) and direct ingestion for CURRENT
 aggregates under `--ingest auto` (a version-3 one was written by the columnar path). Version 5:
 UC3-shaped queries split by the counted variable (planning/fact.Routing.merge: a version-4
-bucket holds another share of the facts). The marker `tefq-state-version` sits in the checkpoint
+bucket holds another share of the facts). Version 6: one driver loop and one wire protocol
+(tefq.spark.protocol): the windowed operator moved to `operators/windowed.py` (its pickled state's
+class), runs under the bucket labels and ingest record of every plan, and whole elements got their
+own row kind. The marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import IO, Callable
 
 from tefq.errors import TefqError
 
-STATE_VERSION = 5
+STATE_VERSION = 6
 MARKER = "tefq-state-version"
 
 

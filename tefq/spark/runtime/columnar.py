@@ -1,8 +1,8 @@
 """Columnar ingestion for Parquet stream inputs (issue 14): Spark carries only file paths, a
-mapInArrow task reads each Parquet file itself with pyarrow and emits the rows the generic
-projection + mapper would emit (`runtime/columns.py` + `runtime/mappers.py` for a
-CurrentAggregatePlan, `runtime/fact_rows.py` for a FactAggregatePlan), so the stateful operators
-are the same.
+mapInArrow task reads each Parquet file itself with pyarrow (`read_files`) and the plan's encoding
+(`runtime/encodings.py`, `from_file`) emits the rows the Spark projection + mapper would emit, so
+the stateful operators are the same. This module holds the reading: the path and control sources,
+the files' columns checked and coded, and the term codes.
 
 Why: on the generic path the JVM dominates a micro-batch (Parquet read into rows, the regex
 vouching, xxhash64 of strings, the Arrow round trip into Python). Here Spark's file source (the
@@ -11,7 +11,7 @@ offsets, `maxFilesPerTrigger`, the checkpoint and exactly-once; the task reads e
 (read amplification 1), checks and encodes only the *distinct* terms of each column (Parquet
 dictionaries, read as such), and emits each event row once, shuffled by bucket.
 
-Direct ingestion (`reading_operator`) runs the same mapper inside each bucket's
+Direct ingestion (`pipelines.reading_operator`) runs the same mapper inside each bucket's
 operator over every path of the micro-batch, keeping the bucket's own rows (`only`): no event row
 crosses the JVM, at the price of reading each file once per bucket.
 
@@ -23,21 +23,13 @@ Terms are in the oracle's normal form (tefq.io.validate.check_term), as the orac
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pyarrow as pa
 
-from tefq.spark.operators.base import RowKind, profile
-from tefq.spark.planning import CurrentAggregatePlan
 from tefq.io.paths import local_path
-from tefq.spark.runtime.mappers import BAD_ROW, TermRows, bad_record, const_batch, divert_bad
-from tefq.spark.runtime.progress import Progress, as_dict
+from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, files_in_stream_order, name_glob
-
-# Rows within one file < 2^22 (operators/base.ORDER_SHIFT leaves 42 bits: rank << 22 | row).
-ROW_BITS = 22
-UNRANKED = 1 << 41  # files the driver did not rank (none in a bounded run): after the ranked ones
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,40 +193,9 @@ def check_schema(pf, path: str) -> None:
         raise ValueError(f"{BAD_ROW}\t{path}\t{problem}\t")
 
 
-class PartitionState:
-    """What one task learns besides its rows: event-time range and counts (heartbeats), the bad
-    rows, whether the flush came, the next row number of unranked files."""
-
-    def __init__(self, bad_rows: str | None, only: int | None = None) -> None:
-        # direct ingestion (`only`: the task's bucket): every bucket sees every bad row, bucket 0 records it
-        self.bad_rows, self.record = bad_rows, only in (None, 0)
-        self.lo: int | None = None
-        self.hi: int | None = None
-        self.count = self.bad = self.rows_in = 0
-        self.unranked = 0  # rows of unranked files before the current one (their tie order)
-        self.file_rows = 0  # fact rows of the current file before this batch (fact mapper)
-        self.flush = self.seen = False
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        self.partition = ctx.partitionId() if ctx is not None else 0
-
-    def see_times(self, ts: np.ndarray) -> None:
-        if len(ts):
-            a, z = int(ts.min()), int(ts.max())
-            self.lo = a if self.lo is None else min(self.lo, a)
-            self.hi = z if self.hi is None else max(self.hi, z)
-            self.count += len(ts)
-
-    def divert(self, records: list[str]) -> None:
-        if self.record or self.bad_rows is None:
-            divert_bad(records, self.bad_rows)  # raises in strict mode
-        self.bad += len(records)
-
-
 def bad_records(uri: str, batch: pa.RecordBatch, ts: pa.Array, bad: np.ndarray, row0: int) -> list[str]:
-    """The diverted rows as `mappers.divert_bad` takes them (`mappers.bad_record`: the Parquet
-    reader's own verdict on each)."""
+    """The diverted rows as `scan.divert_bad` takes them (`scan.bad_record`: the Parquet reader's
+    own verdict on each)."""
     out = []
     rows = np.flatnonzero(bad)
     raw = {c: batch.column(c).take(pa.array(rows)).to_pylist() for c in "spo"}
@@ -270,7 +231,7 @@ class FileBatch:
         return pa.concat_arrays([self.cols[c].norm.cast(pa.string()) for c in "spo"]), base
 
 
-def read_files(batches, ranks: dict[str, int], st: PartitionState):
+def read_files(batches, ranks: dict[str, int], st: PartitionScan):
     """The (path, flush) rows of a task -> FileBatches, file by file; bad rows diverted (or raised)
     and the task's event-time range and counts noted in `st` on the way."""
     import pyarrow.parquet as pq
@@ -305,244 +266,3 @@ def read_files(batches, ranks: dict[str, int], st: PartitionState):
                 yield FileBatch(uri, row0, rank, cols, tsv, ~bad)
                 row0 += n
             st.rows_in += row0
-
-
-def make_columnar_mapper(plan: CurrentAggregatePlan, bad_rows: str | None, ranks: dict[str, int],
-                         only: int | None = None):
-    """mapInArrow over (path, flush) rows: each file read, checked and encoded; output in
-    `mappers.current_map_schema(plan)`, as `mappers.make_mapper` emits it (events, then the terms
-    rows, one heartbeat per bucket, the flush). `only`: emit bucket `only`'s rows alone (direct
-    ingestion: each bucket's operator reads every file; bucket 0 records the bad rows)."""
-    from tefq.spark.runtime.columns import determines_element
-
-    nb, ng = plan.buckets, len(plan.group_vars)
-    fields = [("k", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()), ("e", pa.int64()),
-              ("n", pa.int64())]
-    for i in range(ng):
-        fields += [(f"g{i}", pa.int64()), (f"t{i}", pa.string())]
-    out_schema = pa.schema(fields + [("b", pa.int32())])
-    var_pos = {v: i for i, v in enumerate(plan.identity)}
-    one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
-    elem_is_fid = one_per_kind and all(determines_element(c) for c in plan.clauses)
-
-    def per_clause(keep: np.ndarray, mk: np.ndarray, columns, make) -> np.ndarray:
-        """`make(column names, rows)` for each kept row (`mk`: its clause), with the columns its
-        clause gives: clauses that read the same columns are computed together (UC1, UC2: one pass)."""
-        groups: dict[tuple, list[int]] = {}
-        for i, c in enumerate(plan.clauses):
-            groups.setdefault(tuple(columns(c)), []).append(i)
-        if len(groups) == 1:
-            return make(next(iter(groups)), keep)
-        out = np.zeros(len(keep), np.int64)
-        for names, idx in groups.items():
-            sel = np.isin(mk, idx)
-            if sel.any():
-                out[sel] = make(names, keep[sel])
-        return out
-
-    def group_var(i: int):
-        return lambda c, j=var_pos[plan.group_vars[i]]: (c.binds[j],)
-
-    def group_codes(cols: dict[str, Column], keep: np.ndarray, mk: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """Per kept row: the group terms' codes and the bucket (their combined hash mod buckets)."""
-        gcodes = [per_clause(keep, mk, group_var(i), lambda names, rows: cols[names[0]].codes[rows])
-                  for i in range(ng)]
-        if not ng:
-            return gcodes, np.zeros(len(keep), np.int32)
-        return gcodes, (combine(gcodes, len(keep)).view(np.uint64) % np.uint64(nb)).astype(np.int32)
-
-    def encode(fb: FileBatch, st: PartitionState, terms: TermRows) -> pa.RecordBatch | None:
-        cols, n = fb.cols, fb.n
-        m = np.full(n, -1, np.int64)  # the first clause a row matches, as the projection's when-chain
-        for i in reversed(range(len(plan.clauses))):
-            m[fb.matches(plan.clauses[i])] = i
-        keep = np.flatnonzero(m >= 0)
-        gcodes, bucket = group_codes(cols, keep, m[keep])
-        if only is not None:  # the other buckets' rows are their operators' to encode
-            mine = bucket == only
-            keep, bucket, gcodes = keep[mine], bucket[mine], [g[mine] for g in gcodes]
-        if not len(keep):
-            return None
-        if fb.rank is not None:  # as mappers.TieOrder: file rank, then row in the file
-            order = (np.int64(fb.rank) << ROW_BITS) + fb.row0 + keep.astype(np.int64)
-        else:
-            order = UNRANKED + (np.int64(st.partition) << 31) + st.unranked + keep.astype(np.int64)
-            st.unranked += n
-        mk = m[keep]
-        kinds = np.array([c.kind for c in plan.clauses], np.int32)[mk]
-        fid = per_clause(keep, mk, lambda c: c.binds, lambda names, rows: combine([cols[x].codes[rows] for x in names], len(rows)))
-        elem = fid if elem_is_fid else combine([cols[x].codes[keep] for x in "spo"], len(keep))
-        arrays = {"k": pa.array(kinds), "ts": pa.array(fb.ts[keep]), "o": pa.array(order), "f": pa.array(fid),
-                  "e": pa.array(elem), "n": pa.array(np.zeros(len(keep), np.int64))}
-        gterms = []
-        everything, base = fb.dictionaries() if ng else (None, {})
-        for i in range(ng):
-            # the group term per kept row, as an index into `everything`
-            gterms.append(per_clause(keep, mk, group_var(i), lambda names, rows: cols[names[0]].idx[rows] + base[names[0]]))
-            arrays[f"g{i}"] = pa.array(gcodes[i])
-            arrays[f"t{i}"] = pa.nulls(len(keep), pa.string())
-        arrays["b"] = pa.array(bucket)
-        out = pa.RecordBatch.from_arrays([arrays[f] for f in out_schema.names], schema=out_schema)
-        opens = np.flatnonzero(kinds == RowKind.SINCE)
-        if ng and len(opens):
-            named = {"b": out.column("b")}
-            for i in range(ng):
-                named[f"g{i}"] = out.column(f"g{i}")
-                named[f"t{i}"] = pa.DictionaryArray.from_arrays(pa.array(gterms[i].astype(np.int32)), everything)
-            terms.see(pa.RecordBatch.from_pydict(named), opens)
-        return out
-
-    to = list(range(nb)) if only is None else [only]  # the buckets this mapper's control rows go to
-
-    def mapper(batches):
-        st = PartitionState(bad_rows, only)
-        terms = TermRows(ng)
-        started = time.perf_counter()
-        for fb in read_files(batches, ranks, st):
-            out = encode(fb, st, terms)
-            if out is not None:
-                yield out
-        profile("columnar_mapper", rows_in=st.rows_in, total_s=time.perf_counter() - started)
-        if not st.seen:
-            return
-        named = terms.batch(out_schema)
-        if named is not None:
-            yield named
-        k = len(to)
-        if st.count or st.bad:
-            yield const_batch(out_schema, RowKind.HEARTBEAT, k, ts=[st.lo or 0] * k, o=[st.hi or 0] * k,
-                              f=[st.count] * k, n=[st.bad] * k, b=to)
-        if st.flush:
-            yield const_batch(out_schema, RowKind.FLUSH, k, b=to)
-
-    return mapper
-
-
-def make_columnar_fact_mapper(plan, bad_rows: str | None, ranks: dict[str, int], only: int | None = None):
-    """The fact-aggregate plan's (UC3) columnar mapper: the rows `fact_rows.project_facts` +
-    `fact_rows.make_fact_mapper` emit (one row per (fact, clause) an element matches, in clause
-    order, `n` = 1 on its first; output terms on SINCE rows; one heartbeat, the flush), before
-    `fact_buckets.routed_mapper` routes them. `only`: the bucket of a direct-ingestion task (bad rows
-    are recorded by bucket 0's)."""
-    from tefq.spark.runtime.fact_rows import _widths
-
-    arity, nterms = _widths(plan)
-    fields = [("k", pa.int32()), ("fact", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()),
-              ("e", pa.int64()), ("n", pa.int64())]
-    fields += [(f"v{i}", pa.int64()) for i in range(arity)] + [(f"t{i}", pa.string()) for i in range(nterms)]
-    out_schema = pa.schema(fields + [("b", pa.int32())])
-    matches = [(i, f, c) for i, f in enumerate(plan.event_facts) for c in f.clauses]
-
-    def encode(fb: FileBatch, st: PartitionState) -> pa.RecordBatch | None:
-        cols, n = fb.cols, fb.n
-        hits = [np.flatnonzero(fb.matches(c)) for _, _, c in matches]
-        # every (row, match) pair in row order, then match order: the projection's exploded rows
-        rows = np.concatenate(hits + [np.zeros(0, np.int64)]).astype(np.int64)
-        which = np.concatenate([np.full(len(h), j, np.int64) for j, h in enumerate(hits)] + [np.zeros(0, np.int64)])
-        sort = np.lexsort((which, rows))
-        rows, which = rows[sort], which[sort]
-        # the tie order counts the projection's rows: max(1, matches) per element, bad rows included
-        per_row = np.maximum(np.bincount(rows, minlength=n), 1)
-        before = np.cumsum(per_row) - per_row
-        first = np.ones(len(rows), bool)
-        first[1:] = rows[1:] != rows[:-1]
-        run_start = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0)) if len(rows) else rows
-        pos = before[rows] + (np.arange(len(rows)) - run_start)
-        if fb.rank is not None:
-            if fb.row0 == 0:
-                st.file_rows = 0
-            order = (np.int64(fb.rank) << ROW_BITS) + st.file_rows + pos
-            st.file_rows += int(per_row.sum())
-        else:
-            order = UNRANKED + (np.int64(st.partition) << 31) + st.unranked + pos
-            st.unranked += int(per_row.sum())
-        if not len(rows):
-            return None
-        k = np.zeros(len(rows), np.int32)
-        fact = np.zeros(len(rows), np.int32)
-        fid = np.zeros(len(rows), np.int64)
-        v = [np.zeros(len(rows), np.int64) for _ in range(arity)]
-        t_idx = [np.full(len(rows), -1, np.int64) for _ in range(nterms)]
-        everything, base = fb.dictionaries() if nterms else (None, {})
-        for j, (i, f, c) in enumerate(matches):
-            sel = which == j
-            if not sel.any():
-                continue
-            r = rows[sel]
-            k[sel], fact[sel] = c.kind, i
-            fid[sel] = combine([cols[x].codes[r] for x in c.binds], len(r))
-            for q, x in enumerate(c.binds):
-                v[q][sel] = cols[x].codes[r]
-            if c.kind == RowKind.SINCE:
-                for q, p in enumerate(f.terms):
-                    t_idx[q][sel] = cols[c.binds[p]].idx[r] + base[c.binds[p]]
-        elem = combine([cols[x].codes[rows] for x in "spo"], len(rows))
-        arrays = {"k": pa.array(k), "fact": pa.array(fact), "ts": pa.array(fb.ts[rows]), "o": pa.array(order),
-                  "f": pa.array(fid), "e": pa.array(elem), "n": pa.array(first.astype(np.int64))}
-        for q in range(arity):
-            arrays[f"v{q}"] = pa.array(v[q])
-        for q in range(nterms):
-            has = t_idx[q] >= 0
-            arrays[f"t{q}"] = everything.take(pa.array(np.where(has, t_idx[q], 0), mask=~has))
-        arrays["b"] = pa.array(np.zeros(len(rows), np.int32))
-        return pa.RecordBatch.from_arrays([arrays[name] for name in out_schema.names], schema=out_schema)
-
-    def control(kind: int, ts: int, o: int, f: int, n: int) -> pa.RecordBatch:
-        values = {"k": int(kind), "ts": ts, "o": o, "f": f, "n": n}  # no null integers (pandas floats)
-        return pa.RecordBatch.from_arrays(
-            [pa.array([None if name.startswith("t") and name != "ts" else values.get(name, 0)],
-                      out_schema.field(name).type) for name in out_schema.names], schema=out_schema)
-
-    def mapper(batches):
-        st = PartitionState(bad_rows, only)
-        started = time.perf_counter()
-        for fb in read_files(batches, ranks, st):
-            out = encode(fb, st)
-            if out is not None:
-                yield out
-        profile("columnar_fact_mapper", rows_in=st.rows_in, total_s=time.perf_counter() - started)
-        if not st.seen:
-            return
-        if st.count or st.bad:
-            yield control(RowKind.HEARTBEAT, st.lo or 0, st.hi or 0, st.count, st.bad)
-        if st.flush:
-            yield control(RowKind.FLUSH, 0, 0, 0, 0)
-
-    return mapper
-
-
-def columnar_mapper(plan, bad_rows: str | None, ranks: dict[str, int], only: int | None = None):
-    """The plan's columnar mapper (the plans `why_not_columnar` accepts); `only`: bucket `only`'s
-    rows alone (direct ingestion; bucket 0 records the bad rows)."""
-    if isinstance(plan, CurrentAggregatePlan):
-        return make_columnar_mapper(plan, bad_rows, ranks, only)
-    from tefq.spark.runtime.fact_buckets import routed_mapper
-
-    return routed_mapper(plan, make_columnar_fact_mapper(plan, bad_rows, ranks, only), only)
-
-
-# ---------------------------------------------------------------------------------------------
-# Direct ingestion: the (path, flush) rows go to every bucket, each bucket's operator reads the
-# files itself and keeps its own rows; no event row crosses the JVM (read amplification = buckets)
-
-def reading_operator(func, plan, bad_rows: str | None, ranks: dict[str, int]):
-    """The operator `func` fed by its bucket's columnar mapper over the (path, flush) rows it
-    receives: the same wire frames the Exchange would deliver, made in the operator's process."""
-    def op(key, pdfs, state):
-        mapper = columnar_mapper(plan, bad_rows, ranks, only=int(key[0]))
-        batches = (pa.RecordBatch.from_pandas(pdf[["path", "flush"]], preserve_index=False) for pdf in pdfs)
-        return func(key, (rb.to_pandas() for rb in mapper(batches)), state)
-
-    return op
-
-
-class ColumnarProgress(Progress):
-    """Spark counts a columnar batch's input in files; the events read come from the heartbeats
-    (the `tefq_in` observation of the mapped rows), so progress lines and the bench's per-batch
-    figures still count events."""
-
-    def _one(self, p) -> None:
-        observed = as_dict((p.get("observedMetrics") or {}).get("tefq_in"))
-        q = dict(p)
-        q["numInputRows"] = int(observed.get("n") or 0)
-        super()._one(q)

@@ -1,6 +1,6 @@
-"""Spark SQL column expressions and the projections of the current-aggregate and fallback
-pipelines: clause matching, vouching for well-formed rows (bad-row checks), xxhash64 codes, the
-row kind (`RowKind`)."""
+"""Spark SQL column expressions and projections: the current-aggregate pipeline's, and the
+whole-element one of the fallback and windowed pipelines: clause matching,
+vouching for well-formed rows (bad-row checks), xxhash64 codes, the row kind (`protocol.RowKind`)."""
 from __future__ import annotations
 
 import re
@@ -10,8 +10,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
-from tefq.spark.operators.base import ELEMENT, RowKind
-from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.planning import CurrentAggregatePlan, WindowedPlan
+from tefq.spark.protocol import RowKind
 from tefq.spark.runtime.sources import FLUSH_TERM
 from tefq.terms import XSD_STRING
 
@@ -36,7 +36,7 @@ def vouched(plan: CurrentAggregatePlan | None = None, m: "F.Column | None" = Non
     """True only for a row the oracle accepts as it is: ts present, every cell already in normal
     form (one regex per cell; p only where the matched clause `m` of `plan` fixes it). False
     means "not decided here": the mapper classifies those rows with the oracle's own rules
-    (`mappers.settle_undecided`; they are rare), so Spark accepts and rejects exactly the rows
+    (`scan.settle_undecided`; they are rare), so Spark accepts and rejects exactly the rows
     the oracle does, in every pipeline."""
     fixed = [i for i, c in enumerate(plan.clauses) if fixes_p(c)] if plan is not None else []
     cell = {c: F.col(c).rlike(NORMAL_CELL[c]) for c in "spo"}
@@ -56,14 +56,6 @@ def undecided_cells(sure: "F.Column") -> "F.Column":
 def undecided(flush: "F.Column") -> "F.Column":
     """`undecided_cells` for the pipelines without a clause shortcut (every cell checked)."""
     return undecided_cells(F.coalesce(flush, F.lit(False)) | vouched())
-
-
-def determines_element(c) -> bool:
-    """The clause's constants and identity columns (and columns equal to those) are s, p and o."""
-    known = {col for col, _ in c.consts} | set(c.binds)
-    for _ in range(2):
-        known |= {b for a, b in c.same if a in known} | {a for a, b in c.same if b in known}
-    return known >= {"s", "p", "o"}
 
 
 def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
@@ -93,10 +85,8 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     kind = kind.otherwise(F.lit(int(RowKind.OTHER)))
     var_pos = {v: i for i, v in enumerate(plan.identity)}
     fid = per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds]))
-    # A stream is a set: duplicates are equal elements at one time. When a clause's constants and
-    # identity columns cover s, p and o, (clause, identity) is the element: its hash is the fid.
-    one_per_kind = len({c.kind for c in plan.clauses}) == len(plan.clauses)
-    elem = fid if one_per_kind and all(determines_element(c) for c in plan.clauses) else F.xxhash64("s", "p", "o")
+    # A stream is a set: duplicates are equal elements at one time (the element hash e).
+    elem = fid if plan.identity_is_element else F.xxhash64("s", "p", "o")
     cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"), fid.alias("f"),
             elem.alias("e"), F.lit(0).cast("long").alias("n")]
     # Only a SINCE opens a fact, so only SINCE rows' group terms can reach the output: the strings
@@ -115,9 +105,29 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     return df.select(*cols)
 
 
-def project_all(df: DataFrame) -> DataFrame:
-    """For the fallback: every row, with its terms (the oracle needs them all)."""
+def project_elements(df: DataFrame, relevant: "F.Column | None" = None,
+                     in_run: "F.Column | None" = None) -> DataFrame:
+    """Whole stream elements (`protocol.ELEMENT_WIRE`), for the pipelines that match them later:
+    kind ELEMENT where `relevant` (default: every row), else OTHER where `in_run` (an element of the
+    run: it advances time, its terms stay in the JVM), else IGNORED; the control source's FLUSH."""
     flush = F.col("p") == F.lit(FLUSH_TERM)
-    kind = F.when(flush, F.lit(int(RowKind.FLUSH))).otherwise(F.lit(int(ELEMENT)))
-    return df.select(kind.cast("int").alias("k"), "ts", F.col("fh").alias("o"), "s", "p",
-                     F.col("o").alias("obj"), F.lit(0).cast("int").alias("b"), undecided(flush).alias("x"))
+    kind = F.when(flush, F.lit(int(RowKind.FLUSH)))
+    if relevant is None:
+        kind = kind.otherwise(F.lit(int(RowKind.ELEMENT)))
+    else:
+        kind = (kind.when(relevant, F.lit(int(RowKind.ELEMENT))).when(in_run, F.lit(int(RowKind.OTHER)))
+                .otherwise(F.lit(int(RowKind.IGNORED))))
+    df = df.select(kind.cast("int").alias("k"), "ts", "fh", "s", "p", "o", undecided(flush).alias("x"))
+    element = F.col("k") == F.lit(int(RowKind.ELEMENT))
+    zero = F.lit(0).cast("long")
+    return df.select("k", "ts", F.col("fh").alias("o"), zero.alias("f"), zero.alias("n"),
+                     *[F.when(element, F.col(c)).alias(name) for c, name in (("s", "s"), ("p", "p"), ("o", "obj"))],
+                     F.lit(0).cast("int").alias("b"), "x")
+
+
+def project_windowed(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
+    """For the windowed operator: the elements at or after t0 whose predicate some query can match
+    keep their terms; the others only advance time; those before t0 are not elements of the run."""
+    in_run = F.col("ts") >= F.lit(t0)
+    relevant = in_run & F.col("p").isin(*sorted(plan.predicates)) if plan.predicates is not None else in_run
+    return project_elements(df, relevant, in_run)

@@ -2,17 +2,14 @@
 SINCE/UNTIL row of a split event fact goes to the bucket of its key code (`code mod B`), each row
 of a replicated event fact and every heartbeat and flush row to every bucket.
 
-Done on the mapper's Arrow output, after the heartbeat is counted, so a replicated element is
-still one element read."""
+Done on the mapper's Arrow output (runtime/mappers.Routing), after the partition's elements are
+counted, so a replicated element is still one element read."""
 from __future__ import annotations
-
-from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 
-from tefq.spark.operators.base import EVENT_KINDS
-from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.protocol import EVENT_KINDS
 
 
 def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only: int | None = None) -> pa.RecordBatch:
@@ -41,15 +38,3 @@ def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only:
     at = out.schema.get_field_index("b")
     field = out.schema.field(at)
     return out.set_column(at, field, pa.array(b, field.type))
-
-
-def routed_mapper(plan: FactAggregatePlan, mapper: Callable, only: int | None = None) -> Callable:
-    """`mapper` (the fact mapper: Arrow batches in, Arrow batches out) with its rows routed (to
-    bucket `only` alone, if given)."""
-    routes, buckets = plan.event_routes, plan.buckets
-
-    def routed(batches) -> Iterator[pa.RecordBatch]:
-        for rb in mapper(batches):
-            yield route_batch(routes, buckets, rb, only)
-
-    return routed

@@ -22,8 +22,11 @@ from pyspark.sql import SparkSession
 
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
-from tefq.spark.output import Collector
-from tefq.spark.runtime.sources import wait_for_files
+from tefq.spark.output import Collector, summed
+from tefq.spark.runtime.pipelines import RunOptions, build_plan
+from tefq.spark.runtime.progress import ours
+from tefq.spark.runtime.sink import committed_files, read_sink_files
+from tefq.spark.runtime.sources import file_ranks, stage_streams, wait_for_files
 
 POLL_S = 0.5
 TRIGGER = "1 second"
@@ -42,8 +45,6 @@ class SinkTail:
         self.metrics: dict = {}  # summed over the micro-batches
 
     def poll(self) -> tuple[list, list[str]]:
-        from tefq.spark.runtime.sink import committed_files, read_sink_files
-
         files = [f for f in committed_files(self.out) if f not in self.seen]
         if not files:
             return [], []
@@ -57,10 +58,7 @@ class SinkTail:
         self.rows_out += len(rows)
         if self.keep:
             self.rows.extend(rows)
-        for d in col.metrics:
-            for k, v in d.items():
-                if k not in ("state_bytes", "open_facts", "batch"):
-                    self.metrics[k] = self.metrics.get(k, 0) + v
+        self.metrics = summed([self.metrics, *col.metrics])
         return rows, col.warnings
 
 
@@ -88,29 +86,22 @@ class _Signals:
             signal.signal(sig, handler)
 
 
-def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str, *,
-                 t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
-                 progress: bool, background: list | None, on_rows: Callable[[list[QueryResult]], None] | None,
+def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
+                 run: RunOptions, *, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None) -> tuple[list[QueryResult], dict]:
     """Run every plan unbounded until stopped; returns all rows reported and the first query's metrics."""
-    from tefq.spark.runtime.sources import stage_streams
-    from tefq.spark.runtime.pipelines import build_plan
-    from tefq.spark.runtime.progress import ours
-    from tefq.spark.runtime.sources import file_ranks
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
         for p in stream_paths:
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
-        staging = stage_streams(stream_paths, workdir, bad_rows)
+        staging = stage_streams(stream_paths, workdir, run.bad_rows)
         paths = staging.paths
         ranks = file_ranks(spark, paths)  # the files there at the start
         running = []
         for plan in plans:
-            start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, t0=t0, lateness_ms=lateness_ms,
-                                              max_files_per_trigger=max_files_per_trigger, bad_rows=bad_rows,
-                                              progress=progress, background=background, ranks=ranks)
+            start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, run, ranks=ranks)
             running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, keep=on_rows is None), pr))
         try:
             while True:

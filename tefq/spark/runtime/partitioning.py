@@ -78,3 +78,11 @@ def by_bucket(func: Callable, labels: list[int]) -> Callable:
         return func((index[int(key[0])],), pdfs, state)
 
     return op
+
+
+def relabel(mapped, labels: list[int]):
+    """Rows whose column `b` holds a bucket index, with `b` that bucket's label: the key they are
+    grouped by (`by_bucket` hands the operator the index again)."""
+    from pyspark.sql import functions as F
+
+    return mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))

@@ -1,5 +1,6 @@
-"""From plan type to pipeline: the projection, mapper and stateful operator of each plan (a table,
-not an isinstance chain), and `build_plan`, which wires one plan's streaming query."""
+"""From plan type to pipeline: the projection and stateful operator of each plan (a table, not an
+isinstance chain; the mapper between them is the one of runtime/mappers.py), and `build_plan`,
+which wires one plan's streaming query. Every plan, windowed ones included, runs through here."""
 from __future__ import annotations
 
 import os
@@ -17,95 +18,133 @@ from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
 from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.operators.fallback import make_fallback_operator
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan
-from tefq.spark.runtime import fact_rows
-from tefq.spark.runtime.fact_buckets import routed_mapper
-from tefq.spark.operators.base import RowKind
-from tefq.spark.runtime.columnar import (ColumnarProgress, columnar_mapper, path_ranks, read_flush, read_paths,
-                                         reading_operator)
+from tefq.spark.operators.windowed import make_windowed_operator
+from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, WindowedPlan
+from tefq.spark.planning.windowed import small_window
+from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
+from tefq.spark.runtime.columnar import path_ranks, read_flush, read_paths
+from tefq.spark.runtime.columns import project_current, project_elements, project_windowed
+from tefq.spark.runtime.fact_rows import project_facts
 from tefq.spark.runtime.ingest import claim_ingest
-from tefq.spark.runtime.columns import project_all, project_current
-from tefq.spark.runtime.mappers import FALLBACK_MAP_SCHEMA, current_map_schema, make_fallback_mapper, make_mapper
-from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels
-from tefq.spark.runtime.progress import Progress
+from tefq.spark.runtime.mappers import make_mapper, map_schema
+from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, relabel
+from tefq.spark.runtime.progress import ColumnarProgress, Progress
 from tefq.spark.runtime.sources import read_control, read_stream
+from tefq.vocabulary import RunLimits
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every plan of one run shares, handed down to each plan's pipeline (never a global)."""
+
+    t0: int = 0
+    lateness_ms: int = 0
+    max_files_per_trigger: int | None = None
+    bad_rows: str | None = None  # the --bad-rows directory; None: a bad row stops the run
+    progress: bool = False
+    background: list | None = None  # the background's rdflib triples (the fallback operator joins them)
+    limits: RunLimits = RunLimits()
 
 
 @dataclass(frozen=True)
 class Pipeline:
-    """How one plan type runs: Spark SQL projection, mapper (with its output schema), operator."""
+    """How one plan type runs: its Spark SQL projection and its stateful operator."""
 
-    project: Callable  # (DataFrame, plan) -> DataFrame
-    mapper: Callable  # (plan, bad_rows, ranks) -> mapInArrow function
-    schema: Callable  # plan -> the mapper's DDL schema
-    operator: Callable  # (doc, plan, t0, lateness_ms, background) -> applyInPandasWithState function
+    project: Callable  # (DataFrame, plan, RunOptions) -> the rows the plan's mapper reads
+    operator: Callable  # (doc, plan, RunOptions) -> applyInPandasWithState function
 
 
 PIPELINES: dict[type, Pipeline] = {
     CurrentAggregatePlan: Pipeline(
-        project_current, make_mapper, current_map_schema,
-        lambda doc, plan, t0, lateness, background: make_operator(plan, t0, lateness)),
+        lambda df, plan, run: project_current(df, plan),
+        lambda doc, plan, run: make_operator(plan, run.t0, run.lateness_ms, run.limits)),
     FactAggregatePlan: Pipeline(  # derived facts, fact patterns, WHILE
-        fact_rows.project_facts, lambda plan, *a: routed_mapper(plan, fact_rows.make_fact_mapper(plan, *a)), fact_rows.map_schema,
-        lambda doc, plan, t0, lateness, background: make_fact_operator(plan, t0, lateness)),
+        lambda df, plan, run: project_facts(df, plan),
+        lambda doc, plan, run: make_fact_operator(plan, run.t0, run.lateness_ms, run.limits)),
     FallbackPlan: Pipeline(
-        lambda df, plan: project_all(df), lambda plan, bad_rows, ranks: make_fallback_mapper(bad_rows, ranks),
-        lambda plan: FALLBACK_MAP_SCHEMA,
-        lambda doc, plan, t0, lateness, background: make_fallback_operator(doc, plan.query_index, plan.every_ms, t0,
-                                                                           lateness, background)),
+        lambda df, plan, run: project_elements(df),
+        lambda doc, plan, run: make_fallback_operator(doc, plan.query_index, plan.every_ms, run.t0, run.lateness_ms,
+                                                      run.background, limits=run.limits)),
+    WindowedPlan: Pipeline(  # every C-SPARQL query of the document
+        lambda df, plan, run: project_windowed(df, plan, run.t0),
+        lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits)),
 }
 
 
-def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, *,
-               t0: int, lateness_ms: int, max_files_per_trigger: int | None, bad_rows: str | None,
-               progress: bool, background: list | None = None, ranks: dict[int, int] | None = None,
-               operator=None, ingest: str = "rows"):
+def map_rows(source: DataFrame, plan, run: RunOptions, ranks: dict[int, int] | None = None, *,
+             observed: bool = False) -> DataFrame:
+    """The plan's projection of `source` (rows of ts, s, p, o, file, fh, row) and its mapper.
+    `ranks`: the files' stream order, for ties; `observed`: the progress lines' event time."""
+    df = PIPELINES[type(plan)].project(source, plan, run)
+    if observed:
+        df = df.observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
+    return df.mapInArrow(make_mapper(plan, run.bad_rows, ranks), map_schema(plan))
+
+
+def map_paths(spark: SparkSession, plan, stream_paths: list[str], ctl: str, run: RunOptions, ingest: str,
+              func: Callable) -> tuple[DataFrame, Callable]:
+    """Spark carries (path, flush) rows (runtime/columnar.py): to a map task that reads each file
+    (columnar), or to every bucket, whose operator then reads them all (direct). Returns the
+    mapped rows and the operator (direct: `func` fed by its own mapper)."""
+    sources = [read_paths(spark, p, run.max_files_per_trigger) for p in stream_paths]
+    paths = reduce(DataFrame.unionByName, sources + [read_flush(spark, ctl)])
+    files = path_ranks(stream_paths)
+    if ingest == "direct":  # in Spark SQL, not a Python stage: an empty micro-batch 0.38-0.45 s, not 0.43-0.53 s
+        mapped = paths.select("path", "flush", F.explode(F.sequence(F.lit(0), F.lit(plan.buckets - 1))).alias("b"))
+        return mapped, reading_operator(func, plan, run.bad_rows, files)
+    mapped = paths.mapInArrow(make_mapper(plan, run.bad_rows, files=files), map_schema(plan))
+    beat = F.col("k") == F.lit(int(RowKind.HEARTBEAT))  # events read = the heartbeats' counts (bucket 0's)
+    return mapped.observe("tefq_in", F.max(F.when(beat, F.col(HB_HI))).alias("event_time"),
+                          F.sum(F.when(beat & (F.col("b") == 0), F.col(HB_ELEMENTS) + F.col(HB_BAD))).alias("n")), func
+
+
+def reading_operator(func: Callable, plan, bad_rows: str | None, files: dict[str, int]) -> Callable:
+    """Direct ingestion: the operator `func` fed by its bucket's own mapper over the (path, flush)
+    rows it receives — the wire rows the Exchange would deliver, made in the operator's process."""
+    import pyarrow as pa
+
+    def op(key, pdfs, state):
+        mapper = make_mapper(plan, bad_rows, files=files, only=int(key[0]))
+        batches = (pa.RecordBatch.from_pandas(pdf[["path", "flush"]], preserve_index=False) for pdf in pdfs)
+        return func(key, (rb.to_pandas() for rb in mapper(batches)), state)
+
+    return op
+
+
+def sink_metric(name: str) -> "F.Column":
+    """A metric summed over a micro-batch's metric records (the operators' `batch_metrics`)."""
+    value = F.get_json_object(F.col("payload").cast("string"), f"$.{name}").cast("long")
+    return F.sum(F.when(F.col("kind") == "metric", value))
+
+
+def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, run: RunOptions, *,
+               ranks: dict[int, int] | None = None, operator: Callable | None = None, ingest: str = "rows"):
     """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
     `ranks`: the stream order of the files (tefq.spark.runtime.sources.file_ranks), for ties.
-    `ingest`: "rows" (Spark reads the rows, runtime/columns.py projects them), "columnar" or
+    `ingest`: "rows" (Spark reads the rows, the plan's projection matches them), "columnar" or
     "direct" (runtime/columnar.py; resolved by ingest.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
     claim_ingest(qdir, ingest)
-    pipe = PIPELINES[type(plan)]
-    func = operator(plan) if operator is not None else pipe.operator(doc, plan, t0, lateness_ms, background)
-    if ingest in ("columnar", "direct"):  # runtime/columnar.py: Spark carries (path, flush) rows
-        sources = [read_paths(spark, p, max_files_per_trigger) for p in stream_paths]
-        paths = reduce(DataFrame.unionByName, sources + [read_flush(spark, ctl)])
-        path_order = path_ranks(stream_paths)
-    if ingest == "direct":  # every bucket gets every path, its operator reads the files
-        # in Spark SQL, not a Python stage: an empty micro-batch 0.38-0.45 s instead of 0.43-0.53 s
-        mapped = paths.select("path", "flush", F.explode(F.sequence(F.lit(0), F.lit(plan.buckets - 1))).alias("b"))
-        func = reading_operator(func, plan, bad_rows, path_order)
-    elif ingest == "columnar":  # a map task reads each file, its rows go to their buckets
-        mapped = paths.mapInArrow(columnar_mapper(plan, bad_rows, path_order), pipe.schema(plan))
-        beat = F.col("k") == F.lit(int(RowKind.HEARTBEAT))  # events read = the heartbeats' counts (bucket 0's)
-        mapped = mapped.observe("tefq_in", F.max(F.when(beat, F.col("o"))).alias("event_time"),
-                                F.sum(F.when(beat & (F.col("b") == 0), F.col("f") + F.col("n"))).alias("n"))
+    func = operator(plan) if operator is not None else PIPELINES[type(plan)].operator(doc, plan, run)
+    if ingest == "rows":
+        sources = [read_stream(spark, p, run.max_files_per_trigger) for p in stream_paths]
+        mapped = map_rows(reduce(DataFrame.unionByName, sources + [read_control(spark, ctl)]), plan, run, ranks,
+                          observed=True)
     else:
-        sources = [read_stream(spark, p, max_files_per_trigger) for p in stream_paths]
-        sources.append(read_control(spark, ctl))
-        df = pipe.project(reduce(DataFrame.unionByName, sources), plan).observe(
-            "tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-        mapped = df.mapInArrow(pipe.mapper(plan, bad_rows, ranks), pipe.schema(plan))
+        mapped, func = map_paths(spark, plan, stream_paths, ctl, run, ingest, func)
     # One bucket per shuffle partition (tefq.spark.runtime.partitioning): group by each bucket's label.
     labels = checkpointed_labels(qdir, ck, plan.buckets, int(spark.conf.get("spark.sql.shuffle.partitions")))
-    mapped = mapped.withColumn("b", F.element_at(F.array(*[F.lit(v) for v in labels]), F.col("b") + 1))
-    result = mapped.groupBy("b").applyInPandasWithState(
+    result = relabel(mapped, labels).groupBy("b").applyInPandasWithState(
         by_bucket(func, labels), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
-
-    def metric(name: str) -> "F.Column":  # summed over the micro-batch's metric records
-        value = F.get_json_object(F.col("payload").cast("string"), f"$.{name}").cast("long")
-        return F.sum(F.when(F.col("kind") == "metric", value))
-
-    result = result.observe("tefq_out", metric("rows_out").alias("rows"), metric("partial_rows").alias("partial"),
-                            metric("ticks").alias("ticks"))
+    result = result.observe("tefq_out", sink_metric("rows_out").alias("rows"),
+                            sink_metric("partial_rows").alias("partial"), sink_metric("ticks").alias("ticks"))
     if ingest == "direct":  # events read: bucket 0's count of its heartbeats (operators/base.see_time)
         result = result.observe("tefq_in", F.max(F.when(F.col("kind") == "metric", F.col("tick"))).alias("event_time"),
-                                (metric("events_in") + metric("bad_rows")).alias("n"))
-    pr = (ColumnarProgress if ingest != "rows" else Progress)(progress, plan.query)
+                                (sink_metric("events_in") + sink_metric("bad_rows")).alias("n"))
+    pr = (ColumnarProgress if ingest != "rows" else Progress)(run.progress, plan.query)
 
     def start(**trigger):
         return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)

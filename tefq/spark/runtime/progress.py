@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 
 from tefq.errors import TefqError
 from tefq.spark.operators.base import TOO_MANY_TICKS
-from tefq.spark.runtime.mappers import BAD_ROW
+from tefq.spark.runtime.scan import BAD_ROW
 
 def say(enabled: bool, text: str) -> None:
     """One line of what the engine is doing (stderr, off with --quiet): the user sees the run
@@ -52,6 +52,18 @@ class Progress:
               f"rows emitted {obs_out.get('rows') or 0}, {partial}"
               f"state {state} bytes, {p.get('durationMs', {}).get('triggerExecution', 0)} ms", file=sys.stderr)
 
+
+
+class ColumnarProgress(Progress):
+    """Spark counts a columnar batch's input in files; the events read come from the heartbeats
+    (the `tefq_in` observation of the mapped rows), so progress lines and the bench's per-batch
+    figures still count events."""
+
+    def _one(self, p) -> None:
+        observed = as_dict((p.get("observedMetrics") or {}).get("tefq_in"))
+        q = dict(p)
+        q["numInputRows"] = int(observed.get("n") or 0)
+        super()._one(q)
 
 
 @contextmanager

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import os
 
-from pyspark.sql import SparkSession
-
 from tefq.results import QueryResult
-from tefq.spark.output import Collector
+from tefq.spark.output import Collector, WindowedCollector
+from tefq.spark.planning import WindowedPlan
+
 
 def committed_files(out: str) -> list[str]:
     """The committed files of the parquet sink (its _spark_metadata log): files of a batch that
@@ -29,7 +29,6 @@ def committed_files(out: str) -> list[str]:
     return list(dict.fromkeys(files))
 
 
-
 def read_sink_files(files: list[str]):
     """Sink records read with pyarrow on the driver (result records can be large)."""
     import pandas as pd
@@ -41,29 +40,21 @@ def read_sink_files(files: list[str]):
     return pd.concat(frames, ignore_index=True)
 
 
-
 def read_sink(out: str):
     return read_sink_files(committed_files(out))
 
 
+def collector_of(plan) -> Collector | WindowedCollector:
+    """The collector that decodes a plan's sink records (`tefq.spark.output`)."""
+    if isinstance(plan, WindowedPlan):
+        return WindowedCollector(plan.queries, plan.query_columns)
+    return Collector.of(plan)
 
-def collect(spark: SparkSession, plan, out: str) -> tuple[QueryResult, dict, list[str]]:
+
+def collect(plan, out: str) -> tuple[list[QueryResult], dict, list[str]]:
+    """A finished query's sink: its results, its metrics and the warnings its operators emitted."""
     pdf = read_sink(out)
-    col = Collector.of(plan)
+    col = collector_of(plan)
     for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
         col.add(kind, tick, payload)
-    metrics: dict = {}
-    by_batch: dict[int, list[int]] = {}
-    for d in col.metrics:
-        per = by_batch.setdefault(d.get("batch", 0), [0, 0])
-        per[0] += d.get("state_bytes", 0)
-        per[1] += d.get("open_facts", 0)
-        for k, v in d.items():
-            if k not in ("state_bytes", "open_facts", "batch"):
-                metrics[k] = metrics.get(k, 0) + v
-    if by_batch:  # state size at the batch holding the most open facts
-        state_bytes, open_facts = max(by_batch.values(), key=lambda x: x[1])
-        metrics["state_bytes_per_open_fact"] = state_bytes / open_facts if open_facts else None
-        metrics["peak_open_facts"] = open_facts
-    qr = QueryResult(plan.query, plan.columns, col.sorted_rows())
-    return qr, metrics, col.warnings
+    return col.results(), col.run_metrics(), col.warnings

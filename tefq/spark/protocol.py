@@ -1,0 +1,197 @@
+"""The wire between the mappers (mapInArrow, `tefq.spark.runtime.mappers`) and the stateful
+operators (applyInPandasWithState, `tefq.spark.operators`), written once: the row kinds, the
+columns each plan's rows carry, the control rows (terms, heartbeat, flush), the heartbeat's
+encoding and its decoding, and the order of ties.
+
+Every mapper ends its input partition the same way: the TERMS rows its encoding collected, one
+HEARTBEAT row per bucket it feeds, then one FLUSH row per bucket if the end of input came.
+Spark-free (pyarrow, numpy, pandas): the operators are tested without Spark.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from tefq.spark.kernels.intervals import SINCE as EVENT_SINCE, UNTIL as EVENT_UNTIL
+
+
+class RowKind(IntEnum):
+    """Column `k` of a row between the Spark projection, the mapper and the operator."""
+
+    IGNORED = -2  # before t0 (windowed pipeline): not a stream element of the run
+    OTHER = -1  # a stream element no clause matches: counted, never shuffled
+    SINCE = int(EVENT_SINCE)  # a SINCE clause matched (an event opening a fact)
+    UNTIL = int(EVENT_UNTIL)  # an UNTIL clause matched (an event closing a fact)
+    HEARTBEAT = 2  # per input partition and bucket: what the partition read (`heartbeat_rows`)
+    FLUSH = 3  # the control source's end of input: report every tick left
+    BAD = 4  # a malformed row (its text in column x): diverted by the mapper
+    TERMS = 5  # a group code -> term dictionary row (each pair sent once per partition and bucket)
+    ELEMENT = 6  # a whole stream element, matched later (fallback: by the oracle; windowed: by SPARQL)
+
+
+SINCE, UNTIL, ELEMENT, HEARTBEAT, FLUSH, BAD, TERMS = (RowKind.SINCE, RowKind.UNTIL, RowKind.ELEMENT,
+                                                       RowKind.HEARTBEAT, RowKind.FLUSH, RowKind.BAD, RowKind.TERMS)
+EVENT_KINDS = (RowKind.SINCE, RowKind.UNTIL)  # the rows that are events of a fact
+
+
+def are_events(kinds: np.ndarray) -> np.ndarray:
+    """Per row of kinds: a SINCE/UNTIL event (numpy: pyarrow's is_in costs ~20x more here)."""
+    return (kinds == int(RowKind.SINCE)) | (kinds == int(RowKind.UNTIL))
+
+
+def are_elements(kinds: np.ndarray) -> np.ndarray:
+    """Per row of kinds: a stream element of the run (an event, a whole element, or one that
+    matched nothing), i.e. what the heartbeat counts."""
+    return are_events(kinds) | (kinds == int(RowKind.ELEMENT)) | (kinds == int(RowKind.OTHER))
+
+# ---------------------------------------------------------------------------------------------
+# Tie order: equal timestamps apply in stream order (spec §1). A row's key in column `o` is below
+# 2^42; the operator adds micro-batch * ORDER_SHIFT, so later batches come after earlier ones.
+
+ORDER_SHIFT = 1 << 42
+ROW_BITS = 22  # a ranked file's key: rank (< 2^19) << ROW_BITS + row within the file (< 2^22)
+UNRANKED = 1 << 41  # files the driver did not rank come after the ranked ones
+
+
+class TieOrder:
+    """Per input partition of Spark's rows, the order key of ties: file rank << ROW_BITS + row
+    within the file. `o` arrives as xxhash64 of the row's file path; `ranks`
+    (tefq.spark.runtime.sources.file_ranks) maps it to the file's place in stream order. Files not
+    ranked come after the ranked ones, in partition then row order; so does everything without ranks."""
+
+    UNRANKED = UNRANKED
+
+    def __init__(self, ranks: dict[int, int], partition: int) -> None:
+        self.ranks, self.partition, self.row = ranks, partition, 0
+        self.start: dict[int, int] = {}  # first row of each ranked file in this partition
+
+    def __call__(self, fh: pa.Array) -> pa.Array:
+        rows = np.arange(self.row, self.row + len(fh), dtype=np.int64)
+        self.row += len(fh)
+        if not self.ranks or not len(fh):
+            return pa.array((self.partition << 33) + rows)
+        h = fh.to_numpy(zero_copy_only=False)
+        starts = np.concatenate(([0], np.flatnonzero(h[1:] != h[:-1]) + 1))  # a file's rows are contiguous
+        offset = np.empty(len(starts), np.int64)  # per run of one file: key = offset + row in partition
+        for i, (u, f) in enumerate(zip(h[starts].tolist(), starts.tolist())):
+            r = self.ranks.get(u)
+            offset[i] = (UNRANKED + (self.partition << 31) if r is None
+                         else (r << ROW_BITS) - self.start.setdefault(u, int(rows[f])))
+        return pa.array(np.repeat(offset, np.diff(np.append(starts, len(h)))) + rows)
+
+
+class FileTieOrder:
+    """The same keys for rows a task reads from Parquet files itself (runtime/columnar.py): the
+    task knows each file's rank (None: unranked) and numbers the rows it emits per file."""
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.row = 0  # rows of the current file before this batch
+        self.unranked = 0  # rows of unranked files before this batch
+
+    def keys(self, rank: int | None, new_file: bool, positions: np.ndarray, rows: int) -> np.ndarray:
+        """The keys of `positions` (rows of this batch) and move past the batch's `rows`."""
+        if new_file:
+            self.row = 0
+        if rank is None:
+            base = UNRANKED + (np.int64(self.partition) << 31) + self.unranked
+            self.unranked += rows
+        else:
+            base = (np.int64(rank) << ROW_BITS) + self.row
+        self.row += rows
+        return base + positions.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# The columns of each plan's rows (`k` first, `b` the bucket last)
+
+def current_wire(ngroups: int) -> pa.Schema:
+    """Current aggregate: ts, o (tie order), f (identity hash), e (element hash: a stream is a
+    set), n, and per group variable its code g_i and term t_i (on TERMS rows only)."""
+    fields = [("k", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()), ("e", pa.int64()),
+              ("n", pa.int64())]
+    for i in range(ngroups):
+        fields += [(f"g{i}", pa.int64()), (f"t{i}", pa.string())]
+    return pa.schema(fields + [("b", pa.int32())])
+
+
+def fact_wire(arity: int, nterms: int) -> pa.Schema:
+    """Fact aggregate: one row per (fact, clause) an element matches; `fact` the event fact, n 1 on
+    the element's first row, v_i its identity codes, t_i its output terms (on SINCE rows)."""
+    fields = [("k", pa.int32()), ("fact", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()),
+              ("e", pa.int64()), ("n", pa.int64())]
+    fields += [(f"v{i}", pa.int64()) for i in range(arity)] + [(f"t{i}", pa.string()) for i in range(nterms)]
+    return pa.schema(fields + [("b", pa.int32())])
+
+
+ELEMENT_WIRE = pa.schema([("k", pa.int32()), ("ts", pa.int64()), ("o", pa.int64()), ("f", pa.int64()),
+                          ("n", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("obj", pa.string()),
+                          ("b", pa.int32())])
+"""Whole elements (fallback, windowed): s, p and the object `obj` (`o` is the tie order)."""
+
+DDL_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string"}
+
+
+def ddl(schema: pa.Schema) -> str:
+    """The schema as Spark's DDL text (mapInArrow's output schema)."""
+    return ", ".join(f"{f.name} {DDL_TYPES[f.type]}" for f in schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# Control rows and the heartbeat
+
+HB_LO, HB_HI, HB_ELEMENTS, HB_BAD = "ts", "o", "f", "n"
+"""A heartbeat's columns: the partition's first and last event time (both meaningless when it read
+no element), the stream elements it read and its bad rows."""
+
+
+def control_rows(schema: pa.Schema, kind: int, size: int, **cols) -> pa.RecordBatch:
+    """`size` control rows of `kind`: the given columns (one value per row), zeros or nulls
+    elsewhere (no nulls in integer columns: pandas would turn a whole batch's codes into floats)."""
+    arrays = {"k": pa.array(np.full(size, kind, np.int32))}
+    for f in list(schema)[1:]:
+        value = cols.get(f.name)
+        if value is None:
+            arrays[f.name] = (pa.nulls(size, f.type) if f.type == pa.string()
+                              else pa.array(np.zeros(size, f.type.to_pandas_dtype())))
+        else:
+            arrays[f.name] = value if isinstance(value, pa.Array) else pa.array(value, f.type)
+    return pa.RecordBatch.from_pydict(arrays, schema=schema)
+
+
+def heartbeat_rows(schema: pa.Schema, buckets: list[int], lo: int | None, hi: int | None, elements: int,
+                   bad: int) -> pa.RecordBatch:
+    """One heartbeat per bucket in `buckets`: every bucket learns the time the partition reached."""
+    k = len(buckets)
+    return control_rows(schema, RowKind.HEARTBEAT, k, **{HB_LO: [lo or 0] * k, HB_HI: [hi or 0] * k,
+                                                          HB_ELEMENTS: [elements] * k, HB_BAD: [bad] * k, "b": buckets})
+
+
+def flush_rows(schema: pa.Schema, buckets: list[int]) -> pa.RecordBatch:
+    return control_rows(schema, RowKind.FLUSH, len(buckets), b=buckets)
+
+
+@dataclass(frozen=True)
+class Heartbeats:
+    """What the heartbeats of one operator call say together."""
+
+    lo: int | None  # the event-time range of the partitions that read elements (None: none did)
+    hi: int | None
+    elements: int  # stream elements read
+    bad: int  # bad rows diverted
+
+
+def read_heartbeats(pdf: pd.DataFrame, kinds: np.ndarray) -> Heartbeats | None:
+    """The heartbeats among an operator call's rows (None: there are none)."""
+    at = np.nonzero(kinds == RowKind.HEARTBEAT)[0]
+    if not len(at):
+        return None
+    elements = pdf[HB_ELEMENTS].to_numpy()[at]
+    ranged = at[elements > 0]  # a partition of bad rows only has no time range
+    lo = int(pdf[HB_LO].to_numpy()[ranged].min()) if len(ranged) else None
+    hi = int(pdf[HB_HI].to_numpy()[ranged].max()) if len(ranged) else None
+    return Heartbeats(lo, hi, int(elements.sum()), int(pdf[HB_BAD].to_numpy()[at].sum()))

@@ -1,0 +1,119 @@
+"""What a mapper task learns from its input partition besides the rows it emits: the event-time
+range and the number of stream elements (for the heartbeats), whether the end of input came, and
+the bad rows — settled by the oracle's rules for a Parquet row, then raised (no --bad-rows: the
+driver locates the first, tefq.spark.runtime.progress) or written to --bad-rows and counted."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from tefq.spark.protocol import RowKind
+
+BAD_ROW = "TEFQ_BAD_ROW"  # a worker's error text: the driver re-reads the file for the located message
+
+
+class PartitionScan:
+    """One mapper call's view of its partition. `record`: whether this task writes the bad rows
+    it diverts (direct ingestion: every bucket reads every file, bucket 0 records them)."""
+
+    def __init__(self, bad_rows: str | None, partition: int | None = None, record: bool = True) -> None:
+        self.bad_rows, self.record = bad_rows, record
+        self.lo: int | None = None
+        self.hi: int | None = None
+        self.count = self.bad = self.rows_in = 0
+        self.flush = self.seen = False
+        if partition is None:
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()
+            partition = ctx.partitionId() if ctx is not None else 0
+        self.partition = partition
+
+    def see_times(self, ts: np.ndarray) -> None:
+        """The event times of stream elements read (bad rows excluded)."""
+        if len(ts):
+            self.widen(int(ts.min()), int(ts.max()), len(ts))
+
+    def widen(self, lo: int, hi: int, elements: int) -> None:
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+        self.count += elements
+
+    def see(self, rb: pa.RecordBatch, real: np.ndarray, bad: np.ndarray) -> None:
+        """Rows of Spark's projection: `real` the stream elements, `bad` the bad ones (their
+        records in column x, `settle_undecided`)."""
+        import pyarrow.compute as pc
+
+        ts = rb.column("ts").filter(pa.array(real))  # exact int64 (a null ts of a bad row makes numpy floats)
+        if len(ts):
+            mm = pc.min_max(ts)
+            self.widen(mm["min"].as_py(), mm["max"].as_py(), len(ts))
+        if bad.any():
+            self.divert(rb.column("x").filter(pa.array(bad)).to_pylist())
+
+    def divert(self, records: list[str]) -> None:
+        if self.record or self.bad_rows is None:
+            divert_bad(records, self.bad_rows)  # raises without --bad-rows
+        self.bad += len(records)
+
+    @property
+    def any(self) -> bool:
+        """Whether the partition read anything a heartbeat reports."""
+        return bool(self.count or self.bad)
+
+
+def divert_bad(records: list[str], bad_rows: str | None) -> None:
+    """Bad rows (`bad_record`'s records) raise (no --bad-rows: the driver locates the first
+    with the oracle's reader, tefq.spark.runtime.progress) or go to --bad-rows in the oracle's
+    record format (tefq.io.bad_rows)."""
+    from tefq.io.bad_rows import BadRowLog
+    from tefq.io.paths import local_path
+    from tefq.io.validate import Fault
+
+    log = BadRowLog(bad_rows)
+    try:
+        for text in records:
+            file, row, kind, message, *cells = json.loads(text)
+            path = local_path(file)
+            if bad_rows is None:
+                raise ValueError(f"{BAD_ROW}\t{path}\t{kind}: {message}")
+            log.report(Fault(kind, 0, message), path, int(row), "\t".join(cells), 0)
+    finally:
+        log.close()
+
+
+def bad_record(file: str, row: int, ts: int | str | None, s: str | None, p: str | None,
+               o: str | None) -> str | None:
+    """The record `divert_bad` takes (JSON [file, row, kind, message, ts, s, p, o]) of a row the
+    Parquet reader would refuse (tefq.io.readers.parquet_row_fault), or None for a good row."""
+    from tefq.io.readers import parquet_row_fault
+
+    fault = parquet_row_fault(None if ts is None else int(ts), s, p, o, row=row)
+    if fault is None:
+        return None
+    return json.dumps([file, row, fault.kind, fault.message] + ["" if c is None else str(c) for c in (ts, s, p, o)])
+
+
+def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """The rows the projection could not vouch for (column x: JSON [file, row, ts, s, p, o]) are
+    classified by the oracle's rules for a Parquet row (tefq.io.readers.parquet_row_fault): a bad
+    one gets kind BAD and x its record (`bad_record`), a good one keeps the kind its clause gave it
+    and x null."""
+    import pyarrow.compute as pc
+
+    x = rb.column("x")
+    records = pa.nulls(rb.num_rows, pa.string())
+    if x.null_count < rb.num_rows:
+        at = pc.indices_nonzero(pc.is_valid(x)).to_numpy()
+        kinds = rb.column("k").to_numpy(zero_copy_only=False).copy()
+        out: list[str | None] = [None] * rb.num_rows
+        for i, text in zip(at.tolist(), x.take(pa.array(at)).to_pylist()):
+            file, row, *cells = json.loads(text)
+            out[i] = bad_record(file or "", int(row or 0), *cells)
+            if out[i] is not None:
+                kinds[i] = RowKind.BAD
+        records = pa.array(out, pa.string())
+        rb = rb.set_column(rb.schema.get_field_index("k"), "k", pa.array(kinds, pa.int32()))
+    return rb.set_column(rb.schema.get_field_index("x"), "x", records)
