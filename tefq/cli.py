@@ -237,8 +237,9 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
 
 
 def stopped(signals: "ReceivedSignals | None") -> int:
-    """A run cut short by a signal: exit 143 if SIGTERM came (however often, whichever handler
-    was installed then: the follow loop turns a second signal into KeyboardInterrupt), else 130."""
+    """A run stopped by a signal: exit 143 if SIGTERM came (however often, whichever handler was
+    installed then: the follow loop stops after its micro-batch on the first signal and turns a
+    second one into KeyboardInterrupt), else 130 (SIGINT)."""
     import signal
 
     if signals is not None and signal.SIGTERM in signals.received():
@@ -314,6 +315,8 @@ def main() -> None:
     logging.getLogger().addHandler(logging.NullHandler())
     try:
         code = run_command(sys.argv[1:], signals)
+        if code == 0 and signals.received() & {signal.SIGINT, signal.SIGTERM}:
+            code = stopped(signals)  # follow mode stopped after its micro-batch: still 143 / 130
     except _Terminated:
         print(TERMINATED, file=sys.stderr)
         code = 143

@@ -374,18 +374,17 @@ class QueryEvaluator:
     # ------------------------------------------------------------ the sweep
     def run(self, first_t: int, last_t: int, t0: int, max_ticks: int = DEFAULT_MAX_TICKS) -> tuple[QueryResult, int]:
         """Rows at every tick from the first to the last event. Ticks where no group exists are
-        skipped, so the cost follows the ticks that have rows; more than `max_ticks` of those
-        (0: no bound) raises TooManyTicks."""
+        skipped, so the cost follows the ticks that have rows; more than `max_ticks` ticks with a
+        group (0: no bound) raise TooManyTicks before the first row is made."""
         q, d = self.q, self.d
-        visited = 0
         result = QueryResult(q.name, tuple(p.name for p in q.select))
         k_first, k_last = tick_range(first_t, last_t, t0, d)
         changes = self._change_schedule(k_first, k_last, t0)
         implicit_empty = self.implicit_group() and q.while_ is None
-        # Fail before the sweep allocates rows per tick and group: a stray timestamp holding a
-        # fact open would otherwise fill memory with max_ticks x groups rows first.
-        with_rows = k_last - k_first + 1 if implicit_empty else covered_ticks(changes, k_last)
-        if with_rows > max_ticks > 0:
+        # Counted before the sweep, which holds every reported row: a stray timestamp keeping a
+        # fact open would otherwise fill memory with max_ticks x groups rows before the bound trips.
+        with_groups = k_last - k_first + 1 if implicit_empty else covered_ticks(changes, k_last)
+        if with_groups > max_ticks > 0:
             raise TooManyTicks(q.name, max_ticks, d, first_t, last_t)
         groups: dict[tuple, dict[int, Solution]] = {}
         volatile: dict[tuple, int] = {}  # group -> number of its solutions that bind an end ?E
@@ -396,9 +395,6 @@ class QueryEvaluator:
         k = k_first
         while k <= k_last:
             tau = t0 + k * d
-            visited += 1
-            if visited > max_ticks > 0:
-                raise TooManyTicks(q.name, max_ticks, d, first_t, last_t)
             dirty = self._apply(changes.get(k, ()), groups, volatile, active, tau)
             if self.regroup:
                 groups = {}
