@@ -35,7 +35,10 @@ _NUMERIC = {terms.XSD_INTEGER: int, terms.XSD + "int": int, terms.XSD + "long": 
 
 def compile(text: str, *, prefixes: dict[str, str] | None = None, name: str = "<string>") -> "Query":  # noqa: A001
     """Parse and bind a TEF-SPARQL document; errors are TefqError with `name`, line and column."""
-    query = Query(text, name, dict(prefixes or {}))
+    for what, value in (("the document", text), ("name=", name)):
+        if not isinstance(value, str):
+            raise TefqError(f"tefq.compile takes {what} as a str, not {type(value).__name__}")
+    query = Query(text, name, _prefixes(prefixes))
     query.document()  # fail now, not at the first run
     return query
 
@@ -44,8 +47,21 @@ def load(path: str | os.PathLike, *, prefixes: dict[str, str] | None = None) -> 
     """`compile` the document in a .tef file (read as `tefq run` reads it)."""
     from tefq.analysis import read_query_file
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TefqError(f"tefq.load takes a file path, not {type(path).__name__}")
     path = os.fspath(path)
     return compile(read_query_file(path), prefixes=prefixes, name=path)
+
+
+def _prefixes(prefixes: Any) -> dict[str, str]:
+    """`prefixes=` as a dict of str -> str (None: none)."""
+    if prefixes is None:
+        return {}
+    if not isinstance(prefixes, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in prefixes.items()):
+        raise TefqError(f"prefixes must map prefix names to IRIs (a dict of str), not {prefixes!r:.60}",
+                        file="prefixes")
+    return dict(prefixes)
 
 
 @dataclass(frozen=True)

@@ -206,8 +206,9 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
                         "columnar: each map task reads its files (docs/cli.md) (default: auto)")
 
 
-def run_command(argv: Sequence[str]) -> int:
-    """Run one tefq command line; returns the exit code (0 ok, 2 bad input, 1 internal failure)."""
+def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -> int:
+    """Run one tefq command line; returns the exit code (0 ok, 2 bad input, 1 internal failure,
+    130/143 stopped by a signal: `signals` tells which one arrived, see `stopped`)."""
     try:
         args = build_parser().parse_args(list(argv))
         return int(args.func(args) or 0)
@@ -215,20 +216,37 @@ def run_command(argv: Sequence[str]) -> int:
         print(e.render(), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("tefq: interrupted", file=sys.stderr)
-        return 130
+        return stopped(signals)
     except BrokenPipeError:
         return 0
+    except MemoryError:  # said below, once the failed run's frames (and their memory) are freed
+        pass
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
-            print("tefq: interrupted", file=sys.stderr)
-            return 130
+            return stopped(signals)
         print(f"tefq: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         if os.environ.get("TEFQ_DEBUG"):
             traceback.print_exc()
         else:
             print("tefq: set TEFQ_DEBUG=1 to see the traceback", file=sys.stderr)
         return 1
+    # only the MemoryError branch gets here
+    print("tefq: out of memory: the run needed more memory than this machine (or its ulimit) allows; "
+          "for large inputs use --engine spark, for a wide time range check --max-ticks", file=sys.stderr)
+    return 1
+
+
+def stopped(signals: "ReceivedSignals | None") -> int:
+    """A run stopped by a signal: exit 143 if SIGTERM came (however often, whichever handler was
+    installed then: the follow loop stops after its micro-batch on the first signal and turns a
+    second one into KeyboardInterrupt), else 130 (SIGINT)."""
+    import signal
+
+    if signals is not None and signal.SIGTERM in signals.received():
+        print(TERMINATED, file=sys.stderr)
+        return 143
+    print("tefq: interrupted", file=sys.stderr)
+    return 130
 
 
 def interrupted(e: BaseException) -> bool:
@@ -245,6 +263,40 @@ class _Terminated(BaseException):
     """SIGTERM, raised in the main thread; a BaseException so no `except Exception` swallows it."""
 
 
+TERMINATED = "tefq: terminated by SIGTERM: the run stopped, temporary files removed"
+
+
+class ReceivedSignals:
+    """Which signals arrived during the run, whatever Python handler was installed at the time:
+    the interpreter writes every handled signal's number to a wakeup descriptor (main thread)."""
+
+    def __init__(self) -> None:
+        import signal
+
+        self.read_fd, self.write_fd = os.pipe()
+        for fd in (self.read_fd, self.write_fd):
+            os.set_blocking(fd, False)
+        self.previous = signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        self.seen: set[int] = set()
+
+    def received(self) -> set[int]:
+        while True:
+            try:
+                data = os.read(self.read_fd, 512)
+            except BlockingIOError:
+                return self.seen
+            if not data:
+                return self.seen
+            self.seen.update(data)
+
+    def close(self) -> None:
+        import signal
+
+        signal.set_wakeup_fd(self.previous)
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+
 def main() -> None:
     """The `tefq` entry point. SIGTERM and SIGINT stop any run cleanly: a message on stderr, the
     temporary directories of tefq.cleanup removed, exit 143 / 130, no traceback."""
@@ -257,21 +309,24 @@ def main() -> None:
         raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
+    signals = ReceivedSignals()
     # py4j logs a call cut short by a signal with logging.exception on the root logger, which would
     # print a traceback: the command line says what happened itself.
     logging.getLogger().addHandler(logging.NullHandler())
     try:
-        code = run_command(sys.argv[1:])
+        code = run_command(sys.argv[1:], signals)
+        if code == 0 and signals.received() & {signal.SIGINT, signal.SIGTERM}:
+            code = stopped(signals)  # follow mode stopped after its micro-batch: still 143 / 130
     except _Terminated:
-        print("tefq: terminated by SIGTERM: the run stopped, temporary files removed", file=sys.stderr)
+        print(TERMINATED, file=sys.stderr)
         code = 143
-    except KeyboardInterrupt:  # SIGINT outside run_command's own handler
-        print("tefq: interrupted", file=sys.stderr)
-        code = 130
+    except KeyboardInterrupt:  # SIGINT (or a follow loop's second signal) outside run_command
+        code = stopped(signals)
     finally:
         for s in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the clean-up short
             signal.signal(s, signal.SIG_IGN)
         cleanup.remove_all()
+        signals.close()
     sys.exit(code)
 
 

@@ -52,14 +52,24 @@ class TefqError(Exception):
                 where += f":{self.column}"
         text = f"{where}: {self.kind}: {self.message}"
         if self.source_line is not None:
-            text += "\n  " + self.source_line.rstrip("\n")
+            text += "\n  " + shown(self.source_line.rstrip("\n"))
             if self.column:
-                caret_pad = "".join("\t" if c == "\t" else " " for c in self.source_line[: self.column - 1])
+                caret_pad = "".join("\t" if c == "\t" else " " for c in shown(self.source_line[: self.column - 1]))
                 text += "\n  " + caret_pad + "^"
         return text
 
     def __str__(self) -> str:
         return self.render()
+
+
+# Control characters (C0 but TAB, DEL, C1) as escapes: an offending line is shown, never replayed
+# to the terminal (binary data, escape sequences).
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0))}
+
+
+def shown(text: str) -> str:
+    """`text` safe to print: control characters escaped (`\\x1b`), TABs kept."""
+    return text.translate(_CONTROLS)
 
 
 def warn(message: str, file: str | None = None, line: int = 0, column: int = 0) -> None:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tefq import cleanup
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.plan.logical import Document
@@ -157,7 +157,9 @@ def execute(request: RunRequest) -> RunOutcome:
     settings = settle(request, engine)
     background = read_background(request.background)
     doc = bind(request.query, background)
-    with tempfile.TemporaryDirectory(prefix="tefq-stage-") as workdir:
+    # registered: removed however the run ends (tefq.cleanup), also when memory ran out and
+    # the block's own clean-up could not run
+    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir:
         job = Job(request, settings, doc, background, stage(paths, request.stream_format, workdir, table), workdir,
                   BadRowLog(request.bad_rows))
         started = time.perf_counter()
@@ -176,6 +178,8 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
     table; the background file must exist."""
     from tefq.io.staging import events_table, is_paths
 
+    if isinstance(request.t0, bool) or not isinstance(request.t0, int):
+        raise TefqError(f"--t0 expects integer milliseconds, got {type(request.t0).__name__}", file="--t0")
     bg = request.background
     if isinstance(bg, (str, os.PathLike)) and not os.path.exists(bg):
         raise TefqError(f"no such background file: {os.fspath(bg)}", file="--background")
@@ -298,7 +302,13 @@ def read_background(source: Any) -> "Background | None":
         return None
     if isinstance(source, (str, os.PathLike)) and not os.path.exists(source):
         raise TefqError(f"no such background file: {os.fspath(source)}", file="--background")
+    import rdflib
+
     from tefq.io.rdf import load_background
+
+    if not isinstance(source, (str, os.PathLike, rdflib.Graph)):
+        raise TefqError(f"the background is a file or an rdflib Graph, not {type(source).__name__}",
+                        file="--background")
 
     return load_background(source)
 

@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 from urllib.parse import urljoin
 
 from tefq.analysis.durations import parse_duration
+from tefq.analysis.network import keyword_offset, refusal, remote_constructs
 from tefq.errors import Span, TefqError
 from tefq.plan import logical as L
 from tefq.syntax import ast
@@ -372,6 +373,7 @@ class _Binder:
         background = tuple(scope.iri(g) for g in q.graphs)
         sparql = self._static_sparql(scope, q)
         algebra = self._check_sparql(sparql, q)
+        self._refuse_remote(algebra, q)
         names: tuple[str, ...] = ()
         if q.form == "select":
             if q.select is None:
@@ -451,6 +453,20 @@ class _Binder:
         except Exception as e:  # rdflib raises many kinds; any of them means "not SPARQL 1.1"
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise self.err(f"not a valid SPARQL 1.1 query once FROM STREAM is removed: {first}", q.span) from None
+
+    def _refuse_remote(self, algebra, q: ast.WindowedQuery) -> None:
+        """SERVICE would send the stream's bindings over the network (tefq.analysis.network): exit 2
+        at the keyword, on every engine, before anything runs."""
+        remote = remote_constructs(algebra)
+        if not remote:
+            return
+        at = keyword_offset(self.source[q.start:q.end], remote[0])
+        span = q.span if at < 0 else self._span_at(q.start + at)
+        raise self.err(refusal(remote[0]), span)
+
+    def _span_at(self, offset: int) -> Span:
+        line_start = self.source.rfind("\n", 0, offset) + 1
+        return Span(self.source.count("\n", 0, offset) + 1, offset - line_start + 1)
 
     # -------------------------------------------------------------- the document
     def bind(self, extra_prefixes: dict[str, str]) -> L.Document:

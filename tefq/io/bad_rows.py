@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import TextIO
 
 from tefq.errors import TefqError
+from tefq.io.records import RecordFile
 from tefq.io.validate import Fault
 
 
@@ -29,7 +29,7 @@ class BadRowLog:
         self.directory = directory
         self.count = 0
         self.by_kind: dict[str, int] = {}
-        self._out: TextIO | None = None
+        self._out: RecordFile | None = None
 
     def report(self, fault: Fault, file: str, line: int, row: str | None, column_base: int = 1) -> None:
         """`column_base` turns the fault's 0-based offset into a 1-based column (0: no column)."""
@@ -41,13 +41,12 @@ class BadRowLog:
         if self._out is None:
             try:
                 os.makedirs(self.directory, exist_ok=True)
-                self._out = open(os.path.join(self.directory, f"bad-{uuid.uuid4().hex}.tsv"), "w", encoding="utf-8")
             except OSError as e:
                 raise TefqError(f"cannot write bad rows: {e.strerror or e}", self.directory) from None
+            self._out = RecordFile(os.path.join(self.directory, f"bad-{uuid.uuid4().hex}.tsv"), "bad rows")
         flat = (row or "").replace("\r", " ").replace("\n", " ")
         reason = f"col {err.column}: {fault.message}" if err.column else fault.message
         self._out.write(f"{file}\t{line}\t{fault.kind}\t{reason.replace(chr(9), ' ')}\t{flat}\n")
-        self._out.flush()
         self.count += 1
         self.by_kind[fault.kind] = self.by_kind.get(fault.kind, 0) + 1
 

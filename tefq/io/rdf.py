@@ -23,6 +23,7 @@ from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, normalise_term
 from tefq.io.elements import statement, timestamp_graphs
+from tefq.io.sniff import HEAD_BYTES, refuse_binary
 from tefq.vocabulary import Element, Triple
 
 
@@ -37,15 +38,20 @@ def _from_rdflib(t: rdflib.term.Node) -> str:
     raise TermError(f"unsupported RDF term {t!r}", 0)
 
 
-def _read_bytes(path: str, gz: bool) -> bytes:
+def _read_bytes(path: str, gz: bool, fmt: str) -> bytes:
+    """The (decompressed) bytes of an RDF file; one that starts like a binary format is refused
+    (tefq.io.sniff)."""
     try:
         if gz:
             with gzip.open(path, "rb") as f:
-                return f.read()
-        with open(path, "rb") as f:
-            return f.read()
+                data = f.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
     except (OSError, EOFError, zlib.error) as e:
         raise TefqError(f"cannot read the file: {getattr(e, 'strerror', None) or e}", path) from None
+    refuse_binary(data[:HEAD_BYTES], path, fmt)
+    return data
 
 
 def _parse_rdf(data: bytes, fmt: str, path: str, graph: rdflib.Graph) -> None:
@@ -89,7 +95,7 @@ def _locate_line_error(text: str, path: str, fourth: str) -> None:
 def read_trig(path: str, gz: bool) -> Iterator[Element]:
     """A TriG stream, parsed by pyoxigraph (~20x rdflib's speed; literals keep their lexical form),
     each named graph's quads stamped with its time."""
-    data = _read_bytes(path, gz)
+    data = _read_bytes(path, gz, "trig")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -180,7 +186,7 @@ def read_background(path: str) -> rdflib.Graph:
         raise TefqError(f"unknown background file type {os.path.basename(path)!r}: expected .ttl, .nt, "
                         ".n3, .trig or .nq (optionally .gz)", path)
     graph: rdflib.Graph = rdflib.Dataset() if fmt in ("trig", "nquads") else rdflib.Graph()
-    _parse_rdf(_read_bytes(path, gz), fmt, path, graph)
+    _parse_rdf(_read_bytes(path, gz, fmt), fmt, path, graph)
     return graph
 
 

@@ -20,8 +20,9 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
 from tefq.io.elements import TIME_PREDICATES, parse_statement, time_literal, timestamp_graphs  # noqa: F401
 from tefq.io.ntriples import TermError, check_position, normalise_term
-from tefq.io.validate import (HEADER, Fault, RowChecker, check_text, check_term, decode_line, element_of_line,
-                              header_order, split_csv)
+from tefq.io.sniff import HEAD_BYTES, refuse_binary
+from tefq.io.validate import (HEADER, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
+                              element_of_line, header_order, split_csv)
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
@@ -120,9 +121,10 @@ def literal_path_pattern(path: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Text helpers
 
-def _lines(path: str, gz: bool, log: BadRowLog, where: list[int] | None = None) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line without its end) pairs; a line that is not UTF-8 or holds a raw
-    control character is a bad row (tefq.io.validate); read errors are located TefqErrors.
+def _lines(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line without its end) pairs of a `fmt` text file; a file that starts
+    like a binary format is refused as a whole (tefq.io.sniff); a line that is not UTF-8 or holds
+    a raw control character is a bad row (tefq.io.validate); read errors are located TefqErrors.
     `where[0]`, if given, follows the current line number (to locate a row later)."""
     try:
         f = gzip.open(path, "rb") if gz else open(path, "rb")
@@ -130,6 +132,10 @@ def _lines(path: str, gz: bool, log: BadRowLog, where: list[int] | None = None) 
         raise TefqError(f"cannot read the stream file: {e.strerror or e}", path) from None
     lineno = 0
     with f:
+        try:
+            refuse_binary(f.peek(HEAD_BYTES)[:HEAD_BYTES], path, fmt)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TefqError(f"cannot read the stream file: {e}", path, 1) from None
         it = iter(f)
         while True:
             try:
@@ -165,7 +171,7 @@ def _read_table(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] 
     checker = RowChecker()
     memo_s, memo_p, memo_o = checker.memo
     sep, default = ("\t" if fmt == "tsv" else ","), (0, 1, 2, 3)
-    for lineno, line in _lines(path, gz, log, where):
+    for lineno, line in _lines(path, gz, fmt, log, where):
         if not line.strip():
             continue  # blank lines carry nothing (typically a trailing newline)
         if order is None:
@@ -255,7 +261,7 @@ def _read_quads(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] 
     fast = _FastStatements(fourth)
 
     def statements() -> Iterator[tuple[int, str, str, str, str | None, str]]:
-        for lineno, line in _lines(path, gz, log, where):
+        for lineno, line in _lines(path, gz, fmt, log, where):
             try:
                 st = fast(line.rstrip()) or parse_statement(line, fourth)
                 if st is not None and fourth == "time":
@@ -371,9 +377,12 @@ def _batch_elements(batch: "pa.RecordBatch", row0: int, path: str, log: BadRowLo
         lists.append(col.to_pylist())
         if col.null_count:
             bad.update(pc.indices_nonzero(pc.is_null(col)).to_pylist())
-    for i in sorted(bad):  # report in row order
-        c = next(c for j, c in enumerate(HEADER) if lists[j][i] is None)
-        _parquet_bad(_null_cell(row0 + i + 1, c), lists, i, row0, path, log)
+    beyond = set(_beyond_int64(cols["ts"])) - bad
+    for i in sorted(bad | beyond):  # report in row order
+        c = next((c for j, c in enumerate(HEADER) if lists[j][i] is None), "ts")
+        fault = _ts_range(row0 + i + 1, lists[0][i]) if i in beyond else _null_cell(row0 + i + 1, c)
+        _parquet_bad(fault, lists, i, row0, path, log)
+    bad |= beyond
     _check_terms(cols, lists, bad, row0, path, log)
     rows = zip(*lists)
     if bad:
@@ -423,12 +432,29 @@ def parquet_row_fault(ts: int | None, s: str | None, p: str | None, o: str | Non
     for c in HEADER:
         if cells[c] is None:
             return _null_cell(row, c)
+    if not TS_MIN <= ts <= TS_MAX:  # type: ignore[operator]
+        return _ts_range(row, ts)  # type: ignore[arg-type]
     for j, c in enumerate("spo", 1):
         try:
             check_term(cells[c], c, j)
         except Fault as fault:
             return _at_cell(fault, row, c)
     return None
+
+
+def _beyond_int64(ts: "pa.Array") -> list[int]:
+    """Rows of an unsigned 64-bit ts column beyond a signed 64-bit count of ms (uint64 >= 2^63)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_unsigned_integer(ts.type) and ts.type.bit_width == 64):
+        return []
+    return pc.indices_nonzero(pc.fill_null(pc.greater(ts, pa.scalar(TS_MAX, pa.uint64())), False)).to_pylist()
+
+
+def _ts_range(row: int, ts: int) -> Fault:
+    return Fault("timestamp-range", 0, (f"row {row}, " if row else "") +
+                 f"column ts: timestamp {ts} does not fit in 64 bits of milliseconds")
 
 
 def _null_cell(row: int, column: str) -> Fault:

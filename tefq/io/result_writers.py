@@ -10,6 +10,7 @@ cells as N-Triples strings. Every file is written atomically (tefq.io.atomic).
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -24,6 +25,7 @@ from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.atomic import atomic_open, atomic_path
 from tefq.io.paths import path_in
+from tefq.io.records import append_records
 from tefq.io.timestamps import format_iso_ms
 from tefq.results import Cell, Metrics, QueryResult
 
@@ -299,13 +301,15 @@ def result_path(directory: str, query_name: str, fmt: str) -> str:
 def _write_file(path: str | None, results: list[QueryResult], fmt: str, tick_format: str) -> None:
     if fmt in BINARY_FORMATS:
         if path is None:
-            _write_binary(None, results, fmt)
+            with to_stdout():
+                _write_binary(None, results, fmt)
         else:
             with atomic_path(path) as tmp:
                 _write_binary(tmp, results, fmt)
     elif path is None:
-        _write_one(sys.stdout, results, fmt, tick_format)
-        sys.stdout.flush()
+        with to_stdout():
+            _write_one(sys.stdout, results, fmt, tick_format)
+            sys.stdout.flush()
     else:
         with atomic_open(path) as f:
             _write_one(f, results, fmt, tick_format)
@@ -368,10 +372,7 @@ class ResultAppender:
         self.per_query = is_directory_target(out)
         self.started: set[str] = set()
         if out is not None and not self.per_query:  # no stale rows from an earlier run
-            try:
-                open(out, "w", encoding="utf-8").close()
-            except OSError as e:
-                raise TefqError(f"cannot write the output: {e.strerror or e}", out) from None
+            append_records(out, "", "the output", append=False)
 
     def __call__(self, results: list[QueryResult]) -> None:
         if self.per_query:
@@ -382,19 +383,33 @@ class ResultAppender:
             self._append(self.out, results)
 
     def _append(self, path: str | None, results: list[QueryResult]) -> None:
+        """One micro-batch's rows, written whole or not at all (tefq.io.records): a full disk
+        never leaves --out ending in half a row."""
         text = results_text(results, self.fmt, self.tick_format)
         key = path or "-"
         if key in self.started and self.fmt != "jsonl":
             text = text.split("\n", 1)[1] if "\n" in text else ""  # the header is written once
         if path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            with to_stdout():
+                sys.stdout.write(text)
+                sys.stdout.flush()
         else:
-            try:
-                if self.per_query:
+            if self.per_query:
+                try:
                     os.makedirs(self.out, exist_ok=True)  # type: ignore[arg-type]
-                with open(path, "a" if key in self.started else "w", encoding="utf-8", newline="") as fh:
-                    fh.write(text)
-            except OSError as e:
-                raise TefqError(f"cannot write the output: {e.strerror or e}", path) from None
+                except OSError as e:
+                    raise TefqError(f"cannot create the output directory: {e.strerror or e}", self.out) from None
+            append_records(path, text, "the output", append=key in self.started)
         self.started.add(key)
+
+
+@contextlib.contextmanager
+def to_stdout() -> Iterator[None]:
+    """Writing to standard output: a full disk or a closed descriptor is a sentence (a closed
+    pipe stays BrokenPipeError: the command line exits quietly, as `head` expects)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise TefqError(f"cannot write the results: {e.strerror or e}", "<stdout>") from None

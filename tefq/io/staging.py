@@ -16,7 +16,7 @@ import itertools
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -198,13 +198,25 @@ def is_paths(events: Any) -> bool:
 
 def events_table(events: Any) -> "pa.Table":
     """A pandas DataFrame, a pyarrow Table or an iterable of (ts, s, p, o) tuples as an Arrow
-    table of columns ts, s, p, o (its cells are checked when read: `tefq.io.readers.read_table`)."""
+    table of columns ts, s, p, o (its cells are checked when read: `tefq.io.readers.read_table`).
+    A column with no type (all null, or no rows: an empty DataFrame's) takes the type it must
+    have, so an empty table gives no rows and null cells are bad rows like a Parquet file's."""
     table = _arrow_events(events)
     missing = [c for c in HEADER if c not in table.column_names]
     if missing:
         raise TefqError(f"the events have no column(s) {', '.join(missing)}: expected ts, s, p, o "
                         f"(found {', '.join(table.column_names) or 'none'})", file=EVENTS)
-    return table.select(list(HEADER))
+    return _typed_nulls(table.select(list(HEADER)))
+
+
+def _typed_nulls(table: "pa.Table") -> "pa.Table":
+    import pyarrow as pa
+
+    types = {"ts": pa.int64(), "s": pa.string(), "p": pa.string(), "o": pa.string()}
+    for i, name in enumerate(HEADER):
+        if pa.types.is_null(table.schema.field(name).type):
+            table = table.set_column(i, name, table.column(name).cast(types[name]))
+    return table
 
 
 def _arrow_events(events: Any) -> "pa.Table":
@@ -212,6 +224,11 @@ def _arrow_events(events: Any) -> "pa.Table":
 
     if isinstance(events, pa.Table):
         return events
+    if isinstance(events, pa.RecordBatch):
+        return pa.Table.from_batches([events])
+    if events is None or isinstance(events, (str, bytes, bytearray, Mapping)) or not isinstance(events, Iterable):
+        raise TefqError(f"events must be a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples or stream "
+                        f"paths, not {type(events).__name__}", file=EVENTS)
     if type(events).__module__.startswith("pandas"):
         try:
             return pa.Table.from_pandas(events, preserve_index=False)
@@ -223,7 +240,6 @@ def _arrow_events(events: Any) -> "pa.Table":
 def _tuples_table(events: Iterable) -> "pa.Table":
     import pyarrow as pa
 
-    empty_types = {"ts": pa.int64(), "s": pa.string(), "p": pa.string(), "o": pa.string()}
     columns: list[list] = [[], [], [], []]
     for i, row in enumerate(events, 1):
         if not isinstance(row, (tuple, list)) or len(row) != 4:
@@ -231,7 +247,6 @@ def _tuples_table(events: Iterable) -> "pa.Table":
         for column, value in zip(columns, row):
             column.append(value)
     try:
-        return pa.table({name: pa.array(values, type=None if values else empty)
-                         for (name, empty), values in zip(empty_types.items(), columns)})
+        return pa.table({name: pa.array(values) for name, values in zip(HEADER, columns)})  # typed by _typed_nulls
     except (pa.ArrowException, ValueError, TypeError) as e:
         raise TefqError(f"cannot read the events: {e}", file=EVENTS) from None

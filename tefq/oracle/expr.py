@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
@@ -38,7 +39,7 @@ def _rank(v: Any) -> int:
 
 def _promote(v: Any, rank: int) -> Any:
     if rank == 2:
-        return float(v)
+        return to_double(v)
     if rank == 1:
         return Decimal(v)
     return v
@@ -50,7 +51,7 @@ def arith(op: str, a: Any, b: Any) -> Any:
         if b == 0:
             raise EvalError("division by zero")
         if rank == 2:
-            return float(a) / float(b)
+            return to_double(a) / to_double(b)
         return _DIVIDE.divide(Decimal(a), Decimal(b))  # integer / integer is a decimal (SPARQL)
     a, b = _promote(a, rank), _promote(b, rank)
     if rank == 1:
@@ -70,7 +71,7 @@ def compare(a: Any, b: Any) -> int:
         if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
             raise EvalError("NaN is unordered")
         if isinstance(a, float) or isinstance(b, float):
-            a, b = float(a), float(b)
+            a, b = to_double(a), to_double(b)
         return (a > b) - (a < b)
     for kind in (str, bool, DateTime):
         if isinstance(a, kind) and isinstance(b, kind) and (kind is not str or True):
@@ -476,9 +477,9 @@ _NUMBER_TYPES = frozenset((int, float, Decimal))  # exact types: bool is not a n
 
 def exact_sum(values: list[Value]) -> Value:
     """The sum, computed exactly and rounded once to the widest type (order independent, so every
-    engine gets the same bits): integers, decimals, or doubles (correctly rounded `math.fsum`)."""
+    engine gets the same bits): integers, decimals, or doubles (`double_sum`)."""
     if all(type(v) is float for v in values):
-        return math.fsum(values)
+        return double_sum(values)
     rank = 0
     for v in values:
         rank = max(rank, _rank(v))
@@ -489,7 +490,39 @@ def exact_sum(values: list[Value]) -> Value:
         for v in values:
             total = _EXACT.add(total, Decimal(v))
         return total
-    return math.fsum(float(v) for v in values)
+    return double_sum([to_double(v) for v in values])
+
+
+def to_double(v: int | Decimal | float) -> float:
+    """A number promoted to xsd:double, rounded to nearest; an integer beyond the largest double
+    is +-INF, as IEEE 754 overflow gives (a decimal already converts so)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def double_sum(values: list[float]) -> float:
+    """The exact sum of doubles, rounded once (docs/semantics.md, "Groups and aggregates"): +-INF
+    when it lies beyond the largest double, NaN with a NaN or with both +INF and -INF."""
+    try:
+        return math.fsum(values)
+    except ValueError:  # +INF and -INF
+        return math.nan
+    except OverflowError:  # a partial sum beyond the largest double: fsum gives up, sum exactly
+        pass
+    special = [v for v in values if not math.isfinite(v)]
+    if special:
+        return double_sum(special)
+    return round_to_double(sum(map(Fraction, values), Fraction(0)))
+
+
+def round_to_double(exact: Fraction) -> float:
+    """An exact rational as the nearest double; beyond the largest double, +-INF (IEEE 754)."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def _order(a: Value, b: Value) -> int:
@@ -507,7 +540,7 @@ def _order_key(v: Value) -> tuple:
     if isinstance(v, IRI):
         return (2, v.value)
     if is_numeric(v):
-        return (3, float(v), to_term(v))
+        return (3, to_double(v), to_term(v))
     return (4, to_term(v))
 
 

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from tefq.errors import TefqError
-from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filters_pass
+from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filters_pass, to_double
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
 from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_value
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
@@ -103,6 +103,19 @@ class Solution:
 
     def settled(self, tau: int) -> bool:
         return self.last_end <= tau
+
+
+def covered_ticks(changes: dict[int, list[tuple[int, "Solution"]]], k_last: int) -> int:
+    """How many ticks up to `k_last` have at least one solution active, from the change schedule
+    (tick index -> joins +1 and leaves -1): the ticks the sweep visits with a group, counted
+    without visiting them."""
+    covered, active, since = 0, 0, 0
+    for k in sorted(changes):
+        if active > 0:
+            covered += k - since
+        active += sum(sign for sign, _ in changes[k])
+        since = k
+    return covered + (k_last + 1 - since if active > 0 else 0)
 
 
 class _ShownRows:
@@ -351,7 +364,7 @@ class QueryEvaluator:
             cell = to_term(value)
             cells.append(cell)
             # order_key of a canonical number is (3, its value, term): no need to re-parse it
-            keys.append((3, float(value), cell) if is_numeric(value) else cell_key(cell))
+            keys.append((3, to_double(value), cell) if is_numeric(value) else cell_key(cell))
         return tuple(keys), tuple(cells)
 
     def implicit_group(self) -> bool:
@@ -361,14 +374,18 @@ class QueryEvaluator:
     # ------------------------------------------------------------ the sweep
     def run(self, first_t: int, last_t: int, t0: int, max_ticks: int = DEFAULT_MAX_TICKS) -> tuple[QueryResult, int]:
         """Rows at every tick from the first to the last event. Ticks where no group exists are
-        skipped, so the cost follows the ticks that have rows; more than `max_ticks` of those
-        (0: no bound) raises TooManyTicks."""
+        skipped, so the cost follows the ticks that have rows; more than `max_ticks` ticks with a
+        group (0: no bound) raise TooManyTicks before the first row is made."""
         q, d = self.q, self.d
-        visited = 0
         result = QueryResult(q.name, tuple(p.name for p in q.select))
         k_first, k_last = tick_range(first_t, last_t, t0, d)
         changes = self._change_schedule(k_first, k_last, t0)
         implicit_empty = self.implicit_group() and q.while_ is None
+        # Counted before the sweep, which holds every reported row: a stray timestamp keeping a
+        # fact open would otherwise fill memory with max_ticks x groups rows before the bound trips.
+        with_groups = k_last - k_first + 1 if implicit_empty else covered_ticks(changes, k_last)
+        if with_groups > max_ticks > 0:
+            raise TooManyTicks(q.name, max_ticks, d, first_t, last_t)
         groups: dict[tuple, dict[int, Solution]] = {}
         volatile: dict[tuple, int] = {}  # group -> number of its solutions that bind an end ?E
         rows = _ShownRows()
@@ -378,9 +395,6 @@ class QueryEvaluator:
         k = k_first
         while k <= k_last:
             tau = t0 + k * d
-            visited += 1
-            if visited > max_ticks > 0:
-                raise TooManyTicks(q.name, max_ticks, d, first_t, last_t)
             dirty = self._apply(changes.get(k, ()), groups, volatile, active, tau)
             if self.regroup:
                 groups = {}

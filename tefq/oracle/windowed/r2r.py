@@ -18,6 +18,7 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.sparql import SPARQLError
 from rdflib.term import Node, Variable
 
+from tefq.analysis.network import keyword_offset, refusal, remote_constructs
 from tefq.errors import TefqError
 from tefq.terms import XSD_INTEGER, is_blank, is_iri, split_literal
 from tefq.vocabulary import Element
@@ -164,6 +165,17 @@ def _join_order(patterns: list) -> list:
     return out
 
 
+def refuse_remote(algebra: object, sparql: str, source: str, line_offset: int) -> None:
+    """A query that would reach the network (SERVICE) is a located TefqError before any window:
+    `tefq run` refuses it when binding, this covers the queries `tefq oracle` reads itself."""
+    remote = remote_constructs(algebra)
+    if remote:
+        at = keyword_offset(sparql, remote[0])
+        line = sparql.count("\n", 0, at) + 1 + line_offset if at >= 0 else 0
+        column = at - (sparql.rfind("\n", 0, at) + 1) + 1 if at >= 0 else 0
+        raise TefqError(refusal(remote[0]), source, line, column)
+
+
 @dataclass
 class Answer:
     """What R2R gives for one window: SELECT rows, CONSTRUCT triples, or ASK's boolean as a row."""
@@ -189,6 +201,7 @@ class Evaluator:
             raise TefqError(f"SPARQL syntax error: {msg}", source,
                             (line + line_offset) if isinstance(line, int) else 0,
                             col if isinstance(col, int) else 0) from None
+        refuse_remote(self.query.algebra, sparql, source, line_offset)
         # FROM <iri> names background the caller supplies; never let rdflib fetch it
         if "datasetClause" in self.query.algebra:
             self.query.algebra["datasetClause"] = None
