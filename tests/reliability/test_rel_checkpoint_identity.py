@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -19,7 +17,7 @@ pytestmark = [pytest.mark.reliability]
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
-UC2 = os.path.join(ROOT, "usecases", "uc2.tef")
+UC2 = os.path.join(ROOT, "usecases", "uc2.tef")  # the CLI case: test_rel_input_files
 STREAMS = os.path.join(ROOT, "tests", "data", "streams")
 
 
@@ -84,20 +82,3 @@ def test_an_unwritable_checkpoint_is_named(tmp_path) -> None:
     with pytest.raises(TefqError, match="cannot write to the --checkpoint directory") as e:
         opened(str(blocker / "ck"), uc1(), [stream_dir(tmp_path)])
     assert e.value.file == str(blocker / "ck")
-
-
-@pytest.mark.spark
-def test_the_cli_refuses_another_every_on_a_finished_checkpoint(tmp_path) -> None:
-    """The issue's case: UC1 at 10 s, then a copy with EVERY PT5S on the same checkpoint."""
-    s, ck = stream_dir(tmp_path), str(tmp_path / "ck")
-    five = tmp_path / "uc1-5s.tef"
-    five.write_text(uc1("\"PT5S\""))
-    run = [sys.executable, "-m", "tefq", "run", "--quiet", "--engine", "spark", "--stream", s, "--checkpoint", ck]
-    first = subprocess.run(run[:4] + [UC1] + run[4:] + ["--out", str(tmp_path / "a.csv")], capture_output=True,
-                           text=True, env={**os.environ, "TEFQ_SPARK_MASTER": "local[2]"}, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    again = subprocess.run(run[:4] + [str(five)] + run[4:] + ["--out", str(tmp_path / "b.csv")],
-                           capture_output=True, text=True, timeout=600)
-    assert again.returncode == 2, again.stderr[-3000:]
-    assert "query q1: EVERY was PT10S, now PT5S" in again.stderr
-    assert "Traceback" not in again.stderr and not (tmp_path / "b.csv").exists()

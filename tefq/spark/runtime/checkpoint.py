@@ -22,10 +22,11 @@ import os
 import re
 from typing import IO, Any, Callable
 
-from tefq.errors import TefqError
+from tefq.errors import TefqError, warn
 from tefq.plan.logical import Document
 from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
 from tefq.spark.runtime.input_files import check_inputs
+from tefq.spark.runtime.log_entries import check_logs
 
 STATE_VERSION = 6
 MARKER = "tefq-state-version"
@@ -179,6 +180,8 @@ def resume(directory: str, stream_paths: list[str], follow: bool, doc: Document 
         check_inputs(directory, stream_paths)
         check_not_finished(directory, stream_paths, follow)
         drop_partial_writes(directory)
+        for entry in check_logs(directory):
+            warn("dropped this empty or cut-off checkpoint log entry: Spark runs its batch again", entry)
     except BaseException:
         held.close()
         raise
