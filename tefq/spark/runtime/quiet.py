@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Iterator
 
-NOTICES = (b"WARNING: Using incubator modules:",)
+NOTICES = (b"WARNING: Using incubator modules:", b"Picked up JAVA_TOOL_OPTIONS:")  # the latter: jvm_scratch.py
 
 
 def _forward(read_fd: int, write_fd: int) -> None:
