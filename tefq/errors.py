@@ -85,11 +85,18 @@ PATH_OPTIONS = ("--checkpoint", "--out", "--bad-rows", "--metrics")  # where a r
 NEARLY_FULL_BYTES = 64 << 20
 
 
+# A refusal raised in a Spark worker, as `WORKER_REFUSAL: message` (one line): Spark wraps it in its
+# own dump; the command line shows the message alone.
+WORKER_REFUSAL = "TEFQ_WORKER_REFUSAL"
+
+
 def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
-    """An internal failure (exit 1) in one sentence: a full disk (naming the option and path that
-    ran out of space), a Spark JVM that died, else the exception's first line (never a Spark plan
-    dump or a Java stack)."""
+    """An internal failure (exit 1) in one sentence: a worker's refusal, a full disk (naming the
+    option and path that ran out of space), a Spark JVM that died, else the exception's first line
+    (never a Spark plan dump or a Java stack)."""
     text = str(e)
+    if WORKER_REFUSAL + ": " in text:
+        return "tefq: error: " + shown(text.split(WORKER_REFUSAL + ": ", 1)[1].splitlines()[0])
     if full_disk(e, text):
         return full_disk_message(e, argv)
     if jvm_gone(e, text):
