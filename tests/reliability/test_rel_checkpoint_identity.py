@@ -42,9 +42,16 @@ def opened(ck: str, text: str, streams: list[str], **options) -> None:
     resume(ck, streams, False, doc(text), **options).close()
 
 
+def first_run(ck: str, streams: list[str]) -> None:
+    """UC1 opened the checkpoint and committed a micro-batch (its state exists)."""
+    opened(ck, uc1(), streams)
+    os.makedirs(os.path.join(ck, "q1", "checkpoint", "commits"))
+    open(os.path.join(ck, "q1", "checkpoint", "commits", "0"), "w").write("v1\n{}\n")
+
+
 def test_a_restart_with_the_same_document_in_other_words_resumes(tmp_path) -> None:
     ck, s = str(tmp_path / "ck"), stream_dir(tmp_path)
-    opened(ck, uc1(), [s])
+    first_run(ck, [s])
     opened(ck, uc1(comment="# a comment and a blank line\n\n"), [s])  # positions do not count
 
 
@@ -58,7 +65,7 @@ def test_a_restart_with_the_same_document_in_other_words_resumes(tmp_path) -> No
 ])
 def test_a_restart_with_anything_different_is_refused_naming_it(tmp_path, change, words) -> None:
     ck, s = str(tmp_path / "ck"), stream_dir(tmp_path)
-    opened(ck, uc1(), [s])
+    first_run(ck, [s])
     streams = [os.path.join(s, change["sub"])] if "sub" in change else [s]
     options = {k: v for k, v in change.items() if k in ("t0", "lateness_ms")}
     with pytest.raises(TefqError) as e:
@@ -67,9 +74,16 @@ def test_a_restart_with_anything_different_is_refused_naming_it(tmp_path, change
     assert e.value.file == ck
 
 
-def test_a_moved_checkpoint_is_refused_with_a_sentence(tmp_path) -> None:
+def test_a_checkpoint_without_state_takes_the_next_run(tmp_path) -> None:
+    """A first run that stopped before its first micro-batch (a bad query, a signal) holds nothing."""
     ck, s = str(tmp_path / "ck"), stream_dir(tmp_path)
     opened(ck, uc1(), [s])
+    opened(ck, uc1("\"PT5S\""), [s])
+
+
+def test_a_moved_checkpoint_is_refused_with_a_sentence(tmp_path) -> None:
+    ck, s = str(tmp_path / "ck"), stream_dir(tmp_path)
+    first_run(ck, [s])
     moved = str(tmp_path / "moved")
     shutil.move(ck, moved)
     with pytest.raises(TefqError, match="has been moved or copied here.*move it back"):

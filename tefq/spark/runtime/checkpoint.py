@@ -176,7 +176,7 @@ def resume(directory: str, stream_paths: list[str], follow: bool, doc: Document 
                         " --checkpoint", directory) from None
     try:
         if doc is not None:
-            claim_identity(directory, identity_of(directory, doc, stream_paths, **options))
+            claim_identity(directory, identity_of(directory, doc, stream_paths, **options), has_state(directory))
         check_inputs(directory, stream_paths)
         check_not_finished(directory, stream_paths, follow)
         drop_partial_writes(directory)

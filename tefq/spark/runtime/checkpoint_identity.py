@@ -118,13 +118,15 @@ def read_identity(path: str) -> dict | None:
                         "--checkpoint", path) from None
 
 
-def claim_identity(directory: str, identity: dict) -> None:
-    """Record `identity` in a fresh checkpoint; refuse (exit 2) to resume one recorded otherwise."""
+def claim_identity(directory: str, identity: dict, stateful: bool) -> None:
+    """Record `identity` in a checkpoint without state yet (`stateful` False: a run that stopped
+    before its first micro-batch left nothing to answer for); refuse (exit 2) to resume one with
+    state recorded otherwise."""
     from tefq.spark.runtime.checkpoint import write_marker
 
     path = os.path.join(directory, IDENTITY)
     recorded = read_identity(path)
-    if recorded is None:
+    if recorded is None or (not stateful and recorded != identity):
         write_marker(path, json.dumps(identity, sort_keys=True))
         return
     if recorded.get("location") != identity["location"]:
