@@ -14,6 +14,11 @@ bucket holds another share of the facts). Version 6: one driver loop and one wir
 class), runs under the bucket labels and ingest record of every plan, and whole elements got their
 own row kind. The marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
+
+Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),
+and `tefq-input-files`, the stream files it read (runtime/input_files). `resume` checks both, and
+Spark's logs (runtime/log_entries), before a run starts on the checkpoint. Operator state is
+decoded by runtime/state_codec (no arbitrary pickle).
 """
 from __future__ import annotations
 
