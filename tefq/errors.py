@@ -99,6 +99,9 @@ def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
         return "tefq: error: " + shown(text.split(WORKER_REFUSAL + ": ", 1)[1].splitlines()[0])
     if full_disk(e, text):
         return full_disk_message(e, argv)
+    if "Wrong basePath" in text:  # a checkpoint older than its identity record, moved (checkpoint_identity)
+        return ("tefq: error: this checkpoint was moved or copied from where it was written (Spark's logs in it "
+                "name files by absolute path): move it back, or use a fresh --checkpoint")
     if jvm_gone(e, text):
         resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
         return ("tefq: error: the Spark JVM stopped during the run (it was killed, or ran out of memory: see "

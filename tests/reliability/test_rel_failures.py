@@ -44,6 +44,9 @@ def test_a_lost_jvm_and_other_failures_are_one_line() -> None:
     wrapped = RuntimeError("stopped")
     wrapped.__context__ = EOFError()
     assert "the Spark JVM stopped" in failure_message(wrapped)
+    moved = Py4JJavaError("An error occurred while calling o9.start.\n: java.lang.IllegalArgumentException: Wrong "
+                          "basePath file:/a/ck/staged for the root path: file:/b/ck/staged/x.parquet\n" + "\tat x\n" * 9)
+    assert "this checkpoint was moved or copied" in failure_message(moved)
     other = failure_message(Py4JJavaError("first line\n== Physical Plan ==\n" + "Project [a]\n" * 30))
     assert other == "tefq: internal error: Py4JJavaError: first line"
 
