@@ -51,6 +51,26 @@ def test_a_lost_jvm_and_other_failures_are_one_line() -> None:
     assert other == "tefq: internal error: Py4JJavaError: first line"
 
 
+def test_the_daemons_lost_connection_traceback_is_dropped_other_tracebacks_pass() -> None:
+    """pyspark's daemon printed "BrokenPipeError" / "EOFError" tracebacks when the JVM went away."""
+    import threading
+
+    from tefq.spark.runtime.quiet import forward_lines as forward_jvm_stderr
+
+    lost = (b"Traceback (most recent call last):\n  File \"/p/pyspark.zip/pyspark/daemon.py\", line 95, in worker\n"
+            b"EOFError\n")
+    other = b"Traceback (most recent call last):\n  File \"/x/mine.py\", line 1, in f\nValueError: boom\n"
+    r, w = os.pipe()
+    out_r, out_w = os.pipe()
+    thread = threading.Thread(target=forward_jvm_stderr, args=(r, out_w))
+    thread.start()
+    os.write(w, b"before\n" + lost + b"WARNING: Using incubator modules: x\n" + other + b"after\n")
+    os.close(w)
+    thread.join()
+    os.close(out_w)
+    assert os.read(out_r, 1 << 16) == b"before\n" + other + b"after\n"
+
+
 def write_stream(directory, files: int, rows: int) -> None:
     rng = random.Random(9)
     directory.mkdir()
