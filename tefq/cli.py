@@ -18,7 +18,7 @@ from typing import Sequence
 from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
-from tefq.errors import TefqError
+from tefq.errors import TefqError, failure_message
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
@@ -224,7 +224,7 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
             return stopped(signals)
-        print(f"tefq: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(failure_message(e, argv), file=sys.stderr)  # tefq.errors: a full disk, a dead JVM, else one line
         if os.environ.get("TEFQ_DEBUG"):
             traceback.print_exc()
         else:

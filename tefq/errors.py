@@ -6,6 +6,7 @@ caret under the column.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -77,3 +78,98 @@ def warn(message: str, file: str | None = None, line: int = 0, column: int = 0) 
     import sys
 
     print(TefqError(message, file, line, column, kind="warning").render(), file=sys.stderr)
+
+
+# ---------------------------------------------------------------- failures that are not the input's
+PATH_OPTIONS = ("--checkpoint", "--out", "--bad-rows", "--metrics")  # where a run writes
+NEARLY_FULL_BYTES = 64 << 20
+
+
+# A refusal raised in a Spark worker, as `WORKER_REFUSAL: message` (one line): Spark wraps it in its
+# own dump; the command line shows the message alone.
+WORKER_REFUSAL = "TEFQ_WORKER_REFUSAL"
+
+
+def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
+    """An internal failure (exit 1) in one sentence: a worker's refusal, a full disk (naming the
+    option and path that ran out of space), a Spark JVM that died, else the exception's first line
+    (never a Spark plan dump or a Java stack)."""
+    text = str(e)
+    if WORKER_REFUSAL + ": " in text:
+        return "tefq: error: " + shown(text.split(WORKER_REFUSAL + ": ", 1)[1].splitlines()[0])
+    if full_disk(e, text):
+        return full_disk_message(e, argv)
+    if "Wrong basePath" in text:  # a checkpoint older than its identity record, moved (checkpoint_identity)
+        return ("tefq: error: this checkpoint was moved or copied from where it was written (Spark's logs in it "
+                "name files by absolute path): move it back, or use a fresh --checkpoint")
+    if jvm_gone(e, text):
+        resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
+        return ("tefq: error: the Spark JVM stopped during the run (it was killed, or ran out of memory: see "
+                "`dmesg`; TEFQ_SPARK_DRIVER_MEMORY sets its heap)" + resume)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"tefq: internal error: {type(e).__name__}: {shown(first[:500])}"
+
+
+def full_disk(e: BaseException, text: str) -> bool:
+    import errno
+
+    return (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or "No space left on device" in text \
+        or "Disk quota exceeded" in text
+
+
+def full_disk_message(e: BaseException, argv: Sequence[str]) -> str:
+    """Which of the run's output paths (or the temporary directory) is on the full device."""
+    import tempfile
+
+    candidates = [(option, path) for option, path in option_paths(argv)] + [("TMPDIR", tempfile.gettempdir())]
+    fullest = min(((free_bytes(path), option, path) for option, path in candidates), default=None)
+    if fullest is not None and fullest[0] < NEARLY_FULL_BYTES:
+        _, option, path = fullest
+        where = f"{path}: error: the device holding {option} {path} is full"
+    else:
+        where = f"{getattr(e, 'filename', None) or '<output>'}: error: a device the run writes to is full"
+    return (f"{where} (No space left on device): free some space and run again; with --checkpoint the run "
+            "resumes from its last committed micro-batch")
+
+
+def option_paths(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """The (option, path) pairs of PATH_OPTIONS in a command line (`--out X` or `--out=X`)."""
+    found = []
+    for i, arg in enumerate(argv):
+        option, eq, value = arg.partition("=")
+        if option in PATH_OPTIONS:
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) else ""
+            if value and value != "-":
+                found.append((option, value))
+    return found
+
+
+def free_bytes(path: str) -> int:
+    """Free bytes on the device holding `path` (or its nearest existing parent)."""
+    import os
+
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 1 << 62
+    return st.f_bavail * st.f_frsize
+
+
+def jvm_gone(e: BaseException, text: str) -> bool:
+    """py4j lost its connection to the JVM (pyspark's EOFError, a refused or reset connection)."""
+    names = {type(x).__name__ for x in chain(e)}
+    return bool(names & {"Py4JNetworkError", "EOFError", "ConnectionRefusedError", "ConnectionResetError",
+                         "BrokenPipeError"}) or "Answer from Java side is empty" in text
+
+
+def chain(e: BaseException) -> list[BaseException]:
+    """`e` and its causes and contexts."""
+    seen: list[BaseException] = []
+    while e is not None and e not in seen:
+        seen.append(e)
+        e = e.__cause__ or e.__context__
+    return seen

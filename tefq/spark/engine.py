@@ -125,7 +125,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows)."""
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
-    lock = resume(checkpoint, stream_paths, follow) if checkpoint is not None else None
+    lock = (resume(checkpoint, stream_paths, follow, doc, background=background, t0=t0, lateness_ms=lateness_ms)
+            if checkpoint is not None else None)
     tmp = None
     try:
         opts = RunOptions(t0, lateness_ms, max_files_per_trigger, bad_rows, progress, rdflib_triples(background),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -25,6 +24,7 @@ import pandas as pd
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
 from tefq.spark.output import RECORD_SCHEMA, json_record
 from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, read_heartbeats
+from tefq.spark.runtime.state_codec import decode as decode_state, encode as encode_state
 from tefq.vocabulary import RunLimits
 
 MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
@@ -199,13 +199,13 @@ def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         clock = [time.perf_counter()]
         batch = Batch(int(key[0]), max_ticks=max_ticks)
-        st = pickle.loads(state.get[0]) if state.exists else logic.new_state()
+        st = decode_state(state.get[0]) if state.exists else logic.new_state()
         st.batches += 1
         pdf = batch_frame(pdfs)
         clock.append(time.perf_counter())
         step(logic, st, pdf, batch, t0, lateness_ms)
         clock.append(time.perf_counter())
-        blob = pickle.dumps(st, protocol=5)
+        blob = encode_state(st)
         batch.metrics["state_bytes"] = len(blob)
         logic.snapshot(st, batch.metrics)
         batch.metrics["batch"] = st.batches

@@ -14,15 +14,24 @@ bucket holds another share of the facts). Version 6: one driver loop and one wir
 class), runs under the bucket labels and ingest record of every plan, and whole elements got their
 own row kind. The marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
+
+Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),
+and `tefq-input-files`, the stream files it read (runtime/input_files). `resume` checks both, and
+Spark's logs (runtime/log_entries), before a run starts on the checkpoint. Operator state is
+decoded by runtime/state_codec (no arbitrary pickle).
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import re
-from typing import IO, Callable
+from typing import IO, Any, Callable
 
-from tefq.errors import TefqError
+from tefq.errors import TefqError, warn
+from tefq.plan.logical import Document
+from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
+from tefq.spark.runtime.input_files import check_inputs
+from tefq.spark.runtime.log_entries import check_logs
 
 STATE_VERSION = 6
 MARKER = "tefq-state-version"
@@ -141,11 +150,27 @@ def check_not_finished(directory: str, stream_paths: list[str], follow: bool) ->
 LOCK = "tefq.lock"
 
 
-def resume(directory: str, stream_paths: list[str], follow: bool) -> IO:
+def writable(directory: str) -> None:
+    """The checkpoint directory exists (created if need be) and takes files: else exit 2 naming it."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        probe = os.path.join(directory, ".tefq-write-probe")
+        with open(probe, "w", encoding="utf-8") as fh:
+            fh.write("ok\n")
+        os.remove(probe)
+    except OSError as e:
+        raise TefqError(f"cannot write to the --checkpoint directory: {e.strerror or e}", directory) from None
+
+
+def resume(directory: str, stream_paths: list[str], follow: bool, doc: Document | None = None,
+           **options: Any) -> IO:
     """Open the checkpoint in `directory` for one run: hold its lock (a second run on it at the same
-    time is refused with exit 2: the two would write one log), check the state version and that a
-    finished run gets no new input, and drop killed runs' partial writes. Close the returned file to
-    release the lock (the OS releases it when the process dies, even on SIGKILL)."""
+    time is refused with exit 2: the two would write one log), check the state version, what the
+    checkpoint belongs to (`doc`, the streams and `options`: checkpoint_identity; not checked
+    without `doc`), that its stream files did not change since they were read (input_files), that
+    a finished run gets no new input, and drop killed runs' partial writes. Close the returned file
+    to release the lock (the OS releases it when the process dies, even on SIGKILL)."""
+    writable(directory)
     claim(directory)
     held = open(os.path.join(directory, LOCK), "a")
     try:
@@ -155,8 +180,13 @@ def resume(directory: str, stream_paths: list[str], follow: bool) -> IO:
         raise TefqError("another tefq run is using this checkpoint; wait for it to end or use another"
                         " --checkpoint", directory) from None
     try:
+        if doc is not None:
+            claim_identity(directory, identity_of(directory, doc, stream_paths, **options), has_state(directory))
+        check_inputs(directory, stream_paths)
         check_not_finished(directory, stream_paths, follow)
         drop_partial_writes(directory)
+        for entry in check_logs(directory):
+            warn("dropped this empty or cut-off checkpoint log entry: Spark runs its batch again", entry)
     except BaseException:
         held.close()
         raise

@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.output import Collector, summed
+from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_files, read_sink_files
@@ -105,6 +106,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, keep=on_rows is None), pr))
         try:
             while True:
+                check_inputs(workdir, stream_paths)  # a file changed since it was read: exit 2 (runtime/input_files)
                 staging.sync()
                 _hand_over(running, on_rows)
                 if stopping():

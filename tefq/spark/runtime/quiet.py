@@ -1,4 +1,4 @@
-"""Keep the JVM's start-up notices off stderr.
+"""Keep the JVM's start-up notices (and pyspark's lost-connection tracebacks) off stderr.
 
 Spark's launcher always starts the JVM with `--add-modules=jdk.incubator.vector`, and the JVM then
 prints "WARNING: Using incubator modules: ..." itself, before any logging is set up: no log4j
@@ -13,14 +13,40 @@ import os
 import threading
 from typing import Iterator
 
-NOTICES = (b"WARNING: Using incubator modules:",)
+NOTICES = (b"WARNING: Using incubator modules:", b"Picked up JAVA_TOOL_OPTIONS:")  # the latter: jvm_scratch.py
 
 
-def _forward(read_fd: int, write_fd: int) -> None:
+# pyspark's daemon prints a traceback on the JVM's stderr when the JVM drops a worker's connection
+# (a JVM that died or stopped on a full disk: BrokenPipeError, EOFError). tefq says what happened
+# itself (tefq.errors.failure_message); other tracebacks pass.
+TRACEBACK = b"Traceback (most recent call last):"
+DAEMON_FRAMES = (b"pyspark/daemon.py", b"pyspark/worker.py")
+LOST_CONNECTION = (b"BrokenPipeError", b"EOFError", b"ConnectionResetError")
+MAX_HELD_LINES = 200
+
+
+def lost_connection_traceback(block: list[bytes]) -> bool:
+    """A traceback of pyspark's daemon or worker ending in a lost connection."""
+    return any(f in line for line in block for f in DAEMON_FRAMES) and block[-1].startswith(LOST_CONNECTION)
+
+
+def forward_lines(read_fd: int, write_fd: int) -> None:
+    held: list[bytes] = []  # a traceback being read, shown unless it is a lost connection's
     with os.fdopen(read_fd, "rb", buffering=0) as pipe:
         for line in iter(pipe.readline, b""):
-            if not line.startswith(NOTICES):
+            if held:
+                held.append(line)
+                if line[:1].isspace() and len(held) < MAX_HELD_LINES:
+                    continue
+                if not lost_connection_traceback(held):
+                    os.write(write_fd, b"".join(held))
+                held = []
+            elif line.startswith(TRACEBACK):
+                held = [line]
+            elif not line.startswith(NOTICES):
                 os.write(write_fd, line)
+        if held:
+            os.write(write_fd, b"".join(held))
 
 
 @contextlib.contextmanager
@@ -31,7 +57,7 @@ def filtered_jvm_stderr() -> Iterator[None]:
         return
     real = os.dup(2)
     r, w = os.pipe()
-    threading.Thread(target=_forward, args=(r, real), name="tefq-jvm-stderr", daemon=True).start()
+    threading.Thread(target=forward_lines, args=(r, real), name="tefq-jvm-stderr", daemon=True).start()
     os.dup2(w, 2)
     os.close(w)
     try:

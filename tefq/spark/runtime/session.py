@@ -7,7 +7,9 @@ import sys
 from pyspark.sql import SparkSession
 
 from tefq.spark.planning.document import shuffle_partitions
+from tefq.spark.runtime.jvm_scratch import jvm_scratch
 from tefq.spark.runtime.quiet import filtered_jvm_stderr
+from tefq.spark.runtime.task_retries import with_retries
 
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
 # (TEFQ_SPARK_LOG=warn shows them again).
@@ -38,7 +40,7 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
-    m = default_master(master)
+    m = with_retries(default_master(master))
     cores = _cores(m)
     partitions = str(shuffle_partitions(cores))  # one bucket per core
     builder = (
@@ -67,7 +69,7 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_FILE} -Duser.timezone=UTC")
         .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
     )
-    with filtered_jvm_stderr():  # the JVM's own "Using incubator modules" notice
+    with filtered_jvm_stderr(), jvm_scratch():  # the JVM's own "Using incubator modules" notice; its scratch
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TEFQ_SPARK_LOG", "OFF").upper())
     return spark

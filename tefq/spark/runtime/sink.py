@@ -1,31 +1,25 @@
 """The parquet sink read back on the driver: committed files, records, rows and metrics."""
 from __future__ import annotations
 
-import json
 import os
 
 from tefq.results import QueryResult
 from tefq.spark.output import Collector, WindowedCollector
 from tefq.spark.planning import WindowedPlan
+from tefq.spark.runtime.log_entries import entries, read_entry
 
 
 def committed_files(out: str) -> list[str]:
     """The committed files of the parquet sink (its _spark_metadata log): files of a batch that
-    died before its commit are not part of the output."""
-    import glob
+    died before its commit are not part of the output. An empty or garbled log entry is exit 2
+    naming it (runtime/log_entries), never read as a batch without rows."""
     from urllib.parse import unquote, urlparse
 
     files: list[str] = []
-    for log in sorted(glob.glob(os.path.join(out, "_spark_metadata", "*"))):
-        if os.path.basename(log).startswith("."):
-            continue
-        with open(log, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if line.startswith("{"):
-                    entry = json.loads(line)
-                    if entry.get("action", "add") == "add":
-                        files.append(unquote(urlparse(entry["path"]).path))
+    for log in entries(os.path.join(out, "_spark_metadata")):
+        for entry in read_entry(log):
+            if entry.get("action", "add") == "add" and "path" in entry:
+                files.append(unquote(urlparse(entry["path"]).path))
     return list(dict.fromkeys(files))
 
 
