@@ -3,7 +3,7 @@ variables, names, fact dependencies, pattern classification (spec §4.2), durati
 static SPARQL text of windowed queries."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 from urllib.parse import urljoin
 
@@ -254,6 +254,8 @@ class _Binder:
                 fact = self._derived_fact(name, d, tpl, identity)
                 bound[name] = fact
                 deps[name] = tuple(dict.fromkeys(f for wp in fact.body for f in wp.facts))
+            if d.name is None:
+                bound[name] = replace(bound[name], named=False)
         order = self._dependency_order(names, deps, {n: d.span for n, d in zip(names, defs)})
         return tuple(bound[n] for n in order)
 

@@ -220,6 +220,11 @@ def _algebra(sparql: str) -> Any:
     return prepareQuery(sparql).algebra
 
 
+def pattern_text(doc: L.Document, pattern: L.Pattern) -> str:
+    """A triple pattern as explain writes it (IRIs abbreviated with the document's prefixes)."""
+    return _Printer(doc).pattern(pattern)
+
+
 def explain(doc: L.Document) -> str:
     """The logical plan of `doc` as text: facts in dependency order, then queries in order."""
     p = _Printer(doc)
