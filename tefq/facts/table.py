@@ -37,6 +37,11 @@ class FactRows:
     columns: tuple[str, ...]
     rows: list[FactRow] = field(default_factory=list)
 
+    def to_pandas(self):  # -> pd.DataFrame
+        from tefq.facts.api import facts_frame
+
+        return facts_frame(self)
+
     def by_fact(self) -> dict[str, "FactRows"]:
         """One table per fact (for `--out DIR`), each with its own identity columns."""
         out: dict[str, FactRows] = {}
