@@ -105,6 +105,7 @@ def brute_intervals(events: list[tuple[int, str, str, str]], on: str, off: str) 
 def brute_rows(events, rel: str, tols: tuple[int, ...], d: int) -> Counter:
     """(tick, x, y, z) -> matching pairs, reading spec §4.2 (fact patterns overlap the period,
     an open end is tau) and the table of §11."""
+    events = list(dict.fromkeys(events))  # spec §1: the same triple at the same t is one element
     a = brute_intervals(events, iri("aon"), iri("aoff"))
     b = brute_intervals(events, iri("bon"), iri("boff"))
     first, last = events[0][0], events[-1][0]

@@ -40,9 +40,9 @@ epg_event = st.tuples(st.integers(0, 40_000), st.sampled_from(["A", "B"]), st.sa
 
 
 @given(st.lists(st.one_of(log_event, epg_event), min_size=1, max_size=25), st.sampled_from(sorted(DOCS)),
-       st.lists(st.integers(0, 12), min_size=1, max_size=4))
+       st.lists(st.integers(0, 12), min_size=1, max_size=4), st.sampled_from(["tsv", "parquet", "jsonl"]))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-def test_as_of_equals_the_full_run_at_those_ticks(tmp_path, raw, name, picks):
+def test_as_of_equals_the_full_run_at_those_ticks(tmp_path, raw, name, picks, fmt):
     doc = DOCS[name]
     events = sorted([(t, iri(s), iri(p), iri(o)) for t, s, p, o in raw], key=lambda e: e[0])
     full = run(doc, events)
@@ -53,8 +53,8 @@ def test_as_of_equals_the_full_run_at_those_ticks(tmp_path, raw, name, picks):
         return
     expected = [[r for r in res.rows if r[0] in instants] for res in full.results]
     assert [res.rows for res in as_of_stream(doc, events, instants).results] == expected
-    stored = str(tmp_path / "facts.tsv")
-    write_facts(fact_table(doc, events), "tsv", stored)
+    stored = str(tmp_path / f"facts.{fmt}")
+    write_facts(fact_table(doc, events), fmt, stored)
     assert [res.rows for res in as_of_facts(doc, stored, instants).results] == expected
 
 

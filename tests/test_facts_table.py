@@ -61,6 +61,7 @@ def runs(timeline: list[bool]) -> list[tuple[int, float]]:
 
 
 def brute_rows(events) -> set[tuple]:
+    events = list(dict.fromkeys(events))  # spec §1: a stream is a set (the same triple at the same t is one element)
     last = max(t for t, *_ in events)
     watching = holds_per_ms(events, iri("join"), iri("quit"), last)
     showing = holds_per_ms(events, iri("start"), iri("finish"), last)

@@ -5,13 +5,14 @@ pattern there is a bind error naming it."""
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
 from tefq.errors import TefqError
 from tefq.facts.reader import read_fact_store
 from tefq.io.timestamps import parse_ts
 from tefq.oracle import prepare
-from tefq.oracle.facts import FactStore, TripleIndex, background_index, build_store
+from tefq.oracle.facts import INF, FactStore, FactTable, TripleIndex, background_index, build_store
 from tefq.oracle.query import QueryEvaluator
 from tefq.plan.explain import pattern_text
 from tefq.plan.logical import AggregateQuery, Document
@@ -50,6 +51,46 @@ def check_fact_only(doc: Document) -> None:
                                 "--stream", doc.source, wp.pattern.span.line, wp.pattern.span.column)
 
 
+MAX_SPANS = 64  # more instants than this: one span from the first to the last (a coarser filter)
+
+
+def visible_spans(doc: Document, instants: Sequence[int]) -> list[tuple[int | None, int | None]]:
+    """Spans `(lo, hi)` such that every fact interval a query can see at an instant starts at or
+    before `hi` and ends after `lo` for one of them: per instant `T`, `(T - d, T)` with the largest
+    EVERY `d`; `(None, T)` when a WHILE scope may reach back to the start of a show."""
+    queries = aggregate_queries(doc)
+    if not instants or not queries:
+        return []
+    ts = sorted(set(instants))
+    if any(q.while_ is not None for q in queries):
+        return [(None, ts[-1])]
+    d = max(q.every_ms for q in queries)
+    if len(ts) > MAX_SPANS:
+        return [(ts[0] - d, ts[-1])]
+    return [(t - d, t) for t in ts]
+
+
+def visible_store(store: FactStore, q: AggregateQuery, instants: Sequence[int]) -> FactStore:
+    """`store` without the intervals `q` cannot see at any instant: a pattern matches an interval
+    `[s, e)` at `T` only if `s <= T`, and (without WHILE) `T < e + d` (spec §4.2)."""
+    ts = sorted(set(instants))
+    reach = INF if q.while_ is not None else q.every_ms
+
+    def seen(s: float, e: float) -> bool:
+        i = bisect_left(ts, s)
+        return i < len(ts) and ts[i] < e + reach
+
+    tables = {}
+    for name, table in store.tables.items():
+        kept = FactTable(table.name, table.template, table.identity)
+        for ident, ivs in table.intervals.items():
+            mine = [iv for iv in ivs if seen(*iv)]
+            if mine:
+                kept.intervals[ident] = mine
+        tables[name] = kept
+    return FactStore(tables, store.unmatched_until)
+
+
 def _evaluate(doc: Document, store: FactStore, events: list[Element], bg: TripleIndex,
               instants: Sequence[int], started: float) -> RunResult:
     event_times: dict[tuple[str, str, str], list[int]] = {}
@@ -62,7 +103,7 @@ def _evaluate(doc: Document, store: FactStore, events: list[Element], bg: Triple
     metrics.intermediate_bindings = metrics.facts_created
     results = []
     for q in aggregate_queries(doc):
-        result = QueryEvaluator(q, store, event_index, event_times, bg).rows_at(instants)
+        result = QueryEvaluator(q, visible_store(store, q, instants), event_index, event_times, bg).rows_at(instants)
         metrics.ticks += len(set(instants))
         metrics.rows_out += len(result.rows)
         results.append(result)
@@ -83,8 +124,8 @@ def as_of_facts(doc: Document, facts_path: str, instants: Sequence[int], backgro
     """The same rows from a stored fact table, without events (spec §12)."""
     started = time.perf_counter()
     check_fact_only(doc)
-    store = read_fact_store(facts_path, doc)
+    store = read_fact_store(facts_path, doc, visible_spans(doc, instants))
     return _evaluate(doc, store, [], background_index(background), instants, started)
 
 
-__all__ = ["parse_instants", "aggregate_queries", "check_fact_only", "as_of_stream", "as_of_facts"]
+__all__ = ["parse_instants", "aggregate_queries", "check_fact_only", "visible_spans", "visible_store", "as_of_stream", "as_of_facts"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from tefq import terms
 from tefq.errors import TefqError
@@ -18,10 +18,13 @@ from tefq.plan.logical import Document
 # (row number for messages, fact label, identity variable -> term, start ms, end ms or None)
 Record = tuple[int, str, dict[str, str], int, int | None]
 _NOT_IDENTITY = ("fact", "start", "end")
+Span = tuple[int | None, int | None]  # (lo, hi) ms
 
 
-def read_fact_store(path: str, doc: Document) -> FactStore:
-    """The facts `doc` defines, as stored in the table at `path`."""
+def read_fact_store(path: str, doc: Document, spans: Sequence[Span] = ()) -> FactStore:
+    """The facts `doc` defines, as stored in the table at `path`; with `spans` only the intervals
+    that, for some `(lo, hi)` of them, start at or before `hi` and end after `lo` (None: no bound):
+    the only ones an as-of query can see."""
     ext = os.path.splitext(path[:-3] if path.endswith(".gz") else path)[1].lower()
     readers = {".parquet": _parquet_records, ".tsv": _tsv_records, ".jsonl": _jsonl_records}
     if ext == ".csv":
@@ -31,7 +34,29 @@ def read_fact_store(path: str, doc: Document) -> FactStore:
         raise TefqError(f"unknown fact table format '{ext or path}': expected .parquet, .tsv or .jsonl", path)
     if not os.path.isfile(path):
         raise TefqError("no such fact table file", path)
-    return _store(doc, readers[ext](path), path)
+    records = readers[ext](path, spans) if ext == ".parquet" else _within(readers[ext](path), spans)
+    return _store(doc, records, path)
+
+
+def _within(records: Iterator[Record], spans: Sequence[Span]) -> Iterator[Record]:
+    for rec in records:
+        _, _, _, start, end = rec
+        if not spans or any((hi is None or start <= hi) and (lo is None or end is None or end > lo)
+                            for lo, hi in spans):
+            yield rec
+
+
+def _arrow_within(data, spans: Sequence[Span]):  # -> pa.ChunkedArray of bool
+    """`_within` as an Arrow mask (a null start is kept: it is reported, not dropped)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mask = pa.scalar(False)
+    for lo, hi in spans:
+        starts = pc.less_equal(data["start"], hi) if hi is not None else pa.scalar(True)
+        ends = pc.or_kleene(pc.is_null(data["end"]), pc.greater(data["end"], lo)) if lo is not None else pa.scalar(True)
+        mask = pc.or_kleene(mask, pc.and_kleene(starts, ends))
+    return pc.fill_null(mask, True)
 
 
 def _store(doc: Document, records: Iterator[Record], path: str) -> FactStore:
@@ -70,21 +95,28 @@ def _start(value, row: int, path: str) -> int:
     return ms
 
 
-def _parquet_records(path: str) -> Iterator[Record]:
+def _parquet_records(path: str, spans: Sequence[Span]) -> Iterator[Record]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        data = pq.read_table(path)
+        data = pq.ParquetFile(path).read()  # (pq.read_table imports pyarrow.dataset: a second more)
     except (OSError, pa.ArrowException) as e:
         raise TefqError(f"cannot read the fact table: {e}", path) from None
+    missing = [c for c in ("fact", "start", "end") if c not in data.column_names]
+    if missing:
+        raise TefqError(f"not a fact table: no column {', '.join(missing)}", path)
     for name in ("start", "end"):  # timestamps (as tefq writes them) or plain int64 ms
-        if name in data.column_names and pa.types.is_timestamp(data.schema.field(name).type):
+        if pa.types.is_timestamp(data.schema.field(name).type):
             data = data.set_column(data.column_names.index(name), name, data[name].cast(pa.int64()))
+    rows = pa.array(range(1, data.num_rows + 1), type=pa.int64())
+    if spans:  # filtered in Arrow: rows no instant can see are never converted to Python
+        keep = _arrow_within(data, spans)
+        data, rows = data.filter(keep), rows.filter(keep)
     ids = [c for c in data.column_names if c not in _NOT_IDENTITY]
-    for i, rec in enumerate(data.to_pylist(), start=1):
-        yield (i, rec.get("fact") or "", {c: rec[c] for c in ids if rec[c]},
-               _start(rec.get("start"), i, path), _ms(rec.get("end"), i, "end", path))
+    columns = [data[c].to_pylist() for c in ("fact", "start", "end", *ids)]
+    for i, fact, start, end, *cells in zip(rows.to_pylist(), *columns):
+        yield (i, fact or "", {c: v for c, v in zip(ids, cells) if v}, _start(start, i, path), _ms(end, i, "end", path))
 
 
 def _tsv_records(path: str) -> Iterator[Record]:
