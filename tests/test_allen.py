@@ -3,7 +3,7 @@ brute-force reading of the spec's table over generated closed and open facts (hy
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st

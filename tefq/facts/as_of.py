@@ -12,11 +12,12 @@ from tefq.errors import TefqError
 from tefq.facts.reader import read_fact_store
 from tefq.io.timestamps import parse_ts
 from tefq.oracle import prepare
-from tefq.oracle.facts import INF, FactStore, FactTable, TripleIndex, background_index, build_store
+from tefq.oracle.facts import (INF, FactStore, FactTable, TripleIndex, background_index, build_store, event_times,
+                               store_metrics)
 from tefq.oracle.query import QueryEvaluator
 from tefq.plan.explain import pattern_text
 from tefq.plan.logical import AggregateQuery, Document
-from tefq.results import Metrics, RunResult
+from tefq.results import RunResult
 from tefq.vocabulary import Element
 
 
@@ -93,17 +94,12 @@ def visible_store(store: FactStore, q: AggregateQuery, instants: Sequence[int]) 
 
 def _evaluate(doc: Document, store: FactStore, events: list[Element], bg: TripleIndex,
               instants: Sequence[int], started: float) -> RunResult:
-    event_times: dict[tuple[str, str, str], list[int]] = {}
-    for t, s, p, o in events:
-        event_times.setdefault((s, p, o), []).append(t)
-    event_index = TripleIndex(event_times)
-    metrics = Metrics(events_in=len(events))
-    metrics.facts_created, metrics.facts_closed = store.counts()
-    metrics.unmatched_until = store.unmatched_until
-    metrics.intermediate_bindings = metrics.facts_created
+    times = event_times(events)
+    event_index = TripleIndex(times)
+    metrics = store_metrics(store, len(events))
     results = []
     for q in aggregate_queries(doc):
-        result = QueryEvaluator(q, visible_store(store, q, instants), event_index, event_times, bg).rows_at(instants)
+        result = QueryEvaluator(q, visible_store(store, q, instants), event_index, times, bg).rows_at(instants)
         metrics.ticks += len(set(instants))
         metrics.rows_out += len(result.rows)
         results.append(result)

@@ -9,15 +9,17 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from tefq import terms
 from tefq.errors import TefqError
-from tefq.facts.table import FactRows
 from tefq.io.atomic import atomic_open, atomic_path
 from tefq.io.paths import path_in
 from tefq.io.result_writers import csv_cell, is_directory_target, json_cell, tsv_cell
 from tefq.results import Cell
+
+if TYPE_CHECKING:
+    from tefq.facts.table import FactRows
 
 FACT_FORMATS = ("csv", "tsv", "jsonl", "parquet")
 
