@@ -122,6 +122,9 @@ def _parquet_records(path: str, spans: Sequence[Span]) -> Iterator[Record]:
 def _tsv_records(path: str) -> Iterator[Record]:
     with open(path, encoding="utf-8") as f:
         head = [h.lstrip("?") for h in f.readline().rstrip("\n").split("\t")]
+        missing = [c for c in _NOT_IDENTITY if c not in head]
+        if missing:
+            raise TefqError(f"not a fact table: its header has no {', '.join('?' + c for c in missing)}", path, 1)
         for line_no, line in enumerate(f, start=2):
             cells = dict(zip(head, line.rstrip("\n").split("\t")))
             try:
