@@ -82,6 +82,8 @@ def run_as_of(args: argparse.Namespace) -> int:
     from tefq.facts.as_of import as_of_facts, as_of_stream, parse_instants
     from tefq.io.result_writers import write_metrics, write_results
 
+    if args.at is None:
+        raise TefqError("--facts FILE runs the queries as of given instants: add --at T[,T...]", "--facts")
     instants = parse_instants(args.at)
     if bool(args.facts) == bool(args.stream):
         raise TefqError("--at runs over --stream PATH or over --facts FILE (one of them)", "--at")
