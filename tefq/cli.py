@@ -19,6 +19,7 @@ from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
 from tefq.errors import TefqError, failure_message
+from tefq.facts.cli import register as register_facts
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
@@ -27,7 +28,7 @@ from tefq.run import ENGINES, Output, QueryFile, RunRequest, SparkOptions, execu
 from tefq.simulate.names import STRATEGIES
 
 # The commands that live with their subsystem (generator, windowed oracle, baselines comparison).
-SUBSYSTEM_COMMANDS = (register_iptv, register_oracle, register_compare)
+SUBSYSTEM_COMMANDS = (register_iptv, register_oracle, register_compare, register_facts)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):

@@ -3,16 +3,16 @@ variables, names, fact dependencies, pattern classification (spec §4.2), durati
 static SPARQL text of windowed queries."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 from urllib.parse import urljoin
 
 from tefq.analysis.durations import parse_duration
 from tefq.analysis.network import keyword_offset, refusal, remote_constructs
 from tefq.errors import Span, TefqError
-from tefq.plan import logical as L
+from tefq.plan import allen, logical as L
 from tefq.syntax import ast
-from tefq.terms import PREDECLARED_PREFIXES, XSD, XSD_DURATION, iri as nt_iri, literal as nt_literal
+from tefq.terms import PREDECLARED_PREFIXES, XSD, XSD_DATETIME, XSD_DURATION, iri as nt_iri, literal as nt_literal
 
 # C-SPARQL's `timestamp(?s, ?p, ?o)` becomes a call of this extension function in the static
 # SPARQL text of a windowed query (rdflib has no `timestamp` built-in); engines register it.
@@ -89,12 +89,59 @@ class _Scope:
                 raise self.where.err("timestamp(...) is C-SPARQL: use it in windowed queries", e.span)
             if e.op == "DURATION" and len(args) != 2:
                 raise self.where.err("DURATION takes two arguments: DURATION(?start, ?end)", e.span)
+            if e.op in allen.TOLERANCES and (e.op != "CONTAINS" or len(args) != 2):
+                return self.allen(e, args)
             return L.Call(e.op, args)
         if isinstance(e, ast.AggregateCall):
             raise self.where.err(f"{e.func}(...) belongs in the (AGGREGATE ...) block, not in an expression", e.span)
         if isinstance(e, ast.Exists):
             raise self.where.err("EXISTS is supported in windowed (C-SPARQL) queries only", e.span)
         return self.node(e)  # type: ignore[arg-type]
+
+
+    # -------------------------------------------------------------- Allen's relations (spec §11)
+    def allen(self, e: ast.Call, args: tuple[L.Expr, ...]) -> L.Expr:
+        """`REL(?S1, ?E1, ?S2, ?E2 [, tolerances])`: four times and the tolerances the relation
+        accepts, each a non-negative constant xsd:duration (stored in ms)."""
+        rel, counts = e.op, allen.TOLERANCES[e.op]
+        extra = len(args) - 4
+        if extra not in counts:
+            raise self.where.err(f"{rel} takes {_allen_usage(rel)}, not {len(args)} argument"
+                                 f"{'s' if len(args) != 1 else ''}", e.span)
+        for a in e.args[:4]:
+            if isinstance(a, ast.Literal) and not (a.datatype is not None and self.iri(a.datatype) == XSD_DATETIME):
+                raise self.where.err(f"{rel} compares xsd:dateTime values (interval bindings such as ?S, ?E),"
+                                     " not this literal", a.span)
+        tolerances = tuple(self.tolerance(rel, a) for a in e.args[4:])
+        if len(tolerances) == 2 and tolerances[0] > tolerances[1]:
+            raise self.where.err(f"{rel}: the minimum gap exceeds the maximum, so it never holds", e.args[4].span)
+        return allen.allen_call(rel, args[:4], tolerances)  # type: ignore[arg-type]
+
+    def tolerance(self, rel: str, a: ast.Expr) -> int:
+        """A tolerance argument in ms: a duration literal, never negative."""
+        negated = isinstance(a, ast.Call) and a.op == "neg" and isinstance(a.args[0], ast.Literal)
+        lit = a.args[0] if negated else a  # type: ignore[union-attr]
+        span = getattr(a, "span", Span())
+        if not isinstance(lit, ast.Literal) or lit.lang is not None or (
+                lit.datatype is not None and self.iri(lit.datatype).lower() != XSD_DURATION.lower()):
+            raise self.where.err(f"a tolerance of {rel} is a constant xsd:duration such as \"PT1M\"^^xsd:duration",
+                                 span)
+        text = lit.lexical.strip()
+        if negated or text.startswith("-"):
+            raise self.where.err(f"negative tolerance '{'-' if negated else ''}{text}' in {rel}: a tolerance is a"
+                                 " duration of zero or more", span)
+        try:
+            return parse_duration(text, self.where.file, span.line, span.column)
+        except TefqError as err:
+            raise err.located(self.where.file, self.where.source) from None
+
+
+def _allen_usage(rel: str) -> str:
+    forms = []
+    for n in allen.TOLERANCES[rel]:
+        names = allen.TOLERANCE_NAMES.get(n, ())
+        forms.append(f"{rel}(?S1, ?E1, ?S2, ?E2{''.join(', ' + x for x in names)})")
+    return " or ".join(forms)
 
 
 def _expr_vars(e: ast.Expr) -> list[ast.Var]:
@@ -207,6 +254,8 @@ class _Binder:
                 fact = self._derived_fact(name, d, tpl, identity)
                 bound[name] = fact
                 deps[name] = tuple(dict.fromkeys(f for wp in fact.body for f in wp.facts))
+            if d.name is None:
+                bound[name] = replace(bound[name], named=False)
         order = self._dependency_order(names, deps, {n: d.span for n, d in zip(names, defs)})
         return tuple(bound[n] for n in order)
 

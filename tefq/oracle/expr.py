@@ -13,8 +13,10 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
+from tefq.oracle.allen import holds as allen_holds
 from tefq.oracle.values import (BNode, DateTime, IRI, LangString, Typed, Value, decimal_of, is_numeric,
                                 to_term, to_value)
+from tefq.plan.allen import RELATIONS, allen_op
 from tefq.plan.logical import Call, Expr, Term, Var
 from tefq.terms import XSD
 
@@ -388,6 +390,14 @@ def _datatype(v: Any) -> IRI:
     return IRI(split_literal(to_term(v))[1] or XSD + "string")
 
 
+def _allen(relation: str) -> Callable[..., bool]:
+    """An Allen relation over four dateTimes and its tolerances in ms (spec §11): an argument
+    that is not a dateTime is an error, so a FILTER rejects the solution."""
+    def relation_holds(a_s: Any, a_e: Any, b_s: Any, b_e: Any, *tolerances: int) -> bool:
+        return allen_holds(relation, (_dt(a_s).ms, _dt(a_e).ms, _dt(b_s).ms, _dt(b_e).ms), tolerances)
+    return relation_holds
+
+
 def _cmp(test: Callable[[int], bool]) -> Callable[[Any, Any], bool]:
     return lambda a, b: test(compare(a, b))
 
@@ -427,6 +437,7 @@ _FUNCTIONS: dict[str, Callable[..., Value]] = {
     "ISNUMERIC": is_numeric, "SAMETERM": lambda a, b: to_term(a) == to_term(b),
     "IRI": lambda v: v if isinstance(v, IRI) else IRI(_string(v)),
     "URI": lambda v: v if isinstance(v, IRI) else IRI(_string(v)),
+    **{allen_op(r): _allen(r) for r in RELATIONS},
 }
 
 

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Mapping
 
 from tefq.oracle.expr import filters_pass
 from tefq.plan.logical import Clause, DerivedFact, Document, EventFact, Node, Pattern, Var, WherePattern
+from tefq.results import Metrics
 from tefq.vocabulary import Triple
 
 INF = math.inf
@@ -280,6 +281,23 @@ def derive_fact(fact: DerivedFact, tables: Mapping[str, FactTable], bg: TripleIn
         if merged:
             table.intervals[ident] = merged
     return table
+
+
+def event_times(events: Iterable[tuple[int, str, str, str]]) -> dict[Triple, list[int]]:
+    """Each event triple and the times it occurs (what event patterns are matched against)."""
+    times: dict[Triple, list[int]] = {}
+    for t, s, p, o in events:
+        times.setdefault((s, p, o), []).append(t)
+    return times
+
+
+def store_metrics(store: FactStore, events_in: int) -> Metrics:
+    """The metrics a run's facts determine (spec §7): TEF's intermediate bindings are its facts."""
+    metrics = Metrics(events_in=events_in)
+    metrics.facts_created, metrics.facts_closed = store.counts()
+    metrics.unmatched_until = store.unmatched_until
+    metrics.intermediate_bindings = metrics.facts_created
+    return metrics
 
 
 def build_store(doc: Document, elements: list[tuple[int, str, str, str]], bg: TripleIndex) -> FactStore:

@@ -422,6 +422,23 @@ class QueryEvaluator:
                     break
         return result, k_last - k_first + 1
 
+    def rows_at(self, instants: Iterable[int]) -> QueryResult:
+        """Rows as of each instant `T`, as if `T` were a tick (spec §12): the period `(T - d, T]`,
+        CURRENT at `T`, open ends bound to `T`. The history is joined once for all instants."""
+        q = self.q
+        result = QueryResult(q.name, tuple(p.name for p in q.select))
+        solutions = list(self.solutions())
+        for tau in sorted(set(instants)):  # ascending: a settled solution's cache stays valid
+            groups: dict[tuple, list[Solution]] = {}
+            for sol in solutions:
+                if any(lo <= tau < hi for lo, hi in sol.activity):
+                    groups.setdefault(self._group_key(sol, tau), []).append(sol)
+            rows = [r for r in (self.group_row(k, sols, tau) for k, sols in groups.items()) if r is not None]
+            result.rows.extend((tau, cells) for _, cells in sorted(rows, key=lambda r: r[0]))
+            if not rows and self.implicit_group() and q.while_ is None:
+                result.rows.append((tau, self._empty_implicit_row()))
+        return result
+
     def _change_schedule(self, k_first: int, k_last: int, t0: int) -> dict[int, list[tuple[int, Solution]]]:
         """Tick index -> the solutions that join (+1) or leave (-1) their group there."""
         d = self.d

@@ -6,7 +6,8 @@ from typing import Any
 
 from tefq.vocabulary import format_ms
 from tefq.plan import logical as L
-from tefq.terms import PREDECLARED_PREFIXES
+from tefq.plan.allen import TOLERANCE_NAMES, relation_of
+from tefq.terms import PREDECLARED_PREFIXES, split_literal
 
 _INFIX = {"+", "-", "*", "/", "=", "!=", "<", ">", "<=", ">=", "&&", "||"}
 
@@ -49,8 +50,20 @@ class _Printer:
         if e.op in ("in", "notin"):
             word = "IN" if e.op == "in" else "NOT IN"
             return f"({self.expr(e.args[0])} {word} ({', '.join(self.expr(a) for a in e.args[1:])}))"
+        relation = relation_of(e.op)
+        if relation is not None:
+            return self.allen(relation, e)
         name = self.term(e.op) if e.op.startswith("<") else e.op
         return f"{name}({', '.join(self.expr(a) for a in e.args)})"
+
+    def allen(self, relation: str, e: L.Call) -> str:
+        """`CONTAINS([?S, ?E), [?PS, ?PE))`, tolerances named and written as durations."""
+        a_s, a_e, b_s, b_e = (self.expr(x) for x in e.args[:4])
+        tolerances = e.args[4:]
+        names = TOLERANCE_NAMES.get(len(tolerances), ())
+        shown = [f"{n} {format_ms(int(split_literal(t.nt)[0]))}" for n, t in zip(names, tolerances)
+                 if isinstance(t, L.Term)]
+        return f"Allen {relation}([{a_s}, {a_e}), [{b_s}, {b_e}){''.join(', ' + x for x in shown)})"
 
     def pattern(self, p: L.Pattern) -> str:
         return f"{self.node(p.s)} {self.node(p.p)} {self.node(p.o)}"
@@ -205,6 +218,11 @@ def _algebra(sparql: str) -> Any:
     from rdflib.plugins.sparql import prepareQuery
 
     return prepareQuery(sparql).algebra
+
+
+def pattern_text(doc: L.Document, pattern: L.Pattern) -> str:
+    """A triple pattern as explain writes it (IRIs abbreviated with the document's prefixes)."""
+    return _Printer(doc).pattern(pattern)
 
 
 def explain(doc: L.Document) -> str:

@@ -111,6 +111,7 @@ class EventFact:
     since: tuple[Clause, ...]
     until: tuple[Clause, ...]
     span: Span = field(default=Span(), compare=False)
+    named: bool = True  # False: `name` was made up (`fact1`); the fact table shows the template (spec §12)
 
 
 PatternKind = TypingLiteral["current", "fact", "event", "background"]
@@ -140,6 +141,7 @@ class DerivedFact:
     body: tuple[WherePattern, ...]  # kinds `fact` (other facts' templates) and `background`
     filters: tuple[Expr, ...] = ()
     span: Span = field(default=Span(), compare=False)
+    named: bool = True  # as EventFact.named
 
 
 Fact = Union[EventFact, DerivedFact]

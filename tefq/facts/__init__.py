@@ -1,0 +1,2 @@
+"""Facts as data (spec §11-§12): the fact table (`table`), its files (`writer`, `reader`), queries
+as of given instants (`as_of`), the timeline (`plot`), the command (`cli`) and the Python API (`api`)."""

@@ -1,0 +1,106 @@
+"""`tefq facts FILE.tef (--stream PATH | --facts FILE) [--out FILE|DIR/] [--format ...] [--plot FILE.png]`:
+the fact table of spec §12, and its timeline; and `run_as_of`, what `tefq run ... --at T` does (spec
+§12), kept here so the run command only has to hand it the arguments."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from tefq.errors import TefqError
+from tefq.facts.writer import FACT_FORMATS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "facts", help="the fact table (one row per maximal interval of every fact) and a timeline",
+        description="Writes the document's facts, event-driven and derived, one row per maximal interval: "
+                    "fact, identity columns, start, end (ms; end empty while open). Computed by the oracle "
+                    "(spec §12).")
+    p.add_argument("query", metavar="FILE.tef", help="a TEF-SPARQL document")
+    p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--stream", action="append", metavar="PATH", help="stream file or directory (repeatable)")
+    source.add_argument("--facts", metavar="FILE", help="a stored fact table (.parquet, .tsv, .jsonl) to plot or convert")
+    p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
+    p.add_argument("--out", metavar="FILE|DIR/", help="output file, or a directory for one file per fact (default: stdout)")
+    p.add_argument("--format", choices=FACT_FORMATS, help="table format (default: from --out's extension, else csv)")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline: a row per identity, a bar per interval")
+    p.add_argument("--where", action="append", metavar="var=<iri>",
+                   help="keep the facts whose identity binds ?var to this term (repeatable; table and plot)")
+    p.add_argument("--quiet", action="store_true", help="no summary line on stderr")
+    p.set_defaults(func=cmd_facts)
+
+
+def _document(args: argparse.Namespace):
+    from tefq.run import QueryFile, bind, prefix_mappings, read_background
+
+    background = read_background(args.background)
+    return bind(QueryFile(args.query, prefix_mappings(args.prefix)), background), background
+
+
+def _elements(paths: list[str]) -> list:
+    from tefq.io.readers import read_stream
+
+    return [e for path in paths for e in read_stream(path)]
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    from tefq.facts.plot import keep, parse_where, plot_timeline
+    from tefq.facts.reader import read_fact_store
+    from tefq.facts.table import fact_table, store_rows
+    from tefq.facts.writer import format_of, write_facts
+    from tefq.plotting import require_matplotlib
+
+    started = time.perf_counter()
+    fmt = format_of(args.format, args.out)
+    where = parse_where(args.where)
+    if args.plot:
+        require_matplotlib()
+    doc, background = _document(args)
+    if args.facts:
+        table = store_rows(doc, read_fact_store(args.facts, doc))
+    else:
+        table = fact_table(doc, _elements(args.stream), background)
+    if where:
+        table = keep(table, where)
+    write_facts(table, fmt, args.out)
+    shown = plot_timeline(table, args.plot, title=os.path.basename(args.query)) if args.plot else 0
+    if not args.quiet:
+        open_ = sum(1 for r in table.rows if r.end is None)
+        plot = f", timeline of {shown} identities in {args.plot}" if args.plot else ""
+        print(f"tefq facts: {len(table.rows)} intervals ({open_} open){plot}, "
+              f"{time.perf_counter() - started:.2f} s (oracle)", file=sys.stderr)
+    return 0
+
+
+def run_as_of(args: argparse.Namespace) -> int:
+    """`tefq run FILE.tef (--stream PATH | --facts FILE) --at T[,T...]`: the aggregate queries at
+    the given instants, from the stream or from a stored fact table (spec §12), on the oracle.
+    Reads `query`, `prefix`, `background`, `stream`, `facts`, `at`, `out`, `format`, `metrics`, `quiet`."""
+    from tefq.facts.as_of import as_of_facts, as_of_stream, parse_instants
+    from tefq.io.result_writers import write_metrics, write_results
+
+    if args.at is None:
+        raise TefqError("--facts FILE runs the queries as of given instants: add --at T[,T...]", "--facts")
+    instants = parse_instants(args.at)
+    if bool(args.facts) == bool(args.stream):
+        raise TefqError("--at runs over --stream PATH or over --facts FILE (one of them)", "--at")
+    doc, background = _document(args)
+    if args.facts:
+        run = as_of_facts(doc, args.facts, instants, background)
+    else:
+        run = as_of_stream(doc, _elements([getattr(s, "path", s) for s in args.stream]), instants, background)
+    write_results(run.results, args.format or "csv", args.out)
+    if getattr(args, "metrics", None):
+        write_metrics(run.metrics, args.metrics)
+    if not getattr(args, "quiet", False):
+        m = run.metrics
+        print(f"tefq: as of {len(set(instants))} instant(s), {m.rows_out} rows, facts {m.facts_created} "
+              f"({'stored table' if args.facts else f'{m.events_in} events replayed'}), "
+              f"{m.wall_seconds:.2f} s (oracle)", file=sys.stderr)
+    return 0
+
+
+__all__ = ["register", "cmd_facts", "run_as_of"]

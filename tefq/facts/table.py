@@ -1,0 +1,85 @@
+"""The fact table of a document (spec §12): one row per maximal interval of every fact, event-driven
+and derived, computed by the oracle's fact store (`tefq.oracle.facts`), which defines them.
+
+A row is `fact` (the name, or the template text when the fact is unnamed), the identity terms (one
+column per identity variable, named without `?`; facts without that variable leave it empty),
+`start` and `end` in ms (`end` None while the fact is open at the end of the input).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tefq.oracle import prepare
+from tefq.oracle.facts import INF, FactStore, background_index, build_store
+from tefq.plan.explain import pattern_text
+from tefq.plan.logical import Document, Fact
+from tefq.results import Cell, order_key
+from tefq.vocabulary import Element
+
+
+@dataclass(frozen=True)
+class FactRow:
+    fact: str
+    identity: tuple[tuple[str, str], ...]  # (identity variable, N-Triples term), in template order
+    start: int
+    end: int | None  # None: still open
+
+    def cell(self, column: str) -> Cell:
+        return dict(self.identity).get(column)
+
+
+@dataclass
+class FactRows:
+    """A fact table: identity `columns` (first appearance in document order) and its rows, ordered
+    by fact (dependency order), then identity terms, then start."""
+
+    columns: tuple[str, ...]
+    rows: list[FactRow] = field(default_factory=list)
+
+    def to_pandas(self):  # -> pd.DataFrame
+        from tefq.facts.api import facts_frame
+
+        return facts_frame(self)
+
+    def by_fact(self) -> dict[str, "FactRows"]:
+        """One table per fact (for `--out DIR`), each with its own identity columns."""
+        out: dict[str, FactRows] = {}
+        for row in self.rows:
+            part = out.setdefault(row.fact, FactRows(tuple(v for v, _ in row.identity)))
+            part.rows.append(row)
+        return out
+
+
+def fact_label(doc: Document, fact: Fact) -> str:
+    """The `fact` column: the fact's name, or its template when it has none (spec §12)."""
+    return fact.name if fact.named else pattern_text(doc, fact.template)
+
+
+def store_rows(doc: Document, store: FactStore) -> FactRows:
+    """The rows of a fact store (the oracle's, or one read back from a stored table)."""
+    columns = tuple(dict.fromkeys(v.name for f in doc.facts for v in f.identity))
+    table = FactRows(columns)
+    for fact in doc.facts:
+        label = fact_label(doc, fact)
+        names = tuple(v.name for v in fact.identity)
+        intervals = store.tables[fact.name].intervals
+        for ident in sorted(intervals, key=lambda i: tuple(order_key(c) for c in i)):
+            for start, end in intervals[ident]:
+                table.rows.append(FactRow(label, tuple(zip(names, ident)), int(start),
+                                          None if end == INF else int(end)))
+    return table
+
+
+def fact_store(doc: Document, elements: Iterable[Element], background=None) -> FactStore:
+    """The oracle's facts of `doc` over `elements` (any order; `background`: any form
+    `tefq.io.rdf.background_as_ntriples` takes)."""
+    return build_store(doc, prepare(elements), background_index(background))
+
+
+def fact_table(doc: Document, elements: Iterable[Element], background=None) -> FactRows:
+    """The fact table of spec §12 over the whole input, as the oracle defines it."""
+    return store_rows(doc, fact_store(doc, elements, background))
+
+
+__all__ = ["FactRow", "FactRows", "fact_label", "store_rows", "fact_store", "fact_table"]
