@@ -45,12 +45,15 @@ def general_plan(doc: Document, q, buckets: int, merge_partials: bool) -> Genera
 
 
 def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_aggregates: bool = True,
-                  merge_partials: bool = True, general: bool = True) -> list:
+                  merge_partials: bool = True, general: bool | None = None) -> list:
     """One plan per query (windowed queries share one). `fact_aggregates=False` sends what the
     fact-aggregate and general operators would run to the fallback instead (the simulations have no
     simulated form of them); `merge_partials=False`: no routing that leaves the driver
     to add the buckets' partial aggregates (planning/fact.Routing.merge); `general=False`: what
-    the specialised operators refuse goes to the fallback (bench/general_spark.py compares)."""
+    the specialised operators refuse goes to the fallback (default: TEFQ_SPARK_GENERAL=0 says so,
+    for bench/general_spark.py's same-data comparison)."""
+    if general is None:
+        general = os.environ.get("TEFQ_SPARK_GENERAL", "1") != "0"
     plans: list = []
     windowed = None
     for i, q in enumerate(doc.queries):
@@ -70,7 +73,7 @@ def shuffle_partitions(cores: int) -> int:
     return int(os.environ.get("TEFQ_SPARK_PARTITIONS") or max(2, cores))
 
 
-def explain_physical(doc: Document, buckets: int | None = None, general: bool = True) -> str:
+def explain_physical(doc: Document, buckets: int | None = None, general: bool | None = None) -> str:
     """The physical plans of `doc`, with the buckets an embedded run on this machine is offered."""
     nb = buckets or shuffle_partitions(os.cpu_count() or 2)
     return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, nb, general=general)) + "\n"
