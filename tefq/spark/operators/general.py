@@ -108,15 +108,30 @@ class GeneralLogic(BucketLogic):
         batch.metrics["partial_rows" if rows.partial else "rows_out"] = len(rows)
         self.count(st, batch)
 
+    def counted(self, bucket: int) -> set[str]:
+        """The facts whose intervals this bucket counts: its share of a split fact; a fact every
+        bucket holds whole, in bucket 0 only."""
+        split = {name for name, _ in self.plan.split.facts} if self.plan.split is not None else set()
+        return {f.name for f in self.plan.compiled().facts if bucket == 0 or f.name in split}
+
     def count(self, st: GeneralBucketState, batch: Batch) -> None:
-        """The evaluator's counters since the last report. Bucket 0's only when the plan replicates
-        an input (its copies would count once per bucket), else every bucket's (disjoint inputs)."""
-        g = self.general(st)
-        for k in ("unmatched_until", "duplicates"):
-            new = g.counters[k] - st.reported[k]
-            st.reported[k] = g.counters[k]
-            if batch.bucket == 0 or not self.plan.whole:
-                batch.metrics[k] += new
+        """The duplicates since the last report (bucket 0's only when the plan reads an input whole:
+        its copies would count once per bucket), the UNTILs matched to nothing and the facts closed
+        by this advance (of the facts this bucket counts)."""
+        g, ev, counted = self.general(st), self.evaluator(batch.bucket), self.counted(batch.bucket)
+        new = g.counters["duplicates"] - st.reported["duplicates"]
+        st.reported["duplicates"] = g.counters["duplicates"]
+        if batch.bucket == 0 or not self.plan.whole:
+            batch.metrics["duplicates"] += new
+        batch.metrics["unmatched_until"] += sum(n for name, n in ev.unmatched_in_step.items() if name in counted)
+        closed = sum(n for name, n in ev.closed_in_step.items() if name in counted)
+        batch.metrics["facts_created"] += closed
+        batch.metrics["facts_closed"] += closed
+
+    def finish(self, st: GeneralBucketState, batch: Batch) -> None:
+        """End of input: the facts still open were created, not closed."""
+        still = sum(len(iv) for name, iv in self.general(st).open.items() if name in self.counted(batch.bucket))
+        batch.metrics["facts_created"] += still
 
     def snapshot(self, st: GeneralBucketState, metrics: dict) -> None:
         size = self.general(st).size()
