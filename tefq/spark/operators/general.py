@@ -52,26 +52,25 @@ class GeneralLogic(BucketLogic):
     data_kinds = (ELEMENT,)
 
     def __init__(self, plan: GeneralPlan) -> None:
-        self.plan, self.every_ms = plan, plan.every_ms
+        self.plan, self.every_ms, self.cq = plan, plan.every_ms, plan.compiled()
         self.late_note = f"ignored for query {plan.query}: ticks up to {{last}} were already reported"
         self.evaluators: dict[int, GeneralEvaluator] = {}
         self.late_copies = np.zeros(0, bool)
 
     def evaluator(self, bucket: int) -> GeneralEvaluator:
         if bucket not in self.evaluators:
-            cq = self.plan.compiled()
-            self.evaluators[bucket] = GeneralEvaluator(cq, *coded_background(self.plan.background), bucket,
+            self.evaluators[bucket] = GeneralEvaluator(self.cq, *coded_background(self.plan.background), bucket,
                                                        self.plan.buckets)
         return self.evaluators[bucket]
 
     def new_state(self) -> GeneralBucketState:
-        return GeneralBucketState(GeneralState.new(self.plan.compiled().facts))
+        return GeneralBucketState(GeneralState.new(self.cq.facts))
 
     def general(self, st: GeneralBucketState) -> GeneralState:
         """The evaluator's state, read back from its npz blob after a restore."""
         if isinstance(st.general, bytes):
             with np.load(io.BytesIO(st.general), allow_pickle=False) as z:
-                st.general = GeneralState.from_arrays({k: z[k] for k in z.files}, self.plan.compiled().facts)
+                st.general = GeneralState.from_arrays({k: z[k] for k in z.files}, self.cq.facts)
         return st.general
 
     def see_time(self, st: GeneralBucketState, hb: Heartbeats | None, pdf: pd.DataFrame, kinds: np.ndarray,
@@ -112,7 +111,7 @@ class GeneralLogic(BucketLogic):
         """The facts whose intervals this bucket counts: its share of a split fact; a fact every
         bucket holds whole, in bucket 0 only."""
         split = {name for name, _ in self.plan.split.facts} if self.plan.split is not None else set()
-        return {f.name for f in self.plan.compiled().facts if bucket == 0 or f.name in split}
+        return {f.name for f in self.cq.facts if bucket == 0 or f.name in split}
 
     def count(self, st: GeneralBucketState, batch: Batch) -> None:
         """The duplicates since the last report (bucket 0's only when the plan reads an input whole:

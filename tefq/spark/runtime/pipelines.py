@@ -78,7 +78,7 @@ PIPELINES: dict[type, Pipeline] = {
                                                       run.background, limits=run.limits)),
     GeneralPlan: Pipeline(  # every other aggregate query the general planner accepts
         lambda df, plan, run: project_general(df, plan),
-        lambda doc, plan, run: make_general_operator(plan, run.t0, run.lateness_ms, run.limits),
+        lambda doc, plan, run: make_general_operator(bound(plan, run), run.t0, run.lateness_ms, run.limits),
         lambda plan, run: replace(plan, background=tuple(background_as_ntriples(run.background)))),
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
@@ -93,7 +93,12 @@ def map_rows(source: DataFrame, plan, run: RunOptions, ranks: dict[int, int] | N
     df = PIPELINES[type(plan)].project(source, plan, run)
     if observed:
         df = df.observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-    return df.mapInArrow(make_mapper(plan, run.bad_rows, ranks), map_schema(plan))
+    return df.mapInArrow(make_mapper(bound(plan, run), run.bad_rows, ranks), map_schema(plan))
+
+
+def bound(plan, run: RunOptions):
+    """The plan with what its mapper and operator need of the run (a general plan: the background)."""
+    return PIPELINES[type(plan)].bind(plan, run)
 
 
 def map_paths(spark: SparkSession, plan, stream_paths: list[str], ctl: str, run: RunOptions, ingest: str,
@@ -139,7 +144,6 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     `ingest`: "rows" (Spark reads the rows, the plan's projection matches them), "columnar" or
     "direct" (runtime/columnar.py; resolved by ingest.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
-    plan = PIPELINES[type(plan)].bind(plan, run)
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
