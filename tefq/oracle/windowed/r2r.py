@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextvars
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from rdflib import BNode, Graph, Literal, URIRef
@@ -42,23 +43,15 @@ try:
 except ValueError:  # already registered (module reloaded)
     pass
 
-_term_cache: dict[str, Node] = {}
-
-
+@lru_cache(maxsize=1 << 20)
 def to_rdflib(nt: str) -> Node:
     """An N-Triples term as an rdflib term (cached: streams repeat terms a lot)."""
-    t = _term_cache.get(nt)
-    if t is None:
-        if is_iri(nt):
-            t = URIRef(nt[1:-1])
-        elif is_blank(nt):
-            t = BNode(nt[2:])
-        else:
-            lex, dt, lang = split_literal(nt)
-            t = Literal(lex, datatype=URIRef(dt) if dt else None, lang=lang)
-        if len(_term_cache) < 1_000_000:
-            _term_cache[nt] = t
-    return t
+    if is_iri(nt):
+        return URIRef(nt[1:-1])
+    if is_blank(nt):
+        return BNode(nt[2:])
+    lex, dt, lang = split_literal(nt)
+    return Literal(lex, datatype=URIRef(dt) if dt else None, lang=lang)
 
 
 def to_nt(term: Node | None) -> str | None:
