@@ -20,7 +20,8 @@ from test_general_kernels import BACKGROUND, SHAPES, document, iri, oracle_rows 
 from test_spark_protocol import FakeState, element_rows  # noqa: E402
 
 from tefq.spark.operators.general import GeneralBucketState, make_general_operator  # noqa: E402
-from tefq.spark.output import Collector, GeneralCollector  # noqa: E402
+from tefq.spark.kernels.general.collector import GeneralCollector  # noqa: E402
+from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.planning import GeneralPlan, plan_document  # noqa: E402
 from tefq.spark.protocol import ELEMENT, FLUSH, HEARTBEAT  # noqa: E402
 from tefq.spark.runtime.mappers import make_mapper  # noqa: E402

@@ -8,21 +8,17 @@ record of the sink to a `Collector`, which formats the cells with the oracle's c
 (`tefq.oracle.values.to_term`) and the SELECT projections.
 
 Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`. The windowed operator's
-rows are the oracle's canonical cells already (JSON per windowed query: `WindowedCollector`). The
-general operator's rows (tefq.spark.kernels.general.rows.BucketRows: final values or partial
-aggregates, exact sums and MIN/MAX candidates as Python objects) travel pickled, one record per
-bucket and micro-batch (`general_rows_record`); `GeneralCollector` merges the partials and formats
-them with the kernels' `format_rows` (the oracle's cells and order).
+rows are the oracle's canonical cells already (JSON per windowed query: `WindowedCollector`). A plan
+with records of its own (the general plan) names its collector (`plan.collector()`:
+tefq.spark.kernels.general.collector).
 """
 from __future__ import annotations
 
 import gc
 import io
 import json
-import pickle
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -32,7 +28,6 @@ from tefq.results import QueryResult, Row
 RECORD_SCHEMA = "kind string, tick long, payload binary"
 ROWS, TERMS = "nrows", "terms"
 WINDOWED_ROWS = "wrows"  # + the windowed query's index: its rows of one window close, as JSON
-GENERAL_ROWS = "grows"  # a general operator bucket's BucketRows of one micro-batch, pickled
 SIZE_FIGURES = ("state_bytes", "open_facts", "state_rows", "batch")  # a bucket's state at one batch: not summed
 CUMULATIVE = ("ticks", "events_in", "feedback_triples", "late_events")  # the windowed state's running totals
 
@@ -116,11 +111,6 @@ def terms_record(terms: dict[int, str]) -> tuple[str, int, bytes]:
     return json_record(TERMS, 0, [[int(k), v] for k, v in terms.items()])
 
 
-def general_rows_record(rows) -> tuple[str, int, bytes]:
-    """A general operator bucket's rows of one micro-batch (`BucketRows`) as one record."""
-    return GENERAL_ROWS, int(rows.ticks[-1]) if len(rows) else 0, pickle.dumps(rows, protocol=5)
-
-
 def read_rows(payload: bytes) -> NumericRows:
     with np.load(io.BytesIO(payload)) as z:
         values = {k[2:]: z[k] for k in z.files if k.startswith("v_")}
@@ -146,10 +136,8 @@ class Collector:
     def of(plan) -> "Collector":
         """The collector of a plan's records (any plan kind: what it has of group variables,
         projections and partial aggregates; a general plan's: `GeneralCollector`)."""
-        from tefq.spark.planning.general import GeneralPlan
-
-        if isinstance(plan, GeneralPlan):
-            return GeneralCollector((), (), query=plan.query, columns=plan.columns, plan=plan)
+        if hasattr(plan, "collector"):  # a plan with its own records (planning/general.GeneralPlan)
+            return plan.collector()
         routing = getattr(plan, "routing", None)
         merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
         return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge,
@@ -205,36 +193,6 @@ class Collector:
         aliases = list(self.numeric[0].values)
         rows = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
         return merge_partials(rows, self.merge) if self.merge else rows
-
-
-@dataclass
-class GeneralCollector(Collector):
-    """A general plan's records (planning/general.GeneralPlan): its buckets' `BucketRows`, merged
-    per (tick, group) when they are partial aggregates, formatted as the oracle's rows."""
-
-    plan: Any = None
-    parts: list = field(default_factory=list)
-
-    def add(self, kind: str, tick: int, payload: bytes) -> None:
-        if kind == GENERAL_ROWS:
-            self.parts.append(pickle.loads(payload))  # our own operator's record (tefq.spark.operators.general)
-        else:
-            super().add(kind, tick, payload)
-
-    def rows(self) -> list[Row]:
-        """Every row, formatted, in the result order (the kernels' `format_rows`)."""
-        from tefq.spark.kernels.general import rows as general_rows
-
-        cq = self.plan.compiled()
-        parts = [p for p in self.parts if len(p)]
-        if parts and parts[0].partial:
-            merged = general_rows.merge_partials(cq, parts)
-        else:
-            merged = general_rows.concat(parts, cq)
-        return general_rows.format_rows(cq, merged)
-
-    def sorted_rows(self) -> list[Row]:
-        return self.rows()
 
 
 @dataclass

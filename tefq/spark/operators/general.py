@@ -7,7 +7,7 @@ Rows in: whole stream elements (`protocol.ELEMENT_WIRE`) the mapper routed to th
 `n` 1 on an element's first copy), heartbeats and the flush. Each batch is coded here (SipHash
 term codes, the mapper's), ingested, and at the ticks that became final the evaluator's rows
 (`BucketRows`: final, or partial aggregates the driver merges) leave as one record
-(output.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
+(kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 
 from tefq.spark.kernels.general.coding import code_columns
+from tefq.spark.kernels.general.collector import general_rows_record
 from tefq.spark.kernels.general.evaluator import GeneralEvaluator
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.state import COUNTERS, GeneralState
 from tefq.spark.operators.base import MAX_WARNINGS, Batch, BucketLogic, BucketState, bucket_operator
-from tefq.spark.output import general_rows_record
 from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
 from tefq.vocabulary import RunLimits

@@ -62,6 +62,12 @@ class GeneralPlan:
             q, facts = doc.queries[self.query_index], tuple(doc.fact(n) for n in self.facts)
         return CompiledQuery(q, facts, self.split if self.buckets > 1 else None)
 
+    def collector(self):
+        """The driver's collector of this plan's sink records (output.Collector.of asks for it)."""
+        from tefq.spark.kernels.general.collector import GeneralCollector
+
+        return GeneralCollector((), (), query=self.query, columns=self.columns, plan=self)
+
     def relevant_predicates(self) -> frozenset[str] | None:
         """The predicates of the patterns an element can match to matter (SINCE/UNTIL triggers,
         event patterns); None when one of them has a variable predicate (every element may)."""
