@@ -8,7 +8,9 @@ record of the sink to a `Collector`, which formats the cells with the oracle's c
 (`tefq.oracle.values.to_term`) and the SELECT projections.
 
 Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`. The windowed operator's
-rows are the oracle's canonical cells already (JSON per windowed query: `WindowedCollector`).
+rows are the oracle's canonical cells already (JSON per windowed query: `WindowedCollector`). A plan
+with records of its own (the general plan) names its collector (`plan.collector()`:
+tefq.spark.kernels.general.collector).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from tefq.results import QueryResult, Row
 RECORD_SCHEMA = "kind string, tick long, payload binary"
 ROWS, TERMS = "nrows", "terms"
 WINDOWED_ROWS = "wrows"  # + the windowed query's index: its rows of one window close, as JSON
-SIZE_FIGURES = ("state_bytes", "open_facts", "batch")  # a bucket's state at one batch: not summed
+SIZE_FIGURES = ("state_bytes", "open_facts", "state_rows", "batch")  # a bucket's state at one batch: not summed
 CUMULATIVE = ("ticks", "events_in", "feedback_triples", "late_events")  # the windowed state's running totals
 
 
@@ -133,7 +135,9 @@ class Collector:
     @staticmethod
     def of(plan) -> "Collector":
         """The collector of a plan's records (any plan kind: what it has of group variables,
-        projections and partial aggregates)."""
+        projections and partial aggregates; a general plan's: `GeneralCollector`)."""
+        if hasattr(plan, "collector"):  # a plan with its own records (planning/general.GeneralPlan)
+            return plan.collector()
         routing = getattr(plan, "routing", None)
         merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
         return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge,

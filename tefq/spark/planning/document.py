@@ -1,6 +1,7 @@
 """The document planner: one plan per query, chosen by asking the planners in turn — the
-current-aggregate operator, the fact-aggregate operator, then the general fallback. A planner
-answers with its plan or a `Refusal` saying why; no exceptions steer the choice."""
+current-aggregate operator, the fact-aggregate operator, the general vectorised plan
+(planning/general.py), then the fallback, which keeps only what the general plan refuses. A
+planner answers with its plan or a `Refusal` saying why; no exceptions steer the choice."""
 from __future__ import annotations
 
 import os
@@ -10,12 +11,14 @@ from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.current import CurrentAggregatePlan, plan_current_aggregate
 from tefq.spark.planning.fact import FactAggregatePlan, plan_fact_aggregate
 from tefq.spark.planning.fallback import FallbackPlan
+from tefq.spark.planning.general import GeneralPlan, plan_general
 from tefq.spark.planning.windowed import plan_windowed
 
 SIMULATION_REFUSAL = Refusal("derived facts, fact patterns and WHILE in a simulation", suffix="")
 
 
-def plan_query(doc: Document, i: int, buckets: int, fallback: bool, fact_aggregates: bool, merge_partials: bool):
+def plan_query(doc: Document, i: int, buckets: int, fallback: bool, fact_aggregates: bool, merge_partials: bool,
+               general: bool = True):
     """The plan of aggregate query `i`: the first planner that accepts it, else the fallback."""
     q = doc.queries[i]
     plan = plan_current_aggregate(doc, q, buckets)
@@ -23,17 +26,34 @@ def plan_query(doc: Document, i: int, buckets: int, fallback: bool, fact_aggrega
         plan = plan_fact_aggregate(doc, q, buckets, merge_partials) if fact_aggregates else SIMULATION_REFUSAL
     if not isinstance(plan, Refusal):
         return plan
+    if general and fact_aggregates:  # the simulations have no simulated form of the general operator
+        chosen = general_plan(doc, q, buckets, merge_partials)
+        if not isinstance(chosen, Refusal):
+            return chosen
+        plan = Refusal(f"{plan.reason}; general plan: {chosen.what}", chosen.line, chosen.column, chosen.suffix)
     if not fallback:
         raise plan.error()
     return FallbackPlan(q.name, i, tuple(p.name for p in q.select), q.every_ms, plan.reason)
 
 
+def general_plan(doc: Document, q, buckets: int, merge_partials: bool) -> GeneralPlan | Refusal:
+    """The general plan; without `merge_partials` one that needs no driver-side merge (else one bucket)."""
+    chosen = plan_general(doc, q, buckets)
+    if not merge_partials and isinstance(chosen, GeneralPlan) and chosen.split is not None and chosen.split.merge:
+        chosen = plan_general(doc, q, 1)
+    return chosen
+
+
 def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_aggregates: bool = True,
-                  merge_partials: bool = True) -> list:
+                  merge_partials: bool = True, general: bool | None = None) -> list:
     """One plan per query (windowed queries share one). `fact_aggregates=False` sends what the
-    fact-aggregate operator would run to the fallback instead (the simulations have no
-    simulated form of that operator); `merge_partials=False`: no routing that leaves the driver
-    to add the buckets' partial aggregates (planning/fact.Routing.merge)."""
+    fact-aggregate and general operators would run to the fallback instead (the simulations have no
+    simulated form of them); `merge_partials=False`: no routing that leaves the driver
+    to add the buckets' partial aggregates (planning/fact.Routing.merge); `general=False`: what
+    the specialised operators refuse goes to the fallback (default: TEFQ_SPARK_GENERAL=0 says so,
+    for bench/general_spark.py's same-data comparison)."""
+    if general is None:
+        general = os.environ.get("TEFQ_SPARK_GENERAL", "1") != "0"
     plans: list = []
     windowed = None
     for i, q in enumerate(doc.queries):
@@ -42,7 +62,7 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_a
                 windowed = plan_windowed(doc)
                 plans.append(windowed)
         elif isinstance(q, AggregateQuery):
-            plans.append(plan_query(doc, i, buckets, fallback, fact_aggregates, merge_partials))
+            plans.append(plan_query(doc, i, buckets, fallback, fact_aggregates, merge_partials, general))
     return plans
 
 
@@ -53,10 +73,10 @@ def shuffle_partitions(cores: int) -> int:
     return int(os.environ.get("TEFQ_SPARK_PARTITIONS") or max(2, cores))
 
 
-def explain_physical(doc: Document, buckets: int | None = None) -> str:
+def explain_physical(doc: Document, buckets: int | None = None, general: bool | None = None) -> str:
     """The physical plans of `doc`, with the buckets an embedded run on this machine is offered."""
     nb = buckets or shuffle_partitions(os.cpu_count() or 2)
-    return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, nb)) + "\n"
+    return "\n\n".join(p.explain() + "\n" + ingestion(p) for p in plan_document(doc, nb, general=general)) + "\n"
 
 
 def reads_columnar(plan) -> bool:

@@ -27,9 +27,9 @@ first in the WHERE.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Pattern, Var, WherePattern
+from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Fact, Pattern, Term, Var, WherePattern
 from tefq.spark.kernels.general.query import CompiledQuery, Split
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.nodes import SINK, SOURCE
@@ -49,10 +49,34 @@ class GeneralPlan:
     whole: tuple[str, ...]  # event-driven inputs every bucket reads whole
     partitioning: str
     operators: tuple[str, ...] = ()  # the operator's lines of EXPLAIN (WHERE, FILTER, WHILE, aggregates)
+    # The query and its facts, so that the workers and the driver's collector compile it without the document.
+    definition: tuple[AggregateQuery, tuple[Fact, ...]] | None = field(default=None, compare=False, repr=False)
+    # The background as N-Triples triples, bound at run time (runtime/pipelines.py): the mapper routes
+    # SINCE/UNTIL clauses joined with it, every bucket joins it (a broadcast, shipped in the closures).
+    background: tuple[tuple[str, str, str], ...] = field(default=(), compare=False, repr=False)
 
-    def compiled(self, doc: Document) -> CompiledQuery:
-        q = doc.queries[self.query_index]
-        return CompiledQuery(q, tuple(doc.fact(n) for n in self.facts), self.split if self.buckets > 1 else None)
+    def compiled(self, doc: Document | None = None) -> CompiledQuery:
+        if doc is None and self.definition is not None:
+            q, facts = self.definition
+        else:
+            q, facts = doc.queries[self.query_index], tuple(doc.fact(n) for n in self.facts)
+        return CompiledQuery(q, facts, self.split if self.buckets > 1 else None)
+
+    def collector(self):
+        """The driver's collector of this plan's sink records (output.Collector.of asks for it)."""
+        from tefq.spark.kernels.general.collector import GeneralCollector
+
+        return GeneralCollector((), (), query=self.query, columns=self.columns, plan=self)
+
+    def relevant_predicates(self) -> frozenset[str] | None:
+        """The predicates of the patterns an element can match to matter (SINCE/UNTIL triggers,
+        event patterns); None when one of them has a variable predicate (every element may)."""
+        cq = self.compiled()
+        patterns = [c.trigger for f in cq.facts if isinstance(f, EventFact) for c in f.since + f.until]
+        patterns += [wp.pattern for wp in cq.items if wp.kind == "event"]
+        if any(not isinstance(p.p, Term) for p in patterns):
+            return None
+        return frozenset(p.p.nt for p in patterns)
 
     def explain(self) -> str:
         state = f"pending elements, open facts of {', '.join(self.facts)}" if self.facts else "pending elements"
@@ -233,4 +257,5 @@ def plan_general(doc: Document, q, buckets: int = 8) -> GeneralPlan | Refusal:
     order = fact_closure(doc, q)
     split, whole, why = choose_split(doc, q, order) if buckets > 1 else (None, (), "one bucket offered")
     return GeneralPlan(q.name, doc.queries.index(q), tuple(p.name for p in q.select), q.every_ms, tuple(order),
-                       split, buckets if split is not None else 1, whole, why, operator_lines(doc, q))
+                       split, buckets if split is not None else 1, whole, why, operator_lines(doc, q),
+                       (q, tuple(doc.fact(n) for n in order)))

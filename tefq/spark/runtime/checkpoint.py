@@ -12,7 +12,9 @@ UC3-shaped queries split by the counted variable (planning/fact.Routing.merge: a
 bucket holds another share of the facts). Version 6: one driver loop and one wire protocol
 (tefq.spark.protocol): the windowed operator moved to `operators/windowed.py` (its pickled state's
 class), runs under the bucket labels and ingest record of every plan, and whole elements got their
-own row kind. The marker `tefq-state-version` sits in the checkpoint
+own row kind. Version 7: the general plan (issue 27, operators/general.py) runs the aggregate
+queries a version-6 checkpoint ran on the fallback (its state: every element read, one bucket). The
+marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
 
 Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),
@@ -33,7 +35,7 @@ from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
 from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.log_entries import check_logs
 
-STATE_VERSION = 6
+STATE_VERSION = 7
 MARKER = "tefq-state-version"
 
 

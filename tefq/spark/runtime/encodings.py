@@ -14,7 +14,10 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, WindowedPlan
+from tefq.spark.kernels.general.coding import ChainedTerms, TermDictionary, code_columns
+from tefq.spark.kernels.general.local import coded_background
+from tefq.spark.kernels.general.routing import element_buckets
+from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, GeneralPlan, WindowedPlan
 from tefq.spark.protocol import (ELEMENT, ELEMENT_WIRE, SINCE, TERMS, FileTieOrder, are_events, control_rows,
                                  current_wire, fact_wire)
 from tefq.spark.runtime.columnar import FileBatch, combine
@@ -272,8 +275,41 @@ class ElementRows(Encoding):
         return out if out.num_rows else None
 
 
+class GeneralRows(ElementRows):
+    """General plans: the whole elements a SINCE/UNTIL clause (joined with the broadcast background,
+    filtered) or an event pattern matches, one row per bucket that must see it
+    (kernels/general/routing.element_buckets), `n` 1 on an element's first copy (its late count)."""
+
+    def __init__(self, plan: GeneralPlan, only: int | None = None) -> None:
+        super().__init__(plan, only)
+        self.cq = plan.compiled()
+        self.background, self.background_terms = coded_background(plan.background)
+
+    def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
+        at = np.flatnonzero(kinds == int(ELEMENT))
+        if not len(at):
+            return None
+        rows = rb.take(pa.array(at))
+        el, terms = code_columns(rows.column("ts").to_numpy(), *(rows.column(c).to_numpy(zero_copy_only=False)
+                                                                  for c in ("s", "p", "obj")))
+        batch_terms = TermDictionary()
+        batch_terms.add_mapping(terms)
+        to = element_buckets(self.cq, el, self.background, ChainedTerms(batch_terms, self.background_terms),
+                             self.plan.buckets)
+        row, bucket = np.nonzero(to)  # row-major: an element's copies together, lowest bucket first
+        if not len(row):
+            return None
+        first = np.ones(len(row), bool)
+        first[1:] = row[1:] != row[:-1]
+        out = self.with_order(rows, order.take(pa.array(at))).take(pa.array(row))
+        cols = {"n": pa.array(first.astype(np.int64)), "b": pa.array(bucket.astype(np.int32))}
+        return pa.RecordBatch.from_arrays([cols.get(name, out.column(name)) for name in self.schema.names],
+                                          schema=self.schema)
+
+
 ENCODINGS: dict[type, type[Encoding]] = {CurrentAggregatePlan: CurrentRows, FactAggregatePlan: FactRows,
-                                         FallbackPlan: ElementRows, WindowedPlan: ElementRows}
+                                         FallbackPlan: ElementRows, WindowedPlan: ElementRows,
+                                         GeneralPlan: GeneralRows}
 
 
 def wire_schema(plan) -> pa.Schema:

@@ -4,7 +4,7 @@ which wires one plan's streaming query. Every plan, windowed ones included, runs
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Callable
 
@@ -13,13 +13,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.io.paths import path_in
+from tefq.io.rdf import background_as_ntriples
 from tefq.plan.logical import Document
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
 from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.operators.fallback import make_fallback_operator
+from tefq.spark.operators.general import make_general_operator
 from tefq.spark.operators.windowed import make_windowed_operator
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, WindowedPlan
+from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, GeneralPlan, WindowedPlan
 from tefq.spark.planning.windowed import small_window
 from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
 from tefq.spark.runtime.columnar import path_ranks, read_flush, read_paths
@@ -52,6 +54,15 @@ class Pipeline:
 
     project: Callable  # (DataFrame, plan, RunOptions) -> the rows the plan's mapper reads
     operator: Callable  # (doc, plan, RunOptions) -> applyInPandasWithState function
+    bind: Callable = lambda plan, run: plan  # (plan, RunOptions) -> the plan with what it needs of the run
+
+
+def project_general(df: DataFrame, plan: GeneralPlan) -> DataFrame:
+    """Whole elements for the general mapper, terms only where the predicate is one a SINCE/UNTIL
+    trigger or an event pattern names (the others only advance time: no strings into Python)."""
+    predicates = plan.relevant_predicates()
+    relevant = None if predicates is None else F.col("p").isin(*sorted(predicates))
+    return project_elements(df, relevant, F.lit(True))
 
 
 PIPELINES: dict[type, Pipeline] = {
@@ -65,6 +76,10 @@ PIPELINES: dict[type, Pipeline] = {
         lambda df, plan, run: project_elements(df),
         lambda doc, plan, run: make_fallback_operator(doc, plan.query_index, plan.every_ms, run.t0, run.lateness_ms,
                                                       run.background, limits=run.limits)),
+    GeneralPlan: Pipeline(  # every other aggregate query the general planner accepts
+        lambda df, plan, run: project_general(df, plan),
+        lambda doc, plan, run: make_general_operator(bound(plan, run), run.t0, run.lateness_ms, run.limits),
+        lambda plan, run: replace(plan, background=tuple(background_as_ntriples(run.background)))),
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
         lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits)),
@@ -78,7 +93,12 @@ def map_rows(source: DataFrame, plan, run: RunOptions, ranks: dict[int, int] | N
     df = PIPELINES[type(plan)].project(source, plan, run)
     if observed:
         df = df.observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
-    return df.mapInArrow(make_mapper(plan, run.bad_rows, ranks), map_schema(plan))
+    return df.mapInArrow(make_mapper(bound(plan, run), run.bad_rows, ranks), map_schema(plan))
+
+
+def bound(plan, run: RunOptions):
+    """The plan with what its mapper and operator need of the run (a general plan: the background)."""
+    return PIPELINES[type(plan)].bind(plan, run)
 
 
 def map_paths(spark: SparkSession, plan, stream_paths: list[str], ctl: str, run: RunOptions, ingest: str,

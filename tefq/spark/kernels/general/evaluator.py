@@ -30,6 +30,7 @@ from tefq.spark.kernels.general.state import GeneralState
 from tefq.spark.kernels.general.tables import column, match, relation, union
 from tefq.spark.kernels.general.where import scope_relation, solutions
 from tefq.spark.kernels.general.retention import retain
+from tefq.spark.kernels.intervals import OPEN
 from tefq.spark.kernels.joins import Relation, interval_join
 
 
@@ -55,6 +56,8 @@ class GeneralEvaluator:
         self.event_patterns = [wp.pattern for wp in cq.items if wp.kind == "event"]
         self.relevant_patterns = triggers + self.event_patterns
         self.partial = cq.split is not None and cq.split.merge and buckets > 1
+        self.closed_in_step: dict[str, int] = {}  # per fact, the intervals the last `advance` closed
+        self.unmatched_in_step: dict[str, int] = {}  # per event fact, its UNTILs the last `advance` matched to nothing
 
     def new_state(self) -> GeneralState:
         return GeneralState.new(self.cq.facts)
@@ -86,8 +89,9 @@ class GeneralEvaluator:
         st.counters["duplicates"] += n - len(final)
         st.pending = st.pending.take(np.nonzero(~done)[0])
         terms = ChainedTerms(st.dictionary, self.bg_terms, self.constants)
-        now, unmatched = self.facts.step(st.open, final, st.last_tick, terms)
-        st.counters["unmatched_until"] += unmatched
+        now, self.unmatched_in_step = self.facts.step(st.open, final, st.last_tick, terms)
+        st.counters["unmatched_until"] += sum(self.unmatched_in_step.values())
+        self.closed_in_step = {name: int((r.end < OPEN).sum()) for name, r in now.items()}  # final, dropped below
         view = {name: union([r, st.closed[name]], r.vars) for name, r in now.items()}
         events = Elements.concat([st.events, final.take(np.nonzero(self.relevant(final, self.event_patterns))[0])])
         sol = solutions(self.cq, view, events, self.bg, self.templates, terms, self.bucket, self.buckets)

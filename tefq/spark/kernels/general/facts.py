@@ -163,17 +163,18 @@ class FactSide:
             return np.ones(len(codes), bool)
         return bucket_of(codes[:, col], self.buckets) == self.bucket
 
-    def step(self, open_facts: dict, el: Elements, last_tick: int | None, dictionary) -> tuple[dict, int]:
+    def step(self, open_facts: dict, el: Elements, last_tick: int | None, dictionary) -> tuple[dict, dict]:
         """Apply the final elements `el` (time order); returns (fact -> intervals open at the last
-        tick or created since, unmatched UNTILs) and updates `open_facts` to those intervals."""
+        tick or created since, event fact -> its unmatched UNTILs) and updates `open_facts` to those
+        intervals."""
         now: dict[str, Relation] = {}
-        unmatched = 0
+        unmatched: dict[str, int] = {}
         for f in self.facts:
             if isinstance(f, EventFact):
                 ev = clause_events(f, el, self.bg, dictionary)
                 ev = ev.take(np.nonzero(self.mine(f.name, ev.groups))[0])
                 applied = apply_events(open_facts[f.name], ev)
-                unmatched += applied.unmatched_until
+                unmatched[f.name] = applied.unmatched_until
                 open_facts[f.name] = applied.intervals
                 now[f.name] = fact_relation(applied.intervals, self.identity(f.name)).nonempty()
             else:

@@ -1,0 +1,142 @@
+"""The general operator (issue 27): any aggregate query the general planner accepts
+(planning/general.py), in one of its buckets, on the general kernels (tefq.spark.kernels.general),
+under the one bucket loop of operators/base.py.
+
+Rows in: whole stream elements (`protocol.ELEMENT_WIRE`) the mapper routed to this bucket
+(runtime/encodings.GeneralRows: only the elements a SINCE/UNTIL clause or an event pattern matches,
+`n` 1 on an element's first copy), heartbeats and the flush. Each batch is coded here (SipHash
+term codes, the mapper's), ingested, and at the ticks that became final the evaluator's rows
+(`BucketRows`: final, or partial aggregates the driver merges) leave as one record
+(kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+from tefq.spark.kernels.general.coding import code_columns
+from tefq.spark.kernels.general.collector import general_rows_record
+from tefq.spark.kernels.general.evaluator import GeneralEvaluator
+from tefq.spark.kernels.general.local import coded_background
+from tefq.spark.kernels.general.state import COUNTERS, GeneralState
+from tefq.spark.operators.base import MAX_WARNINGS, Batch, BucketLogic, BucketState, bucket_operator
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
+from tefq.vocabulary import RunLimits
+
+
+class GeneralBucketState(BucketState):
+    """The loop's bookkeeping and the evaluator's state; pickled with the evaluator's arrays as one
+    npz blob (`GeneralState.to_arrays`: numbers and UTF-8 bytes only), restored by the logic."""
+
+    def __init__(self, general: GeneralState) -> None:
+        super().__init__()
+        self.general: GeneralState | bytes = general
+        self.reported = dict.fromkeys(COUNTERS, 0)  # the counters already emitted as metrics
+
+    def __getstate__(self) -> dict:
+        d = dict(self.__dict__)
+        if isinstance(self.general, GeneralState):
+            buf = io.BytesIO()
+            np.savez(buf, **self.general.to_arrays())
+            d["general"] = buf.getvalue()
+        return d
+
+
+class GeneralLogic(BucketLogic):
+    """The bucket loop's view of `GeneralEvaluator` in bucket `bucket` of the plan's buckets (the
+    evaluator is made per bucket on its first call: the background coded once per worker)."""
+
+    data_kinds = (ELEMENT,)
+
+    def __init__(self, plan: GeneralPlan) -> None:
+        self.plan, self.every_ms, self.cq = plan, plan.every_ms, plan.compiled()
+        self.late_note = f"ignored for query {plan.query}: ticks up to {{last}} were already reported"
+        self.evaluators: dict[int, GeneralEvaluator] = {}
+        self.late_copies = np.zeros(0, bool)
+
+    def evaluator(self, bucket: int) -> GeneralEvaluator:
+        if bucket not in self.evaluators:
+            self.evaluators[bucket] = GeneralEvaluator(self.cq, *coded_background(self.plan.background), bucket,
+                                                       self.plan.buckets)
+        return self.evaluators[bucket]
+
+    def new_state(self) -> GeneralBucketState:
+        return GeneralBucketState(GeneralState.new(self.cq.facts))
+
+    def general(self, st: GeneralBucketState) -> GeneralState:
+        """The evaluator's state, read back from its npz blob after a restore."""
+        if isinstance(st.general, bytes):
+            with np.load(io.BytesIO(st.general), allow_pickle=False) as z:
+                st.general = GeneralState.from_arrays({k: z[k] for k in z.files}, self.cq.facts)
+        return st.general
+
+    def see_time(self, st: GeneralBucketState, hb: Heartbeats | None, pdf: pd.DataFrame, kinds: np.ndarray,
+                 batch: Batch) -> None:
+        """Also note which late rows are copies of an element another bucket got first (that one
+        counts and warns)."""
+        super().see_time(st, hb, pdf, kinds, batch)
+        self.late_copies = np.zeros(0, bool)
+        if st.last_tick is not None:
+            late = (kinds == ELEMENT) & (pdf["ts"].to_numpy() <= st.last_tick)
+            self.late_copies = pdf["n"].to_numpy()[late] == 0
+
+    def uncount_late_copies(self, batch: Batch) -> None:
+        if not self.late_copies.any():
+            return
+        batch.metrics["late_events"] -= int(self.late_copies.sum())
+        warned = iter(self.late_copies[:MAX_WARNINGS].tolist())
+        batch.out = [r for r in batch.out if r[0] != "warn" or not next(warned, False)]
+
+    def ingest(self, st: GeneralBucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
+        self.uncount_late_copies(batch)
+        data = pdf[kinds == ELEMENT]
+        if not len(data):
+            return
+        el, terms = code_columns(data["ts"].to_numpy(np.int64), data["s"].to_numpy(object),
+                                 data["p"].to_numpy(object), data["obj"].to_numpy(object))
+        el.order = st.batches * ORDER_SHIFT + data["o"].to_numpy(np.int64)  # ties in stream order
+        self.evaluator(batch.bucket).ingest(self.general(st), el, terms)
+
+    def advance(self, st: GeneralBucketState, ticks: np.ndarray, batch: Batch) -> None:
+        rows = self.evaluator(batch.bucket).advance(self.general(st), ticks)
+        if len(rows):
+            batch.out.append(general_rows_record(rows))
+        batch.metrics["partial_rows" if rows.partial else "rows_out"] = len(rows)
+        self.count(st, batch)
+
+    def counted(self, bucket: int) -> set[str]:
+        """The facts whose intervals this bucket counts: its share of a split fact; a fact every
+        bucket holds whole, in bucket 0 only."""
+        split = {name for name, _ in self.plan.split.facts} if self.plan.split is not None else set()
+        return {f.name for f in self.cq.facts if bucket == 0 or f.name in split}
+
+    def count(self, st: GeneralBucketState, batch: Batch) -> None:
+        """The duplicates since the last report (bucket 0's only when the plan reads an input whole:
+        its copies would count once per bucket), the UNTILs matched to nothing and the facts closed
+        by this advance (of the facts this bucket counts)."""
+        g, ev, counted = self.general(st), self.evaluator(batch.bucket), self.counted(batch.bucket)
+        new = g.counters["duplicates"] - st.reported["duplicates"]
+        st.reported["duplicates"] = g.counters["duplicates"]
+        if batch.bucket == 0 or not self.plan.whole:
+            batch.metrics["duplicates"] += new
+        batch.metrics["unmatched_until"] += sum(n for name, n in ev.unmatched_in_step.items() if name in counted)
+        closed = sum(n for name, n in ev.closed_in_step.items() if name in counted)
+        batch.metrics["facts_created"] += closed
+        batch.metrics["facts_closed"] += closed
+
+    def finish(self, st: GeneralBucketState, batch: Batch) -> None:
+        """End of input: the facts still open were created, not closed."""
+        still = sum(len(iv) for name, iv in self.general(st).open.items() if name in self.counted(batch.bucket))
+        batch.metrics["facts_created"] += still
+
+    def snapshot(self, st: GeneralBucketState, metrics: dict) -> None:
+        size = self.general(st).size()
+        metrics["open_facts"] = size["open_facts"]
+        metrics["state_rows"] = sum(size.values())
+
+
+def make_general_operator(plan: GeneralPlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):
+    return bucket_operator(GeneralLogic(plan), t0, lateness_ms, "general_operator", limits=limits)

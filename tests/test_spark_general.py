@@ -1,0 +1,146 @@
+"""The general plan on real Spark (issue 27 phase 2): for each query shape the issue lists, the
+Spark engine's rows equal the oracle's on hypothesis streams (ties, tick boundaries, rejoins,
+duplicates, open facts) cut into files read one or two per micro-batch, on 2 buckets; late data
+with and without --lateness; a followed directory. The shapes and the oracle come from the
+Spark-free kernel tests (tests/test_general_kernels.py). One SparkSession for the module; few
+examples (each is a full streaming run)."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spark_helpers import run_spark, spark  # noqa: E402,F401 (spark: the fixture)
+from test_general_kernels import BACKGROUND, PROGRAMS, SHAPES, document, iri, oracle_rows, streams  # noqa: E402
+from test_spark_props import write_files  # noqa: E402
+
+from tefq.spark.planning import GeneralPlan, explain_physical, plan_document  # noqa: E402
+
+pytestmark = pytest.mark.spark
+ISSUE_SHAPES = ["genre", "event pattern", "two facts joined", "fact pattern, SUM DURATION",
+                "FILTER over pattern variables", "FILTER over interval variables", "WHILE with a background pattern",
+                "SINCE/UNTIL with a background BGP and FILTER"]
+EXAMPLES = int(os.environ.get("TEFQ_SPARK_EXAMPLES", "0"))
+SPARK_SETTINGS = settings(max_examples=EXAMPLES or 2, deadline=None, derandomize=not EXAMPLES,
+                          phases=(Phase.explicit, Phase.reuse, Phase.generate),  # no shrinking: a run is slow
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+def background_file(directory: str) -> str:
+    path = os.path.join(directory, "background.nt")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(f"{s} {p} {o} .\n" for s, p, o in BACKGROUND)
+    return path
+
+
+def oracle_metrics(doc, elements):
+    from tefq.oracle import run
+
+    return run(doc, elements, BACKGROUND, 0).metrics
+
+
+def spark_rows(spark, doc, elements, cuts, **kw):
+    """The Spark engine's run over `elements` in arrival order, one file per cut, on 2 buckets."""
+    with tempfile.TemporaryDirectory(prefix="tefq-general-") as tmp:
+        path = write_files(tmp, elements, cuts, "tsv")
+        return run_spark(spark, doc, [path], background=background_file(tmp), **kw)
+
+
+ON_FACT_OPERATOR = {"fact pattern, SUM DURATION"}  # the specialised fact operator runs it already
+
+
+@pytest.mark.parametrize("shape", ISSUE_SHAPES)
+def test_no_shape_of_the_issue_falls_back(shape):
+    """Each shape runs on the general plan (or a specialised operator that accepted it first)."""
+    doc = document(SHAPES[shape])
+    (plan,) = plan_document(doc, 2)
+    text = explain_physical(doc, 2)
+    assert "fallback" not in text
+    if shape not in ON_FACT_OPERATOR:
+        assert isinstance(plan, GeneralPlan) and "general aggregate" in text and "GeneralOperator" in text
+
+
+def test_the_fallback_names_what_the_general_plan_refused():
+    doc = document(SHAPES["genre"].replace("?genre AS G", "?E AS G").replace("AGGREGATE ?genre,", "AGGREGATE ?E,")
+                   .replace("(CURRENT ?user :watching ?channel)", "?user :watching ?channel [?S,?E]")
+                   .replace("GROUP BY ?genre", "GROUP BY ?E"))
+    text = explain_physical(doc, 2)
+    assert "general fallback" in text and "general plan: GROUP BY an interval end" in text
+
+
+@pytest.mark.parametrize("shape", ISSUE_SHAPES)
+def test_spark_rows_equal_the_oracle(spark, shape):
+    @SPARK_SETTINGS
+    @given(elements=streams(shape in PROGRAMS), cuts=st.lists(st.integers(1, 20), max_size=3),
+           per_batch=st.sampled_from([1, 2]))
+    def run(elements, cuts, per_batch):
+        doc = document(SHAPES[shape])
+        in_time = sorted(elements, key=lambda e: e[0])  # arrival in time order: nothing is late
+        got = spark_rows(spark, doc, in_time, cuts, max_files_per_trigger=per_batch)
+        assert got.results[0].rows == oracle_rows(doc, in_time)
+        want = oracle_metrics(doc, in_time)
+        for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events"):
+            assert getattr(got.metrics, k) == getattr(want, k), k
+    run()
+
+
+def test_out_of_order_within_lateness_gives_the_oracles_rows(spark):
+    """Files out of time order, one per micro-batch: with --lateness covering the disorder, every
+    element applies in time order (ties in stream order)."""
+    doc = document(SHAPES["two facts joined"])
+    j, q, s, f = iri("join"), iri("quit"), iri("start"), iri("finish")
+    elements = [(10, iri("c0"), s, iri("p0")), (30, iri("u1"), j, iri("c0")), (20, iri("u2"), j, iri("c0")),
+                (40, iri("u1"), q, iri("c0")), (25, iri("c0"), f, iri("p0")), (25, iri("c0"), s, iri("p1")),
+                (60, iri("u3"), j, iri("c0")), (50, iri("u2"), q, iri("c0"))]
+    got = spark_rows(spark, doc, elements, [2, 4, 6], max_files_per_trigger=1, lateness_ms=100)
+    assert got.metrics.late_events == 0
+    assert got.results[0].rows == oracle_rows(doc, elements)
+
+
+def test_a_late_copy_is_counted_once_and_not_applied(spark, capsys):
+    """A late programme event reaches both buckets (ProgramFact is read whole): counted and warned
+    about once, not applied."""
+    doc = document(SHAPES["two facts joined"])
+    j, s, f = iri("join"), iri("start"), iri("finish")
+    first = [(0, iri("c0"), s, iri("p0")), (5, iri("u0"), j, iri("c0")), (12, iri("u1"), j, iri("c0")),
+             (95, iri("u2"), j, iri("c1"))]
+    late = [(33, iri("c0"), f, iri("p0"))]  # ticks up to 90 were reported already
+    got = spark_rows(spark, doc, first + late, [4], max_files_per_trigger=1)
+    assert got.metrics.late_events == 1
+    assert capsys.readouterr().err.count("late event at 33 ms") == 1
+    assert got.results[0].rows == oracle_rows(doc, first)
+
+
+def test_follow_reports_the_ticks_the_event_time_passed(spark, tmp_path):
+    """--follow on the genre shape: a second file arrives while the run watches; the rows handed
+    on are the oracle's rows of the ticks the event time passed."""
+    doc = document(SHAPES["genre"])
+    j, q = iri("join"), iri("quit")
+    first = [(1, iri("u0"), j, iri("c0")), (12, iri("u1"), j, iri("c1")), (20, iri("u2"), j, iri("c2")),
+             (33, iri("u0"), q, iri("c0"))]
+    second = [(40, iri("u3"), j, iri("c0")), (41, iri("u1"), q, iri("c1")), (70, iri("u2"), q, iri("c2"))]
+    d = tmp_path / "in"
+    d.mkdir()
+    from tefq.io.stream_writers import write_stream
+    from tefq.spark.engine import run
+
+    write_stream(first, str(d / "part-0000.tsv"), fmt="tsv")
+    seen: list = []
+
+    def on_rows(results) -> None:
+        seen.extend(results[0].rows)
+        if any(t >= 30 for t, _ in seen) and not (d / "part-0001.tsv").exists():
+            write_stream(second, str(d / "part-0001.tsv.tmp"), fmt="tsv")
+            os.replace(d / "part-0001.tsv.tmp", d / "part-0001.tsv")
+
+    deadline = time.monotonic() + 300
+    run(doc, [str(d)], background_file(str(tmp_path)), spark=spark, buckets=2, progress=False, follow=True,
+        on_rows=on_rows, stop=lambda: any(t >= 60 for t, _ in seen) or time.monotonic() > deadline)
+    want = [r for r in oracle_rows(doc, first + second) if r[0] < 70]
+    got = sorted(seen, key=lambda r: r[0])
+    assert got[:len(want)] == want[:len(got)] and max(t for t, _ in got) >= 60
