@@ -63,6 +63,9 @@ class IncrementalRun:
         self.columns = [result_columns(q) for q in self.queries]
         self.max_range = max((w.range_ms for q in self.queries for w in q.windows), default=0)
 
+    def new_state(self) -> WindowedState:
+        return WindowedState()
+
     @property
     def predicates(self) -> frozenset[str] | None:
         """Every predicate a query can match (None: any), for filtering the input early. The fed
