@@ -19,6 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
+from test_spark_windowed import assert_same_as_oracle  # noqa: E402
 from test_sparql_vectorised import ROOT  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
 from tefq.oracle.windowed import run as oracle_run  # noqa: E402
@@ -67,17 +68,11 @@ def write_files(elements: list, stream_dir, cuts: list[int]) -> None:
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # Spark takes the oldest file first
 
 
-def spark_equals_oracle(spark, doc, elements: list, files: list, stream_dir, **kw):
+def spark_equals_oracle(spark, doc, elements: list, stream_dir, **kw):
     from tefq.spark.engine import run as spark_run
 
     got = spark_run(doc, [str(stream_dir)], spark=spark, progress=False, max_files_per_trigger=1, **kw)
-    want = oracle_run(doc, files, t0=kw.get("t0", 0))
-    assert [r.name for r in got.results] == [r.name for r in want]
-    for g, w in zip(got.results, want):
-        assert g.columns == w.columns
-        assert g.rows == w.sorted_rows(), g.name
-    assert got.metrics.ticks == want.ticks
-    assert got.metrics.intermediate_bindings == want.feedback_triples
+    assert_same_as_oracle(got, oracle_run(doc, elements, t0=kw.get("t0", 0)))
     return got
 
 
@@ -97,7 +92,7 @@ def test_windowed_operator_equals_oracle(spark, tmp_path_factory, name: str, see
     doc = load_text(tmp, QUERIES[name])
     elements = bordered_log(seed, 120, 20_000)
     write_files(elements, tmp / "log", cuts)
-    spark_equals_oracle(spark, doc, elements, elements, tmp / "log")
+    spark_equals_oracle(spark, doc, elements, tmp / "log")
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -109,11 +104,11 @@ def test_late_data_within_the_lateness_equals_the_oracle(spark, tmp_path_factory
     doc = load_text(tmp, QUERIES["sliding-count"])
     elements = bordered_log(seed, 120, 20_000)
     split = elements[60][0]
-    first = [e for e in elements[:60]]
+    first = elements[:60]
     second = sorted(elements[60:] + [(max(0, split - back_ms), f"<{NS}late>", f"<{NS}join>", f"<{NS}ch1>")],
                     key=lambda e: e[0])
     write_files(first + second, tmp / "log", [len(first)])
-    got = spark_equals_oracle(spark, doc, first + second, first + second, tmp / "log", lateness_ms=3000)
+    got = spark_equals_oracle(spark, doc, first + second, tmp / "log", lateness_ms=3000)
     assert got.metrics.late_events == 0
 
 

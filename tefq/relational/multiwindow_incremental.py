@@ -21,26 +21,17 @@ from tefq.oracle.windowed.runner import canonical_cell
 from tefq.oracle.windowed.secret import DEFAULT
 from tefq.relational.join_order import JoinOrders
 from tefq.relational.multiwindow import MultiWindowEvaluator
-from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, Source, WindowBatches, element_table
+from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, SMALL_WINDOW, Source, WindowBatches, element_table
 from tefq.relational.window_content import COLUMNS
-from tefq.relational.windowed import IncrementalRun, Report
+from tefq.relational.windowed import IncrementalRun, Report, RunProgress
 
 
 @dataclass
-class FrameState:
+class FrameState(RunProgress):
     """What the operator keeps between micro-batches (pickled into Spark's state store)."""
 
     external: pd.DataFrame = field(default_factory=lambda: element_table([]))
     feeds: dict[str, pd.DataFrame] = field(default_factory=dict)
-    first: int | None = None
-    last: int | None = None
-    done: int | None = None  # every report instant <= done has been evaluated
-    ticks: int = 0
-    feedback_triples: int = 0
-    events_in: int = 0
-    late_events: int = 0
-    flushed: bool = False
-    previous: dict = field(default_factory=dict)  # query index -> last relation (RSP-QL ISTREAM/DSTREAM)
     orders: dict[int, JoinOrders] = field(default_factory=dict)  # query index -> its join-order memory
 
 
@@ -78,16 +69,17 @@ def pruned(table: pd.DataFrame, keep_from: int) -> pd.DataFrame:
 class IncrementalBatchedRun(IncrementalRun):
     """The document's windowed queries, evaluated in batches of windows as event time advances.
     `join_order`: static | adaptive (Strider's, tefq.relational.join_order); `interval_s`: the
-    trigger interval the decision maker's γ is measured against (default: each query's STEP)."""
+    trigger interval the decision maker's γ is measured against (default: each query's STEP);
+    `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches)."""
 
-    def __init__(self, doc, t0: int = 0, small: int = 0, join_order: str = "adaptive",
+    def __init__(self, doc, t0: int = 0, small: int = SMALL_WINDOW, join_order: str = "adaptive",
                  batch_rows: int = DEFAULT_BATCH_ROWS, interval_s: float | None = None) -> None:
         super().__init__(doc, t0, small)
         self.join_order = join_order
         self.intervals = [interval_s or q.step_ms / 1000 for q in self.queries]
         evaluators = [MultiWindowEvaluator(q.sparql, doc.source, line=getattr(s, "line", 0), join_order=join_order,
                                            interval_s=dt) for q, s, dt in zip(self.queries, self.spans, self.intervals)]
-        self.batches = WindowBatches(self.queries, evaluators, t0, DEFAULT, batch_rows, doc.source)
+        self.batches = WindowBatches(self.queries, evaluators, t0, DEFAULT, batch_rows, doc.source, small)
 
     def new_state(self) -> FrameState:
         return FrameState()
@@ -95,11 +87,7 @@ class IncrementalBatchedRun(IncrementalRun):
     def add(self, st: FrameState, batch: pd.DataFrame, lo: int | None, hi: int | None, count: int) -> None:
         """A micro-batch: the relevant elements (ts >= t0) plus the batch's event-time range and
         element count over *all* elements (irrelevant predicates too: they advance time)."""
-        st.events_in += count
-        if lo is not None:
-            st.first = lo if st.first is None else min(st.first, lo)
-        if hi is not None:
-            st.last = hi if st.last is None else max(st.last, hi)
+        st.see(lo, hi, count)
         if len(batch):
             new = element_table(batch)
             if st.done is not None:  # kept: windows still open may need them

@@ -43,15 +43,15 @@ class WindowedLogic(BucketLogic):
 
     data_kinds = ()
 
-    def __init__(self, doc: Document, t0: int, join_order: str = "adaptive") -> None:
-        self.doc, self.t0, self.join_order = doc, t0, join_order
+    def __init__(self, doc: Document, t0: int, small: int, join_order: str = "adaptive") -> None:
+        self.doc, self.t0, self.small, self.join_order = doc, t0, small, join_order
 
     @cached_property
     def run(self):
         """The parsed queries, once per operator instance (made where the operator runs)."""
         from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
 
-        return IncrementalBatchedRun(self.doc, self.t0, join_order=self.join_order)
+        return IncrementalBatchedRun(self.doc, self.t0, small=self.small, join_order=self.join_order)
 
     def new_state(self) -> WindowedBucket:
         return WindowedBucket()
@@ -91,7 +91,9 @@ class WindowedLogic(BucketLogic):
         metrics.setdefault("bad_rows", 0)  # this batch's (heartbeats carry them)
 
 
-def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, join_order: str = "adaptive",
-                           limits: RunLimits = RunLimits()):
-    """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`."""
-    return bucket_operator(WindowedLogic(doc, t0, join_order), t0, lateness_ms, "windowed_operator", limits=limits)
+def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, small: int, limits: RunLimits = RunLimits(),
+                           join_order: str = "adaptive"):
+    """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`.
+    `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches)."""
+    return bucket_operator(WindowedLogic(doc, t0, small, join_order), t0, lateness_ms, "windowed_operator",
+                           limits=limits)

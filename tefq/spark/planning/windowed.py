@@ -13,6 +13,14 @@ from tefq.relational.partitioning import JoinKey
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
+def small_window() -> int:
+    """The rdflib threshold of a lone due window (tefq.relational.window_batches.SMALL_WINDOW), or
+    TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
+    from tefq.relational.window_batches import SMALL_WINDOW
+
+    return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
+
+
 @dataclass(frozen=True)
 class WindowedPlan:
     """Every windowed query of a document, run by one stateful operator. `key`: the join key the
@@ -71,12 +79,13 @@ def query_details(run, q, ev, key: JoinKey | None) -> tuple[str, ...]:
     from tefq.relational.algebra import bgp_nodes
     from tefq.relational.join_order import static_order
 
+    feedback = any(p.registers_stream for p in run.queries)
     part = key.describe() if key is not None else \
-        "one key (REGISTER STREAM feedback orders the windows)" if run.batches.feeds else \
+        "one key (REGISTER STREAM feedback orders the windows)" if feedback else \
         "one key (no join key: a variable in every pattern, in every GROUP BY, projected where rows are compared)"
     out = [f"partitioning: {part}",
            f"state: elements with ts >= last close - {run.max_range} ms (windows not yet closed)",
-           "rounds: by feedback (a window after the windows whose output it reads)" if run.batches.feeds
+           "rounds: by feedback (a window after the windows whose output it reads)" if feedback
            else "rounds: 0 (no feedback: all due windows in one pass, <= 2,000,000 assigned elements a batch)"]
     for k, bgp in enumerate(bgp_nodes(ev.algebra)):
         triples = list(bgp.triples)

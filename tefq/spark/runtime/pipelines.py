@@ -20,6 +20,7 @@ from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.operators.windowed import make_windowed_operator
 from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, WindowedPlan
+from tefq.spark.planning.windowed import small_window
 from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
 from tefq.spark.runtime.columnar import path_ranks, read_flush, read_paths
 from tefq.spark.runtime.columns import project_current, project_elements, project_windowed
@@ -66,8 +67,8 @@ PIPELINES: dict[type, Pipeline] = {
                                                       run.background, limits=run.limits)),
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
-        lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms,
-                                                      getattr(run, "join_order", "adaptive"), run.limits)),
+        lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
+                                                      getattr(run, "join_order", "adaptive"))),
 }
 
 
