@@ -54,10 +54,13 @@ class WindowedPlan:
                           f"  Project: kind, ts, terms only for predicates {preds} (others: time only)", SOURCE])
 
 
-def plan_windowed(doc: Document) -> WindowedPlan:
+KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.document.shuffle_partitions' least)
+
+
+def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
+    """`buckets`: how many a join key spreads over (the session's shuffle partitions)."""
     from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
     from tefq.relational.partitioning import join_key
-    from tefq.spark.planning.document import shuffle_partitions
 
     run = IncrementalBatchedRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
     evaluators = run.batches.evaluators
@@ -70,7 +73,7 @@ def plan_windowed(doc: Document) -> WindowedPlan:
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
                         tuple(q.name for q in run.queries if q.registers_stream),
                         tuple(tuple(c) for c in run.columns),
-                        buckets=shuffle_partitions(os.cpu_count() or 2) if key is not None else 1, key=key,
+                        buckets=(buckets or KEY_BUCKETS) if key is not None else 1, key=key,
                         details=tuple(details))
 
 
