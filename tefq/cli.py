@@ -25,10 +25,11 @@ from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
 from tefq.run import ENGINES, Output, QueryFile, RunRequest, SparkOptions, execute, prefix_mappings
+from tefq.sensors.cli import register as register_sensors
 from tefq.simulate.names import STRATEGIES
 
 # The commands that live with their subsystem (generator, windowed oracle, baselines comparison).
-SUBSYSTEM_COMMANDS = (register_iptv, register_oracle, register_compare, register_facts)
+SUBSYSTEM_COMMANDS = (register_iptv, register_sensors, register_oracle, register_compare, register_facts)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -113,7 +114,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def run_request(args: argparse.Namespace) -> RunRequest:
     """The run `tefq run` describes (tefq.run does it)."""
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
-                         max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow)
+                         max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
+                         join_order=args.join_order)
     return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
                       args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args))
@@ -181,6 +183,9 @@ def _add_run_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", choices=STRATEGIES, help="run a simulated baseline instead of TEF (see docs/cli.md)")
     p.add_argument("--window", metavar="DURATION", help="simulation window (default: the query's EVERY)")
     _add_spark_options(p)
+    p.add_argument("--join-order", choices=("static", "adaptive"),
+                   help="Spark, windowed queries: BGP join order, Strider's static heuristic or adaptive (exact "
+                        "per-window cardinalities, forward/backward) (docs/spark-windowed.md) (default: adaptive)")
     p.add_argument("--bad-rows", metavar="DIR", help="write malformed rows here instead of stopping")
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     p.set_defaults(func=cmd_run)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
-SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest")
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
@@ -91,6 +91,7 @@ class SparkOptions:
     max_files_per_trigger: int | None = None
     ingest: str | None = None
     follow: bool = False
+    join_order: str | None = None  # windowed BGPs: static | adaptive (None: adaptive)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
 
     def given(self) -> list[str]:
@@ -378,7 +379,8 @@ def on_spark(job: Job) -> RunResult:
     s, out = job.request.spark, job.request.output
     appender = ResultAppender(out.format, out.out, out.tick_format) if s.follow and out is not None else None
     return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
-                     ingest=s.ingest or "auto", on_rows=appender, **job.spark_options())
+                     ingest=s.ingest or "auto", on_rows=appender, **job.spark_options(),
+                     **({"join_order": s.join_order} if s.join_order else {}))
 
 
 def simulated_on_spark(job: Job) -> RunResult:

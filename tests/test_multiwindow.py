@@ -324,9 +324,7 @@ def test_join_orders_are_recorded_per_batch() -> None:
 def _drive(run, els: list, cuts: list[int]) -> list:
     """Micro-batches split at `cuts`, each followed by `advance` to the largest timestamp seen,
     then the end-of-input flush: the Spark windowed operator's calls."""
-    from tefq.relational.windowed import WindowedState
-
-    st, reports, start = WindowedState(), [], 0
+    st, reports, start = run.new_state(), [], 0
     for end in sorted(cuts) + [len(els)]:
         part = element_table(els[start:end])
         start = max(start, end)

@@ -28,13 +28,18 @@ def _spark_equals_oracle(spark, doc, elements, stream_dir, files: int = 1, **kw)
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # Spark takes the oldest file first; no ties
     got = spark_run(doc, [str(stream_dir)], spark=spark, progress=False, max_files_per_trigger=1, **kw)
     want = oracle_run(doc, elements, **kw)
+    assert_same_as_oracle(got, want)
+    return want
+
+
+def assert_same_as_oracle(got, want) -> None:
+    """Spark's run `got` has the oracle's results `want`: names, columns, rows, ticks, feedback."""
     assert [r.name for r in got.results] == [r.name for r in want]
     for g, w in zip(got.results, want):
         assert g.columns == w.columns
         assert g.rows == w.sorted_rows(), g.name
     assert got.metrics.ticks == want.ticks
     assert got.metrics.intermediate_bindings == want.feedback_triples
-    return want
 
 
 def test_uc1_csparql_tumbling_with_feedback(spark, tmp_path, monkeypatch) -> None:
@@ -78,3 +83,17 @@ def test_explain_physical_shows_the_windowed_plan() -> None:
 
     text = explain_physical(load(str(ROOT / "usecases" / "uc1_csparql.rspql")))
     assert "WindowedOperator" in text and "UserChannelCounts" in text and "feedback" in text
+
+
+def test_explain_physical_shows_partitioning_and_static_orders() -> None:
+    from tefq.analysis import load
+    from tefq.spark import explain_physical
+
+    sliding = explain_physical(load(str(ROOT / "examples" / "rspql" / "new-viewers.rspql")))
+    assert "partitioning: by join key ?channel" in sliding and "Exchange hashpartitioning" in sliding
+    q8 = explain_physical(load(str(ROOT / "examples" / "sensors" / "q8-chlorine-by-zone.rspql")))
+    assert "partitioning: one key" in q8 and "BGP 0, 8 pattern(s)" in q8
+    order = q8.split("static order: ")[1].splitlines()[0].split("; ")
+    assert len(order) == 8 and order[0].startswith("?obs")  # the observation star first, the zone chain last
+    uc1 = explain_physical(load(str(ROOT / "usecases" / "uc1_csparql.rspql")))
+    assert "one key (REGISTER STREAM feedback" in uc1 and "rounds: by feedback" in uc1

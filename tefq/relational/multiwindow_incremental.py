@@ -1,73 +1,144 @@
-"""`IncrementalRun`'s contract (tefq.relational.windowed: the Spark windowed operator's steps over
-micro-batches and a picklable `WindowedState`) with the due windows evaluated in rounds and
-multi-window batches (tefq.relational.window_batches) instead of one at a time: the drop-in for
-phase 2 of issue 23. Same agenda, content, R2S, feedback, counters and pruning as `advance`.
+"""`IncrementalRun`'s contract (tefq.relational.windowed: `add` a micro-batch, `advance` to an event
+time, a picklable state) with the due windows evaluated in rounds and multi-window batches
+(tefq.relational.window_batches) instead of one at a time: the Spark windowed operator's engine.
+Same agenda, content, R2S, feedback, counters and pruning as `IncrementalRun.advance`.
+
+Its state (`FrameState`) keeps the elements as tables (ts int64 + three term columns, sorted by
+ts, stable), not tuple lists: a micro-batch is appended by one concat and a stable sort, the
+windows read it column-wise, and pruning is one binary search. Only the elements of windows not
+yet closed stay (ts >= done - max RANGE), plus the fed-back triples in that span. Each query's
+join-order memory (`JoinOrders`: the batch before's cardinalities, γ, the next strategy) lives
+in the state too, so backward AQP works across micro-batches wherever the operator runs.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from tefq.oracle.windowed.runner import Stream, canonical_cell
+from tefq.oracle.windowed.runner import canonical_cell
 from tefq.oracle.windowed.secret import DEFAULT
-from tefq.oracle.windowed.windows import close_instants
+from tefq.relational.join_order import JoinOrders
 from tefq.relational.multiwindow import MultiWindowEvaluator
-from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, Source, WindowBatches
+from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, SMALL_WINDOW, Source, WindowBatches, element_table
 from tefq.relational.window_content import COLUMNS
-from tefq.relational.windowed import IncrementalRun, Report, WindowedState
+from tefq.relational.windowed import IncrementalRun, Report, RunProgress
 
 
-def _table(elements: list) -> pd.DataFrame:
-    df = pd.DataFrame(elements, columns=COLUMNS) if elements else pd.DataFrame({c: [] for c in COLUMNS})
-    return df.astype({"ts": np.int64})
+@dataclass
+class FrameState(RunProgress):
+    """What the operator keeps between micro-batches (pickled into Spark's state store)."""
+
+    external: pd.DataFrame = field(default_factory=lambda: element_table([]))
+    feeds: dict[str, pd.DataFrame] = field(default_factory=dict)
+    orders: dict[int, JoinOrders] = field(default_factory=dict)  # query index -> its join-order memory
+
+
+def due_closes(first: int, last: int, range_ms: int, step_ms: int, t0: int, done: int | None,
+               upto: int | None) -> np.ndarray:
+    """The report instants (spec §8 window closes) of windows that can hold data in [first, last],
+    after `done` and at or before `upto` (None: no bound) — `close_instants` filtered, without
+    enumerating the closes already reported."""
+    k_lo = max(0, (first - t0 - range_ms) // step_ms + 1)
+    if done is not None:
+        k_lo = max(k_lo, (done - t0 - range_ms) // step_ms + 1)  # close > done
+    k_hi = (last - t0) // step_ms
+    closes = t0 + np.arange(k_lo, k_hi + 1, dtype=np.int64) * step_ms + range_ms
+    keep = closes > t0
+    if done is not None:
+        keep &= closes > done
+    if upto is not None:
+        keep &= closes <= upto
+    return closes[keep]
+
+
+def appended(table: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """`new` merged into `table` by ts, stably (the older elements first within a millisecond)."""
+    if not len(new):
+        return table
+    both = pd.concat([table, new[COLUMNS]], ignore_index=True) if len(table) else new[COLUMNS]
+    return element_table(both)
+
+
+def pruned(table: pd.DataFrame, keep_from: int) -> pd.DataFrame:
+    start = int(np.searchsorted(table["ts"].to_numpy(np.int64), keep_from, "left"))
+    return table if start == 0 else table.iloc[start:].reset_index(drop=True)
 
 
 class IncrementalBatchedRun(IncrementalRun):
-    """The document's windowed queries, evaluated in batches of windows as event time advances."""
+    """The document's windowed queries, evaluated in batches of windows as event time advances.
+    `join_order`: static | adaptive (Strider's, tefq.relational.join_order); `interval_s`: the
+    trigger interval the decision maker's γ is measured against (default: each query's STEP);
+    `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches)."""
 
-    def __init__(self, doc, t0: int = 0, small: int = 0, join_order: str = "adaptive",
+    def __init__(self, doc, t0: int = 0, small: int = SMALL_WINDOW, join_order: str = "adaptive",
                  batch_rows: int = DEFAULT_BATCH_ROWS, interval_s: float | None = None) -> None:
         super().__init__(doc, t0, small)
+        self.join_order = join_order
+        self.intervals = [interval_s or q.step_ms / 1000 for q in self.queries]
         evaluators = [MultiWindowEvaluator(q.sparql, doc.source, line=getattr(s, "line", 0), join_order=join_order,
-                                           interval_s=interval_s or q.step_ms / 1000)
-                      for q, s in zip(self.queries, self.spans)]
-        self.batches = WindowBatches(self.queries, evaluators, t0, DEFAULT, batch_rows, doc.source)
+                                           interval_s=dt) for q, s, dt in zip(self.queries, self.spans, self.intervals)]
+        self.batches = WindowBatches(self.queries, evaluators, t0, DEFAULT, batch_rows, doc.source, small)
 
-    def due(self, st: WindowedState, upto: int | None) -> list[np.ndarray]:
+    def new_state(self) -> FrameState:
+        return FrameState()
+
+    def add(self, st: FrameState, batch: pd.DataFrame, lo: int | None, hi: int | None, count: int) -> None:
+        """A micro-batch: the relevant elements (ts >= t0) plus the batch's event-time range and
+        element count over *all* elements (irrelevant predicates too: they advance time)."""
+        st.see(lo, hi, count)
+        if len(batch):
+            new = element_table(batch)
+            if st.done is not None:  # kept: windows still open may need them
+                st.late_events += int((new["ts"].to_numpy(np.int64) < st.done).sum())
+            st.external = appended(st.external, new)
+
+    def due(self, st: FrameState, upto: int | None) -> list[np.ndarray]:
         """Each query's windows closing after `done` and at or before `upto` (None: all)."""
         out = []
         for q in self.queries:
-            instants: set[int] = set()
-            for w in q.windows:
-                instants.update(c for c in close_instants(st.first, st.last, w.range_ms, w.step_ms, self.t0)
-                                if c > self.t0 and (st.done is None or c > st.done) and (upto is None or c <= upto))
-            out.append(np.array(sorted(instants), dtype=np.int64))
+            closes = [due_closes(st.first, st.last, w.range_ms, w.step_ms, self.t0, st.done, upto) for w in q.windows]
+            out.append(np.unique(np.concatenate(closes)) if closes else np.zeros(0, np.int64))
         return out
 
-    def advance(self, st: WindowedState, upto: int | None) -> list[Report]:
+    def advance(self, st: FrameState, upto: int | None) -> list[Report]:
         """Evaluate the windows closing at or before `upto` (None: the end of input, all of them)."""
         if st.first is None or st.last is None or st.flushed:
             return []
         instants = self.due(st, upto)
-        self.batches.streams = {None: Source(_table(st.external.external))}
-        self.batches.feeds = {q.name: Source(_table(st.feeds.get(q.name, Stream()).fed))
-                              for q in self.queries if q.registers_stream}
+        self.attach(st)
         reports = []
         for c, i, ans in self.batches.due(instants):
             st.ticks += 1
+            if ans is None:  # an empty window under non-empty reporting
+                continue
             rows, st.previous[i], fed = self.batches.r2s(c, i, ans, st.previous.get(i))
-            if fed:
-                feed = st.feeds.setdefault(self.queries[i].name, Stream())
-                feed.fed.extend(fed)
-                feed.fed_ts.extend([c] * len(fed))
-                st.feedback_triples += len(fed)
+            st.feedback_triples += len(fed)
             if rows:
                 reports.append(Report(i, c, [tuple(canonical_cell(x) for x in r) for r in rows]))
+        st.feeds = {name: s.current() for name, s in self.batches.feeds.items()}
         last = max((int(ins[-1]) for ins in instants if len(ins)), default=None)
         self.close(st, upto, last)
         return reports
 
-    def close(self, st: WindowedState, upto: int | None, last: int | None) -> None:
+    def attach(self, st: FrameState) -> None:
+        """Point the batches at the state's streams and each evaluator at its join-order memory."""
+        self.batches.streams = {None: Source(st.external)}
+        self.batches.feeds = {q.name: Source(st.feeds.get(q.name, element_table([])))
+                              for q in self.queries if q.registers_stream}
+        for i, ev in enumerate(self.batches.evaluators):
+            ev.orders = st.orders.setdefault(i, JoinOrders(self.join_order, self.intervals[i]))
+
+    def join_orders(self, st: FrameState) -> list[dict]:
+        """The orders chosen since the last call (per batch and BGP), taken out of the state."""
+        out = []
+        for i, orders in st.orders.items():
+            out.extend({"query": self.queries[i].name, **r.to_json()} for r in orders.records)
+            orders.records = []
+        return out
+
+    def close(self, st: FrameState, upto: int | None, last: int | None) -> None:
         """Record how far the report instants went, and drop what no later window can read."""
         if upto is None:
             st.flushed = True
@@ -78,9 +149,8 @@ class IncrementalBatchedRun(IncrementalRun):
         if st.done is None:
             return
         keep_from = st.done - self.max_range
-        for s in [st.external, *st.feeds.values()]:
-            a, b = np.searchsorted(s.ext_ts, keep_from, "left"), np.searchsorted(s.fed_ts, keep_from, "left")
-            s.external, s.ext_ts, s.fed, s.fed_ts = s.external[a:], s.ext_ts[a:], s.fed[b:], s.fed_ts[b:]
+        st.external = pruned(st.external, keep_from)
+        st.feeds = {name: pruned(t, keep_from) for name, t in st.feeds.items()}
 
 
-__all__ = ["IncrementalBatchedRun"]
+__all__ = ["IncrementalBatchedRun", "FrameState", "due_closes"]

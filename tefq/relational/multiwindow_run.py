@@ -12,11 +12,9 @@ import numpy as np
 import pandas as pd
 
 from tefq.errors import TefqError
-from tefq.oracle.query import bound_ticks
 from tefq.oracle.windowed.query import from_windowed
-from tefq.oracle.windowed.runner import WindowedResults, canonical_cell, result_columns
+from tefq.oracle.windowed.runner import WindowedResults, canonical_cell, report_instants, result_columns
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
-from tefq.oracle.windowed.windows import close_instants, count_close_instants
 from tefq.relational.multiwindow import MultiWindowEvaluator
 from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, Source, WindowBatches, element_table
 from tefq.results import QueryResult
@@ -45,18 +43,8 @@ def agenda(batches: WindowBatches, max_ticks: int) -> list[np.ndarray]:
         return [np.zeros(0, np.int64) for _ in batches.queries]
     first = min(int(t["ts"].iloc[0]) for t in ext)
     last = max(int(t["ts"].iloc[-1]) for t in ext)
-    t0, sem, out = batches.t0, batches.sem, []
-    for q in batches.queries:
-        instants: set[int] = set()
-        for w in q.windows:
-            if w.range_ms <= 0 or w.step_ms <= 0:
-                raise TefqError(f"query {q.name}: window RANGE and STEP must be positive", batches.source_name)
-            start = t0 - (w.range_ms // w.step_ms) * w.step_ms if sem.partial_first else t0
-            bound_ticks(q.name, count_close_instants(first, last, w.range_ms, w.step_ms, start), max_ticks,
-                        w.step_ms, first, last)
-            instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
-        out.append(np.array(sorted(instants), dtype=np.int64))
-    return out
+    return [np.array(ins, dtype=np.int64) for ins in
+            report_instants(batches.queries, first, last, batches.t0, batches.sem, max_ticks, batches.source_name)]
 
 
 def run_batched(doc, elements, background: Sequence[tuple[str, str, str]] = (), t0: int = 0,

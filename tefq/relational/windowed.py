@@ -27,12 +27,10 @@ COLUMNS = ["ts", "s", "p", "o"]
 
 
 @dataclass
-class WindowedState:
-    """What the operator keeps between micro-batches. Streams are the oracle's `Stream`s:
-    time-ordered element lists, searched by bisection (cheaper than a DataFrame per window)."""
+class RunProgress:
+    """How far an incremental run went, whatever holds its elements: the event-time range seen,
+    the last report instant, its counters and each query's last relation."""
 
-    external: Stream = field(default_factory=Stream)
-    feeds: dict[str, Stream] = field(default_factory=dict)
     first: int | None = None
     last: int | None = None
     done: int | None = None  # every report instant <= done has been evaluated
@@ -42,6 +40,23 @@ class WindowedState:
     late_events: int = 0
     flushed: bool = False
     previous: dict = field(default_factory=dict)  # query index -> last relation (RSP-QL ISTREAM/DSTREAM)
+
+    def see(self, lo: int | None, hi: int | None, count: int) -> None:
+        """A micro-batch's event-time range and element count (irrelevant predicates included)."""
+        self.events_in += count
+        if lo is not None:
+            self.first = lo if self.first is None else min(self.first, lo)
+        if hi is not None:
+            self.last = hi if self.last is None else max(self.last, hi)
+
+
+@dataclass
+class WindowedState(RunProgress):
+    """What the operator keeps between micro-batches. Streams are the oracle's `Stream`s:
+    time-ordered element lists, searched by bisection (cheaper than a DataFrame per window)."""
+
+    external: Stream = field(default_factory=Stream)
+    feeds: dict[str, Stream] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,9 @@ class IncrementalRun:
         self.columns = [result_columns(q) for q in self.queries]
         self.max_range = max((w.range_ms for q in self.queries for w in q.windows), default=0)
 
+    def new_state(self) -> WindowedState:
+        return WindowedState()
+
     @property
     def predicates(self) -> frozenset[str] | None:
         """Every predicate a query can match (None: any), for filtering the input early. The fed
@@ -77,11 +95,7 @@ class IncrementalRun:
     def add(self, st: WindowedState, batch: pd.DataFrame, lo: int | None, hi: int | None, count: int) -> None:
         """A micro-batch: the relevant elements (ts >= t0) plus the batch's event-time range and
         element count over *all* elements (irrelevant predicates too: they advance time as in the oracle)."""
-        st.events_in += count
-        if lo is not None:
-            st.first = lo if st.first is None else min(st.first, lo)
-        if hi is not None:
-            st.last = hi if st.last is None else max(st.last, hi)
+        st.see(lo, hi, count)
         if len(batch):
             new = sorted(batch[COLUMNS].itertuples(index=False, name=None), key=lambda e: e[0])
             if st.done is not None:
@@ -149,4 +163,4 @@ class IncrementalRun:
             s.external, s.ext_ts, s.fed, s.fed_ts = s.external[a:], s.ext_ts[a:], s.fed[b:], s.fed_ts[b:]
 
 
-__all__ = ["IncrementalRun", "WindowedState", "Report"]
+__all__ = ["IncrementalRun", "WindowedState", "RunProgress", "Report"]

@@ -125,8 +125,16 @@ def _agenda(queries: list[OracleQuery], first: int, last: int, t0: int, sem: Sem
             source: str) -> list[tuple[int, int]]:
     """(close instant, query index) of every window that closes over the events' span, in time
     order then document order; more than `max_ticks` closes of one window raise TooManyTicks."""
-    agenda: list[tuple[int, int]] = []
-    for i, q in enumerate(queries):
+    per_query = report_instants(queries, first, last, t0, sem, max_ticks, source)
+    return sorted((c, i) for i, instants in enumerate(per_query) for c in instants)
+
+
+def report_instants(queries: list[OracleQuery], first: int, last: int, t0: int, sem: Semantics, max_ticks: int,
+                    source: str) -> list[list[int]]:
+    """Each query's report instants (sorted) over the events' span [first, last]: the agenda of
+    the oracle's loop and of the batched runs (tefq.relational.multiwindow_run)."""
+    out = []
+    for q in queries:
         instants: set[int] = set()
         for w in q.windows:
             if w.range_ms <= 0 or w.step_ms <= 0:
@@ -135,9 +143,8 @@ def _agenda(queries: list[OracleQuery], first: int, last: int, t0: int, sem: Sem
             bound_ticks(q.name, count_close_instants(first, last, w.range_ms, w.step_ms, start), max_ticks,
                         w.step_ms, first, last)
             instants.update(c for c in close_instants(first, last, w.range_ms, w.step_ms, start) if c > t0)
-        agenda.extend((c, i) for c in instants)
-    agenda.sort()
-    return agenda
+        out.append(sorted(instants))
+    return out
 
 
 def canonical_cell(cell: str | None) -> str | None:
@@ -179,4 +186,5 @@ def r2s_rows(cells_list: list, previous: dict | None, op: str) -> tuple[list, di
 # The public seam for the incremental evaluator (tefq.relational.windowed): the same objects.
 Stream, result_columns, names_stream = _Stream, _columns, _names_stream
 
-__all__ = ["run", "r2s_rows", "canonical_cell", "WindowedResults", "Stream", "result_columns", "names_stream"]
+__all__ = ["run", "r2s_rows", "canonical_cell", "WindowedResults", "Stream", "result_columns", "names_stream",
+           "report_instants"]

@@ -3,11 +3,12 @@ bucket (`planning.WindowedPlan`), run by the bucket loop of `tefq.spark.operator
 
 Its input is whole elements (`protocol.ELEMENT`, only those whose predicate some query can match:
 runtime/columns.project_windowed) and the heartbeats, which carry the event time every element
-read advances. The operator keeps the elements open windows need; when event time (minus the
-lateness) passes a window's close it evaluates the window with the vectorised SPARQL evaluator
-(tefq.relational.sparql) and feeds REGISTER STREAM output back. Feedback makes window c depend on
-the windows before it, so there is one bucket: windows are evaluated in (close, document) order, as
-the oracle's `run()` does (tefq.relational.windowed).
+read advances. The operator keeps the elements of the windows not yet closed (as tables); when
+event time (minus the lateness) passes window closes it evaluates every due window of a query in
+one vectorised pass, the window id one more join and group key (tefq.relational.multiwindow, run
+by tefq.relational.multiwindow_incremental), and feeds REGISTER STREAM output back round after
+round, as the oracle's `run()` orders them. BGPs are joined in Strider's order (`join_order`:
+static or adaptive); each micro-batch's choices go out in its metrics (`join_orders`).
 """
 from __future__ import annotations
 
@@ -26,13 +27,13 @@ ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column ->
 
 
 class WindowedBucket(BucketState):
-    """The one bucket's state: the incremental run's (`WindowedState`)."""
+    """A bucket's state: the incremental run's (`FrameState`)."""
 
     def __init__(self) -> None:
         super().__init__()
-        from tefq.relational.windowed import WindowedState
+        from tefq.relational.multiwindow_incremental import FrameState
 
-        self.windows = WindowedState()
+        self.windows = FrameState()
 
 
 class WindowedLogic(BucketLogic):
@@ -42,15 +43,15 @@ class WindowedLogic(BucketLogic):
 
     data_kinds = ()
 
-    def __init__(self, doc: Document, t0: int, small: int) -> None:
-        self.doc, self.t0, self.small = doc, t0, small
+    def __init__(self, doc: Document, t0: int, small: int, join_order: str = "adaptive") -> None:
+        self.doc, self.t0, self.small, self.join_order = doc, t0, small, join_order
 
     @cached_property
     def run(self):
         """The parsed queries, once per operator instance (made where the operator runs)."""
-        from tefq.relational.windowed import IncrementalRun
+        from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
 
-        return IncrementalRun(self.doc, self.t0, small=self.small)
+        return IncrementalBatchedRun(self.doc, self.t0, small=self.small, join_order=self.join_order)
 
     def new_state(self) -> WindowedBucket:
         return WindowedBucket()
@@ -76,18 +77,23 @@ class WindowedLogic(BucketLogic):
         for i, rows in by_query.items():
             batch.out.append(json_record(windowed_rows_kind(i), rows[-1][0], rows))
         batch.metrics["rows_out"] = sum(len(r) for r in by_query.values())
+        batch.metrics["join_orders"] = self.run.join_orders(w)  # taken out before the state is saved
+        # the windows' running total, once: every bucket evaluates every window (the driver takes the largest)
+        batch.metrics["ticks"] = w.ticks if batch.bucket == 0 else 0
         if w.late_events > late_before:
             batch.warn(w.last or 0, f"{w.late_events - late_before} late events: windows up to {w.done} ms were "
                                     "already reported")
 
     def snapshot(self, st: WindowedBucket, metrics: dict) -> None:
         w = st.windows  # cumulative in the state: the driver keeps the largest
-        metrics.update(ticks=w.ticks, events_in=w.events_in, feedback_triples=w.feedback_triples,
-                       late_events=w.late_events)
+        metrics.update(events_in=w.events_in, feedback_triples=w.feedback_triples,
+                       late_events=w.late_events, state_elements=len(w.external))
         metrics.setdefault("bad_rows", 0)  # this batch's (heartbeats carry them)
 
 
-def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, small: int,
-                           limits: RunLimits = RunLimits()):
-    """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`."""
-    return bucket_operator(WindowedLogic(doc, t0, small), t0, lateness_ms, "windowed_operator", limits=limits)
+def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, small: int, limits: RunLimits = RunLimits(),
+                           join_order: str = "adaptive"):
+    """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`.
+    `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches)."""
+    return bucket_operator(WindowedLogic(doc, t0, small, join_order), t0, lateness_ms, "windowed_operator",
+                           limits=limits)

@@ -1,24 +1,30 @@
-"""The windowed plan: every C-SPARQL (spec §8) query of a document, run by one stateful operator
-(`tefq.spark.operators.windowed`). Planning parses every query: syntax errors and unsupported algebra fail here."""
+"""The windowed plan: every C-SPARQL / RSP-QL (spec §8) query of a document, run by one stateful
+operator (`tefq.spark.operators.windowed`) that evaluates all due windows of a micro-batch in one
+vectorised pass (tefq.relational.multiwindow). Planning parses every query (syntax errors and
+unsupported algebra fail here), decides the partitioning (tefq.relational.partitioning: by a join
+key where sound, else one key) and computes each BGP's static join order for `explain`."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
 from tefq.plan.logical import Document
+from tefq.relational.partitioning import JoinKey
 from tefq.spark.planning.nodes import SINK, SOURCE
-
-SMALL_WINDOW = 1000  # relevant triples below which a window goes to rdflib (measured: docs/spark-windowed.md)
 
 
 def small_window() -> int:
-    """SMALL_WINDOW, or TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
+    """The rdflib threshold of a lone due window (tefq.relational.window_batches.SMALL_WINDOW), or
+    TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
+    from tefq.relational.window_batches import SMALL_WINDOW
+
     return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
 
 
 @dataclass(frozen=True)
 class WindowedPlan:
-    """Every windowed query of a document, run by one stateful operator."""
+    """Every windowed query of a document, run by one stateful operator. `key`: the join key the
+    elements are hash-partitioned by (over `buckets` buckets), or None: one bucket."""
 
     queries: tuple[str, ...]
     windows: tuple[str, ...]  # per query, for explain
@@ -26,32 +32,68 @@ class WindowedPlan:
     feedback: tuple[str, ...]  # REGISTER STREAM names
     query_columns: tuple[tuple[str, ...], ...] = ()  # per query, its result columns
     query: str = "windowed"  # the pipeline's name (its directory under the checkpoint)
-    buckets: int = 1  # feedback orders the windows: one bucket
+    buckets: int = 1
+    key: JoinKey | None = None
+    details: tuple[tuple[str, ...], ...] = ()  # per query: partitioning, state, rounds, join orders
 
     def explain(self) -> str:
         preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))
-        return "\n".join([
-            f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL / RSP-QL, spec §8) — report at window close",
-            SINK,
-            "  WindowedOperator: applyInPandasWithState, one key (windows in close order:"
-            f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}); state = open windows'"
-            " elements + fed-back triples; at event time >= close: vectorised SPARQL algebra per window"
-            f" (tefq.relational.sparql; < {small_window()} triples: rdflib)",
-            *(f"    {name}: {w}" for name, w in zip(self.queries, self.windows)),
-            "  Exchange SinglePartition (bucket 0)",
-            "  MapInArrow: per-partition heartbeat (event-time range, element count), bad rows",
-            f"  Project: kind, ts, terms only for predicates {preds} (others: time only)",
-            SOURCE])
+        exchange = (f"  Exchange hashpartitioning(term at ?{self.key.variable}, {self.buckets}) (IRIs and blank "
+                    "nodes by their hash, literals to bucket 0: one spelling, one bucket)"
+                    if self.key is not None else "  Exchange SinglePartition (bucket 0)")
+        lines = [f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL / RSP-QL, spec §8) — report at window close",
+                 SINK,
+                 "  WindowedOperator: applyInPandasWithState; at event time >= close, every due window of a query in"
+                 " one vectorised pass, the window id one more join and group key (tefq.relational.multiwindow);"
+                 f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}"]
+        for name, w, detail in zip(self.queries, self.windows, self.details or [()] * len(self.queries)):
+            lines.append(f"    {name}: {w}")
+            lines.extend(f"      {d}" for d in detail)
+        return "\n".join([*lines, exchange,
+                          "  MapInArrow: per-partition heartbeat (event-time range, element count), bad rows",
+                          f"  Project: kind, ts, terms only for predicates {preds} (others: time only)", SOURCE])
 
 
-def plan_windowed(doc: Document) -> WindowedPlan:
-    from tefq.relational.windowed import IncrementalRun
+KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.document.shuffle_partitions' least)
 
-    run = IncrementalRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
-    descr = []
-    for q in run.queries:
+
+def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
+    """`buckets`: how many a join key spreads over (the session's shuffle partitions)."""
+    from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
+    from tefq.relational.partitioning import join_key
+
+    run = IncrementalBatchedRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
+    evaluators = run.batches.evaluators
+    key = join_key(run.queries[0], evaluators[0].algebra) if len(run.queries) == 1 else None
+    descr, details = [], []
+    for q, ev in zip(run.queries, evaluators):
         descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
                                 for w in q.windows) + f" -> {q.form.upper()}, {q.r2s.upper()}")
+        details.append(query_details(run, q, ev, key))
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
                         tuple(q.name for q in run.queries if q.registers_stream),
-                        tuple(tuple(c) for c in run.columns))
+                        tuple(tuple(c) for c in run.columns),
+                        buckets=(buckets or KEY_BUCKETS) if key is not None else 1, key=key,
+                        details=tuple(details))
+
+
+def query_details(run, q, ev, key: JoinKey | None) -> tuple[str, ...]:
+    """What explain says of one query: partitioning, state, rounds, each BGP's static order."""
+    from tefq.relational.algebra import bgp_nodes
+    from tefq.relational.join_order import static_order
+
+    feedback = any(p.registers_stream for p in run.queries)
+    part = key.describe() if key is not None else \
+        "one key (REGISTER STREAM feedback orders the windows)" if feedback else \
+        "one key (no join key: a variable in every pattern, in every GROUP BY, projected where rows are compared)"
+    out = [f"partitioning: {part}",
+           f"state: elements with ts >= last close - {run.max_range} ms (windows not yet closed)",
+           "rounds: by feedback (a window after the windows whose output it reads)" if feedback
+           else "rounds: 0 (no feedback: all due windows in one pass, <= 2,000,000 assigned elements a batch)"]
+    for k, bgp in enumerate(bgp_nodes(ev.algebra)):
+        triples = list(bgp.triples)
+        order = static_order(triples)
+        out.append(f"BGP {k}, {len(triples)} pattern(s); join order: --join-order adaptive (default: Strider's "
+                   f"forward/backward AQP on exact cardinalities, Θ = 0.7) or static")
+        out.append("  static order: " + "; ".join(" ".join(x.n3() for x in triples[i]) for i in order))
+    return tuple(out)

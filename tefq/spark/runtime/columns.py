@@ -127,7 +127,16 @@ def project_elements(df: DataFrame, relevant: "F.Column | None" = None,
 
 def project_windowed(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
     """For the windowed operator: the elements at or after t0 whose predicate some query can match
-    keep their terms; the others only advance time; those before t0 are not elements of the run."""
+    keep their terms; the others only advance time; those before t0 are not elements of the run.
+    With a join key (`plan.key`), each element goes to the bucket of its key term's hash (the
+    subject or the object, by its predicate); literals all go to bucket 0, so that two spellings
+    of one literal (rdflib normalises them later) never land in two buckets."""
     in_run = F.col("ts") >= F.lit(t0)
     relevant = in_run & F.col("p").isin(*sorted(plan.predicates)) if plan.predicates is not None else in_run
-    return project_elements(df, relevant, in_run)
+    out = project_elements(df, relevant, in_run)
+    if plan.key is None or plan.buckets <= 1:
+        return out
+    term = F.when(F.col("p").isin(*plan.key.subject_predicates), F.col("s")).otherwise(F.col("obj"))
+    hashed = F.pmod(F.xxhash64(term), F.lit(plan.buckets))
+    bucket = F.when(term.startswith("<") | term.startswith("_:"), hashed).otherwise(F.lit(0))
+    return out.withColumn("b", F.coalesce(bucket, F.lit(0)).cast("int"))

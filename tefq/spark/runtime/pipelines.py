@@ -82,7 +82,8 @@ PIPELINES: dict[type, Pipeline] = {
         lambda plan, run: replace(plan, background=tuple(background_as_ntriples(run.background)))),
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
-        lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits)),
+        lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
+                                                      getattr(run, "join_order", "adaptive"))),
 }
 
 

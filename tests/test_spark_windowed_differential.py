@@ -1,0 +1,127 @@
+"""The Spark windowed operator (all due windows of a micro-batch in one vectorised pass,
+tefq.spark.operators.windowed) against the windowed oracle (tefq.oracle.windowed.run), the
+definition: random IPTV-like logs with timestamps on and next to window borders, cut into
+micro-batches, sliding and tumbling windows, OPTIONAL / UNION / MINUS / sub-SELECT, REGISTER STREAM
+feedback, a join-key-partitioned query, and late data (out of order within the lateness; beyond
+it, counted). One SparkSession, few examples: each is a whole streaming run."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+import os  # noqa: E402
+import random  # noqa: E402
+import sys  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
+from test_spark_windowed import assert_same_as_oracle  # noqa: E402
+from test_sparql_vectorised import ROOT  # noqa: E402
+from tefq.io.stream_writers import write_stream  # noqa: E402
+from tefq.oracle.windowed import run as oracle_run  # noqa: E402
+
+NS = "http://example.org/iptv#"
+PREFIX = "PREFIX : <http://example.org/iptv#>\n"
+QUERIES = {
+    "sliding-count": PREFIX + """REGISTER RSTREAM <http://example.org/q> AS
+SELECT ?c (COUNT(?u) AS ?n) FROM NAMED WINDOW :w ON <http://example.org/iptv/log> [RANGE PT6S STEP PT2S]
+WHERE { WINDOW :w { ?u :join ?c } } GROUP BY ?c""",
+    "tumbling-optional-minus": PREFIX + """REGISTER QUERY T AS
+SELECT ?u ?c ?q FROM STREAM <http://example.org/iptv/log> [RANGE 4s STEP 4s]
+WHERE { ?u :join ?c OPTIONAL { ?u :quit ?q } MINUS { ?u :rate ?c } }""",
+    "union-filter": PREFIX + """REGISTER QUERY U AS
+SELECT ?u (COUNT(*) AS ?n) (COUNT(DISTINCT ?c) AS ?channels)
+FROM STREAM <http://example.org/iptv/log> [RANGE 5s STEP 2s]
+WHERE { { ?u :join ?c } UNION { ?u :quit ?c FILTER(?c != :ch0) } } GROUP BY ?u""",
+    "subselect": PREFIX + """REGISTER QUERY S AS
+SELECT ?c ?n FROM STREAM <http://example.org/iptv/log> [RANGE 6s STEP 3s]
+WHERE { { SELECT ?c (COUNT(?u) AS ?n) WHERE { ?u :join ?c } GROUP BY ?c } FILTER(?n > 1) }""",
+    "istream-key": (ROOT / "examples" / "rspql" / "new-viewers.rspql").read_text(),
+    "feedback": (ROOT / "usecases" / "uc1_csparql.rspql").read_text(),
+}
+
+
+def bordered_log(seed: int, n: int, span_ms: int, step_ms: int = 1000) -> list:
+    """(ts, s, p, o) sorted by ts; half the timestamps on a window border or next to one."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        ts = rng.randrange(span_ms)
+        if rng.random() < 0.5:
+            ts = max(0, (ts // step_ms) * step_ms + rng.choice([-1, 0, 1]))
+        p = rng.choice(["join", "join", "quit", "rate"])
+        out.append((ts, f"<{NS}u{rng.randrange(12)}>", f"<{NS}{p}>", f"<{NS}ch{rng.randrange(4)}>"))
+    return sorted(out, key=lambda e: e[0])
+
+
+def write_files(elements: list, stream_dir, cuts: list[int]) -> None:
+    """One file per piece (in this order: each a micro-batch with max_files_per_trigger=1)."""
+    stream_dir.mkdir()
+    bounds = [0, *sorted(set(c for c in cuts if 0 < c < len(elements))), len(elements)]
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        path = str(stream_dir / f"part-{i:03d}.tsv")
+        write_stream(elements[a:b], path, "tsv")
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # Spark takes the oldest file first
+
+
+def spark_equals_oracle(spark, doc, elements: list, stream_dir, **kw):
+    from tefq.spark.engine import run as spark_run
+
+    got = spark_run(doc, [str(stream_dir)], spark=spark, progress=False, max_files_per_trigger=1, **kw)
+    assert_same_as_oracle(got, oracle_run(doc, elements, t0=kw.get("t0", 0)))
+    return got
+
+
+def load_text(tmp_path, text: str):
+    from tefq.analysis import load
+
+    path = tmp_path / "q.rspql"
+    path.write_text(text)
+    return load(str(path))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(sorted(QUERIES)), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(1, 119), max_size=2))
+def test_windowed_operator_equals_oracle(spark, tmp_path_factory, name: str, seed: int, cuts: list[int]) -> None:
+    tmp = tmp_path_factory.mktemp("diff")
+    doc = load_text(tmp, QUERIES[name])
+    elements = bordered_log(seed, 120, 20_000)
+    write_files(elements, tmp / "log", cuts)
+    spark_equals_oracle(spark, doc, elements, tmp / "log")
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), back_ms=st.integers(0, 3000))
+def test_late_data_within_the_lateness_equals_the_oracle(spark, tmp_path_factory, seed: int, back_ms: int) -> None:
+    """The second micro-batch holds elements up to `back_ms` older than the first's latest: with
+    a lateness of 3 s no window closed too early, so the rows are the oracle's."""
+    tmp = tmp_path_factory.mktemp("late")
+    doc = load_text(tmp, QUERIES["sliding-count"])
+    elements = bordered_log(seed, 120, 20_000)
+    split = elements[60][0]
+    first = elements[:60]
+    second = sorted(elements[60:] + [(max(0, split - back_ms), f"<{NS}late>", f"<{NS}join>", f"<{NS}ch1>")],
+                    key=lambda e: e[0])
+    write_files(first + second, tmp / "log", [len(first)])
+    got = spark_equals_oracle(spark, doc, first + second, tmp / "log", lateness_ms=3000)
+    assert got.metrics.late_events == 0
+
+
+def test_late_data_beyond_the_lateness_is_counted(spark, tmp_path) -> None:
+    """An element older than a reported window's close still reaches the windows still open; the
+    closed ones keep their rows (the run counts it late)."""
+    from tefq.spark.engine import run as spark_run
+
+    doc = load_text(tmp_path, QUERIES["sliding-count"])
+    first = [(t, f"<{NS}u1>", f"<{NS}join>", f"<{NS}ch1>") for t in range(0, 20_000, 500)]
+    second = [(15_000, f"<{NS}late>", f"<{NS}join>", f"<{NS}ch2>"), (30_000, f"<{NS}u2>", f"<{NS}join>", f"<{NS}ch1>")]
+    write_files(first + second, tmp_path / "log", [len(first)])
+    got = spark_run(doc, [str(tmp_path / "log")], spark=spark, progress=False, max_files_per_trigger=1)
+    assert got.metrics.late_events == 1
+    late_rows = {t for t, cells in got.results[0].rows if cells[0] == f"<{NS}ch2>"}
+    assert late_rows == {20_000}  # 15 s is in the windows closing at 16, 18, 20 s; only 20 s was still open
