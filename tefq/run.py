@@ -358,16 +358,16 @@ class Job:
 def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
-    elements, sizes = job.staged.read_all(job.log)
+    elements, arrival = job.staged.read_all(job.log)
     return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
-                        lateness_ms=job.settings.lateness_ms or None, batch_sizes=sizes, locate=job.staged.locate)
+                        lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate)
 
 
 def simulated_on_oracle(job: Job) -> RunResult:
     from tefq.simulate import run as simulate
 
-    elements, _ = job.staged.read_all(job.log)
-    return simulate(job.doc, elements, job.request.simulate, job.settings.window_ms, job.triples,
+    elements, arrival = job.staged.read_all(job.log)
+    return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
                     t0=job.request.t0, max_ticks=job.settings.limits.max_ticks, locate=job.staged.locate)
 
 

@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 from pyspark.sql import SparkSession
@@ -90,6 +91,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                  run: RunOptions, *, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None) -> tuple[list[QueryResult], dict]:
     """Run every plan unbounded until stopped; returns all rows reported and the first query's metrics."""
+    from tefq.spark.engine import pinned_inputs, stream_limits  # the engine imports this module when it follows
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
@@ -97,7 +99,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
         staging = stage_streams(stream_paths, workdir, run.bad_rows)
-        paths = staging.paths
+        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
+        run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths)  # the files there at the start
         running = []
         for plan in plans:
