@@ -49,8 +49,15 @@ class StagedStreams:
         return bool(self.shown)
 
     def streams(self, bad_rows: BadRowLog = STRICT) -> Iterator[tuple[str, Iterator[Iterator[Element]]]]:
-        """Per stream (a path, then each table): its label and its arrival batches (one per file)."""
+        """Per stream (a path, then each table): its label and its arrival batches (one per file; a
+        Redis stream: its entries up to its head now, in one batch)."""
+        from tefq.io.redis_stream import RedisStream, is_redis_url, read_elements
+
         for path in self.paths:
+            if is_redis_url(path):
+                stream = RedisStream.parse(path)
+                yield stream.url, iter([read_elements(stream, bad_rows)])
+                continue
             yield self.shown.get(path, path), (read_stream_file(f, bad_rows) for f in stream_files(path))
         for table in self.tables:
             yield EVENTS, iter([read_table(table, EVENTS, bad_rows)])
@@ -92,8 +99,9 @@ class StagedStreams:
         """(file, line) of the first row at `ts`, under the name the user gave (an error path);
         in-memory events: (`<events>`, row)."""
         from tefq.io.readers import locate_ts
+        from tefq.io.redis_stream import is_redis_url
 
-        file, line = locate_ts(self.paths, ts)
+        file, line = locate_ts([p for p in self.paths if not is_redis_url(p)], ts)
         if line or not self.tables:
             return self.shown.get(file, file), line
         rows = itertools.chain.from_iterable(read_table(t, EVENTS, IgnoreBadRows()) for t in self.tables)

@@ -237,7 +237,7 @@ def redis_bad_entries(stream_paths: list[str], bad_rows: str | None) -> int:
     total = 0
     for f in glob.glob(os.path.join(bad_rows, "bad-redis-*.tsv")):
         with open(f, encoding="utf-8") as fh:
-            total += sum(1 for line in fh if line.strip()) - 1  # less the header
+            total += sum(1 for line in fh if line.strip())
     return total
 
 
