@@ -100,3 +100,33 @@ def test_publish_is_a_command_and_a_bad_address_is_exit_2():
     assert r.returncode == 0 and "--rate" in r.stdout
     r = tefq("run", UC1, "--engine", "oracle", "--stream", "redis://", "--quiet")
     assert r.returncode == 2 and "Redis" in r.stderr
+
+
+def test_follow_a_redis_stream_reports_the_oracles_rows(spark, redis_port, iptv):
+    """--follow over Redis: the run reports each tick once the event time passed it; stopped once
+    the ticks up to the last full one came, its rows are the oracle's at those ticks."""
+    import threading
+    import time
+
+    from tefq.io.redis_stream import RedisStream, add_elements
+    from tefq.spark.engine import run as spark_run
+
+    url = f"redis://127.0.0.1:{redis_port}/followed"
+    elements = list(read_stream(os.path.join(iptv, "log")))
+    doc = load(UC1)
+    every = doc.queries[0].every_ms
+    want = oracle_run(doc, elements).results[0].rows
+    last_final = max(t for t, _ in want if t < max(e[0] for e in elements) - every)
+    got: list = []
+
+    def publish_later() -> None:  # the run starts before its publisher: an absent key is an empty stream
+        time.sleep(3)
+        stream = RedisStream.parse(url)
+        add_elements(stream.connect(), stream, elements)
+
+    threading.Thread(target=publish_later, daemon=True).start()
+    deadline = time.time() + 600
+    spark_run(doc, [url], follow=True, spark=spark, buckets=2, progress=False,
+              on_rows=lambda results: got.extend(results[0].rows),
+              stop=lambda: any(t >= last_final for t, _ in got) or time.time() > deadline)
+    assert sorted(r for r in got if r[0] <= last_final) == sorted(r for r in want if r[0] <= last_final)

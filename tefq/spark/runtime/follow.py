@@ -1,9 +1,11 @@
 """`--follow`: keep watching the stream directories and process files as they arrive.
 
-Every query of the document runs at once as an unbounded streaming query (1 s processing-time
-trigger). After each committed micro-batch, the rows of the ticks it reported are handed to
-`on_rows` (the CLI appends them to --out), so a tick's rows appear once the event time has passed
-it (spec §4.1: tick `tau` is final once the event time, minus --lateness, is past `tau`). There is
+Every query of the document runs at once as an unbounded streaming query (a 250 ms
+processing-time trigger: a micro-batch starts as soon as new input is there and the last one is
+done). Inputs are stream directories and Redis streams (`redis://HOST:PORT/KEY`: read from its
+first entry, or with --checkpoint from where the last run stopped; no waiting for files). After
+each committed micro-batch, the rows of the ticks it reported are handed to `on_rows` (the CLI
+appends them to --out), so a tick's rows appear once the event time has passed it (spec §4.1: tick `tau` is final once the event time, minus --lateness, is past `tau`). There is
 no end of input, hence no final flush: ticks after the last event time are never reported.
 
 Stopping: SIGINT or SIGTERM (or `stop()` turning true) lets the micro-batch in progress finish,
@@ -29,8 +31,8 @@ from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_files, read_sink_files
 from tefq.spark.runtime.sources import file_ranks, stage_streams, wait_for_files
 
-POLL_S = 0.5
-TRIGGER = "1 second"
+POLL_S = 0.1  # how often committed rows are handed on
+TRIGGER = "250 milliseconds"  # a live micro-batch starts this soon after the last (issue 24: sub-second ticks)
 
 
 class SinkTail:
