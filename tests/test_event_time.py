@@ -155,3 +155,48 @@ def test_spark_live_uc3_guide_ahead_loses_nothing(spark):
     assert got.metrics.late_events == want.metrics.late_events == 0
     assert got.results[0].rows == want.results[0].rows
     assert got.metrics.extra["late_events_by_stream"] == want.metrics.extra["late_events_by_stream"]
+
+
+def test_spark_stream_clock_ends_bounded_streams_and_idles_live_ones():
+    """The operator's rule (no Spark): a bounded stream ends after its micro-batches, a live one
+    is idle after the idle timeout without a delivery (one that never delivered: since the start)."""
+    from tefq.spark.operators.base import StreamClock, StreamLimits
+
+    clock = StreamClock(now=0.0)
+    clock.see({0: 5000, 1: HOUR}, now=0.0)
+    bounded = StreamLimits(batches=(1, 3))
+    assert clock.event_time(bounded, batches=1, now=0.0) == HOUR  # stream 0 read its one batch: ended
+    assert StreamClock(0.0).event_time(bounded, batches=0, now=0.0) is None  # nothing read yet
+    live = StreamLimits(batches=(None, None, None), idle_ms=10_000)
+    assert clock.event_time(live, batches=1, now=5.0) is None  # stream 2 never delivered, not idle yet
+    assert clock.event_time(live, batches=1, now=11.0) == HOUR  # 0, 1 and 2 silent 11 s: none active
+    clock.see({0: 6000}, now=11.0)
+    assert clock.event_time(live, batches=2, now=12.0) == 6000  # 0 delivered again: active again
+    never = StreamLimits(batches=(None, None, None), idle_ms=0)
+    assert clock.event_time(never, batches=2, now=1e6) is None  # 0: a silent stream holds everything back
+
+
+def test_heartbeats_carry_each_streams_time_range():
+    import pyarrow as pa
+
+    from tefq.spark.protocol import ELEMENT_WIRE, StreamTimes, heartbeat_rows, read_heartbeats
+
+    rb = heartbeat_rows(ELEMENT_WIRE, [0, 1], 1000, 9000, 5, 2, [StreamTimes(0, 1000, 3000, 2), StreamTimes(2, 4000, 9000, 3)])
+    pdf = pa.Table.from_batches([rb]).to_pandas()
+    hb = read_heartbeats(pdf[pdf["b"] == 0], pdf[pdf["b"] == 0]["k"].to_numpy())
+    assert (hb.lo, hb.hi, hb.elements, hb.bad) == (1000, 9000, 5, 2)
+    assert hb.latest == {0: 3000, 2: 9000}
+
+
+def test_tie_keys_carry_the_stream():
+    import numpy as np
+    import pyarrow as pa
+
+    from tefq.spark.protocol import STREAM_SHIFT, TieOrder, streams_of_keys
+
+    fh = [(1 << STREAM_SHIFT) | 7, (1 << STREAM_SHIFT) | 7, (3 << STREAM_SHIFT) | 9]
+    keys = TieOrder({}, partition=2)(pa.array(fh, pa.int64())).to_numpy()
+    assert streams_of_keys(keys, (), False).tolist() == [1, 1, 3]
+    ranked = TieOrder({fh[0]: 5}, partition=0)(pa.array(fh, pa.int64())).to_numpy()
+    assert streams_of_keys(ranked, (0, 4, 6, 6), True).tolist() == [1, 1, 3]
+    assert np.all(np.diff(keys) > 0)
