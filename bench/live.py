@@ -150,6 +150,9 @@ def one_rate(rate: int, seconds: int, warmup: int, work: str) -> dict:
     tail = Tail(rows)
     tail.start()
     while not ready.first_batch.is_set():  # Spark starting: a few elements a second until a batch is done
+        if run.poll() is not None:
+            redis_proc.terminate()
+            raise SystemExit(f"the run ended (exit {run.returncode}) before its first micro-batch")
         publish(log, url, 10, 1)
     publish(log, url, rate, warmup)
     started = time.time() * 1000
