@@ -24,12 +24,14 @@ from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
+from tefq.publish import register as register_publish
 from tefq.run import ENGINES, Output, QueryFile, RunRequest, SparkOptions, execute, prefix_mappings
 from tefq.sensors.cli import register as register_sensors
 from tefq.simulate.names import STRATEGIES
 
 # The commands that live with their subsystem (generator, windowed oracle, baselines comparison).
-SUBSYSTEM_COMMANDS = (register_iptv, register_sensors, register_oracle, register_compare, register_facts)
+SUBSYSTEM_COMMANDS = (register_iptv, register_sensors, register_oracle, register_compare, register_facts,
+                      register_publish)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -115,7 +117,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     """The run `tefq run` describes (tefq.run does it)."""
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
-                         join_order=args.join_order)
+                         join_order=args.join_order, idle_timeout=args.idle_timeout)
     return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
                       args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args))
@@ -165,7 +167,8 @@ def _add_run_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a document over streams")
     _with_query(p)
     p.add_argument("--stream", action="append", required=True, metavar="[IRI=]PATH",
-                   help="a stream file or directory, or - for standard input; IRI=PATH feeds FROM STREAM <IRI> only")
+                   help="a stream file or directory, a Redis stream redis://HOST:PORT/KEY, or - for standard "
+                        "input; IRI=PATH feeds FROM STREAM <IRI> only")
     p.add_argument("--stream-format", choices=STREAM_FORMATS, metavar="FMT",
                    help=f"read every --stream as {'|'.join(STREAM_FORMATS)} whatever its extension "
                         "(default: by extension; tsv for standard input)")
@@ -204,7 +207,10 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
     p.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory (restart without loss)")
-    p.add_argument("--follow", action="store_true", help="keep watching the stream directory")
+    p.add_argument("--follow", action="store_true", help="keep watching the stream directories and Redis streams")
+    p.add_argument("--idle-timeout", metavar="DURATION",
+                   help="--follow: a stream silent this long stops holding the event time back (spec §6.1; "
+                        "default 10s; 0: never)")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
                    help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "

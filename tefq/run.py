@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
-SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order")
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
@@ -92,6 +92,7 @@ class SparkOptions:
     ingest: str | None = None
     follow: bool = False
     join_order: str | None = None  # windowed BGPs: static | adaptive (None: adaptive)
+    idle_timeout: int | str | None = None  # --follow: spec §6.1's idle timeout (default 10 s)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
 
     def given(self) -> list[str]:
@@ -186,9 +187,13 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
         raise TefqError(f"no such background file: {os.fspath(bg)}", file="--background")
     if not is_paths(request.events):
         return [], events_table(request.events)
+    from tefq.io.redis_stream import RedisStream, is_redis_url
+
     paths = stream_paths(request.events)
     for path in paths:
-        if path != STDIN and not os.path.exists(path):
+        if is_redis_url(path):
+            RedisStream.parse(path)  # a bad address: exit 2 now, naming it
+        elif path != STDIN and not os.path.exists(path):
             raise TefqError(f"no such stream file or directory: {path}", file="--stream")
     return paths, None
 
@@ -222,11 +227,17 @@ def choose_engine(request: RunRequest) -> str:
 
 
 def estimated_events(paths: list[str]) -> int:
-    """Stream events, cheaply: Parquet footers' row counts, else bytes / TEXT_BYTES_PER_EVENT."""
+    """Stream events, cheaply: Parquet footers' row counts, else bytes / TEXT_BYTES_PER_EVENT; a
+    Redis stream's entries added so far."""
     from tefq.io.readers import stream_files
+    from tefq.io.redis_stream import RedisStream, head, is_redis_url
 
     total = 0
     for path in paths:
+        if is_redis_url(path):
+            stream = RedisStream.parse(path)
+            total += head(stream.connect(), stream).n
+            continue
         for f in stream_files(path):
             if f.endswith(".parquet"):
                 import pyarrow.parquet as pq
@@ -245,6 +256,7 @@ class Settings:
     lateness_ms: int
     window_ms: int | None
     limits: RunLimits
+    idle_ms: int | None = None  # --idle-timeout (None: the engine's default)
 
 
 def settle(request: RunRequest, engine: str) -> Settings:
@@ -253,9 +265,11 @@ def settle(request: RunRequest, engine: str) -> Settings:
 
     lateness_ms = duration_ms(request.lateness, "--lateness")
     window_ms = duration_ms(request.window, "--window") if request.window is not None else None
+    idle = request.spark.idle_timeout
+    idle_ms = duration_ms(idle, "--idle-timeout") if idle is not None else None
     refuse_dropped_options(request, engine)
     refuse_restaged_inputs(request)
-    return Settings(engine, lateness_ms, window_ms, run_limits(request.max_ticks))
+    return Settings(engine, lateness_ms, window_ms, run_limits(request.max_ticks), idle_ms)
 
 
 def run_limits(max_ticks: int | None) -> RunLimits:
@@ -272,6 +286,9 @@ def refuse_dropped_options(request: RunRequest, engine: str) -> None:
     spark = request.spark
     if spark.follow and (engine != "spark" or request.simulate):
         raise TefqError("--follow runs on the Spark engine only (a bounded file set: drop --follow)", file="--follow")
+    if spark.idle_timeout is not None and not spark.follow:
+        raise TefqError("--idle-timeout applies to live runs (--follow): a bounded input's streams end instead",
+                        file="--idle-timeout")
     if request.window is not None and not request.simulate:
         raise TefqError("--window only applies with --simulate", file="--window")
     if request.simulate and spark.ingest in ("columnar", "direct"):
@@ -284,8 +301,13 @@ def refuse_dropped_options(request: RunRequest, engine: str) -> None:
 def refuse_restaged_inputs(request: RunRequest) -> None:
     """Standard input and --stream-format inputs are staged afresh by each run: once, and never
     for a run that must read the same files again (--follow, --checkpoint)."""
+    from tefq.io.redis_stream import is_redis_url
+
     paths = stream_paths(request.events)
     restaged = STDIN in paths or request.stream_format is not None
+    if request.stream_format is not None and any(is_redis_url(p) for p in paths):
+        raise TefqError("--stream-format does not apply to a Redis stream (its entries have fields ts, s, p, o)",
+                        file="--stream-format")
     if paths.count(STDIN) > 1:
         raise TefqError("standard input can be given once (--stream -)", file="--stream")
     if request.spark.follow and restaged:
@@ -359,16 +381,16 @@ class Job:
 def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
-    elements, sizes = job.staged.read_all(job.log)
+    elements, arrival = job.staged.read_all(job.log)
     return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
-                        lateness_ms=job.settings.lateness_ms or None, batch_sizes=sizes, locate=job.staged.locate)
+                        lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate)
 
 
 def simulated_on_oracle(job: Job) -> RunResult:
     from tefq.simulate import run as simulate
 
-    elements, _ = job.staged.read_all(job.log)
-    return simulate(job.doc, elements, job.request.simulate, job.settings.window_ms, job.triples,
+    elements, arrival = job.staged.read_all(job.log)
+    return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
                     t0=job.request.t0, max_ticks=job.settings.limits.max_ticks, locate=job.staged.locate)
 
 
@@ -378,8 +400,9 @@ def on_spark(job: Job) -> RunResult:
 
     s, out = job.request.spark, job.request.output
     appender = ResultAppender(out.format, out.out, out.tick_format) if s.follow and out is not None else None
+    idle = {} if job.settings.idle_ms is None else {"idle_ms": job.settings.idle_ms}
     return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
-                     ingest=s.ingest or "auto", on_rows=appender, **job.spark_options(),
+                     ingest=s.ingest or "auto", on_rows=appender, **idle, **job.spark_options(),
                      **({"join_order": s.join_order} if s.join_order else {}))
 
 

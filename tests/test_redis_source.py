@@ -6,9 +6,7 @@ checkpoint; a bad entry named by its stream and ID, raised or recorded once."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+from redis_helpers import redis_port  # noqa: E402,F401 (the fixture)
 from spark_helpers import spark  # noqa: E402,F401 (spark: the fixture)
 
 redis = pytest.importorskip("redis", reason="the Python package redis is not installed")
@@ -32,34 +31,6 @@ from tefq.publish import Pace, publish  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENTS = 2000
-
-
-@pytest.fixture(scope="module")
-def redis_port(tmp_path_factory):
-    """A private redis-server on 127.0.0.1 (no persistence), stopped after the module."""
-    server = shutil.which("redis-server")
-    if server is None:
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run does it)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    work = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", str(work)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"redis-server did not start on port {port}")
-            time.sleep(0.05)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

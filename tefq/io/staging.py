@@ -29,6 +29,8 @@ from tefq.vocabulary import Element
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from tefq.oracle.late import Arrival
+
 STDIN = "-"
 EVENTS = "<events>"  # the name in-memory events are reported under
 
@@ -46,27 +48,42 @@ class StagedStreams:
     def staged(self) -> bool:
         return bool(self.shown)
 
-    def batches(self, bad_rows: BadRowLog = STRICT) -> Iterator[Iterator[Element]]:
-        """The elements in arrival batches: one per stream file, then one per table."""
-        for path in self.paths:
-            for f in stream_files(path):
-                yield read_stream_file(f, bad_rows)
-        for table in self.tables:
-            yield read_table(table, EVENTS, bad_rows)
+    def streams(self, bad_rows: BadRowLog = STRICT) -> Iterator[tuple[str, Iterator[Iterator[Element]]]]:
+        """Per stream (a path, then each table): its label and its arrival batches (one per file; a
+        Redis stream: its entries up to its head now, in one batch)."""
+        from tefq.io.redis_stream import RedisStream, is_redis_url, read_elements
 
-    def read_all(self, bad_rows: BadRowLog = STRICT) -> tuple[list[Element], list[int]]:
-        """Every element in arrival order, and the size of each arrival batch (the oracle's
-        lateness); a reader's error names the original input."""
-        elements: list[Element] = []
-        sizes: list[int] = []
+        for path in self.paths:
+            if is_redis_url(path):
+                stream = RedisStream.parse(path)
+                yield stream.url, iter([read_elements(stream, bad_rows)])
+                continue
+            yield self.shown.get(path, path), (read_stream_file(f, bad_rows) for f in stream_files(path))
+        for table in self.tables:
+            yield EVENTS, iter([read_table(table, EVENTS, bad_rows)])
+
+    def read_all(self, bad_rows: BadRowLog = STRICT) -> tuple[list[Element], "Arrival"]:
+        """Every element in arrival order and how it arrived (spec §6.1): round k holds the k-th
+        file of each stream that has one, as Spark reads one file per trigger and source. A
+        reader's error names the original input."""
+        from tefq.oracle.late import Arrival
+
+        labels: list[str] = []
+        per_stream: list[list[list[Element]]] = []
         try:
-            for batch in self.batches(bad_rows):
-                before = len(elements)
-                elements.extend(batch)
-                sizes.append(len(elements) - before)
+            for label, batches in self.streams(bad_rows):
+                labels.append(label)
+                per_stream.append([list(b) for b in batches])
         except TefqError as e:
             raise self.relabel(e) from None
-        return elements, sizes
+        elements: list[Element] = []
+        rounds = []
+        for k in range(max((len(b) for b in per_stream), default=0)):
+            arrived = [(s, b[k]) for s, b in enumerate(per_stream) if k < len(b)]
+            for _, batch in arrived:
+                elements.extend(batch)
+            rounds.append(tuple((s, len(batch)) for s, batch in arrived))
+        return elements, Arrival(tuple(rounds), tuple(labels))
 
     def elements(self, bad_rows: BadRowLog = STRICT) -> Iterator[Element]:
         """All elements, path after path; a reader's error names the original input."""
@@ -82,8 +99,9 @@ class StagedStreams:
         """(file, line) of the first row at `ts`, under the name the user gave (an error path);
         in-memory events: (`<events>`, row)."""
         from tefq.io.readers import locate_ts
+        from tefq.io.redis_stream import is_redis_url
 
-        file, line = locate_ts(self.paths, ts)
+        file, line = locate_ts([p for p in self.paths if not is_redis_url(p)], ts)
         if line or not self.tables:
             return self.shown.get(file, file), line
         rows = itertools.chain.from_iterable(read_table(t, EVENTS, IgnoreBadRows()) for t in self.tables)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from tefq.oracle.facts import TripleIndex, background_index, build_store
-from tefq.oracle.late import MAX_WARNINGS, drop_late, outlier
+from tefq.oracle.late import MAX_WARNINGS, Arrival, in_stream_order, late_by_stream, outlier
 from tefq.oracle.query import QueryEvaluator, TooManyTicks
 from tefq.plan.logical import AggregateQuery, Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
@@ -33,7 +33,7 @@ def prepare(elements: Iterable[Element]) -> list[Element]:
 
 def run_document(doc: Document, elements: Iterable[Element], background=None, *, t0: int = 0,
                  limits: RunLimits = RunLimits(), lateness_ms: int | None = None,
-                 batch_sizes: Sequence[int] | None = None,
+                 batch_sizes: Sequence[int] | None = None, arrival: Arrival | None = None,
                  locate: Callable[[int], tuple[str, int]] | None = None) -> RunResult:
     """Every query of `doc` over `elements` (in arrival order; `background`: any form
     `tefq.io.rdf.background_as_ntriples` takes). Aggregate queries as `run` says (lateness,
@@ -42,8 +42,10 @@ def run_document(doc: Document, elements: Iterable[Element], background=None, *,
     More ticks than `limits.max_ticks` stop the run (TooManyTicks naming the row, via `locate`)."""
     arrived = list(elements)
     result = run(doc, arrived, background, t0, max_ticks=limits.max_ticks, lateness_ms=lateness_ms,
-                 batch_sizes=batch_sizes, locate=locate)
+                 batch_sizes=batch_sizes, arrival=arrival, locate=locate)
     if any(isinstance(q, WindowedQuery) for q in doc.queries):
+        if arrival is not None:
+            arrived = arrival.in_stream_order(arrived)
         _add_windowed(result, doc, arrived, background, t0, limits.max_ticks, locate)
     return result
 
@@ -65,13 +67,16 @@ def _add_windowed(result: RunResult, doc: Document, elements: list[Element], bac
 
 def run(doc: Document, elements: Iterable[Element], background=None, t0: int = 0, *,
         max_ticks: int = DEFAULT_MAX_TICKS, lateness_ms: int | None = None, batch_sizes: Sequence[int] | None = None,
-        locate: Callable[[int], tuple[str, int]] | None = None) -> RunResult:
-    """`elements` in arrival order. Without `lateness_ms` every element is applied (in time order).
-    With it, the elements arrive in batches of `batch_sizes` (one per stream file; default: one
-    batch) and an element at or before a tick already reported is late, as on Spark: counted,
-    warned, not applied. `locate(ts) -> (file, line)` names the row an absurd time range comes from."""
+        arrival: Arrival | None = None, locate: Callable[[int], tuple[str, int]] | None = None) -> RunResult:
+    """`elements` in arrival order: as `arrival` says (streams and rounds, spec §6.1), else one
+    stream in batches of `batch_sizes` (default: one batch). Without `lateness_ms` every element is
+    applied; with it an element at or before a tick already reported is late, as on Spark: counted
+    (per stream too), warned, not applied. Elements apply in (t, stream order, arrival).
+    `locate(ts) -> (file, line)` names the row an absurd time range comes from."""
     started = time.perf_counter()
     arrived = list(elements)
+    if arrival is None:
+        arrival = Arrival.single(batch_sizes or [len(arrived)])
     bg = background_index(background)
     queries = [q for q in doc.queries if isinstance(q, AggregateQuery)]
     by_every: dict[int | None, list[AggregateQuery]] = {}
@@ -80,21 +85,37 @@ def run(doc: Document, elements: Iterable[Element], background=None, t0: int = 0
     metrics: Metrics | None = None
     results: dict[str, QueryResult] = {}
     for every, group in by_every.items() or [(None, [])]:
-        kept, late = (arrived, []) if every is None else drop_late(arrived, batch_sizes or [len(arrived)],
-                                                                   lateness_ms or 0, every, t0)
-        for ts, last in late[:MAX_WARNINGS]:
-            print(f"warning: late event at {ts} ms ignored for queries {', '.join(q.name for q in group)}: "
-                  f"ticks up to {last} were already reported", file=sys.stderr)
-        m = _evaluate(doc, group, prepare(kept), bg, t0, max_ticks, locate, results)
+        if every is None:
+            applied, late = arrival.in_stream_order(arrived), []
+        else:
+            kept, late = late_by_stream(arrived, arrival, lateness_ms or 0, every, t0)
+            applied = in_stream_order(kept)
+        warn_late(late, group)
+        m = _evaluate(doc, group, prepare(applied), bg, t0, max_ticks, locate, results)
         m.late_events = len(late)
         if metrics is None:  # as on Spark: the counts of the first query's input
             metrics = m
+            metrics.extra["late_events_by_stream"] = late_counts(late, arrival.labels)
         else:
             metrics.ticks += m.ticks
             metrics.rows_out += m.rows_out
     assert metrics is not None
     metrics.wall_seconds = time.perf_counter() - started
     return RunResult([results[q.name] for q in queries], metrics)
+
+
+def warn_late(late: list[tuple[int, int, int]], group: list[AggregateQuery]) -> None:
+    for ts, last, _ in late[:MAX_WARNINGS]:
+        print(f"warning: late event at {ts} ms ignored for queries {', '.join(q.name for q in group)}: "
+              f"ticks up to {last} were already reported", file=sys.stderr)
+
+
+def late_counts(late: list[tuple[int, int, int]], labels: Sequence[str]) -> dict[str, int]:
+    """`late_events_by_stream`: every stream's label -> its late elements (0 included)."""
+    counts = dict.fromkeys(labels, 0)
+    for _, _, s in late:
+        counts[labels[s]] += 1
+    return counts
 
 
 def _evaluate(doc: Document, queries: list[AggregateQuery], events: list[Element], bg: TripleIndex, t0: int,
@@ -134,4 +155,4 @@ def name_the_row(e: TooManyTicks, times: list[int], locate: Callable[[int], tupl
     return e
 
 
-__all__ = ["run_document", "run", "prepare", "name_the_row"]
+__all__ = ["run_document", "run", "prepare", "name_the_row", "Arrival"]

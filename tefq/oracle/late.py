@@ -1,13 +1,17 @@
-"""Arrival order on the oracle: late events (`--lateness`) and the row behind an absurd time range.
+"""Arrival order on the oracle: late events (`--lateness`, spec §6.1) and the row behind an absurd
+time range.
 
 Late events follow the Spark engine's rule (docs/spark.md, "Event time and ticks") with one stream
-file per micro-batch: after each batch, every tick before `max event time - lateness` is reported;
-an event of a later batch at or before the last reported tick is late (counted, warned, not
-applied); events within the lateness are applied in time order.
+file per micro-batch and source: each stream has its own event time (the latest `t` read from it),
+the run's event time is the minimum over the streams not yet ended; after each round of batches
+every tick before `event time - lateness` is reported; an element of a later round at or before the
+last reported tick is late (counted per stream, warned, not applied); the others are applied in
+(t, stream order).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
 from tefq.vocabulary import Element
@@ -15,32 +19,114 @@ from tefq.vocabulary import Element
 MAX_WARNINGS = 20  # late-event warnings per query group (as on Spark)
 
 
-def drop_late(arrived: Sequence[Element], batch_sizes: Sequence[int], lateness_ms: int, every_ms: int,
-              t0: int) -> tuple[list[Element], list[tuple[int, int]]]:
-    """(the elements applied, (ts, last reported tick) of each late one), batch by batch."""
-    kept: list[Element] = []
-    late: list[tuple[int, int]] = []
+@dataclass(frozen=True)
+class Arrival:
+    """How a run's elements arrived (spec §6.1): `rounds` in arrival order, each the batches that
+    arrived together as (stream index, batch size) — the elements, in this order, are the run's
+    `elements` list; `labels[i]`: stream i's name (IRI, path or URL) for `late_events_by_stream`.
+    Bounded files arrive round-robin: round k holds the k-th file of each stream that has one (what
+    Spark reads per micro-batch with one file per trigger and source); a stream whose last batch
+    has arrived has ended."""
+
+    rounds: tuple[tuple[tuple[int, int], ...], ...]
+    labels: tuple[str, ...]
+
+    @staticmethod
+    def single(batch_sizes: Sequence[int], label: str = "") -> "Arrival":
+        """One stream arriving in batches of `batch_sizes`."""
+        return Arrival(tuple(((0, n),) for n in batch_sizes), (label,))
+
+    def streams(self) -> list[int]:
+        """The stream index of each element, in order."""
+        return [s for batches in self.rounds for s, n in batches for _ in range(n)]
+
+    def in_stream_order(self, elements: Sequence[Element]) -> list[Element]:
+        """`elements` (in arrival order) stream by stream, each stream's in arrival order (elements
+        beyond the rounds: stream 0's)."""
+        streams = self.streams()
+        return in_stream_order([(streams[i] if i < len(streams) else 0, e) for i, e in enumerate(elements)])
+
+    def last_rounds(self) -> dict[int, int]:
+        """Per stream, the round of its last batch (a stream with none has ended from the start)."""
+        return {s: k for k, batches in enumerate(self.rounds) for s, _ in batches}
+
+
+def in_stream_order(kept: list[tuple[int, Element]]) -> list[Element]:
+    """(stream, element) pairs stream by stream, each in arrival order: a stable sort by t then
+    applies them in (t, stream order, arrival) (spec §6.1)."""
+    return [e for _, e in sorted(kept, key=lambda se: se[0])]
+
+
+class EventTime:
+    """Per stream the largest `t` read (`T[s]`), which streams ended, and the run's event time:
+    the minimum over the active streams' `T[s]` (None while an active stream has read nothing),
+    the maximum over all once none is active (spec §6.1, rules 1-3; no idleness in a replay)."""
+
+    def __init__(self, nstreams: int) -> None:
+        self.latest: dict[int, int] = {}
+        self.active = set(range(nstreams))
+
+    def see(self, stream: int, times: Sequence[int]) -> None:
+        if times:
+            top = max(times)
+            self.latest[stream] = max(self.latest.get(stream, top), top)
+
+    def end(self, stream: int) -> None:
+        self.active.discard(stream)
+
+    def value(self) -> int | None:
+        if not self.active:
+            return max(self.latest.values()) if self.latest else None
+        if any(s not in self.latest for s in self.active):
+            return None
+        return min(self.latest[s] for s in self.active)
+
+
+def late_by_stream(arrived: Sequence[Element], arrival: Arrival, lateness_ms: int, every_ms: int,
+                   t0: int) -> tuple[list[tuple[int, Element]], list[tuple[int, int, int]]]:
+    """Round by round: an element at or before the last reported tick is late, every other is kept;
+    then the streams' event times advance and the ticks up to `event time - lateness` are reported.
+    Returns ((stream, element) kept, in arrival order; (ts, last reported tick, stream) of each late one)."""
+    kept: list[tuple[int, Element]] = []
+    late: list[tuple[int, int, int]] = []
+    clock = EventTime(len(arrival.labels))
+    ends = arrival.last_rounds()
+    for s in set(range(len(arrival.labels))) - set(ends):
+        clock.end(s)
     last: int | None = None
-    gmin = gmax = None
+    first: int | None = None
     i = 0
-    for n in batch_sizes:
-        batch, i = arrived[i:i + n], i + n
-        if not batch:
+    for k, batches in enumerate(arrival.rounds):
+        for s, n in batches:
+            batch, i = arrived[i:i + n], i + n
+            for e in batch:
+                if last is not None and e[0] <= last:
+                    late.append((e[0], last, s))
+                else:
+                    kept.append((s, e))
+            times = [e[0] for e in batch]  # the batch's event-time range counts its late rows too
+            clock.see(s, times)
+            if times:
+                first = min(times) if first is None else min(first, min(times))
+            if ends[s] == k:
+                clock.end(s)
+        now = clock.value()
+        if now is None or first is None:
             continue
-        for e in batch:
-            if last is not None and e[0] <= last:
-                late.append((e[0], last))
-            else:
-                kept.append(e)
-        times = [e[0] for e in batch]  # the batch's event-time range counts its late rows too
-        gmin = min(times) if gmin is None else min(gmin, min(times))
-        gmax = max(times) if gmax is None else max(gmax, max(times))
-        start = tick_at_or_after(gmin, t0, every_ms) if last is None else last + every_ms
-        upto = tick_at_or_before(gmax - lateness_ms - 1, t0, every_ms)
+        start = tick_at_or_after(first, t0, every_ms) if last is None else last + every_ms
+        upto = tick_at_or_before(now - lateness_ms - 1, t0, every_ms)
         if upto >= start:
             last = upto
-    kept.extend(arrived[i:])  # elements beyond the batches given: one last batch, never late
+    kept.extend((0, e) for e in arrived[i:])  # elements beyond the rounds given: never late
     return kept, late
+
+
+def drop_late(arrived: Sequence[Element], batch_sizes: Sequence[int], lateness_ms: int, every_ms: int,
+              t0: int) -> tuple[list[Element], list[tuple[int, int]]]:
+    """One stream in batches of `batch_sizes`: (the elements applied, (ts, last reported tick) of
+    each late one)."""
+    kept, late = late_by_stream(arrived, Arrival.single(batch_sizes), lateness_ms, every_ms, t0)
+    return [e for _, e in kept], [(ts, last) for ts, last, _ in late]
 
 
 def outlier(times: Sequence[int]) -> tuple[int, str]:

@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from typing import Callable, Iterator
 
 from pyspark.sql import SparkSession
@@ -34,8 +35,11 @@ from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
-from tefq.spark.runtime.sources import Staging, file_ranks, stage_streams, write_flush
-from tefq.vocabulary import DEFAULT_MAX_TICKS, RunLimits
+from tefq.io.redis_stream import RedisStream, head, is_redis_url
+from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
+from tefq.spark.runtime.sources import (Staging, StreamInput, file_ranks, files_in_stream_order, stage_streams,
+                                        write_flush)
+from tefq.vocabulary import DEFAULT_MAX_TICKS
 
 
 def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, run: RunOptions, *,
@@ -98,7 +102,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
                for plan in plans}  # auto keeps the path a restarted checkpoint was written by
     # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
     ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
-    say(run.progress, f"{len(input_files(paths))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
+    say(run.progress, f"{len(input_files(file_inputs(paths)))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
     for plan in plans:
         say(run.progress, f"running {plan.query}" + INGEST_LINES.get(choices[id(plan)], ""))
         qrs, m, warns = run_plan(spark, doc, plan, paths, workdir, run, ranks=ranks, operator=operator,
@@ -113,7 +117,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
         max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
-        stop: Callable[[], bool] | None = None, ingest: str = "auto") -> RunResult:
+        stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS) -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
 
     `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
@@ -122,15 +126,18 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
     run and new files arrived: tefq.spark.runtime.checkpoint). `max_ticks`: as the oracle's
     (0: no bound); a run over it stops with exit 2 naming the row. `ingest`: auto | columnar | direct | rows,
-    how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows)."""
+    how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
+    A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
+    to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
+    event time back (spec §6.1; 0: never)."""
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
-    lock = (resume(checkpoint, stream_paths, follow, doc, background=background, t0=t0, lateness_ms=lateness_ms)
-            if checkpoint is not None else None)
+    lock = (resume(checkpoint, file_inputs(stream_paths), follow, doc, background=background, t0=t0,
+                   lateness_ms=lateness_ms) if checkpoint is not None else None)
     tmp = None
     try:
         opts = RunOptions(t0, lateness_ms, max_files_per_trigger, bad_rows, progress, rdflib_triples(background),
-                          RunLimits(max_ticks))
+                          StreamLimits(max_ticks, idle_ms=idle_ms))
         if spark is None:
             say(progress, f"starting Spark ({default_master(master)})…")
             spark = get_session(master)
@@ -143,7 +150,9 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         else:
             results, metrics = run_to_end(spark, doc, plans, stream_paths, workdir, opts, ingest)
             if checkpoint is not None:
-                mark_finished(checkpoint, stream_paths)
+                mark_finished(checkpoint, file_inputs(stream_paths))
+        metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), stream_paths)
+        metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + redis_bad_entries(stream_paths, bad_rows)
         return run_result(doc, results, metrics, started)
     finally:
         if lock is not None:
@@ -160,18 +169,87 @@ def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str)
     if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
         raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
                         "run them bounded", file="--follow")
-    refuse_colons(stream_paths)
+    refuse_colons(file_inputs(stream_paths))
     if ingest not in INGEST_CHOICES:
         raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",
                         file="--ingest")
     if follow and ingest in ("columnar", "direct"):
         raise TefqError(f"--ingest {ingest} is for bounded runs (--follow reads rows)", file="--ingest")
+    if ingest in ("columnar", "direct") and len(file_inputs(stream_paths)) < len(stream_paths):
+        raise TefqError(f"--ingest {ingest} reads Parquet files: a Redis stream is read as rows", file="--ingest")
+
+
+def file_inputs(stream_paths: list[str]) -> list[str]:
+    """The stream paths that are files or directories (not Redis streams)."""
+    return [p for p in stream_paths if not is_redis_url(p)]
+
+
+def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool) -> list[StreamInput]:
+    """Each input with its --stream index; a Redis stream of a bounded run pinned at its head now,
+    so that every query of the run reads the same entries while a publisher goes on writing."""
+    out = []
+    for i, p in enumerate(paths):
+        end = None
+        if is_redis_url(p) and not follow:
+            stream = RedisStream.parse(p)
+            end = head(stream.connect(), stream)
+        out.append(StreamInput(p, i, end, bad_rows))
+    return out
+
+
+def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> StreamLimits:
+    """Spec §6.1 for the operators: how many micro-batches each bounded input takes (one file per
+    trigger and source with --max-files-per-trigger, else one; a Redis stream: one, none if empty),
+    each stream's first file rank (`sources.file_ranks`); live inputs: None (they go idle)."""
+    batches: list[int | None] = []
+    starts, rank = [], 0
+    for p in inputs:
+        files = [] if is_redis_url(p) else files_in_stream_order([p])
+        starts.append(rank)
+        rank += len(files)
+        if follow:
+            batches.append(None)
+        elif p.end is not None:
+            batches.append(1 if p.end.n else 0)
+        else:
+            m = run.max_files_per_trigger
+            batches.append(-(-len(files) // m) if m else min(len(files), 1))
+    # file_ranks ranks two files or more: then ties go by (t, stream order) across micro-batches
+    return replace(run.limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=rank >= 2)
+
+
+def late_by_label(by_index: dict[int, int], labels: list[str]) -> dict[str, int]:
+    """`late_events_by_stream`: each input's label -> its late elements (0 included)."""
+    out = dict.fromkeys(labels, 0)
+    for i, n in by_index.items():
+        if 0 <= i < len(labels):
+            out[labels[i]] += n
+    return out
+
+
+def redis_bad_entries(stream_paths: list[str], bad_rows: str | None) -> int:
+    """Bad entries the Redis sources recorded in --bad-rows (one file per entry range, written
+    exactly once: `redis_source.partition_bad_rows`), counted by their lines."""
+    import glob
+    import os
+
+    if bad_rows is None or len(file_inputs(stream_paths)) == len(stream_paths):
+        return 0
+    total = 0
+    for f in glob.glob(os.path.join(bad_rows, "bad-redis-*.tsv")):
+        with open(f, encoding="utf-8") as fh:
+            total += sum(1 for line in fh if line.strip())
+    return total
 
 
 def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
                run: RunOptions, ingest: str) -> tuple[list[QueryResult], Metrics]:
     """A bounded run: the streams staged, every plan through `run_bounded`."""
     staging = stage_streams(stream_paths, workdir, run.bad_rows)
+    staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False)
+    run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
+    if len(file_inputs(stream_paths)) < len(stream_paths):
+        ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
     try:
         results, metrics = bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
     finally:
@@ -237,4 +315,6 @@ def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
     metrics.extra["collect_seconds"] = m.get("collect_seconds")
     metrics.extra["ingest"] = m.get("ingest", "rows")
     metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
+    metrics.extra["late_by_index"] = {int(k.split(".", 1)[1]): int(v) for k, v in m.items()
+                                      if k.startswith("late_stream.")}
     return metrics

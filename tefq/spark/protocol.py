@@ -9,7 +9,7 @@ Spark-free (pyarrow, numpy, pandas): the operators are tested without Spark.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
@@ -56,12 +56,36 @@ ORDER_SHIFT = 1 << 42
 ROW_BITS = 22  # a ranked file's key: rank (< 2^19) << ROW_BITS + row within the file (< 2^22)
 UNRANKED = 1 << 41  # files the driver did not rank come after the ranked ones
 
+# The input stream (its --stream index, spec §6.1) rides in the top bits of the file hash `fh`
+# every source gives its rows: fh = stream << STREAM_SHIFT | (xxhash64(file) & FILE_HASH_MASK).
+STREAM_SHIFT = 56
+FILE_HASH_MASK = (1 << STREAM_SHIFT) - 1
+MAX_STREAMS = 127
+
+
+def stream_of(fh: np.ndarray) -> np.ndarray:
+    """The input stream of each file hash `fh` (see STREAM_SHIFT)."""
+    return (np.asarray(fh, np.int64) >> STREAM_SHIFT).astype(np.int64)
+
+
+def ranked_keys(batch: int, o: np.ndarray) -> np.ndarray:
+    """Keys `o` of rows of micro-batch `batch` such that the operators' order, `batch * ORDER_SHIFT
+    + key`, is `o` itself for a ranked file's row (its key already orders every ranked row of the
+    run by stream order, file and row, whatever micro-batch it arrives in: spec §6.1's (t, stream
+    order)) and stays batch-major for the rest (files that arrived later)."""
+    o = np.asarray(o, np.int64)
+    return np.where(o < UNRANKED, o - np.int64(batch) * ORDER_SHIFT, o)
+
+
+UNRANKED_STREAM_SHIFT, UNRANKED_PARTITION_SHIFT = 34, 26  # an unranked key: stream, partition, row
+
 
 class TieOrder:
     """Per input partition of Spark's rows, the order key of ties: file rank << ROW_BITS + row
-    within the file. `o` arrives as xxhash64 of the row's file path; `ranks`
-    (tefq.spark.runtime.sources.file_ranks) maps it to the file's place in stream order. Files not
-    ranked come after the ranked ones, in partition then row order; so does everything without ranks."""
+    within the file. `o` arrives as the row's file hash (`fh`: its stream in the top bits);
+    `ranks` (tefq.spark.runtime.sources.file_ranks) maps it to the file's place in stream order.
+    Files not ranked come after the ranked ones, by stream, then partition, then row: UNRANKED +
+    stream << 34 + partition << 26 + row; without ranks, the same without UNRANKED."""
 
     UNRANKED = UNRANKED
 
@@ -69,19 +93,36 @@ class TieOrder:
         self.ranks, self.partition, self.row = ranks, partition, 0
         self.start: dict[int, int] = {}  # first row of each ranked file in this partition
 
+    def unranked(self, fh: int) -> int:
+        stream = (fh >> STREAM_SHIFT) & MAX_STREAMS
+        base = UNRANKED if self.ranks else 0
+        return base + (stream << UNRANKED_STREAM_SHIFT) + (self.partition << UNRANKED_PARTITION_SHIFT)
+
     def __call__(self, fh: pa.Array) -> pa.Array:
         rows = np.arange(self.row, self.row + len(fh), dtype=np.int64)
         self.row += len(fh)
-        if not self.ranks or not len(fh):
-            return pa.array((self.partition << 33) + rows)
+        if not len(fh):
+            return pa.array(rows)
         h = fh.to_numpy(zero_copy_only=False)
         starts = np.concatenate(([0], np.flatnonzero(h[1:] != h[:-1]) + 1))  # a file's rows are contiguous
         offset = np.empty(len(starts), np.int64)  # per run of one file: key = offset + row in partition
         for i, (u, f) in enumerate(zip(h[starts].tolist(), starts.tolist())):
             r = self.ranks.get(u)
-            offset[i] = (UNRANKED + (self.partition << 31) if r is None
+            offset[i] = (self.unranked(u) if r is None
                          else (r << ROW_BITS) - self.start.setdefault(u, int(rows[f])))
         return pa.array(np.repeat(offset, np.diff(np.append(starts, len(h)))) + rows)
+
+
+def streams_of_keys(o: np.ndarray, rank_starts: tuple[int, ...], ranked_run: bool) -> np.ndarray:
+    """The input stream of rows with tie keys `o` (`TieOrder`): in a run with ranks
+    (`ranked_run`), a ranked key's rank falls in its stream's ranks (`rank_starts`: the first rank
+    of each stream); an unranked key carries it."""
+    o = np.asarray(o, np.int64)
+    ranked = (o < UNRANKED) & ranked_run
+    by_rank = (np.searchsorted(np.asarray(rank_starts, np.int64), o >> ROW_BITS, side="right") - 1
+               if rank_starts else np.zeros(len(o), np.int64))
+    carried = ((o & (UNRANKED - 1)) >> UNRANKED_STREAM_SHIFT) & MAX_STREAMS
+    return np.where(ranked, np.maximum(by_rank, 0), carried)
 
 
 class FileTieOrder:
@@ -98,7 +139,7 @@ class FileTieOrder:
         if new_file:
             self.row = 0
         if rank is None:
-            base = UNRANKED + (np.int64(self.partition) << 31) + self.unranked
+            base = UNRANKED + (np.int64(self.partition) << UNRANKED_PARTITION_SHIFT) + self.unranked
             self.unranked += rows
         else:
             base = (np.int64(rank) << ROW_BITS) + self.row
@@ -145,8 +186,11 @@ def ddl(schema: pa.Schema) -> str:
 # Control rows and the heartbeat
 
 HB_LO, HB_HI, HB_ELEMENTS, HB_BAD = "ts", "o", "f", "n"
-"""A heartbeat's columns: the partition's first and last event time (both meaningless when it read
-no element), the stream elements it read and its bad rows."""
+"""A heartbeat's columns: the partition's first and last event time in one input stream (both
+meaningless when it read no element), the stream's index and the elements it read (packed in
+HB_ELEMENTS: stream << HB_STREAM_SHIFT | elements) and the partition's bad rows (on its first
+heartbeat only)."""
+HB_STREAM_SHIFT = 48
 
 
 def control_rows(schema: pa.Schema, kind: int, size: int, **cols) -> pa.RecordBatch:
@@ -163,12 +207,33 @@ def control_rows(schema: pa.Schema, kind: int, size: int, **cols) -> pa.RecordBa
     return pa.RecordBatch.from_pydict(arrays, schema=schema)
 
 
-def heartbeat_rows(schema: pa.Schema, buckets: list[int], lo: int | None, hi: int | None, elements: int,
-                   bad: int) -> pa.RecordBatch:
-    """One heartbeat per bucket in `buckets`: every bucket learns the time the partition reached."""
-    k = len(buckets)
-    return control_rows(schema, RowKind.HEARTBEAT, k, **{HB_LO: [lo or 0] * k, HB_HI: [hi or 0] * k,
-                                                          HB_ELEMENTS: [elements] * k, HB_BAD: [bad] * k, "b": buckets})
+@dataclass(frozen=True)
+class StreamTimes:
+    """What a partition read of one input stream: its event-time range and its elements."""
+
+    stream: int
+    lo: int
+    hi: int
+    elements: int
+
+
+def heartbeat_rows(schema: pa.Schema, buckets: list[int], lo: int | None, hi: int | None, elements: int, bad: int,
+                   streams: list[StreamTimes] | None = None) -> pa.RecordBatch:
+    """Per bucket in `buckets`, one heartbeat per input stream the partition read (`streams`; by
+    default one stream, 0, with the range `lo`..`hi` of `elements` elements; one heartbeat with no
+    elements if it read none): every bucket learns the time each stream reached."""
+    if streams is None:
+        streams = [StreamTimes(0, lo or 0, hi or 0, elements)]
+    streams = streams or [StreamTimes(0, 0, 0, 0)]
+    cols: dict[str, list[int]] = {HB_LO: [], HB_HI: [], HB_ELEMENTS: [], HB_BAD: [], "b": []}
+    for b in buckets:
+        for i, st in enumerate(streams):
+            cols[HB_LO].append(st.lo)
+            cols[HB_HI].append(st.hi)
+            cols[HB_ELEMENTS].append(st.stream << HB_STREAM_SHIFT | st.elements)
+            cols[HB_BAD].append(bad if i == 0 else 0)
+            cols["b"].append(b)
+    return control_rows(schema, RowKind.HEARTBEAT, len(cols["b"]), **cols)
 
 
 def flush_rows(schema: pa.Schema, buckets: list[int]) -> pa.RecordBatch:
@@ -183,6 +248,7 @@ class Heartbeats:
     hi: int | None
     elements: int  # stream elements read
     bad: int  # bad rows diverted
+    latest: dict[int, int] = field(default_factory=dict)  # per input stream that read elements: its largest t
 
 
 def read_heartbeats(pdf: pd.DataFrame, kinds: np.ndarray) -> Heartbeats | None:
@@ -190,8 +256,13 @@ def read_heartbeats(pdf: pd.DataFrame, kinds: np.ndarray) -> Heartbeats | None:
     at = np.nonzero(kinds == RowKind.HEARTBEAT)[0]
     if not len(at):
         return None
-    elements = pdf[HB_ELEMENTS].to_numpy()[at]
-    ranged = at[elements > 0]  # a partition of bad rows only has no time range
-    lo = int(pdf[HB_LO].to_numpy()[ranged].min()) if len(ranged) else None
-    hi = int(pdf[HB_HI].to_numpy()[ranged].max()) if len(ranged) else None
-    return Heartbeats(lo, hi, int(elements.sum()), int(pdf[HB_BAD].to_numpy()[at].sum()))
+    packed = pdf[HB_ELEMENTS].to_numpy().astype(np.int64)[at]
+    elements, streams = packed & ((1 << HB_STREAM_SHIFT) - 1), packed >> HB_STREAM_SHIFT
+    ranged = elements > 0  # a partition of bad rows only has no time range
+    lo = int(pdf[HB_LO].to_numpy()[at][ranged].min()) if ranged.any() else None
+    his = pdf[HB_HI].to_numpy().astype(np.int64)[at]
+    hi = int(his[ranged].max()) if ranged.any() else None
+    latest: dict[int, int] = {}
+    for s, h in zip(streams[ranged].tolist(), his[ranged].tolist()):
+        latest[s] = max(latest.get(s, h), h)
+    return Heartbeats(lo, hi, int(elements.sum()), int(pdf[HB_BAD].to_numpy()[at].sum()), latest)

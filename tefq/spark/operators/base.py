@@ -2,7 +2,7 @@
 runs under (applyInPandasWithState, one call per bucket and micro-batch), over the rows the
 mappers send (their kinds and heartbeats: `tefq.spark.protocol`).
 
-The loop (`bucket_operator`) owns the plumbing: restore the pickled bucket state, read the rows,
+The loop (`bucket_operator`) owns the plumbing: restore the bucket state (runtime/state_codec), read the rows,
 take the event-time range from the heartbeats, drop late events (counted and warned about), choose
 the ticks that became final, save the state and emit the batch's metrics. A `BucketLogic` holds
 only the maths of one query shape: `ingest` the bucket's new rows, `advance` to the chosen ticks
@@ -23,7 +23,7 @@ import pandas as pd
 
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
 from tefq.spark.output import RECORD_SCHEMA, json_record
-from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, read_heartbeats
+from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, ranked_keys, read_heartbeats, streams_of_keys
 from tefq.spark.runtime.state_codec import decode as decode_state, encode as encode_state
 from tefq.vocabulary import RunLimits
 
@@ -31,6 +31,7 @@ MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
 OUTPUT_SCHEMA = RECORD_SCHEMA
 STATE_SCHEMA = "blob binary"
 OUTPUT_COLUMNS = ["kind", "tick", "payload"]
+DEFAULT_IDLE_MS = 10_000  # --idle-timeout (spec §6.1)
 TOO_MANY_TICKS = "TEFQ_TOO_MANY_TICKS"  # a worker's error text: the driver names the row (runtime/progress.py)
 
 
@@ -63,13 +64,76 @@ def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
     return pd.DataFrame({c: np.concatenate([p[c].to_numpy() for p in parts]) for c in parts[0].columns}, copy=False)
 
 
+@dataclass(frozen=True)
+class StreamLimits(RunLimits):
+    """The run's limits plus what the event time of spec §6.1 needs (shipped in the operator's
+    closure). `batches`: per input stream (its --stream index), the micro-batches its input takes
+    (a bounded input: it has ended after them) or None (a live input: idle after `idle_ms` of
+    wall-clock time without a delivery; 0: never idle). `rank_starts`: the first file rank of each
+    stream (`protocol.TieOrder`), to count late rows per stream."""
+
+    batches: tuple[int | None, ...] = ()
+    rank_starts: tuple[int, ...] = ()
+    ranked: bool = False  # the files were ranked (`sources.file_ranks`): ties go by (t, stream order)
+    idle_ms: int = DEFAULT_IDLE_MS
+
+
+class StreamClock:
+    """Per input stream, kept in the bucket state: the largest t read (`latest`) and the wall
+    time of its last delivery (`seen_at`, for idleness), and when the bucket first ran."""
+
+    def __init__(self, now: float) -> None:
+        self.latest: dict[int, int] = {}
+        self.seen_at: dict[int, float] = {}
+        self.started = now
+
+    def see(self, latest: dict[int, int], now: float) -> None:
+        for s, t in latest.items():
+            self.latest[s] = max(self.latest.get(s, t), t)
+            self.seen_at[s] = now
+
+    def active(self, limits: RunLimits, batches: int, now: float) -> list[int]:
+        """The streams that hold the event time back: not ended (a bounded input read to its
+        end), not idle (a live input silent for the idle timeout; one that never delivered counts
+        from the bucket's start). Without StreamLimits: the streams seen, never ended nor idle."""
+        if not isinstance(limits, StreamLimits) or not limits.batches:
+            return list(self.latest)
+        out = []
+        for s, n in enumerate(limits.batches):
+            if n is not None:
+                if batches < n:
+                    out.append(s)
+            elif not limits.idle_ms or (now - self.seen_at.get(s, self.started)) * 1000 <= limits.idle_ms:
+                out.append(s)
+        return out
+
+    def event_time(self, limits: RunLimits, batches: int, now: float) -> int | None:
+        """Spec §6.1: the minimum over the active streams of their latest t (None while one of
+        them has read nothing); the maximum over every stream once none is active."""
+        active = self.active(limits, batches, now)
+        if not active:
+            return max(self.latest.values()) if self.latest else None
+        if any(s not in self.latest for s in active):
+            return None
+        return min(self.latest[s] for s in active)
+
+
+def stream_clock(st: "BucketState") -> StreamClock:
+    """The state's StreamClock (a state saved before there was one gets a fresh one)."""
+    clock = getattr(st, "clock", None)
+    if clock is None:
+        clock = st.clock = StreamClock(time.time())
+    return clock
+
+
 class BucketState:
     """What every bucket keeps between micro-batches; a logic's state subclasses it."""
 
     def __init__(self) -> None:
         self.terms: dict[int, str] = {}  # group code -> term
-        self.gmin: int | None = None  # event-time range seen
+        self.gmin: int | None = None  # event-time range seen (all streams)
         self.gmax: int | None = None
+        self.clock = StreamClock(time.time())  # per stream: the event time of spec §6.1
         self.last_tick: int | None = None  # the last reported tick
         self.batches = 0
         self.flushed = False
@@ -82,6 +146,10 @@ class Batch:
     bucket: int
     flush: bool = False
     max_ticks: int = 0  # ticks one query may report (0: no bound), checked before they are enumerated
+    limits: RunLimits = RunLimits()  # the run's (StreamLimits: how its streams end or idle)
+    event_time: int | None = None  # the run's event time after this batch (spec §6.1)
+    held: bool = False  # an active stream has read nothing yet: no tick is final
+    late_streams: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per late row: its stream
     metrics: dict = field(default_factory=batch_metrics)
     out: list = field(default_factory=list)  # (kind, tick, payload) records
 
@@ -128,9 +196,9 @@ class BucketLogic:
     def report(self, st: BucketState, batch: Batch, t0: int, lateness_ms: int) -> None:
         """Choose the ticks that became final (the tick grid of spec §4.1), `advance` to them, and
         `finish` at the end of input. The windowed operator reports at window closes instead."""
-        if st.gmax is None or st.flushed:
+        if st.gmax is None or st.flushed or (batch.held and not batch.flush):
             return
-        ticks = final_ticks(st, batch.flush, t0, self.every_ms, lateness_ms, batch.max_ticks)
+        ticks = final_ticks(st, batch.flush, t0, self.every_ms, lateness_ms, batch.max_ticks, batch.event_time)
         if len(ticks):
             self.advance(st, ticks, batch)
             st.last_tick = int(ticks[-1])
@@ -156,6 +224,9 @@ def drop_late(st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, logic: Buck
     if not late.any():
         return pdf, kinds
     batch.metrics["late_events"] = int(late.sum())
+    ranks = batch.limits if isinstance(batch.limits, StreamLimits) else StreamLimits()
+    batch.late_streams = streams_of_keys(pdf["o"].to_numpy()[late], ranks.rank_starts, ranks.ranked)
+    count_late_streams(batch, batch.late_streams, 1)
     note = logic.late_note.format(last=st.last_tick)
     for ts in pdf["ts"].to_numpy()[late][:MAX_WARNINGS].tolist():
         batch.warn(ts, f"late event at {ts} ms {note}")
@@ -163,16 +234,36 @@ def drop_late(st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, logic: Buck
     return pdf[keep], kinds[keep]
 
 
+def in_stream_order(pdf: pd.DataFrame, kinds: np.ndarray, logic: BucketLogic, batch: int) -> pd.DataFrame:
+    """The data rows' tie keys made batch-free for ranked files (`protocol.ranked_keys`), so that
+    ties apply in (t, stream order) across micro-batches as on the oracle (spec §6.1)."""
+    data = np.isin(kinds, logic.data_kinds)
+    if not data.any():
+        return pdf
+    o = pdf["o"].to_numpy(np.int64).copy()
+    o[data] = ranked_keys(batch, o[data])
+    return pdf.assign(o=o)
+
+
+def count_late_streams(batch: Batch, streams: np.ndarray, sign: int) -> None:
+    """Add (sign 1) or take back (-1) late rows of input `streams` in the batch's per-stream
+    counts (`late_stream.<index>`, summed on the driver into late_events_by_stream)."""
+    for s, n in zip(*np.unique(streams, return_counts=True)):
+        key = f"late_stream.{int(s)}"
+        batch.metrics[key] = batch.metrics.get(key, 0) + sign * int(n)
+
+
 def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: int,
-                max_ticks: int = 0) -> np.ndarray:
+                max_ticks: int = 0, event_time: int | None = None) -> np.ndarray:
     """The ticks not yet reported that no later event can change: up to the event time reached
-    minus the allowed lateness, or every tick up to the last event at the end of input. More than
-    `max_ticks` ticks since the first event (a stray timestamp at 0 or near 2^63) raise before
-    any array is made."""
+    (`event_time`, spec §6.1; default: the latest t of all streams) minus the allowed lateness, or
+    every tick up to the last event at the end of input. More than `max_ticks` ticks since the
+    first event (a stray timestamp at 0 or near 2^63) raise before any array is made."""
     first = tick_at_or_after(st.gmin, t0, every)
     start = first if st.last_tick is None else st.last_tick + every
+    now = st.gmax if event_time is None else event_time
     upto = (tick_at_or_after(st.gmax, t0, every) if flush
-            else tick_at_or_before(st.gmax - lateness_ms - 1, t0, every))
+            else tick_at_or_before(now - lateness_ms - 1, t0, every))
     if max_ticks > 0 and (upto - first) // every + 1 > max_ticks:
         raise too_many_ticks(max_ticks, every, st.gmin, st.gmax)
     return np.arange(start, upto + 1, every, dtype=np.int64) if upto >= start else np.zeros(0, np.int64)
@@ -184,10 +275,18 @@ def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: B
     if pdf is not None:
         kinds = pdf["k"].to_numpy()
         batch.flush = bool((kinds == FLUSH).any())
-        logic.see_time(st, read_heartbeats(pdf, kinds), pdf, kinds, batch)
+        hb = read_heartbeats(pdf, kinds)
+        logic.see_time(st, hb, pdf, kinds, batch)
+        if hb is not None:
+            stream_clock(st).see(hb.latest, time.time())
         pdf, kinds = drop_late(st, pdf, kinds, logic, batch)
+        if isinstance(batch.limits, StreamLimits) and batch.limits.ranked:
+            pdf = in_stream_order(pdf, kinds, logic, st.batches)
         logic.ingest(st, pdf, kinds, batch)
+    batch.event_time = stream_clock(st).event_time(batch.limits, st.batches, time.time())
+    batch.held = batch.event_time is None
     logic.report(st, batch, t0, lateness_ms)
+
 
 
 def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator", *,
@@ -198,7 +297,7 @@ def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "
 
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         clock = [time.perf_counter()]
-        batch = Batch(int(key[0]), max_ticks=max_ticks)
+        batch = Batch(int(key[0]), max_ticks=max_ticks, limits=limits)
         st = decode_state(state.get[0]) if state.exists else logic.new_state()
         st.batches += 1
         pdf = batch_frame(pdfs)

@@ -27,7 +27,7 @@ from tefq.spark.kernels.joins import Relation, cut, derive, key_ranks
 from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
 from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
 from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
-from tefq.spark.operators.base import MAX_WARNINGS, Batch, BucketLogic, BucketState, bucket_operator
+from tefq.spark.operators.base import MAX_WARNINGS, Batch, BucketLogic, BucketState, bucket_operator, count_late_streams
 from tefq.spark.output import rows_record, terms_record
 from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, SINCE, Heartbeats
 from tefq.vocabulary import RunLimits
@@ -178,6 +178,7 @@ class FactAggregateLogic(BucketLogic):
         if not self.late_copies.any():
             return
         batch.metrics["late_events"] -= int(self.late_copies.sum())
+        count_late_streams(batch, batch.late_streams[self.late_copies], -1)
         warned = iter(self.late_copies[:MAX_WARNINGS].tolist())
         batch.out = [r for r in batch.out if r[0] != "warn" or not next(warned, False)]
 

@@ -63,11 +63,16 @@ def read_flush(spark, directory: str):
             .select(F.lit(None).cast("string").alias("path"), F.lit(True).alias("flush")))
 
 
+RANK_BITS = 32  # a path's entry in `path_ranks`: stream << RANK_BITS | rank
+
+
 def path_ranks(stream_paths: list[str]) -> dict[str, int]:
-    """Stream order for ties (spec §1): each file's absolute path -> its rank in the oracle's order
-    (the --stream paths in turn, each directory's files by relative path). Computed on the driver:
-    the task knows its file's path, so no Spark job and no hash of Spark's path form is needed."""
-    return {os.path.abspath(f): i for i, f in enumerate(files_in_stream_order(stream_paths)[:1 << 19])}
+    """Stream order for ties (spec §1): each file's absolute path -> its input stream (the --stream
+    index, spec §6.1) << RANK_BITS | its rank in the oracle's order (the --stream paths in turn,
+    each directory's files by relative path). Computed on the driver: the task knows its file's
+    path, so no Spark job and no hash of Spark's path form is needed."""
+    ranked = [(s, f) for s, p in enumerate(stream_paths) for f in files_in_stream_order([p])][:1 << 19]
+    return {os.path.abspath(f): s << RANK_BITS | i for i, (s, f) in enumerate(ranked)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,7 +256,9 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan):
             except (OSError, pa.ArrowException) as e:
                 raise ValueError(f"{BAD_ROW}\t{uri}\tcannot read the Parquet file: {e}\t") from None
             check_schema(pf, uri)
-            rank, row0 = ranks.get(os.path.abspath(path)), 0
+            ranked, row0 = ranks.get(os.path.abspath(path)), 0
+            rank = None if ranked is None else ranked & ((1 << RANK_BITS) - 1)
+            stream = 0 if ranked is None else ranked >> RANK_BITS
             for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
                 n = batch.num_rows
                 ts = ts_column(batch)
@@ -262,7 +269,7 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan):
                 tsv = (ts.fill_null(0) if ts.null_count else ts).to_numpy(zero_copy_only=False)
                 if bad.any():
                     st.divert(bad_records(uri, batch, ts, bad, row0))
-                st.see_times(tsv[~bad])
+                st.see_times(tsv[~bad], stream)
                 yield FileBatch(uri, row0, rank, cols, tsv, ~bad)
                 row0 += n
             st.rows_in += row0

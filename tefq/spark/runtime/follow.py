@@ -1,9 +1,11 @@
 """`--follow`: keep watching the stream directories and process files as they arrive.
 
-Every query of the document runs at once as an unbounded streaming query (1 s processing-time
-trigger). After each committed micro-batch, the rows of the ticks it reported are handed to
-`on_rows` (the CLI appends them to --out), so a tick's rows appear once the event time has passed
-it (spec §4.1: tick `tau` is final once the event time, minus --lateness, is past `tau`). There is
+Every query of the document runs at once as an unbounded streaming query (a 250 ms
+processing-time trigger: a micro-batch starts as soon as new input is there and the last one is
+done). Inputs are stream directories and Redis streams (`redis://HOST:PORT/KEY`: read from its
+first entry, or with --checkpoint from where the last run stopped; no waiting for files). After
+each committed micro-batch, the rows of the ticks it reported are handed to `on_rows` (the CLI
+appends them to --out), so a tick's rows appear once the event time has passed it (spec §4.1: tick `tau` is final once the event time, minus --lateness, is past `tau`). There is
 no end of input, hence no final flush: ticks after the last event time are never reported.
 
 Stopping: SIGINT or SIGTERM (or `stop()` turning true) lets the micro-batch in progress finish,
@@ -16,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 from pyspark.sql import SparkSession
@@ -29,8 +32,8 @@ from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_files, read_sink_files
 from tefq.spark.runtime.sources import file_ranks, stage_streams, wait_for_files
 
-POLL_S = 0.5
-TRIGGER = "1 second"
+POLL_S = 0.1  # how often committed rows are handed on
+TRIGGER = "250 milliseconds"  # a live micro-batch starts this soon after the last (issue 24: sub-second ticks)
 
 
 class SinkTail:
@@ -91,6 +94,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                  run: RunOptions, *, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None) -> tuple[list[QueryResult], dict]:
     """Run every plan unbounded until stopped; returns all rows reported and the first query's metrics."""
+    from tefq.spark.engine import pinned_inputs, stream_limits  # the engine imports this module when it follows
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
@@ -98,7 +102,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
         staging = stage_streams(stream_paths, workdir, run.bad_rows)
-        paths = staging.paths
+        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
+        run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths)  # the files there at the start
         running = []
         for plan in plans:

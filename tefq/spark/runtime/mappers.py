@@ -108,7 +108,7 @@ def partition_mapper(reader: SparkRows | ParquetFiles, encoding: Callable[[], En
             return
         yield from enc.trailer()
         if scan.any:
-            yield heartbeat_rows(enc.schema, routing.targets, scan.lo, scan.hi, scan.count, scan.bad)
+            yield heartbeat_rows(enc.schema, routing.targets, scan.lo, scan.hi, scan.count, scan.bad, scan.streams())
         if scan.flush:
             yield flush_rows(enc.schema, routing.targets)
 

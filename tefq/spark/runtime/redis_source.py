@@ -282,10 +282,14 @@ def register(spark: SparkSession) -> None:
 
 
 def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None = None,
-                       bad_rows: str | None = None, start: str = "earliest", end: Position | None = None) -> DataFrame:
+                       bad_rows: str | None = None, start: str = "earliest", end: Position | None = None,
+                       stream: int = 0) -> DataFrame:
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
-    run: `tefq.io.redis_stream.head` taken once, before its queries start)."""
+    run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
+    index (spec §6.1), carried in `fh` (`sources.file_hash`)."""
+    from tefq.spark.runtime.sources import file_hash
+
     SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
     register(spark)
     reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)
@@ -295,4 +299,4 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
         reader = reader.option("maxEntriesPerTrigger", str(max_entries))
     if bad_rows:
         reader = reader.option("badRows", os.path.abspath(bad_rows))
-    return reader.load().select("ts", "s", "p", "o", "file", F.xxhash64("file").alias("fh"), "row")
+    return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from tefq.spark.protocol import RowKind
+from tefq.spark.protocol import RowKind, StreamTimes, stream_of
 
 BAD_ROW = "TEFQ_BAD_ROW"  # a worker's error text: the driver re-reads the file for the located message
 
@@ -23,6 +23,7 @@ class PartitionScan:
         self.lo: int | None = None
         self.hi: int | None = None
         self.count = self.bad = self.rows_in = 0
+        self.per_stream: dict[int, list[int]] = {}  # input stream -> [lo, hi, elements] (spec §6.1)
         self.flush = self.seen = False
         if partition is None:
             from pyspark import TaskContext
@@ -31,25 +32,36 @@ class PartitionScan:
             partition = ctx.partitionId() if ctx is not None else 0
         self.partition = partition
 
-    def see_times(self, ts: np.ndarray) -> None:
-        """The event times of stream elements read (bad rows excluded)."""
+    def see_times(self, ts: np.ndarray, stream: int = 0) -> None:
+        """The event times of stream elements read (bad rows excluded) from input `stream`."""
         if len(ts):
-            self.widen(int(ts.min()), int(ts.max()), len(ts))
+            self.widen(int(ts.min()), int(ts.max()), len(ts), stream)
 
-    def widen(self, lo: int, hi: int, elements: int) -> None:
+    def widen(self, lo: int, hi: int, elements: int, stream: int = 0) -> None:
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
         self.count += elements
+        seen = self.per_stream.setdefault(stream, [lo, hi, 0])
+        seen[0], seen[1], seen[2] = min(seen[0], lo), max(seen[1], hi), seen[2] + elements
+
+    def streams(self) -> list[StreamTimes]:
+        """What the partition read of each input stream, for its heartbeats."""
+        return [StreamTimes(s, lo, hi, n) for s, (lo, hi, n) in sorted(self.per_stream.items())]
 
     def see(self, rb: pa.RecordBatch, real: np.ndarray, bad: np.ndarray) -> None:
         """Rows of Spark's projection: `real` the stream elements, `bad` the bad ones (their
         records in column x, `settle_undecided`)."""
         import pyarrow.compute as pc
 
-        ts = rb.column("ts").filter(pa.array(real))  # exact int64 (a null ts of a bad row makes numpy floats)
+        mask = pa.array(real)
+        ts = rb.column("ts").filter(mask)  # exact int64 (a null ts of a bad row makes numpy floats)
         if len(ts):
-            mm = pc.min_max(ts)
-            self.widen(mm["min"].as_py(), mm["max"].as_py(), len(ts))
+            streams = stream_of(rb.column("o").filter(mask).to_numpy(zero_copy_only=False))
+            present = np.unique(streams).tolist()  # a partition holds one source's rows: usually one stream
+            for s in present:
+                part = ts if len(present) == 1 else ts.filter(pa.array(streams == s))
+                mm = pc.min_max(part)
+                self.widen(mm["min"].as_py(), mm["max"].as_py(), len(part), s)
         if bad.any():
             self.divert(rb.column("x").filter(pa.array(bad)).to_pylist())
 

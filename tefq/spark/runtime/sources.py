@@ -15,13 +15,17 @@ import itertools
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
+from tefq.spark.protocol import FILE_HASH_MASK, MAX_STREAMS, STREAM_SHIFT
+
+if TYPE_CHECKING:
+    from tefq.io.redis_stream import Position
 
 FLUSH_TERM = "<urn:tefq:flush>"
 CONTROL_SCHEMA = "ts long, s string, p string, o string"
@@ -59,10 +63,50 @@ def stream_format_of(path: str) -> str:
     return fmt
 
 
-def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None) -> DataFrame:
-    """A streaming DataFrame (ts long or null, s, p, o, file) over a Parquet file or directory.
-    Files are taken in Spark's file-source order (modification time)."""
+def file_hash(path: "F.Column", stream: "int | F.Column") -> "F.Column":
+    """Column `fh`: the file's xxhash64 with its input stream in the top bits (protocol.STREAM_SHIFT)."""
+    if isinstance(stream, int):
+        if not 0 <= stream <= MAX_STREAMS:
+            raise TefqError(f"at most {MAX_STREAMS + 1} --stream inputs on Spark", file="--stream")
+        stream = F.lit(stream)
+    top = F.shiftleft(stream.cast("long"), STREAM_SHIFT)
+    return F.xxhash64(path).bitwiseAND(F.lit(FILE_HASH_MASK)).bitwiseOR(top)
+
+
+class StreamInput(str):
+    """One input as the pipelines pass it to `read_stream`: a stream path or a Redis URL (the str),
+    with its --stream index (`stream`, spec §6.1), and for a Redis input the last position a
+    bounded run reads (`end`: None, follow it) and the --bad-rows directory its source writes to."""
+
+    stream: int = 0
+    end: "Position | None" = None
+    bad_rows: str | None = None
+
+    def __new__(cls, path: str, stream: int = 0, end: "Position | None" = None,
+                bad_rows: str | None = None) -> "StreamInput":
+        made = str.__new__(cls, path)
+        made.stream, made.end, made.bad_rows = stream, end, bad_rows
+        return made
+
+    def __reduce__(self):
+        return StreamInput, (str(self), self.stream, self.end, self.bad_rows)
+
+
+def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None, stream: int | None = None) -> DataFrame:
+    """A streaming DataFrame (ts long or null, s, p, o, file, fh, row) over a Parquet file or
+    directory, or a Redis stream (`redis_source.redis_stream_frame`), input `stream` (its --stream
+    index; default: a StreamInput's own, else 0). Files are taken in Spark's file-source order
+    (modification time)."""
     from tefq.io.readers import literal_path_pattern
+    from tefq.io.redis_stream import is_redis_url
+
+    if stream is None:
+        stream = path.stream if isinstance(path, StreamInput) else 0
+    if is_redis_url(path):
+        from tefq.spark.runtime.redis_source import redis_stream_frame
+
+        given = path if isinstance(path, StreamInput) else StreamInput(path)
+        return redis_stream_frame(spark, str(path), bad_rows=given.bad_rows, end=given.end, stream=stream)
 
     stream_format_of(path)  # one format, Parquet (text streams are staged first)
     if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
@@ -75,7 +119,7 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
     df = reader.schema("ts long, s string, p string, o string").parquet(directory)
     return df.select("ts", "s", "p", "o", F.col("_metadata.file_path").alias("file"),
-                     F.xxhash64(F.col("_metadata.file_path")).alias("fh"),
+                     file_hash(F.col("_metadata.file_path"), stream).alias("fh"),
                      (F.col("_metadata.row_index") + 1).alias("row"))  # as the oracle's readers number rows
 
 
@@ -114,15 +158,16 @@ def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
     later (follow mode) are not ranked: their ties go by partition, then row."""
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    uris: list[str] = []
-    for f in files_in_stream_order(paths):
-        hp = jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))
-        uri = hp.getFileSystem(conf).makeQualified(hp).toUri().toString()
-        uris.append("file:/" + uri[8:] if uri.startswith("file:///") else uri)  # as Spark writes it
+    uris: list[tuple[str, int]] = []
+    for stream, p in enumerate(paths):
+        for f in files_in_stream_order([p]):
+            hp = jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))
+            uri = hp.getFileSystem(conf).makeQualified(hp).toUri().toString()
+            uris.append(("file:/" + uri[8:] if uri.startswith("file:///") else uri, stream))  # as Spark writes it
     if len(uris) < 2:
         return {}
-    rows = spark.createDataFrame([(u, i) for i, u in enumerate(uris[:1 << 19])], "u string, r long")
-    return {h: r for h, r in rows.select(F.xxhash64("u"), "r").collect()}
+    rows = spark.createDataFrame([(u, s, i) for i, (u, s) in enumerate(uris[:1 << 19])], "u string, s int, r long")
+    return {h: r for h, r in rows.select(file_hash(F.col("u"), F.col("s")), "r").collect()}
 
 
 STAGE_CHUNK = 1 << 18  # elements per Parquet write while staging
@@ -132,7 +177,10 @@ STAGE_INDEX = "_stage_order"  # a staged directory's source order (ignored by Sp
 def files_in_stream_order(paths: list[str]) -> list[str]:
     """The files of the (staged) stream paths in the oracle's order: the paths in turn, each
     directory's files by relative path; a staged directory's files in their sources' order."""
-    return [f for p in paths for f in (_staged_in_order(p) if os.path.isdir(p) and _is_stage_dir(p) else _files(p))]
+    from tefq.io.redis_stream import is_redis_url
+
+    return [f for p in paths if not is_redis_url(p)
+            for f in (_staged_in_order(p) if os.path.isdir(p) and _is_stage_dir(p) else _files(p))]
 
 
 def _is_stage_dir(path: str) -> bool:
@@ -209,7 +257,9 @@ def has_files(directory: str) -> bool:
 def wait_for_files(path: str, stop: Callable[[], bool]) -> bool:
     """Follow mode may start on an empty directory: wait for its first file (the format comes
     from it). False if `stop()` turns true first."""
-    while os.path.isdir(path) and not has_files(path):
+    from tefq.io.redis_stream import is_redis_url
+
+    while not is_redis_url(path) and os.path.isdir(path) and not has_files(path):
         if stop():
             return False
         time.sleep(0.2)
@@ -240,13 +290,16 @@ class Staging:
 
 def stage_streams(stream_paths: list[str], workdir: str, bad_rows: str | None = None) -> Staging:
     """Text streams become staged Parquet directories (`Stager`), checked on the way (`bad_rows`:
-    the --bad-rows directory, None to stop at the first bad row); Parquet streams stay."""
+    the --bad-rows directory, None to stop at the first bad row); Parquet streams and Redis
+    streams stay."""
     import hashlib
+
+    from tefq.io.redis_stream import is_redis_url
 
     log = BadRowLog(bad_rows)
     stagers, paths = [], []
     for p in stream_paths:
-        if is_staged(p):
+        if not is_redis_url(p) and is_staged(p):
             key = hashlib.sha1(os.path.abspath(p).encode("utf-8")).hexdigest()[:12]
             stager = Stager(p, os.path.join(workdir, "staged", key), log)
             stager.sync()
