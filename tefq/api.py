@@ -18,9 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tefq import terms
 from tefq.errors import TefqError
-from tefq.results import Cell, QueryResult, RunResult
+from tefq.results import QueryResult, RunResult, python_value  # python_value: part of the API
 from tefq.run import RunRequest, execute
 
 if TYPE_CHECKING:
@@ -28,10 +27,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tefq.plan.logical import Document
-
-_NUMERIC = {terms.XSD_INTEGER: int, terms.XSD + "int": int, terms.XSD + "long": int, terms.XSD + "short": int,
-            terms.XSD_DECIMAL: float, terms.XSD_DOUBLE: float, terms.XSD + "float": float}
-
 
 def compile(text: str, *, prefixes: dict[str, str] | None = None, name: str = "<string>") -> "Query":  # noqa: A001
     """Parse and bind a TEF-SPARQL document; errors are TefqError with `name`, line and column."""
@@ -100,26 +95,6 @@ def _bound(text: str, name: str, prefixes: tuple[tuple[str, str], ...],
     from tefq.analysis import bind_text  # the parser is slow to import: `import tefq` stays light
 
     return bind_text(text, name, dict(prefixes), background_predicates)
-
-
-def python_value(cell: Cell) -> Any:
-    """A result cell for Python: IRIs as strings without brackets, blank nodes as `_:b`, numeric
-    literals as int/float, booleans as bool, other literals as their lexical form; unbound None."""
-    if cell is None:
-        return None
-    if terms.is_iri(cell):
-        return terms.iri_value(cell)
-    if not terms.is_literal(cell):
-        return cell
-    lex, dt, _ = terms.split_literal(cell)
-    if dt in _NUMERIC:
-        try:
-            return _NUMERIC[dt](lex)
-        except ValueError:
-            return lex  # an ill-typed literal keeps its text
-    if dt == terms.XSD_BOOLEAN and lex in ("true", "false", "1", "0"):
-        return lex in ("true", "1")
-    return lex
 
 
 class Result:

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
+
+from tefq.terms import (XSD, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, iri_value, is_iri, is_literal,
+                        split_literal)
 
 Cell = str | None
 Row = tuple[int, tuple[Cell, ...]]  # (tick in ms, cells in SELECT order)
@@ -69,3 +73,28 @@ def order_key(cell: Cell) -> tuple:
         except ValueError:
             pass
     return (4, lex, cell)
+
+
+# Result cells as Python values (the API's to_pandas, the fact table's frame)
+NUMERIC_TYPES = {XSD_INTEGER: int, XSD + "int": int, XSD + "long": int, XSD + "short": int,
+            XSD_DECIMAL: float, XSD_DOUBLE: float, XSD + "float": float}
+
+
+def python_value(cell: Cell) -> Any:
+    """A result cell for Python: IRIs as strings without brackets, blank nodes as `_:b`, numeric
+    literals as int/float, booleans as bool, other literals as their lexical form; unbound None."""
+    if cell is None:
+        return None
+    if is_iri(cell):
+        return iri_value(cell)
+    if not is_literal(cell):
+        return cell
+    lex, dt, _ = split_literal(cell)
+    if dt in NUMERIC_TYPES:
+        try:
+            return NUMERIC_TYPES[dt](lex)
+        except ValueError:
+            return lex  # an ill-typed literal keeps its text
+    if dt == XSD_BOOLEAN and lex in ("true", "false", "1", "0"):
+        return lex in ("true", "1")
+    return lex

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tefq.facts.table import FactRows, fact_table
+from tefq.facts.table import FactRows, fact_table, facts_frame
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from tefq.run import DocumentSource
 
 
@@ -32,18 +30,6 @@ def facts_of(query: "DocumentSource", events: Any, background: Any = None) -> Fa
     bg = read_background(background)
     doc = bind(query, bg)
     return fact_table(doc, event_elements(events), None if bg is None else bg.triples)
-
-
-def facts_frame(table: FactRows) -> "pd.DataFrame":
-    """`fact`, identity columns (Python values, as `Result.to_pandas` gives cells), `start` and `end`
-    as nullable Int64 ms (`end` <NA> while open)."""
-    import pandas as pd
-
-    from tefq.api import python_value
-
-    rows = [[r.fact, *(python_value(r.cell(c)) for c in table.columns), r.start, r.end] for r in table.rows]
-    frame = pd.DataFrame(rows, columns=["fact", *table.columns, "start", "end"], dtype=object)
-    return frame.astype({"start": "Int64", "end": "Int64"})  # nullable: an open end stays <NA>, ms stay exact
 
 
 __all__ = ["event_elements", "facts_of", "facts_frame"]

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tefq.oracle import prepare
 from tefq.oracle.facts import INF, FactStore, background_index, build_store
 from tefq.plan.explain import pattern_text
 from tefq.plan.logical import Document, Fact
-from tefq.results import Cell, order_key
+from tefq.results import Cell, order_key, python_value
 from tefq.vocabulary import Element
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,7 @@ class FactRows:
     columns: tuple[str, ...]
     rows: list[FactRow] = field(default_factory=list)
 
-    def to_pandas(self):  # -> pd.DataFrame
-        from tefq.facts.api import facts_frame
-
+    def to_pandas(self) -> "pd.DataFrame":
         return facts_frame(self)
 
     def by_fact(self) -> dict[str, "FactRows"]:
@@ -83,3 +85,13 @@ def fact_table(doc: Document, elements: Iterable[Element], background=None) -> F
 
 
 __all__ = ["FactRow", "FactRows", "fact_label", "store_rows", "fact_store", "fact_table"]
+
+
+def facts_frame(table: FactRows) -> "pd.DataFrame":
+    """`fact`, identity columns (Python values, as `Result.to_pandas` gives cells), `start` and `end`
+    as nullable Int64 ms (`end` <NA> while open)."""
+    import pandas as pd
+
+    rows = [[r.fact, *(python_value(r.cell(c)) for c in table.columns), r.start, r.end] for r in table.rows]
+    frame = pd.DataFrame(rows, columns=["fact", *table.columns, "start", "end"], dtype=object)
+    return frame.astype({"start": "Int64", "end": "Int64"})  # nullable: an open end stays <NA>, ms stay exact

@@ -47,6 +47,15 @@ def atomic_open(path: str, binary: bool = False) -> Iterator[IO]:
             yield f
 
 
+def write_marker(path: str, text: str) -> None:
+    """A one-line marker file, written atomically (a kill leaves the old state or the new one)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    os.replace(tmp, path)
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

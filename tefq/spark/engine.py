@@ -25,20 +25,21 @@ from pyspark.sql import SparkSession
 from tefq import cleanup
 from tefq.errors import TefqError
 from tefq.io.paths import path_in
+from tefq.io.redis_stream import is_redis_url
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
+from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
 from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.planning import WindowedPlan, plan_document
-from tefq.spark.runtime.checkpoint import input_files, mark_finished, resume
+from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
+from tefq.spark.runtime.input_files import input_files
+from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
-from tefq.io.redis_stream import RedisStream, head, is_redis_url
-from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
-from tefq.spark.runtime.sources import (Staging, StreamInput, file_ranks, files_in_stream_order, stage_streams,
-                                        write_flush)
+from tefq.spark.runtime.sources import Staging, file_ranks, stage_streams, write_flush
 from tefq.vocabulary import DEFAULT_MAX_TICKS
 
 
@@ -182,40 +183,6 @@ def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str)
 def file_inputs(stream_paths: list[str]) -> list[str]:
     """The stream paths that are files or directories (not Redis streams)."""
     return [p for p in stream_paths if not is_redis_url(p)]
-
-
-def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool) -> list[StreamInput]:
-    """Each input with its --stream index; a Redis stream of a bounded run pinned at its head now,
-    so that every query of the run reads the same entries while a publisher goes on writing."""
-    out = []
-    for i, p in enumerate(paths):
-        end = None
-        if is_redis_url(p) and not follow:
-            stream = RedisStream.parse(p)
-            end = head(stream.connect(), stream)
-        out.append(StreamInput(p, i, end, bad_rows))
-    return out
-
-
-def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> StreamLimits:
-    """Spec §6.1 for the operators: how many micro-batches each bounded input takes (one file per
-    trigger and source with --max-files-per-trigger, else one; a Redis stream: one, none if empty),
-    each stream's first file rank (`sources.file_ranks`); live inputs: None (they go idle)."""
-    batches: list[int | None] = []
-    starts, rank = [], 0
-    for p in inputs:
-        files = [] if is_redis_url(p) else files_in_stream_order([p])
-        starts.append(rank)
-        rank += len(files)
-        if follow:
-            batches.append(None)
-        elif p.end is not None:
-            batches.append(1 if p.end.n else 0)
-        else:
-            m = run.max_files_per_trigger
-            batches.append(-(-len(files) // m) if m else min(len(files), 1))
-    # file_ranks ranks two files or more: then ties go by (t, stream order) across micro-batches
-    return replace(run.limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=rank >= 2)
 
 
 def late_by_label(by_index: dict[int, int], labels: list[str]) -> dict[str, int]:

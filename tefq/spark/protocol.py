@@ -15,7 +15,9 @@ from enum import IntEnum
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pyspark.sql import functions as F
 
+from tefq.errors import TefqError
 from tefq.spark.kernels.intervals import SINCE as EVENT_SINCE, UNTIL as EVENT_UNTIL
 
 
@@ -266,3 +268,13 @@ def read_heartbeats(pdf: pd.DataFrame, kinds: np.ndarray) -> Heartbeats | None:
     for s, h in zip(streams[ranged].tolist(), his[ranged].tolist()):
         latest[s] = max(latest.get(s, h), h)
     return Heartbeats(lo, hi, int(elements.sum()), int(pdf[HB_BAD].to_numpy()[at].sum()), latest)
+
+
+def file_hash(path: "F.Column", stream: "int | F.Column") -> "F.Column":
+    """Column `fh`: the file's xxhash64 with its input stream in the top bits (protocol.STREAM_SHIFT)."""
+    if isinstance(stream, int):
+        if not 0 <= stream <= MAX_STREAMS:
+            raise TefqError(f"at most {MAX_STREAMS + 1} --stream inputs on Spark", file="--stream")
+        stream = F.lit(stream)
+    top = F.shiftleft(stream.cast("long"), STREAM_SHIFT)
+    return F.xxhash64(path).bitwiseAND(F.lit(FILE_HASH_MASK)).bitwiseOR(top)

@@ -30,9 +30,10 @@ import re
 from typing import IO, Any, Callable
 
 from tefq.errors import TefqError, warn
+from tefq.io.atomic import write_marker
 from tefq.plan.logical import Document
 from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
-from tefq.spark.runtime.input_files import check_inputs
+from tefq.spark.runtime.input_files import check_inputs, input_files
 from tefq.spark.runtime.log_entries import check_logs
 
 STATE_VERSION = 7
@@ -81,15 +82,6 @@ def claim_marker(path: str, value: str, written: str | None, refusal: Callable[[
         write_marker(path, value)
 
 
-def write_marker(path: str, text: str) -> None:
-    """A one-line marker file, written atomically (a kill leaves the old state or the new one)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
-    os.replace(tmp, path)
-
-
 # Spark writes each log entry as `.<name>.<uuid>.tmp` (plus its `.crc`) and renames it into place; a
 # SIGKILL between the two leaves the temporary file. It is never read, but Spark refuses to start
 # batch 0 of a stateful query while `offsets/` holds any file (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY).
@@ -112,16 +104,6 @@ def drop_partial_writes(directory: str) -> list[str]:
 # run on the same checkpoint either re-reads the same result (same files) or is refused (new files:
 # their ticks could not be reported, and a silent exit 0 would lose them). docs/spark.md, "Restart".
 FINISHED = "tefq-finished-inputs"
-
-
-def input_files(stream_paths: list[str]) -> list[str]:
-    """The stream files a run reads, as absolute paths (tefq.io's listing: the oracle's order); a
-    directory with no file yet (--follow may start on one) has none."""
-    from tefq.io.readers import stream_files
-    from tefq.spark.runtime.sources import has_files
-
-    return [os.path.abspath(f) for p in stream_paths if not os.path.isdir(p) or has_files(p)
-            for f in stream_files(p)]
 
 
 def mark_finished(directory: str, stream_paths: list[str]) -> None:

@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from tefq.errors import TefqError
+from tefq.io.atomic import write_marker
 from tefq.plan.logical import AggregateQuery, Document
 
 IDENTITY = "tefq-identity.json"
@@ -122,8 +123,6 @@ def claim_identity(directory: str, identity: dict, stateful: bool) -> None:
     """Record `identity` in a checkpoint without state yet (`stateful` False: a run that stopped
     before its first micro-batch left nothing to answer for); refuse (exit 2) to resume one with
     state recorded otherwise."""
-    from tefq.spark.runtime.checkpoint import write_marker
-
     path = os.path.join(directory, IDENTITY)
     recorded = read_identity(path)
     if recorded is None or (not stateful and recorded != identity):

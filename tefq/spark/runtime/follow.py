@@ -27,6 +27,7 @@ from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.output import Collector, summed
 from tefq.spark.runtime.input_files import check_inputs
+from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_files, read_sink_files
@@ -94,7 +95,6 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                  run: RunOptions, *, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None) -> tuple[list[QueryResult], dict]:
     """Run every plan unbounded until stopped; returns all rows reported and the first query's metrics."""
-    from tefq.spark.engine import pinned_inputs, stream_limits  # the engine imports this module when it follows
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set

@@ -19,6 +19,7 @@ import os
 from dataclasses import asdict, dataclass
 
 from tefq.errors import TefqError
+from tefq.io.atomic import write_marker
 
 RECORD = "tefq-input-files"
 
@@ -66,8 +67,6 @@ def read_record(workdir: str) -> dict[str, Seen]:
 
 
 def write_record(workdir: str, record: dict[str, Seen]) -> None:
-    from tefq.spark.runtime.checkpoint import write_marker
-
     write_marker(os.path.join(workdir, RECORD), json.dumps({f: asdict(s) for f, s in sorted(record.items())}))
 
 
@@ -83,8 +82,6 @@ def check_inputs(workdir: str, stream_paths: list[str]) -> None:
     """Refuse (exit 2) a stream file recorded in `workdir` that changed since; record the ones not
     recorded yet. Called before the files are read: at a checkpoint's resume, and on every poll of
     the follow loop."""
-    from tefq.spark.runtime.checkpoint import input_files
-
     record = read_record(workdir)
     fresh: dict[str, Seen] = {}
     for path in input_files(stream_paths):
@@ -103,3 +100,13 @@ def check_inputs(workdir: str, stream_paths: list[str]) -> None:
             raise changed_file_error(renamed[now], f"was renamed to {path} (log rotation?)", workdir)
     if fresh:
         write_record(workdir, {**record, **fresh})
+
+
+def input_files(stream_paths: list[str]) -> list[str]:
+    """The stream files a run reads, as absolute paths (tefq.io's listing: the oracle's order); a
+    directory with no file yet (--follow may start on one) has none."""
+    from tefq.io.readers import stream_files
+    from tefq.spark.runtime.sources import has_files
+
+    return [os.path.abspath(f) for p in stream_paths if not os.path.isdir(p) or has_files(p)
+            for f in stream_files(p)]

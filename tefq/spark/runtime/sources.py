@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
-from tefq.spark.protocol import FILE_HASH_MASK, MAX_STREAMS, STREAM_SHIFT
+from tefq.spark.protocol import file_hash
 
 if TYPE_CHECKING:
     from tefq.io.redis_stream import Position
@@ -61,16 +61,6 @@ def stream_format_of(path: str) -> str:
         raise TefqError(f"unexpected stream format {fmt} on Spark: a stream path holds Parquet files or text "
                         "files (tsv, csv, nq, trig, stream)", path)
     return fmt
-
-
-def file_hash(path: "F.Column", stream: "int | F.Column") -> "F.Column":
-    """Column `fh`: the file's xxhash64 with its input stream in the top bits (protocol.STREAM_SHIFT)."""
-    if isinstance(stream, int):
-        if not 0 <= stream <= MAX_STREAMS:
-            raise TefqError(f"at most {MAX_STREAMS + 1} --stream inputs on Spark", file="--stream")
-        stream = F.lit(stream)
-    top = F.shiftleft(stream.cast("long"), STREAM_SHIFT)
-    return F.xxhash64(path).bitwiseAND(F.lit(FILE_HASH_MASK)).bitwiseOR(top)
 
 
 class StreamInput(str):
