@@ -23,9 +23,12 @@ from tefq.results import QueryResult, RunResult, python_value  # python_value: p
 from tefq.run import RunRequest, execute
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
     import pyarrow as pa
 
+    from tefq.facts.table import FactRows
     from tefq.plan.logical import Document
 
 def compile(text: str, *, prefixes: dict[str, str] | None = None, name: str = "<string>") -> "Query":  # noqa: A001
@@ -86,7 +89,13 @@ class Query:
         duration such as "5s" (on the oracle each input file is one arrival batch: docs/semantics.md)."""
         request = RunRequest(self, events, background=background, engine=engine, t0=t0, lateness=lateness,
                              progress=False)
-        return Result(execute(request).run)
+        return Result(execute(request).run, facts=functools.partial(self.facts, events, background=background))
+
+    def facts(self, events: Any, *, background: Any = None) -> "FactRows":
+        """The fact table of spec §12 over `events` (oracle): `.rows`, `.columns`, `.to_pandas()`."""
+        from tefq.facts.api import facts_of
+
+        return facts_of(self, events, background)
 
 
 @functools.lru_cache(maxsize=32)  # bind once per document (and print its warnings once)
@@ -100,9 +109,17 @@ def _bound(text: str, name: str, prefixes: tuple[tuple[str, str], ...],
 class Result:
     """The rows of every query of a run, and its metrics (spec §7)."""
 
-    def __init__(self, run: RunResult) -> None:
+    def __init__(self, run: RunResult, facts: "Callable[[], FactRows] | None" = None) -> None:
         self.results: list[QueryResult] = run.results
         self.metrics: dict[str, Any] = run.metrics.to_json()
+        self._facts = facts
+
+    @functools.cached_property
+    def facts(self) -> "FactRows":
+        """The fact table of the run's input (spec §12), computed on first use."""
+        if self._facts is None:
+            raise TefqError("this result was not made by Query.run: it has no input to compute facts from")
+        return self._facts()
 
     @property
     def queries(self) -> list[str]:

@@ -19,7 +19,7 @@ from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
 from tefq.errors import TefqError, failure_message
-from tefq.facts.cli import register as register_facts
+from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
@@ -107,6 +107,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.at is not None or args.facts is not None:  # spec §12: as of given instants (oracle)
+        args.stream = [_stream_arg(v).path for v in args.stream or ()]
+        return run_as_of(args)
+    if not args.stream:
+        raise TefqError("tefq run needs --stream PATH (or --facts FILE with --at)", file="--stream")
     outcome = execute(run_request(args))
     if not args.quiet:
         print(outcome.summary(), file=sys.stderr)
@@ -166,7 +171,7 @@ def _add_document_commands(sub: argparse._SubParsersAction) -> None:
 def _add_run_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a document over streams")
     _with_query(p)
-    p.add_argument("--stream", action="append", required=True, metavar="[IRI=]PATH",
+    p.add_argument("--stream", action="append", metavar="[IRI=]PATH",
                    help="a stream file or directory, a Redis stream redis://HOST:PORT/KEY, or - for standard "
                         "input; IRI=PATH feeds FROM STREAM <IRI> only")
     p.add_argument("--stream-format", choices=STREAM_FORMATS, metavar="FMT",
@@ -191,6 +196,10 @@ def _add_run_command(sub: argparse._SubParsersAction) -> None:
                         "per-window cardinalities, forward/backward) (docs/spark-windowed.md) (default: adaptive)")
     p.add_argument("--bad-rows", metavar="DIR", help="write malformed rows here instead of stopping")
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    p.add_argument("--facts", metavar="FILE",
+                   help="a stored fact table (tefq facts --out FILE): with --at, no event is replayed")
+    p.add_argument("--at", metavar="T[,T...]",
+                   help="report the aggregate queries only at these instants (ms or xsd:dateTime; the oracle)")
     p.set_defaults(func=cmd_run)
 
 
