@@ -6,6 +6,7 @@ A directory removed by its owner earlier is simply forgotten (`unregister`).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -45,4 +46,5 @@ def temporary_directory(prefix: str = "tefq-") -> Iterator[str]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-        unregister(path)
+        if not os.path.exists(path):  # else (out of memory mid-removal) remove_all tries again later
+            unregister(path)
