@@ -101,6 +101,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         for p in stream_paths:
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
+        check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing meanwhile is seen
         staging = stage_streams(stream_paths, workdir, run.bad_rows)
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
