@@ -82,6 +82,8 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
         metrics.events_in = m.get("events_in", 0)
     metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
     metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
+    if m.get("join_orders"):  # per micro-batch: the order each BGP ran in and the strategy that chose it
+        metrics.extra["join_orders"] = m["join_orders"]
 
 
 INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, each task reads its Parquet files)",
@@ -118,7 +120,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
         max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
-        stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS) -> RunResult:
+        stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS,
+        join_order: str = "adaptive") -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
 
     `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
@@ -138,7 +141,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     tmp = None
     try:
         opts = RunOptions(t0, lateness_ms, max_files_per_trigger, bad_rows, progress, rdflib_triples(background),
-                          StreamLimits(max_ticks, idle_ms=idle_ms))
+                          StreamLimits(max_ticks, idle_ms=idle_ms), join_order)
         if spark is None:
             say(progress, f"starting Spark ({default_master(master)})…")
             spark = get_session(master)

@@ -226,6 +226,7 @@ class WindowedCollector:
         """The state's running totals (the largest seen) and this run's bad rows (summed)."""
         metrics = {k: max((m[k] for m in self.metrics), default=0) for k in CUMULATIVE}
         metrics["bad_rows"] = sum(m["bad_rows"] for m in self.metrics)
+        metrics["join_orders"] = [r for m in self.metrics for r in m.get("join_orders", [])]
         return metrics
 
 

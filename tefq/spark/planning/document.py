@@ -59,7 +59,7 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_a
     for i, q in enumerate(doc.queries):
         if isinstance(q, WindowedQuery):  # all of them run in one operator (operators/windowed.py)
             if windowed is None:
-                windowed = plan_windowed(doc)
+                windowed = plan_windowed(doc, buckets)
                 plans.append(windowed)
         elif isinstance(q, AggregateQuery):
             plans.append(plan_query(doc, i, buckets, fallback, fact_aggregates, merge_partials, general))

@@ -46,6 +46,7 @@ class RunOptions:
     progress: bool = False
     background: list | None = None  # the background's rdflib triples (the fallback operator joins them)
     limits: RunLimits = RunLimits()
+    join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.relational.join_order)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ PIPELINES: dict[type, Pipeline] = {
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
         lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
-                                                      getattr(run, "join_order", "adaptive"))),
+                                                      run.join_order)),
 }
 
 
