@@ -104,9 +104,10 @@ def check_inputs(workdir: str, stream_paths: list[str]) -> None:
 
 def input_files(stream_paths: list[str]) -> list[str]:
     """The stream files a run reads, as absolute paths (tefq.io's listing: the oracle's order); a
-    directory with no file yet (--follow may start on one) has none."""
+    directory with no file yet (--follow may start on one) has none, a Redis stream no file."""
     from tefq.io.readers import stream_files
+    from tefq.io.redis_stream import is_redis_url
     from tefq.spark.runtime.sources import has_files
 
-    return [os.path.abspath(f) for p in stream_paths if not os.path.isdir(p) or has_files(p)
-            for f in stream_files(p)]
+    return [os.path.abspath(f) for p in stream_paths
+            if not is_redis_url(p) and (not os.path.isdir(p) or has_files(p)) for f in stream_files(p)]
