@@ -20,8 +20,7 @@ from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.routing import element_buckets
 from tefq.spark.kernels.general.rows import BucketRows, concat, format_rows, merge_partials
 from tefq.spark.kernels.general.state import GeneralState
-
-Element = tuple[int, str, str, str]
+from tefq.vocabulary import Element
 
 
 def coded_background(triples: Sequence[tuple[str, str, str]]) -> tuple[Background, TermDictionary]:
