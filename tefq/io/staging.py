@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tefq.errors import TefqError
+from tefq.io.arrival import Arrival
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
 from tefq.io.readers import STREAM_FORMATS, read_stream, read_stream_file, read_table, stream_files
 from tefq.io.validate import HEADER
@@ -28,8 +29,6 @@ from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from tefq.oracle.late import Arrival
 
 STDIN = "-"
 EVENTS = "<events>"  # the name in-memory events are reported under
@@ -62,12 +61,10 @@ class StagedStreams:
         for table in self.tables:
             yield EVENTS, iter([read_table(table, EVENTS, bad_rows)])
 
-    def read_all(self, bad_rows: BadRowLog = STRICT) -> tuple[list[Element], "Arrival"]:
+    def read_all(self, bad_rows: BadRowLog = STRICT) -> tuple[list[Element], Arrival]:
         """Every element in arrival order and how it arrived (spec §6.1): round k holds the k-th
         file of each stream that has one, as Spark reads one file per trigger and source. A
         reader's error names the original input."""
-        from tefq.oracle.late import Arrival
-
         labels: list[str] = []
         per_stream: list[list[list[Element]]] = []
         try:

@@ -11,50 +11,12 @@ last reported tick is late (counted per stream, warned, not applied); the others
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from tefq.io.arrival import Arrival, in_stream_order  # noqa: F401 (in_stream_order: part of this module's API)
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
 from tefq.vocabulary import Element
 
 MAX_WARNINGS = 20  # late-event warnings per query group (as on Spark)
-
-
-@dataclass(frozen=True)
-class Arrival:
-    """How a run's elements arrived (spec §6.1): `rounds` in arrival order, each the batches that
-    arrived together as (stream index, batch size) — the elements, in this order, are the run's
-    `elements` list; `labels[i]`: stream i's name (IRI, path or URL) for `late_events_by_stream`.
-    Bounded files arrive round-robin: round k holds the k-th file of each stream that has one (what
-    Spark reads per micro-batch with one file per trigger and source); a stream whose last batch
-    has arrived has ended."""
-
-    rounds: tuple[tuple[tuple[int, int], ...], ...]
-    labels: tuple[str, ...]
-
-    @staticmethod
-    def single(batch_sizes: Sequence[int], label: str = "") -> "Arrival":
-        """One stream arriving in batches of `batch_sizes`."""
-        return Arrival(tuple(((0, n),) for n in batch_sizes), (label,))
-
-    def streams(self) -> list[int]:
-        """The stream index of each element, in order."""
-        return [s for batches in self.rounds for s, n in batches for _ in range(n)]
-
-    def in_stream_order(self, elements: Sequence[Element]) -> list[Element]:
-        """`elements` (in arrival order) stream by stream, each stream's in arrival order (elements
-        beyond the rounds: stream 0's)."""
-        streams = self.streams()
-        return in_stream_order([(streams[i] if i < len(streams) else 0, e) for i, e in enumerate(elements)])
-
-    def last_rounds(self) -> dict[int, int]:
-        """Per stream, the round of its last batch (a stream with none has ended from the start)."""
-        return {s: k for k, batches in enumerate(self.rounds) for s, _ in batches}
-
-
-def in_stream_order(kept: list[tuple[int, Element]]) -> list[Element]:
-    """(stream, element) pairs stream by stream, each in arrival order: a stable sort by t then
-    applies them in (t, stream order, arrival) (spec §6.1)."""
-    return [e for _, e in sorted(kept, key=lambda se: se[0])]
 
 
 class EventTime:
