@@ -19,7 +19,8 @@ from spark_helpers import run_spark, spark  # noqa: E402,F401 (spark: the fixtur
 from tefq.io.staging import StagedStreams  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
 from tefq.oracle import run as oracle_run  # noqa: E402
-from tefq.oracle.late import Arrival, EventTime, late_by_stream  # noqa: E402
+from tefq.io.arrival import Arrival  # noqa: E402
+from tefq.oracle.late import EventTime, late_by_stream  # noqa: E402
 
 IPTV = sd.IPTV
 EXAMPLES = int(os.environ.get("TEFQ_SPARK_EXAMPLES", "0"))

@@ -12,8 +12,9 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from tefq.io.arrival import Arrival, in_stream_order
 from tefq.oracle.facts import TripleIndex, background_index, build_store
-from tefq.oracle.late import MAX_WARNINGS, Arrival, in_stream_order, late_by_stream, outlier
+from tefq.oracle.late import MAX_WARNINGS, late_by_stream, outlier
 from tefq.oracle.query import QueryEvaluator, TooManyTicks
 from tefq.plan.logical import AggregateQuery, Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
@@ -52,7 +53,9 @@ def run_document(doc: Document, elements: Iterable[Element], background=None, *,
 
 def _add_windowed(result: RunResult, doc: Document, elements: list[Element], background, t0: int, max_ticks: int,
                   locate: Callable[[int], tuple[str, int]] | None) -> None:
-    from tefq.oracle.windowed import run as windowed_run  # rdflib: imported only for windowed queries
+    from tefq.oracle.windowed import (
+        run as windowed_run,  # rdflib: imported only for windowed queries
+    )
 
     try:  # every window closes, empty or not: the bound counts them all (spec §8)
         windowed = windowed_run(doc, elements, background, t0=t0, max_ticks=max_ticks)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tefq.io.arrival import Arrival, in_stream_order  # noqa: F401 (in_stream_order: part of this module's API)
+from tefq.io.arrival import Arrival
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
 from tefq.vocabulary import Element
 
