@@ -1,18 +1,26 @@
-"""Live delay and throughput of `tefq run --follow` over a Redis stream fed by `tefq publish`, as
-YABench measures an engine under test (a benchmark, not a test).
+"""Live delay, throughput and memory of `tefq run --follow`, fed by `tefq publish`, as YABench
+measures an engine under test (a benchmark, not a test).
 
-    python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 20] [--json OUT]
+    python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir]
+                         [--search] [--json OUT] [--plot PREFIX]
 
-Per rate: an IPTV log is generated (TSV), a private redis-server is started on a loopback port,
-`tefq run UC1 --every 1s --follow --stream redis://…` is started (Spark; before its publisher: an
-absent key is an empty stream), fed a trickle until its first micro-batch is done (Spark and its
-Python workers started), then `tefq publish LOG --to redis://… --rate R --interval 1s --restamp
-now` feeds it for warmup + seconds; only ticks of the last `seconds` are measured. Every element is stamped with the wall clock of its
-interval, so tick `tau` is a wall-clock instant: a tick's delay is the moment its first row appears
-in the run's --out (tailed every 20 ms) minus `tau` — sink commit plus hand-over, what a user sees.
-Throughput: the rate sustained is the rate asked when the delay does not grow over the measured
-seconds (see `delay_over_time`). Correctness: the rows of every reported tick against the oracle over the same entries (read
-back from Redis after the run).
+Per source and rate: an IPTV log is generated (TSV); the stream is a private redis-server on a
+loopback port (`--source redis`) or a directory (`--source dir`, one TSV file per second, written
+hidden then renamed). `tefq run UC1 --every 1s --follow --stream …` is started (Spark; before its
+publisher: an absent key or an empty directory is an empty stream), fed a trickle until its first
+micro-batch is done (Spark and its Python workers started), then `tefq publish LOG --to … --rate R
+--interval 1s --restamp now` feeds it for warmup + seconds; only ticks of the last `seconds` are
+measured. Every element is stamped with the wall clock of its interval, so tick `tau` is a
+wall-clock instant: a tick's delay is the moment its first row appears in the run's --out (tailed
+every 20 ms) minus `tau` — sink commit plus hand-over, what a user sees.
+
+Sustained: the rate asked is sustained when the delay does not grow over the measured seconds
+(least-squares slope of delay over time below `GROWTH_MS_PER_S`) and every measured tick was
+reported. `--search` then doubles the highest sustained rate until one is not, and bisects
+between the two (`--search-steps`). Correctness: the rows of every reported tick against the
+oracle's over the same input (a bounded `tefq run --engine oracle` after the run). Memory: the
+resident set of the run's driver (Python), its JVM and its Python workers, sampled every 0.5 s.
+Plots (`--plot PREFIX`): PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png.
 """
 from __future__ import annotations
 
@@ -27,9 +35,11 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEFQ = [sys.executable, "-m", "tefq"]
+GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
 
 
 def uc1_every_second(directory: str) -> str:
@@ -42,16 +52,34 @@ def uc1_every_second(directory: str) -> str:
     return path
 
 
-def start_redis(directory: str) -> tuple[subprocess.Popen, int]:
+@dataclass
+class Stream:
+    """Where a run reads and the publisher writes: a Redis URL or a directory."""
+
+    target: str
+    server: subprocess.Popen | None = None
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.terminate()
+            self.server.wait(timeout=30)
+
+
+def open_stream(source: str, work: str, name: str) -> Stream:
+    if source == "dir":
+        path = os.path.join(work, f"live-{name}")
+        os.makedirs(path)
+        return Stream(path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", directory], stdout=subprocess.DEVNULL)
+                             "--appendonly", "no", "--dir", work], stdout=subprocess.DEVNULL)
     for _ in range(200):
         if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).returncode == 0:
-            return proc, port
+            return Stream(f"redis://127.0.0.1:{port}/live", proc)
         time.sleep(0.05)
+    proc.terminate()
     raise SystemExit("redis-server did not start")
 
 
@@ -79,32 +107,92 @@ class Tail(threading.Thread):
             time.sleep(0.02)
 
 
+def process_tree(root: int) -> list[int]:
+    """`root` and its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return tree
+
+
+def rss_mb(pid: int) -> tuple[str, float]:
+    """(role, resident MB) of one process: the driver, the JVM or a Python worker."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
+            kb = next((int(line.split()[1]) for line in fh if line.startswith("VmRSS:")), 0)
+    except OSError:
+        return "gone", 0.0
+    role = "jvm" if "java" in cmd.split(" ", 1)[0] else "workers" if "pyspark" in cmd else "other"
+    return role, kb / 1024
+
+
+class Memory(threading.Thread):
+    """Resident MB of a run's driver, JVM and Python workers, every 0.5 s."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.samples, self.done = pid, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            roles = {"driver": rss_mb(self.pid)[1], "jvm": 0.0, "workers": 0.0}
+            for pid in process_tree(self.pid)[1:]:
+                role, mb = rss_mb(pid)
+                if role in roles:
+                    roles[role] += mb
+            self.samples.append((time.time(), roles))
+
+    def peaks(self) -> dict[str, float]:
+        return {role: round(max((s[role] for _, s in self.samples), default=0.0), 1)
+                for role in ("driver", "jvm", "workers")}
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def oracle_agreement(doc: str, url: str, rows_csv: str) -> tuple[int, int]:
-    """(ticks whose rows equal the oracle's, ticks reported), over the entries published: the
-    oracle's rows written by the same CSV writer, compared line by line per tick."""
-    from tefq.analysis import load
-    from tefq.io.redis_stream import RedisStream, read_elements
-    from tefq.io.result_writers import write_results
-    from tefq.oracle import run as oracle_run
+def growth_ms_per_s(points: list[tuple[int, float]]) -> float:
+    """Least-squares slope of delay (ms) over tick time (s): > 0 when the run falls behind."""
+    if len(points) < 3:
+        return float("nan")
+    xs = [t / 1000 for t, _ in points]
+    ys = [d for _, d in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else float("nan")
 
-    result = oracle_run(load(doc), list(read_elements(RedisStream.parse(url))))
-    want_csv = rows_csv + ".oracle"
-    write_results(result.results, "csv", want_csv, "ms")
 
-    def by_tick(path: str) -> dict[int, list[str]]:
-        out: dict[int, list[str]] = {}
+def by_tick(path: str) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    if os.path.exists(path):
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 head = line.split(",", 1)[0]
                 if head.isdigit():
                     out.setdefault(int(head), []).append(line)
-        return {t: sorted(lines) for t, lines in out.items()}
+    return {t: sorted(lines) for t, lines in out.items()}
 
+
+def oracle_agreement(doc: str, stream: str, rows_csv: str) -> tuple[int, int]:
+    """(ticks whose rows equal the oracle's, ticks reported): the oracle's bounded run over the
+    same input, in the same CSV format, compared line by line per tick."""
+    want_csv = rows_csv + ".oracle"
+    subprocess.run(TEFQ + ["run", doc, "--engine", "oracle", "--stream", stream, "--format", "csv", "--out",
+                           want_csv], check=True, stdout=subprocess.DEVNULL)
     got, want = by_tick(rows_csv), by_tick(want_csv)
     return sum(1 for t, lines in got.items() if lines == want.get(t)), len(got)
 
@@ -124,57 +212,136 @@ class Ready(threading.Thread):
                 print("   run: " + line.rstrip(), file=sys.stderr, flush=True)
 
 
-def publish(log: str, url: str, rate: int, seconds: int) -> None:
-    subprocess.run(TEFQ + ["publish", log, "--to", url, "--rate", str(rate), "--interval", "1s", "--restamp", "now",
-                           "--limit", str(rate * seconds), "--quiet"], check=True)
+def publish(log: str, target: str, rate: int, seconds: int) -> None:
+    subprocess.run(TEFQ + ["publish", log, "--to", target, "--rate", str(rate), "--interval", "1s", "--restamp",
+                           "now", "--limit", str(rate * seconds), "--quiet"], check=True)
 
 
-def one_rate(rate: int, seconds: int, warmup: int, work: str) -> dict:
-    """Run, warm up (until the run's first micro-batch is done, then `warmup` s more), feed for
-    `seconds`, measure (see the module doc)."""
+def generated_log(rate: int, seconds: int, work: str) -> str:
     from tefq.iptv.generator import IptvConfig
     from tefq.iptv.writer import generate
 
-    total = rate * (seconds + warmup + 5)
+    total = rate * (seconds + 5)
     data = os.path.join(work, f"data-{rate}")
-    generate(IptvConfig(events=total, users=max(100, total // 50), channels=20, seed=3), data, fmt="tsv")
-    log = os.path.join(data, "log")
-    redis_proc, port = start_redis(work)
-    url = f"redis://127.0.0.1:{port}/live"
-    rows, metrics = os.path.join(work, f"rows-{rate}.csv"), os.path.join(work, f"metrics-{rate}.json")
-    doc = uc1_every_second(work)
-    run = subprocess.Popen(TEFQ + ["run", doc, "--engine", "spark", "--follow", "--stream", url, "--format", "csv",
-                                   "--out", rows, "--metrics", metrics], stderr=subprocess.PIPE, text=True)
+    if not os.path.exists(data):
+        generate(IptvConfig(events=total, users=max(100, total // 50), channels=20, seed=3), data, fmt="tsv")
+    return os.path.join(data, "log")
+
+
+def start_run(doc: str, stream: Stream, rows: str, metrics: str) -> tuple[subprocess.Popen, Ready]:
+    run = subprocess.Popen(TEFQ + ["run", doc, "--engine", "spark", "--follow", "--stream", stream.target,
+                                   "--format", "csv", "--out", rows, "--metrics", metrics],
+                           stderr=subprocess.PIPE, text=True)
     ready = Ready(run.stderr)
     ready.start()
-    tail = Tail(rows)
-    tail.start()
-    while not ready.first_batch.is_set():  # Spark starting: a few elements a second until a batch is done
+    return run, ready
+
+
+def warm_up(run: subprocess.Popen, ready: Ready, log: str, stream: Stream) -> None:
+    """A few elements a second until the run's first micro-batch is done (Spark starting)."""
+    while not ready.first_batch.is_set():
         if run.poll() is not None:
-            redis_proc.terminate()
+            stream.close()
             raise SystemExit(f"the run ended (exit {run.returncode}) before its first micro-batch")
-        publish(log, url, 10, 1)
-    publish(log, url, rate, warmup)
+        publish(log, stream.target, 10, 1)
+
+
+def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str) -> dict:
+    """Run, warm up, feed for `seconds`, measure (see the module doc)."""
+    name = f"{source}-{rate}"
+    log = generated_log(rate, seconds + warmup, work)
+    stream = open_stream(source, work, name)
+    rows, metrics = os.path.join(work, f"rows-{name}.csv"), os.path.join(work, f"metrics-{name}.json")
+    doc = uc1_every_second(work)
+    run, ready = start_run(doc, stream, rows, metrics)
+    tail, memory = Tail(rows), Memory(run.pid)
+    tail.start()
+    memory.start()
+    warm_up(run, ready, log, stream)
+    publish(log, stream.target, rate, warmup)
     started = time.time() * 1000
-    publish(log, url, rate, seconds)
+    publish(log, stream.target, rate, seconds)
     published = time.time() * 1000
     time.sleep(5)
     run.send_signal(signal.SIGTERM)  # the run alone: its JVM stops with it
     run.wait(timeout=300)
     tail.done.set()
+    memory.done.set()
     tail.join()
     steady = {t: seen - t for t, seen in tail.first_seen.items() if started <= t <= published}
     m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
-    same, reported = oracle_agreement(doc, url, rows)
-    redis_proc.terminate()
-    delays = list(steady.values())
-    batches = [b for b in m.get("micro_batches") or [] if isinstance(b, dict)]
-    return {"rate": rate, "seconds": seconds, "warmup": warmup, "ticks_measured": len(delays),
+    same, reported = oracle_agreement(doc, stream.target, rows)
+    stream.close()
+    return summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks())
+
+
+def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
+            agreement: tuple[int, int], memory: dict[str, float]) -> dict:
+    delays, over_time = list(steady.values()), sorted(steady.items())
+    growth = growth_ms_per_s(over_time)
+    batches = [b for b in metrics.get("micro_batches") or [] if isinstance(b, dict)]
+    return {"source": source, "rate": rate, "seconds": seconds, "warmup": warmup, "ticks_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p95": percentile(delays, 0.95),
             "delay_ms_p99": percentile(delays, 0.99), "delay_ms_max": max(delays, default=float("nan")),
-            "events_in": m.get("events_in"), "events_per_s_measured": rate,
-            "micro_batches": len(batches), "ticks_equal_to_oracle": same, "ticks_reported": reported,
-            "load_average": os.getloadavg()[0], "delay_over_time": sorted(steady.items())}
+            "delay_growth_ms_per_s": growth,
+            "sustained": len(delays) >= seconds - 2 and growth == growth and growth < GROWTH_MS_PER_S,
+            "events_in": metrics.get("events_in"), "micro_batches": len(batches),
+            "ticks_equal_to_oracle": agreement[0], "ticks_reported": agreement[1],
+            "peak_rss_mb": memory, "load_average": os.getloadavg()[0], "delay_over_time": over_time}
+
+
+def search(source: str, found: list[dict], seconds: int, warmup: int, work: str, steps: int) -> list[dict]:
+    """Double the highest sustained rate until one is not sustained, then bisect `steps` times."""
+    ok = max((r["rate"] for r in found if r["sustained"]), default=None)
+    bad = min((r["rate"] for r in found if not r["sustained"] and (ok is None or r["rate"] > ok)), default=None)
+    tried: list[dict] = []
+    for _ in range(steps):
+        rate = (ok * 2 if bad is None else (ok + bad) // 2) if ok else max(1000, (bad or 10000) // 2)
+        if rate in (ok, bad) or rate <= 0:
+            break
+        r = one_rate(source, rate, seconds, warmup, work)
+        tried.append(r)
+        report(r)
+        ok, bad = (rate, bad) if r["sustained"] else (ok, rate)
+    return tried
+
+
+def report(r: dict) -> None:
+    mem = r["peak_rss_mb"]
+    print(f"{r['source']:>5} {r['rate']:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  p95 {r['delay_ms_p95']:.0f}  "
+          f"p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
+          f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} ticks)  "
+          f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
+          f"{r['ticks_reported']}  peak RSS driver {mem['driver']:.0f} MB, JVM {mem['jvm']:.0f}, "
+          f"workers {mem['workers']:.0f}  (load average {r['load_average']:.1f})", flush=True)
+
+
+def plot(results: list[dict], prefix: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for r in results:
+        pts = r["delay_over_time"]
+        if pts:
+            t0 = pts[0][0]
+            ax.plot([(t - t0) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
+                    label=f"{r['source']} {r['rate']:,}/s")
+    ax.set(xlabel="measured seconds", ylabel="tick delay (s)", title="tefq live UC1: delay over time")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(f"{prefix}-delay-over-time.png", dpi=120)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for source in sorted({r["source"] for r in results}):
+        rs = sorted((r for r in results if r["source"] == source), key=lambda r: r["rate"])
+        for q, style in (("p50", "o-"), ("p99", "s--")):
+            ax.plot([r["rate"] for r in rs], [r[f"delay_ms_{q}"] / 1000 for r in rs], style, label=f"{source} {q}")
+    ax.set(xscale="log", xlabel="events/s asked", ylabel="tick delay (s)", title="tefq live UC1: delay against rate")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(f"{prefix}-delay-vs-rate.png", dpi=120)
 
 
 def main() -> None:
@@ -183,23 +350,30 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=30, help="measured seconds per rate")
     ap.add_argument("--warmup", type=int, default=10,
                     help="seconds fed at the rate, unmeasured, once the run's first micro-batch is done")
+    ap.add_argument("--source", default="redis,dir", help="redis, dir, or both (comma-separated)")
+    ap.add_argument("--search", action="store_true", help="then search for the highest sustained rate")
+    ap.add_argument("--search-steps", type=int, default=4, help="runs the search may take per source")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
     args = ap.parse_args()
-    if shutil.which("redis-server") is None:
-        raise SystemExit("bench/live.py needs redis-server (Debian: apt-get install redis-server)")
-    out = []
+    sources = args.source.split(",")
+    if "redis" in sources and shutil.which("redis-server") is None:
+        raise SystemExit("--source redis needs redis-server (Debian: apt-get install redis-server)")
+    out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tefq-live-") as work:
-        for rate in (int(r) for r in args.rates.split(",")):
-            r = one_rate(rate, args.seconds, args.warmup, work)
-            out.append(r)
-            print(f"{rate:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  p95 {r['delay_ms_p95']:.0f}  "
-                  f"p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  ({r['ticks_measured']} ticks)  "
-                  f"{r['micro_batches']} micro-batches, {r['events_in']:,} events read  "
-                  f"ticks equal to the oracle {r['ticks_equal_to_oracle']}/{r['ticks_reported']}  "
-                  f"(load average {r['load_average']:.1f})", flush=True)
+        for source in sources:
+            found = []
+            for rate in (int(r) for r in args.rates.split(",")):
+                found.append(one_rate(source, rate, args.seconds, args.warmup, work))
+                report(found[-1])
+            if args.search:
+                found += search(source, found, args.seconds, args.warmup, work, args.search_steps)
+            out += found
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)
+    if args.plot:
+        plot(out, args.plot)
 
 
 if __name__ == "__main__":
