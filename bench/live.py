@@ -20,6 +20,7 @@ reported. `--search` then doubles the highest sustained rate until one is not, a
 between the two (`--search-steps`). Correctness: the rows of every reported tick against the
 oracle's over the same input (a bounded `tefq run --engine oracle` after the run). Memory: the
 resident set of the run's driver (Python), its JVM and its Python workers, sampled every 0.5 s.
+Profile: the median of each phase of Spark's `durationMs` over the micro-batches with input.
 Plots (`--plot PREFIX`): PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png.
 """
 from __future__ import annotations
@@ -280,12 +281,16 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
     delays, over_time = list(steady.values()), sorted(steady.items())
     growth = growth_ms_per_s(over_time)
     batches = [b for b in metrics.get("micro_batches") or [] if isinstance(b, dict)]
+    busy = [b for b in batches[1:] if b.get("rows")]  # the first is Spark's start-up
+    phases = sorted({k for b in busy for k in b.get("durations_ms", {})})
     return {"source": source, "rate": rate, "seconds": seconds, "warmup": warmup, "ticks_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p95": percentile(delays, 0.95),
             "delay_ms_p99": percentile(delays, 0.99), "delay_ms_max": max(delays, default=float("nan")),
             "delay_growth_ms_per_s": growth,
             "sustained": len(delays) >= seconds - 2 and growth == growth and growth < GROWTH_MS_PER_S,
             "events_in": metrics.get("events_in"), "micro_batches": len(batches),
+            "batch_rows_median": percentile([b["rows"] for b in busy], 0.5),
+            "phases_ms_median": {k: percentile([b["durations_ms"].get(k, 0) for b in busy], 0.5) for k in phases},
             "ticks_equal_to_oracle": agreement[0], "ticks_reported": agreement[1],
             "peak_rss_mb": memory, "load_average": os.getloadavg()[0], "delay_over_time": over_time}
 
@@ -314,6 +319,8 @@ def report(r: dict) -> None:
           f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
           f"{r['ticks_reported']}  peak RSS driver {mem['driver']:.0f} MB, JVM {mem['jvm']:.0f}, "
           f"workers {mem['workers']:.0f}  (load average {r['load_average']:.1f})", flush=True)
+    phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
+    print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms", flush=True)
 
 
 def plot(results: list[dict], prefix: str) -> None:
