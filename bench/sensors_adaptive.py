@@ -10,8 +10,9 @@ micro-batch (`max_files_per_trigger` 1). Each query of examples/sensors named by
 on Spark twice in one session (after one unmeasured warm-up run), `--join-order static` and
 `adaptive`, which one first alternating from query to query: the whole run's seconds and
 elements/s, each micro-batch's elements/s (its input rows over its duration, from the run's
-metrics), and the join orders the adaptive run chose (`join_orders`: strategy and order per
-batch). The rows of the two runs are checked equal. `--plot` draws each query's throughput per
+metrics), the windowed operator's own compute seconds per micro-batch (TEFQ_SPARK_PROFILE: the
+join work without Spark's per-batch cost), and the join orders the adaptive run chose
+(`join_orders`: strategy and order per batch). The rows of the two runs are checked equal. `--plot` draws each query's throughput per
 micro-batch over event time, static and adaptive, as Strider's Fig. 7/8. The load average is
 printed at the start and the end: the machine is shared.
 """
@@ -65,15 +66,30 @@ def stream_files(events: int, mix: str, batches: int, base: str) -> tuple[str, l
     return out, last
 
 
+def operator_calls(profile: str, start: int) -> list[dict]:
+    """The windowed operator's calls logged since byte `start` of the TEFQ_SPARK_PROFILE file."""
+    if not os.path.exists(profile):
+        return []
+    with open(profile, encoding="utf-8") as f:
+        f.seek(start)
+        calls = [json.loads(line) for line in f if line.strip()]
+    return [c for c in calls if c.get("where") == "windowed_operator"]
+
+
 def one_run(spark, doc, stream: str, order: str) -> dict:
+    """One whole run; per micro-batch its elements/s (Spark's duration) and the operator's own
+    compute seconds (TEFQ_SPARK_PROFILE: the join work without Spark's per-batch cost)."""
     from tefq.spark.engine import run
 
+    profile = os.environ["TEFQ_SPARK_PROFILE"]
+    start = os.path.getsize(profile) if os.path.exists(profile) else 0
     started = time.perf_counter()
     got = run(doc, [stream], spark=spark, progress=False, max_files_per_trigger=1, join_order=order)
     seconds = time.perf_counter() - started
     batches = [b for b in got.metrics.extra.get("micro_batches", []) if b.get("rows")]
     return {"seconds": seconds, "rows": [r.rows for r in got.results], "events": got.metrics.events_in,
             "per_batch": [b["rows"] / (b["ms"] / 1000) for b in batches],
+            "operator_s": [c["compute_s"] for c in sorted(operator_calls(profile, start), key=lambda c: c["batch"])],
             "join_orders": got.metrics.extra.get("join_orders", [])}
 
 
@@ -90,7 +106,8 @@ def compare(spark, path: Path, stream: str, last_ts: list[int], first: str) -> d
     for order, r in runs.items():
         out[order] = {"seconds": r["seconds"], "events_per_s": r["events"] / r["seconds"],
                       "median_batch_events_per_s": statistics.median(r["per_batch"]) if r["per_batch"] else None,
-                      "per_batch": r["per_batch"]}
+                      "per_batch": r["per_batch"], "operator_s": r["operator_s"],
+                      "operator_total_s": sum(r["operator_s"])}
     chosen = runs["adaptive"]["join_orders"]
     out["adaptive"]["strategies"] = dict(collections.Counter(j["strategy"] for j in chosen))
     out["adaptive"]["orders"] = dict(collections.Counter(str(j["order"]) for j in chosen))
@@ -133,6 +150,7 @@ def main() -> None:
 
     base = a.data or tempfile.mkdtemp(prefix="tefq-sensors-")
     os.makedirs(base, exist_ok=True)
+    os.environ["TEFQ_SPARK_PROFILE"] = os.path.join(base, f"profile-{os.getpid()}.jsonl")  # before Spark starts
     print(f"load average at start: {load_average()}", file=sys.stderr)
     stream, last_ts = stream_files(a.events, a.mix, a.batches, os.path.join(base, f"sensors-{a.events}"))
     spark = get_session("local[2]")
@@ -148,7 +166,8 @@ def main() -> None:
         s, ad = r["static"], r["adaptive"]
         print(f"{r['query']:<24} {r['rows']:>7,} rows  whole run static {s['events_per_s']:>8,.0f} el/s  adaptive "
               f"{ad['events_per_s']:>8,.0f} el/s  median batch static {s['median_batch_events_per_s'] or 0:>8,.0f} "
-              f"adaptive {ad['median_batch_events_per_s'] or 0:>8,.0f}  strategies {ad['strategies']}")
+              f"adaptive {ad['median_batch_events_per_s'] or 0:>8,.0f}  operator compute static "
+              f"{s['operator_total_s']:.1f} s adaptive {ad['operator_total_s']:.1f} s  strategies {ad['strategies']}")
     out = {"events": a.events, "batches": a.batches, "mix": a.mix, "load_end": load_average(), "queries": results}
     print(f"load average at end: {out['load_end']}", file=sys.stderr)
     if a.plot:
