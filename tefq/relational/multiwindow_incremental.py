@@ -84,15 +84,19 @@ class IncrementalBatchedRun(IncrementalRun):
     def new_state(self) -> FrameState:
         return FrameState()
 
-    def add(self, st: FrameState, batch: pd.DataFrame, lo: int | None, hi: int | None, count: int) -> None:
+    def add(self, st: FrameState, batch: pd.DataFrame, lo: int | None, hi: int | None, count: int) -> np.ndarray:
         """A micro-batch: the relevant elements (ts >= t0) plus the batch's event-time range and
-        element count over *all* elements (irrelevant predicates too: they advance time)."""
+        element count over *all* elements (irrelevant predicates too: they advance time). Returns,
+        per element of `batch`, whether it is late (older than the last report instant: counted,
+        and kept, since windows still open may need it)."""
         st.see(lo, hi, count)
+        late = np.zeros(len(batch), bool)
         if len(batch):
-            new = element_table(batch)
-            if st.done is not None:  # kept: windows still open may need them
-                st.late_events += int((new["ts"].to_numpy(np.int64) < st.done).sum())
-            st.external = appended(st.external, new)
+            if st.done is not None:
+                late = batch["ts"].to_numpy(np.int64) < st.done
+                st.late_events += int(late.sum())
+            st.external = appended(st.external, element_table(batch))
+        return late
 
     def due(self, st: FrameState, upto: int | None) -> list[np.ndarray]:
         """Each query's windows closing after `done` and at or before `upto` (None: all)."""
@@ -104,6 +108,12 @@ class IncrementalBatchedRun(IncrementalRun):
 
     def advance(self, st: FrameState, upto: int | None) -> list[Report]:
         """Evaluate the windows closing at or before `upto` (None: the end of input, all of them)."""
+        return [Report(r.query, r.tick, [tuple(canonical_cell(x) for x in row) for row in r.rows])
+                for r in self.evaluate_due(st, upto)]
+
+    def evaluate_due(self, st: FrameState, upto: int | None) -> list[Report]:
+        """`advance`, its rows' cells as SPARQL gave them (not yet canonical: a caller that
+        dictionary-encodes them canonicalises each distinct cell once, tefq.spark.windowed_output)."""
         if st.first is None or st.last is None or st.flushed:
             return []
         instants = self.due(st, upto)
@@ -116,7 +126,7 @@ class IncrementalBatchedRun(IncrementalRun):
             rows, st.previous[i], fed = self.batches.r2s(c, i, ans, st.previous.get(i))
             st.feedback_triples += len(fed)
             if rows:
-                reports.append(Report(i, c, [tuple(canonical_cell(x) for x in r) for r in rows]))
+                reports.append(Report(i, c, rows))
         st.feeds = {name: s.current() for name, s in self.batches.feeds.items()}
         last = max((int(ins[-1]) for ins in instants if len(ins)), default=None)
         self.close(st, upto, last)

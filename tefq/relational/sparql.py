@@ -32,6 +32,8 @@ from rdflib.term import Variable
 
 from tefq.errors import TefqError
 from tefq.oracle.windowed.r2r import TIMESTAMP_FN, Answer, Evaluator, to_nt, to_rdflib, window_timestamps
+from tefq.relational.algebra import correlated_aggregate
+from tefq.relational.solutions import ROW, by_mask, empty, join, normalised
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 _INT_TYPES = {f"{XSD}{t}" for t in ("integer", "int", "long", "short", "byte", "nonNegativeInteger",
@@ -59,20 +61,9 @@ def _numeric(nt: str | None) -> tuple[int, float]:
     return 0, np.nan
 
 
-def _norm(df: pd.DataFrame) -> pd.DataFrame:
-    """Object columns with None for unbound (merges and concats bring NaN)."""
-    if len(df.columns) and df.isna().to_numpy().any():
-        df = df.astype(object).where(df.notna(), None)
-    return df
-
-
 def _unit() -> pd.DataFrame:
     """The solution sequence holding one empty solution (the join identity)."""
     return pd.DataFrame(index=range(1))
-
-
-def _empty(columns: Iterable[str] = ()) -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
 
 
 def _var_name(x) -> str | None:
@@ -170,7 +161,7 @@ class VectorEvaluator:
             names = self.names
             df = run.part(self.algebra.p)
             df = df.reindex(columns=list(names)) if names else df.iloc[:, :0]
-            df = _norm(df)
+            df = normalised(df)
             rows = [tuple(r) for r in df.itertuples(index=False, name=None) if any(x is not None for x in r)]
             return Answer(names, rows, [])
         except TefqError:
@@ -231,7 +222,7 @@ class _Run:
     def _BGP(self, node) -> pd.DataFrame:
         out = _unit()
         for t in node.triples or []:
-            out = _join(out, self._pattern(t))
+            out = join(out, self._pattern(t))
             if not len(out):
                 break
         return out
@@ -242,7 +233,7 @@ class _Run:
             self._by_p = {p: g.reset_index(drop=True) for p, g in tr.groupby("p", sort=False)} if len(tr) else {}
         s, p, o = t
         pn = _var_name(p)
-        df = self.w.triples if pn is not None else self._by_p.get(to_nt(p), _empty(("s", "p", "o")))
+        df = self.w.triples if pn is not None else self._by_p.get(to_nt(p), empty(("s", "p", "o")))
         for col, x in (("s", s), ("o", o)):
             if _var_name(x) is None:
                 df = df[df[col] == to_nt(x)]
@@ -263,32 +254,32 @@ class _Run:
         b = self.part(node.p2)
         if not node.get("lazy"):
             b = b.drop_duplicates(ignore_index=True)  # rdflib: set(evalPart(p2))
-        elif _correlated_aggregate(node, self.error):
+        elif correlated_aggregate(node, self.error):
             # rdflib evaluates a lazy join's right side once per left solution; a grouped
             # subquery then yields its "no group" empty solution for a left row without a group
             return self._left_join(a.reset_index(drop=True), b, None)
-        return _join(a, b)
+        return join(a, b)
 
     def _LeftJoin(self, node) -> pd.DataFrame:
-        _correlated_aggregate(node, self.error)
+        correlated_aggregate(node, self.error)
         a = self.part(node.p1).reset_index(drop=True)
         b = self.part(node.p2)
         return self._left_join(a, b, node.expr)
 
     def _left_join(self, a: pd.DataFrame, b: pd.DataFrame, expr) -> pd.DataFrame:
-        a_id = a.assign(__row__=np.arange(len(a)))
-        j = _join(a_id, b)
+        a_id = a.assign(**{ROW: np.arange(len(a))})
+        j = join(a_id, b)
         if len(j) and expr is not None and not (isinstance(expr, CompValue) and expr.name == "TrueFilter"):
             j = j[self.ebv(expr, j)]
-        rest = a[~np.isin(np.arange(len(a)), j["__row__"].to_numpy())]
-        return _norm(pd.concat([j.drop(columns="__row__"), rest], ignore_index=True))
+        rest = a[~np.isin(np.arange(len(a)), j[ROW].to_numpy())]
+        return normalised(pd.concat([j.drop(columns=ROW), rest], ignore_index=True))
 
     def _Filter(self, node) -> pd.DataFrame:
         df = self.part(node.p)
         return df[self.ebv(node.expr, df)].reset_index(drop=True) if len(df) else df
 
     def _Union(self, node) -> pd.DataFrame:
-        return _norm(pd.concat([self.part(node.p1), self.part(node.p2)], ignore_index=True))
+        return normalised(pd.concat([self.part(node.p1), self.part(node.p2)], ignore_index=True))
 
     def _Minus(self, node) -> pd.DataFrame:
         a = self.part(node.p1).reset_index(drop=True)
@@ -297,13 +288,13 @@ class _Run:
         if not shared or not len(a) or not len(b):
             return a
         removed = np.zeros(len(a), bool)
-        a_id = a[shared].assign(__row__=np.arange(len(a)))
-        for am, asub in _by_mask(a_id, shared):
-            for bm, bsub in _by_mask(b[shared], shared):
+        a_id = a[shared].assign(**{ROW: np.arange(len(a))})
+        for am, asub in by_mask(a_id, shared):
+            for bm, bsub in by_mask(b[shared], shared):
                 on = [c for c in shared if c in am and c in bm]
                 if on:  # compatible and sharing a bound variable: removed
-                    hit = asub[on + ["__row__"]].merge(bsub[on].drop_duplicates(), on=on)
-                    removed[hit["__row__"].to_numpy()] = True
+                    hit = asub[on + [ROW]].merge(bsub[on].drop_duplicates(), on=on)
+                    removed[hit[ROW].to_numpy()] = True
         return a[~removed].reset_index(drop=True)
 
     def _Extend(self, node) -> pd.DataFrame:
@@ -313,7 +304,7 @@ class _Run:
 
     def _Project(self, node) -> pd.DataFrame:
         df = self.part(node.p)
-        return _norm(df.reindex(columns=[str(v) for v in node.PV]))
+        return normalised(df.reindex(columns=[str(v) for v in node.PV]))
 
     def _Distinct(self, node) -> pd.DataFrame:
         return self.part(node.p).drop_duplicates(ignore_index=True)
@@ -351,7 +342,7 @@ class _Run:
     def _values(self, node) -> pd.DataFrame:
         rows = [{str(k): to_nt(v) for k, v in r.items() if v is not None and str(v) != "UNDEF"} for r in node.res]
         names = list(dict.fromkeys(k for r in rows for k in r))
-        return _norm(pd.DataFrame(rows, columns=names)) if rows else _empty(names)
+        return normalised(pd.DataFrame(rows, columns=names)) if rows else empty(names)
 
     def _Group(self, node) -> pd.DataFrame:
         return self.part(node.p)
@@ -366,7 +357,7 @@ class _Run:
 
             # no GROUP BY: rdflib's one implicit group exists even when empty (COUNT 0, AVG 0, ...)
             got = Aggregator(aggregations=node.A).get_bindings()
-            return _norm(pd.DataFrame([{str(a.res): to_nt(got.get(a.res)) for a in node.A}]))
+            return normalised(pd.DataFrame([{str(a.res): to_nt(got.get(a.res)) for a in node.A}]))
         if group.expr is None:
             codes = np.zeros(len(df), np.int64)
         else:
@@ -412,7 +403,7 @@ class _Run:
                 out[str(a.res)] = [to_nt(aggs[g].get_bindings().get(a.res)) for g in groups.tolist()]
         if not out:
             return pd.DataFrame(index=range(len(groups)))
-        return _norm(pd.DataFrame(out, columns=list(out)))
+        return normalised(pd.DataFrame(out, columns=list(out)))
 
     # ---------------------------------------------------------------- CONSTRUCT
     def construct(self, query) -> list[tuple[str, str, str]]:
@@ -453,7 +444,7 @@ class _Run:
             firsts = pd.Series(np.arange(len(df))).groupby(codes).first().to_numpy()
         else:
             codes, firsts = np.zeros(len(df), np.int64), np.zeros(1 if len(df) else 0, np.int64)
-        distinct = _norm(df[used].iloc[firsts]) if used else pd.DataFrame(index=range(len(firsts)))
+        distinct = normalised(df[used].iloc[firsts]) if used else pd.DataFrame(index=range(len(firsts)))
         results = []
         for b in self._bindings(distinct):
             if boolean:
@@ -584,43 +575,6 @@ class _Run:
         return got if got is not None else self._rowwise(expr, df, False)
 
 
-def _correlated_aggregate(node, error) -> bool:
-    """rdflib evaluates the right side of a lazy Join and of a LeftJoin under each left solution's
-    bindings. For patterns that is the SPARQL join; for a subquery with aggregates or LIMIT it is
-    not. The one such shape evaluated here (and answered True): the right side is a sub-SELECT
-    whose GROUP BY holds every shared variable (per left row, rdflib gets that row's group, or the
-    empty "no group" solution). Other correlated shapes raise: they would give another answer."""
-    shared = {str(v) for v in (node.p1._vars or ())} & {str(v) for v in (node.p2._vars or ())}
-    if not shared:
-        return False
-    inner = node.p2
-    while getattr(inner, "name", None) in ("ToMultiSet", "Project", "Extend"):
-        inner = inner.p
-    risky = _contains(node.p2, ("AggregateJoin", "Slice"))
-    if not risky:
-        return False
-    grouped = {str(e) for e in (inner.p.expr or []) if isinstance(e, Variable)} \
-        if getattr(inner, "name", None) == "AggregateJoin" else set()
-    projected = {str(v) for v in node.p2.p.PV} if getattr(node.p2, "name", None) == "ToMultiSet" and \
-        getattr(node.p2.p, "name", None) == "Project" else None
-    visible = shared if projected is None else shared & projected
-    if getattr(inner, "name", None) == "AggregateJoin" and visible <= grouped \
-            and not _contains(inner.p.p, ("AggregateJoin", "Slice")):
-        return True
-    raise error("a sub-SELECT with aggregates or LIMIT correlated with the pattern before it (rdflib evaluates "
-                "it once per solution)")
-
-
-def _contains(node, names: tuple[str, ...]) -> bool:
-    if isinstance(node, CompValue):
-        if node.name in names:
-            return True
-        return any(_contains(v, names) for k, v in node.items() if k != "_vars")
-    if isinstance(node, (list, tuple)):
-        return any(_contains(v, names) for v in node)
-    return False
-
-
 @functools.lru_cache(maxsize=100_000)
 def _int_term(n: int) -> str:
     return to_nt(Literal(n))
@@ -659,45 +613,6 @@ def _variables(expr) -> set:
 
     walk(expr)
     return found
-
-
-def _by_mask(df: pd.DataFrame, shared: list[str]):
-    """The rows of `df` split by which of the `shared` variables they bind."""
-    if not len(df):
-        return
-    bound = df[shared].notna().to_numpy()
-    masks, inv = np.unique(bound, axis=0, return_inverse=True)
-    for i, m in enumerate(masks):
-        yield {c for c, b in zip(shared, m) if b}, df[inv.reshape(-1) == i]
-
-
-def _join(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """SPARQL's join: compatible solutions merged; an unbound variable is compatible with any value."""
-    if not len(a.columns):
-        return b.loc[b.index.repeat(len(a))].reset_index(drop=True) if len(a) else _empty(b.columns)
-    if not len(b.columns):
-        return a.loc[a.index.repeat(len(b))].reset_index(drop=True) if len(b) else _empty(a.columns)
-    shared = [c for c in a.columns if c in b.columns and c != "__row__"]
-    if not len(a) or not len(b):
-        return _empty(list(a.columns) + [c for c in b.columns if c not in a.columns])
-    if not shared:
-        return a.merge(b, how="cross")
-    if not a[shared].isna().to_numpy().any() and not b[shared].isna().to_numpy().any():
-        return a.merge(b, on=shared)
-    parts = []
-    for am, asub in _by_mask(a, shared):
-        for bm, bsub in _by_mask(b, shared):
-            on = [c for c in shared if c in am and c in bm]
-            left = asub.rename(columns={c: c + "\0a" for c in shared if c not in on})
-            right = bsub.rename(columns={c: c + "\0b" for c in shared if c not in on})
-            m = left.merge(right, on=on) if on else left.merge(right, how="cross")
-            for c in shared:
-                if c not in on:
-                    m[c] = m[c + "\0a"].where(m[c + "\0a"].notna(), m[c + "\0b"])
-                    m = m.drop(columns=[c + "\0a", c + "\0b"])
-            parts.append(m)
-    cols = list(a.columns) + [c for c in b.columns if c not in a.columns]
-    return _norm(pd.concat(parts, ignore_index=True)[cols]) if parts else _empty(cols)
 
 
 __all__ = ["VectorEvaluator", "Window"]

@@ -8,7 +8,7 @@ record of the sink to a `Collector`, which formats the cells with the oracle's c
 (`tefq.oracle.values.to_term`) and the SELECT projections.
 
 Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`. The windowed operator's
-rows are the oracle's canonical cells already (JSON per windowed query: `WindowedCollector`). A plan
+rows are columnar records of their own (tefq.spark.windowed_output: `WindowedCollector`). A plan
 with records of its own (the general plan) names its collector (`plan.collector()`:
 tefq.spark.kernels.general.collector).
 """
@@ -27,9 +27,7 @@ from tefq.results import QueryResult, Row
 
 RECORD_SCHEMA = "kind string, tick long, payload binary"
 ROWS, TERMS = "nrows", "terms"
-WINDOWED_ROWS = "wrows"  # + the windowed query's index: its rows of one window close, as JSON
 SIZE_FIGURES = ("state_bytes", "open_facts", "state_rows", "batch")  # a bucket's state at one batch: not summed
-CUMULATIVE = ("ticks", "events_in", "feedback_triples", "late_events")  # the windowed state's running totals
 
 
 @dataclass
@@ -84,10 +82,6 @@ def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -
 
 def json_record(kind: str, tick: int, obj) -> tuple[str, int, bytes]:
     return kind, int(tick), json.dumps(obj).encode("utf-8")
-
-
-def windowed_rows_kind(query: int) -> str:
-    return f"{WINDOWED_ROWS}{query}"
 
 
 def summed(metrics: list[dict]) -> dict:
@@ -193,41 +187,6 @@ class Collector:
         aliases = list(self.numeric[0].values)
         rows = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
         return merge_partials(rows, self.merge) if self.merge else rows
-
-
-@dataclass
-class WindowedCollector:
-    """Gathers the windowed operator's sink records (tefq.spark.operators.windowed): per windowed
-    query its rows, in document order; metrics; warnings."""
-
-    names: tuple[str, ...]
-    columns: tuple[tuple[str, ...], ...]
-    rows: dict[int, list[Row]] = field(default_factory=dict)
-    metrics: list[dict] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def add(self, kind: str, tick: int, payload: bytes) -> None:
-        if kind.startswith(WINDOWED_ROWS):
-            self.rows.setdefault(int(kind[len(WINDOWED_ROWS):]), []).extend(
-                (int(t), tuple(c)) for t, c in json.loads(payload))
-        elif kind == "metric":
-            self.metrics.append(json.loads(payload))
-        else:
-            self.warnings.append(payload.decode("utf-8"))
-
-    def results(self) -> list[QueryResult]:
-        out = [QueryResult(name, cols, self.rows.get(i, [])) for i, (name, cols) in enumerate(zip(self.names,
-                                                                                               self.columns))]
-        for r in out:
-            r.rows = r.sorted_rows()
-        return out
-
-    def run_metrics(self) -> dict:
-        """The state's running totals (the largest seen) and this run's bad rows (summed)."""
-        metrics = {k: max((m[k] for m in self.metrics), default=0) for k in CUMULATIVE}
-        metrics["bad_rows"] = sum(m["bad_rows"] for m in self.metrics)
-        metrics["join_orders"] = [r for m in self.metrics for r in m.get("join_orders", [])]
-        return metrics
 
 
 def _to_term(v) -> str | None:

@@ -8,7 +8,9 @@ event time (minus the lateness) passes window closes it evaluates every due wind
 one vectorised pass, the window id one more join and group key (tefq.relational.multiwindow, run
 by tefq.relational.multiwindow_incremental), and feeds REGISTER STREAM output back round after
 round, as the oracle's `run()` orders them. BGPs are joined in Strider's order (`join_order`:
-static or adaptive); each micro-batch's choices go out in its metrics (`join_orders`).
+static or adaptive); each micro-batch's choices go out in its metrics (`join_orders`). The rows go
+out as one columnar record per query (tefq.spark.windowed_output); late elements are counted per
+micro-batch and per input stream (`late_stream.<index>`), the driver adds them up.
 """
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from tefq.plan.logical import Document
-from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator
-from tefq.spark.output import json_record, windowed_rows_kind
-from tefq.spark.protocol import ELEMENT, Heartbeats
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, StreamLimits, bucket_operator, \
+    count_late_streams
+from tefq.spark.protocol import ELEMENT, Heartbeats, streams_of_keys
+from tefq.spark.windowed_output import windowed_rows_record
 from tefq.vocabulary import RunLimits
 
 ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column -> IncrementalRun's
@@ -65,30 +68,38 @@ class WindowedLogic(BucketLogic):
                          hb.elements)
 
     def ingest(self, st: WindowedBucket, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
-        elements = pdf.loc[kinds == ELEMENT, list(ELEMENT_COLUMNS)].rename(columns=ELEMENT_COLUMNS)
-        self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0)
+        is_element = kinds == ELEMENT
+        elements = pdf.loc[is_element, list(ELEMENT_COLUMNS)].rename(columns=ELEMENT_COLUMNS)
+        late = self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0)
+        if late.any():
+            count_late(st.windows, pdf["o"].to_numpy()[is_element][late], batch)
 
     def report(self, st: WindowedBucket, batch: Batch, t0: int, lateness_ms: int) -> None:
-        w, late_before = st.windows, st.windows.late_events
-        reports = self.run.advance(w, None if batch.flush else (w.last - lateness_ms if w.last is not None else None))
+        w = st.windows
+        reports = self.run.evaluate_due(w, None if batch.flush else (w.last - lateness_ms if w.last is not None
+                                                                     else None))
         by_query: dict[int, list] = {}
         for r in reports:
-            by_query.setdefault(r.query, []).extend([r.tick, list(c)] for c in r.rows)
-        for i, rows in by_query.items():
-            batch.out.append(json_record(windowed_rows_kind(i), rows[-1][0], rows))
-        batch.metrics["rows_out"] = sum(len(r) for r in by_query.values())
+            by_query.setdefault(r.query, []).append(r)
+        batch.out.extend(windowed_rows_record(i, rs) for i, rs in by_query.items())
+        batch.metrics["rows_out"] = sum(len(r.rows) for r in reports)
         batch.metrics["join_orders"] = self.run.join_orders(w)  # taken out before the state is saved
         # the windows' running total, once: every bucket evaluates every window (the driver takes the largest)
         batch.metrics["ticks"] = w.ticks if batch.bucket == 0 else 0
-        if w.late_events > late_before:
-            batch.warn(w.last or 0, f"{w.late_events - late_before} late events: windows up to {w.done} ms were "
-                                    "already reported")
 
     def snapshot(self, st: WindowedBucket, metrics: dict) -> None:
-        w = st.windows  # cumulative in the state: the driver keeps the largest
-        metrics.update(events_in=w.events_in, feedback_triples=w.feedback_triples,
-                       late_events=w.late_events, state_elements=len(w.external))
+        w = st.windows  # running totals in the state: the driver keeps the largest
+        metrics.update(events_in=w.events_in, feedback_triples=w.feedback_triples, state_elements=len(w.external))
         metrics.setdefault("bad_rows", 0)  # this batch's (heartbeats carry them)
+
+
+def count_late(w, keys: np.ndarray, batch: Batch) -> None:
+    """This batch's late elements (tie keys `keys`: their input streams), in its metrics (summed
+    on the driver over batches and buckets, per input as `late_stream.<index>`) and one warning."""
+    limits = batch.limits if isinstance(batch.limits, StreamLimits) else StreamLimits()
+    batch.metrics["late_events"] = len(keys)
+    count_late_streams(batch, streams_of_keys(keys, limits.rank_starts, limits.ranked), 1)
+    batch.warn(w.last or 0, f"{len(keys)} late events: windows up to {w.done} ms were already reported")
 
 
 def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, small: int, limits: RunLimits = RunLimits(),

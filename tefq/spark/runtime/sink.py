@@ -4,9 +4,10 @@ from __future__ import annotations
 import os
 
 from tefq.results import QueryResult
-from tefq.spark.output import Collector, WindowedCollector
+from tefq.spark.output import Collector
 from tefq.spark.planning import WindowedPlan
 from tefq.spark.runtime.log_entries import entries, read_entry
+from tefq.spark.windowed_output import WindowedCollector
 
 
 def committed_files(out: str) -> list[str]:
