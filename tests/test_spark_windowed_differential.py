@@ -149,3 +149,4 @@ def test_late_events_are_summed_over_the_join_key_buckets(spark, tmp_path) -> No
     write_files(first + second, tmp_path / "log", [len(first)])
     got = spark_run(doc, [str(tmp_path / "log")], spark=spark, progress=False, max_files_per_trigger=1)
     assert got.metrics.late_events == 2
+    assert got.metrics.extra["late_events_by_stream"] == {str(tmp_path / "log"): 2}

@@ -82,6 +82,9 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
         metrics.events_in = m.get("events_in", 0)
     metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
     metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
+    late = metrics.extra.setdefault("late_by_index", {})
+    for i, n in late_by_index(m).items():
+        late[i] = late.get(i, 0) + n
     if m.get("join_orders"):  # per micro-batch: the order each BGP ran in and the strategy that chose it
         metrics.extra["join_orders"] = m["join_orders"]
 
@@ -285,6 +288,10 @@ def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
     metrics.extra["collect_seconds"] = m.get("collect_seconds")
     metrics.extra["ingest"] = m.get("ingest", "rows")
     metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
-    metrics.extra["late_by_index"] = {int(k.split(".", 1)[1]): int(v) for k, v in m.items()
-                                      if k.startswith("late_stream.")}
+    metrics.extra["late_by_index"] = late_by_index(m)
     return metrics
+
+
+def late_by_index(m: dict) -> dict[int, int]:
+    """Late elements per input stream index, from a sink's `late_stream.<i>` metrics."""
+    return {int(k.split(".", 1)[1]): int(v) for k, v in m.items() if k.startswith("late_stream.")}
