@@ -94,7 +94,20 @@ def test_the_fallback_names_what_the_general_plan_refused():
 
 @pytest.mark.parametrize("shape", ISSUE_SHAPES)
 def test_spark_rows_equal_the_oracle(spark, shape):
-    check_against_the_oracle(spark, shape, 2, EXAMPLES or 2)
+    # Kept as written first (not through check_against_the_oracle): hypothesis derives the
+    # derandomized examples from this source, and these are the examples this test has always run.
+    @SPARK_SETTINGS
+    @given(elements=streams(shape in PROGRAMS), cuts=st.lists(st.integers(1, 20), max_size=3),
+           per_batch=st.sampled_from([1, 2]))
+    def run(elements, cuts, per_batch):
+        doc = document(SHAPES[shape])
+        in_time = sorted(elements, key=lambda e: e[0])  # arrival in time order: nothing is late
+        got = spark_rows(spark, doc, in_time, cuts, max_files_per_trigger=per_batch)
+        assert got.results[0].rows == oracle_rows(doc, in_time)
+        want = oracle_metrics(doc, in_time)
+        for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events"):
+            assert getattr(got.metrics, k) == getattr(want, k), k
+    run()
 
 
 BUCKET_CASES = [(1, "WHILE with a background pattern"), (3, "two facts joined"),  # partial exact sums merged
@@ -107,6 +120,19 @@ def test_spark_rows_equal_the_oracle_on_1_3_and_4_buckets(spark, buckets, shape)
     (plan,) = plan_document(document(SHAPES[shape]), buckets)
     assert isinstance(plan, GeneralPlan) and plan.buckets == buckets
     check_against_the_oracle(spark, shape, buckets, EXAMPLES or 1)
+
+
+@pytest.mark.xfail(strict=True, reason="the mapper (runtime/encodings.GeneralRows) drops an element nothing "
+                   "matches before a bucket can count its duplicate: events_in counts it twice")
+def test_a_duplicate_of_an_element_nothing_matches_is_read_once(spark):
+    """A stream is a set: the same element twice at one ms is one event read, matched or not
+    (here a join to :c2, which the SINCE clause's FILTER excludes)."""
+    doc = document(SHAPES["SINCE/UNTIL with a background BGP and FILTER"])
+    j = iri("join")
+    elements = [(5, iri("u0"), j, iri("c0")), (10, iri("u2"), j, iri("c2")), (10, iri("u2"), j, iri("c2"))]
+    got = spark_rows(spark, doc, elements, [])
+    assert got.results[0].rows == oracle_rows(doc, elements)
+    assert got.metrics.events_in == oracle_metrics(doc, elements).events_in == 2
 
 
 def test_out_of_order_within_lateness_gives_the_oracles_rows(spark):
