@@ -244,4 +244,4 @@ def _ranks(cells: np.ndarray) -> np.ndarray:
     return rank[index]
 
 
-__all__ = ["BucketRows", "concat", "merge_partials", "empty_implicit", "format_rows"]
+__all__ = ["BucketRows", "concat", "merge_partials", "merged_extremes", "empty_implicit", "format_rows"]
