@@ -1,18 +1,23 @@
-"""Whole-run wall time of `tefq run` on Spark per query shape of issue 27: the general plan
-against the fallback it replaces (same run of this script, same data), next to UC1 (the
-specialised CURRENT operator) on the same data.
+"""Whole-run and steady events/s of `tefq run` on Spark per query shape of issue 27, next to UC1 (the
+specialised CURRENT operator) on the same data in the same run, with peak memory: the general plan
+(and, with --plans general,fallback, the fallback it replaces) at one or more input sizes.
 
-    .venv/bin/python bench/general_spark.py [--events 200000] [--data DIR] [--shapes genre,...]
-                                            [--plans general,fallback] [--master local[2]]
-    (--shapes: beginnings of shape names, e.g. --shapes genre,UC1)
+    .venv/bin/python bench/general_spark.py [--events 2000000,10000000] [--data DIR] [--shapes genre,...]
+                                            [--plans general] [--master local[2]] [--report DIR]
+    (--shapes: beginnings of shape names, e.g. --shapes genre,UC1; UC1 always runs: the yardstick)
 
-Generates `tefq gen iptv --events N --epg` (Parquet) unless --data names such a directory, writes a
-background giving every channel a genre and a rank, then runs each shape's document as a user
-would: `tefq run --engine spark --stream DIR/log --stream DIR/epg --background BG DOC --out CSV
---metrics JSON`, once with the general plan and once with TEFQ_SPARK_GENERAL=0 (the planner's
-fallback for what the specialised operators refuse). Reports the wall time of each command (Spark
-start included: what the user waits for), events/s, the ratio fallback / general, whether both
-plans wrote the same rows, and each run's state bytes per open fact.
+Per size: generates `tefq gen iptv --events N --epg` (Parquet) unless --data names such a
+directory (one size then), writes a background giving every channel a genre and a rank, then runs
+each shape's document as a user would: `tefq run --engine spark --stream DIR/log --stream DIR/epg
+--background BG DOC --out CSV --metrics JSON` (TEFQ_SPARK_GENERAL=0 for the fallback). While it
+runs, /proc is sampled every 0.5 s for the peak RSS of the driver (the `tefq` process), the JVM
+and Spark's Python workers (the largest one and all of them together). Reports per run: wall time
+(Spark start included: what the user waits for), whole-run events/s and its ratio to UC1's,
+steady events/s (events of the micro-batches that read input over their trigger time) and its
+ratio to UC1's, the driver's collect seconds (merging and formatting rows), rows, the operators'
+state bytes per open fact (at the batch holding the most open facts), peak memory, and whether
+the fallback wrote the same rows. Writes REPORT/general_spark.md (the table) and
+REPORT/general_spark.png (rate per shape against UC1's; peak memory per size).
 """
 from __future__ import annotations
 
@@ -26,7 +31,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, HERE)
+from memory import PeakMemory, children, is_jvm, rss_mb  # noqa: E402 (bench/memory.py)
+
 IPTV = "http://example.org/iptv#"
 EVERY = 'EVERY "PT1M"^^xsd:duration'
 FACTS = {
@@ -86,22 +93,59 @@ def write_background(data: str, path: str) -> None:
             fh.write(f'{ch} <{IPTV}rank> "{i}"^^<http://www.w3.org/2001/XMLSchema#integer> .\n')
 
 
+def tefq_cli() -> str:
+    return os.path.join(os.path.dirname(sys.executable), "tefq")
+
+
+class ProcessTreeMemory(PeakMemory):
+    """PeakMemory of another process's tree: `root` is the driver; its JVM; every other process
+    under it is a Python worker (the largest one and their sum are both kept)."""
+
+    def __init__(self, root: int, every_s: float = 0.5) -> None:
+        super().__init__(every_s)
+        self.root = root
+        self.peaks["python_worker_max_mb"] = 0.0
+
+    def sample(self) -> None:
+        tree, todo, seen = children(), [self.root], []
+        while todo:
+            pid = todo.pop()
+            seen.append(pid)
+            todo.extend(tree.get(pid, []))
+        now = {"driver_mb": rss_mb(self.root), "jvm_mb": 0.0, "python_workers_mb": 0.0, "python_worker_max_mb": 0.0}
+        for pid in seen[1:]:
+            mb = rss_mb(pid)
+            if is_jvm(pid):
+                now["jvm_mb"] += mb
+            else:
+                now["python_workers_mb"] += mb
+                now["python_worker_max_mb"] = max(now["python_worker_max_mb"], mb)
+        now["total_mb"] = now["driver_mb"] + now["jvm_mb"] + now["python_workers_mb"]
+        for k, v in now.items():
+            self.peaks[k] = max(self.peaks[k], round(v, 1))
+
+
 def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str) -> dict:
-    """One `tefq run` as a user types it; its wall time and metrics."""
+    """One `tefq run` as a user types it: its wall time, metrics and peak memory."""
     metrics = out + ".json"
-    cmd = [os.path.join(os.path.dirname(sys.executable), "tefq"), "run", "--engine", "spark", "--master", master,
-           "--stream", os.path.join(data, "log"), "--stream", os.path.join(data, "epg"), "--background", bg, doc,
-           "--format", "csv", "--out", out, "--metrics", metrics, "--quiet"]
+    cmd = [tefq_cli(), "run", "--engine", "spark", "--master", master, "--stream", os.path.join(data, "log"),
+           "--stream", os.path.join(data, "epg"), "--background", bg, doc, "--format", "csv", "--out", out,
+           "--metrics", metrics, "--quiet"]
     env = dict(os.environ, TEFQ_SPARK_GENERAL="0" if plan == "fallback" else "1")
     started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with ProcessTreeMemory(proc.pid) as memory:
+        _, err = proc.communicate()
     wall = time.perf_counter() - started
     if proc.returncode:
-        return {"wall": wall, "error": proc.stderr.strip().splitlines()[-1:]}
+        return {"wall": wall, "error": err.strip().splitlines()[-1:]}
     with open(metrics, encoding="utf-8") as fh:
         m = json.load(fh)
-    return {"wall": wall, "events": m["events_in"], "rows": m["rows_out"],
-            "per_open_fact": m.get("state_bytes_per_open_fact"), "out": out}
+    read = [b for b in m.get("micro_batches", []) if b.get("rows")]
+    busy_s = sum(b["ms"] for b in read) / 1000
+    return {"wall": wall, "events": m["events_in"], "rows": m["rows_out"], "steady": m["events_in"] / busy_s if busy_s
+            else None, "collect": m.get("collect_seconds"), "per_open_fact": m.get("state_bytes_per_open_fact"),
+            "out": out, **memory.peaks}
 
 
 def same_rows(a: dict, b: dict) -> str:
@@ -111,43 +155,113 @@ def same_rows(a: dict, b: dict) -> str:
         return "yes" if x.read() == y.read() else "NO"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=200_000)
-    ap.add_argument("--data", help="a `tefq gen iptv --epg` directory (default: generate one)")
-    ap.add_argument("--shapes", help="comma-separated beginnings of shape names, e.g. genre,UC1 (default: all)")
-    ap.add_argument("--plans", default="general,fallback")
-    ap.add_argument("--master", default="local[2]")
-    args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="tefq-general-spark-")
-    data = args.data or os.path.join(work, "iptv")
-    if not args.data:
-        subprocess.run([os.path.join(os.path.dirname(sys.executable), "tefq"), "gen", "iptv", "--out", data,
-                        "--events", str(args.events), "--epg"], check=True, capture_output=True)
-    bg = os.path.join(work, "background.nt")
+COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady events/s", "x UC1 steady",
+           "collect s", "rows", "state B/open fact", "driver MB", "JVM MB", "worker MB (max)", "workers MB",
+           "same rows as general")
+
+
+def cells(r: dict, uc1: dict) -> list[str]:
+    """One table row: the run's figures, its rates next to UC1's."""
+    if "error" in r:
+        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 11
+    rate, steady = r["events"] / r["wall"], r.get("steady")
+    uc1_rate, uc1_steady = (uc1["events"] / uc1["wall"], uc1.get("steady")) if "events" in uc1 else (None, None)
+
+    def num(x, fmt: str = ",.0f") -> str:
+        return "-" if x is None else format(x, fmt)
+
+    return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", num(rate),
+            num(rate / uc1_rate if uc1_rate else None, ".2f"), num(steady),
+            num(steady / uc1_steady if steady and uc1_steady else None, ".2f"), num(r.get("collect"), ".1f"),
+            f"{r['rows']:,}", num(r.get("per_open_fact")), num(r["driver_mb"]), num(r["jvm_mb"]),
+            num(r["python_worker_max_mb"]), num(r["python_workers_mb"]), r.get("same", "")]
+
+
+def run_size(size: int, data: str, names: list[str], plans: list[str], master: str, work: str) -> list[dict]:
+    """Every shape (UC1 first) at one input size; each run's figures as it ends."""
+    bg = os.path.join(work, f"background-{size}.nt")
     write_background(data, bg)
-    wanted = args.shapes.split(",") if args.shapes else [""]
-    names = [n for n in SHAPES if any(n.startswith(w) for w in wanted)]
-    plans = args.plans.split(",")
-    print(f"data {data}; background {bg}; master {args.master}; load {os.getloadavg()[0]:.1f}", flush=True)
-    print("| shape | plan | wall s | events/s | rows | state B/open fact | fallback / general | same rows |")
-    print("|---|---|---|---|---|---|---|---|", flush=True)
-    for name in names:
-        doc = os.path.join(work, f"{abs(hash(name))}.tef")
+    results: list[dict] = []
+    for i, name in enumerate(names):
+        doc = os.path.join(work, f"shape{i}.tef")
         with open(doc, "w", encoding="utf-8") as fh:
             fh.write(document(name))
-        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{abs(hash(name))}-{p}.csv"), p, args.master)
-                for p in (plans if not name.startswith("UC1") else plans[:1])}
+        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{size}-shape{i}-{p}.csv"), p, master)
+                for p in (plans if not name.startswith("UC1") else ["general"])}
+        if "fallback" in runs and "general" in runs:
+            runs["fallback"]["same"] = same_rows(runs["general"], runs["fallback"])
         for p, r in runs.items():
-            ratio = (f"{runs['fallback']['wall'] / runs['general']['wall']:.1f}x"
-                     if p == "fallback" and "general" in runs else "")
-            same = same_rows(runs["general"], r) if p == "fallback" and "general" in runs else ""
-            if "error" in r:
-                print(f"| {name} | {p} | {r['wall']:.1f} | error: {r['error']} | | | | |", flush=True)
-                continue
-            pof = f"{r['per_open_fact']:.0f}" if r.get("per_open_fact") else "-"
-            print(f"| {name} | {p} | {r['wall']:.1f} | {r['events'] / r['wall']:,.0f} | {r['rows']:,} | {pof} |"
-                  f" {ratio} | {same} |", flush=True)
+            results.append({"size": size, "shape": name, "plan": p, **r})
+            print("| " + " | ".join(cells(results[-1], results[0])) + " |", flush=True)
+    return results
+
+
+def write_report(results: list[dict], path: str, header: str) -> None:
+    """The table as markdown: every run, UC1 of its size as the yardstick."""
+    uc1 = {r["size"]: r for r in results if r["shape"].startswith("UC1")}
+    lines = [header, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cells(r, uc1.get(r["size"], {}))) + " |" for r in results]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def write_plot(results: list[dict], path: str) -> None:
+    """Left: whole-run events/s per shape (general plan) at each size, UC1's among them; right:
+    peak driver and largest-worker RSS per shape at each size (flat from size to size: bounded state)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results if r["plan"] == "general" and "events" in r]
+    shapes = list(dict.fromkeys(r["shape"] for r in ok))
+    sizes = sorted({r["size"] for r in ok})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 0.5 * len(shapes) + 3), sharey=True)
+    width = 0.8 / max(len(sizes), 1)
+    for j, size in enumerate(sizes):
+        by = {r["shape"]: r for r in ok if r["size"] == size}
+        ys = [i + j * width for i in range(len(shapes))]
+        left.barh(ys, [by[s]["events"] / by[s]["wall"] if s in by else 0 for s in shapes], width, label=f"{size:,} events")
+        right.barh(ys, [by[s]["driver_mb"] if s in by else 0 for s in shapes], width / 2, label=f"driver, {size:,}")
+        right.barh([y + width / 2 for y in ys], [by[s]["python_worker_max_mb"] if s in by else 0 for s in shapes],
+                   width / 2, label=f"largest worker, {size:,}")
+    left.set_yticks(range(len(shapes)), shapes)
+    left.set_xlabel("whole-run events/s (UC1: the specialised operator)")
+    right.set_xlabel("peak RSS, MB")
+    left.legend(), right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", default="200000", help="input sizes, comma-separated (e.g. 2000000,10000000)")
+    ap.add_argument("--data", help="a `tefq gen iptv --epg` directory (one size; default: generate one per size)")
+    ap.add_argument("--shapes", help="comma-separated beginnings of shape names, e.g. genre,UC1 (default: all)")
+    ap.add_argument("--plans", default="general", help="general and/or fallback, comma-separated")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--report", help="directory for general_spark.md and .png (default: the work directory)")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="tefq-general-spark-")
+    report = args.report or work
+    os.makedirs(report, exist_ok=True)
+    sizes = [int(x) for x in args.events.split(",")]
+    wanted = args.shapes.split(",") if args.shapes else [""]
+    names = [n for n in SHAPES if n.startswith("UC1") or any(n.startswith(w) for w in wanted)]
+    header = (f"`bench/general_spark.py --events {args.events}`: master {args.master}, {os.cpu_count()} cores, "
+              f"load {os.getloadavg()[0]:.1f} at the start")
+    print(f"work {work}; {header}", flush=True)
+    print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
+    results: list[dict] = []
+    for size in sizes:
+        data = args.data or os.path.join(work, f"iptv-{size}")
+        if not args.data:
+            subprocess.run([tefq_cli(), "gen", "iptv", "--out", data, "--events", str(size), "--epg"], check=True,
+                           capture_output=True)
+        results += run_size(size, data, names, args.plans.split(","), args.master, work)
+    write_report(results, os.path.join(report, "general_spark.md"), header + f", {os.getloadavg()[0]:.1f} at the end")
+    write_plot(results, os.path.join(report, "general_spark.png"))
+    print(f"wrote {report}/general_spark.md and general_spark.png", flush=True)
 
 
 if __name__ == "__main__":

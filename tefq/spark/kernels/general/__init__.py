@@ -26,9 +26,10 @@ whose `?k` code lies in b (`coding.bucket_of`); the other items are whole in eve
 solution binds one `?k`, so it is found in exactly one bucket, and the buckets' rows add up:
 - `?k` a group variable: a group's solutions all lie in one bucket; buckets report complete rows.
 - `?k` any other variable (*merge*): a group spans buckets; each reports partial aggregates per
-  (tick, group) and the driver merges them (`rows.merge_partials`): COUNT and COUNT(*) add, SUM
-  and AVG add as exact totals (`sums.ExactTotal`; the same rounding as the oracle's fsum), MIN/MAX
-  keep the best in the oracle's order, the implicit group's empty ticks carry a zero count. A
+  (tick, group) and the driver merges them (`rows.merge_partials`, numpy group-bys): COUNT and
+  COUNT(*) add, SUM and AVG add as exact sums (`sums.CellSums`: limb sums of doubles or int64 sums
+  of small integers, rounded once as the oracle's fsum; `ExactTotal`s only for what neither holds),
+  MIN/MAX keep the first best by rank in the oracle's order, the implicit group's empty ticks carry a zero count. A
   DISTINCT aggregate merges only when its argument is `?k` itself (values disjoint across buckets).
 - Inputs follow: an event fact is held in part (split by the identity column bound to `?k`) when
   every consumer asks that; a derived fact split by a column splits the body facts that bind that

@@ -9,12 +9,12 @@ difference-array entries (dense, or sparse when the ranges are few next to the c
   (decimals, mixed kinds, negative or tiny doubles) per (cell, value) with `sums.ExactTotal`;
 - MIN / MAX: ranks of the values in the oracle's order, the best per cell over every (range, tick)
   pair (the bounded explosion MIN/MAX needs).
-With `partial`, SUM/AVG give `ExactTotal`s and MIN/MAX their values, for the driver to merge.
+With `partial`, SUM/AVG give their `sums.CellSums` (limb or integer sums as arrays, `ExactTotal`s
+only for what neither holds) and MIN/MAX their values, for the driver to merge.
 """
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,9 +22,8 @@ from tefq.oracle.expr import aggregate
 from tefq.plan.logical import Aggregate
 from tefq.spark.kernels.general.contributions import Aged, Contributions
 from tefq.spark.kernels.general.expressions import Values
-from tefq.spark.kernels.general.sums import (SMALL_INT, ExactTotal, age_limbs, double_limbs, int_range_sums,
-                                             numeric_kinds, range_sums, totals_from_ints, totals_from_limbs)
-from tefq.spark.kernels.exact import rounded
+from tefq.spark.kernels.general.sums import (SMALL_INT, CellSums, ExactTotal, age_limbs, double_limbs, int_range_sums,
+                                             numeric_kinds, range_sums)
 from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.kernels.tick_aggregates import Layout
 
@@ -115,7 +114,7 @@ class CellAggregator:
     def counts(self, g: np.ndarray, ka: np.ndarray, kb: np.ndarray) -> np.ndarray:
         return self.lay.counts(g, ka, kb)[self.report]
 
-    def column(self, a: Aggregate, v: Values | None, partial: bool, aged: Aged | None = None) -> Values | np.ndarray:
+    def column(self, a: Aggregate, v: Values | None, partial: bool, aged: Aged | None = None) -> Values | CellSums:
         c = self.c
         if v is None:
             return Values("int", self.present_all[self.report], np.ones(len(self.report), bool))
@@ -129,9 +128,9 @@ class CellAggregator:
         if a.func in ("MIN", "MAX"):
             return self.extreme(a.func, g, ka, kb, v)
         sums = self.sums(g, ka, kb, v) if aged is None else self.aged_sums(g, ka, kb, v, aged)
-        return _objects(sums.exact()) if partial else sums.final(a.func)
+        return sums if partial else sums.final(a.func)
 
-    def aged_sums(self, g, ka, kb, v: Values, aged: Aged) -> "CellSums":
+    def aged_sums(self, g, ka, kb, v: Values, aged: Aged) -> CellSums:
         """Durations: the settled ones as limbs of their doubles, the open ones as ages."""
         lim = double_limbs(v, np.full(len(v), 2))
         if lim is None:
@@ -142,7 +141,7 @@ class CellAggregator:
         n = self.counts(g, ka, kb) + self.counts(aged.group, aged.ka, aged.kb)
         return CellSums(n, limbs=total)
 
-    def sums(self, g, ka, kb, v: Values) -> "CellSums":
+    def sums(self, g, ka, kb, v: Values) -> CellSums:
         """The numbers' sums per reported cell, by the cheapest exact path."""
         kinds = numeric_kinds(v)
         num = np.nonzero(kinds >= 0)[0]
@@ -178,40 +177,3 @@ class CellAggregator:
         pick[r] = np.arange(len(r))
         chosen = v.take(pick[np.where(has, best, 0)]) if len(r) else Values("object", np.full(len(best), None), has)
         return Values(chosen.kind, chosen.data, has)
-
-
-def _objects(items: list) -> np.ndarray:
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out
-
-
-@dataclass
-class CellSums:
-    """Per reported cell: how many numbers, and their exact sum in one of three forms — limb sums
-    of doubles (3, cells), int64 sums of small integers, or ExactTotals."""
-
-    n: np.ndarray
-    limbs: np.ndarray | None = None
-    ints: np.ndarray | None = None
-    totals: list[ExactTotal] | None = None
-
-    def exact(self) -> list[ExactTotal]:
-        if self.limbs is not None:
-            return totals_from_limbs(self.limbs, self.n)
-        if self.ints is not None:
-            return totals_from_ints(self.ints, self.n)
-        return self.totals or []
-
-    def final(self, func: str) -> Values:
-        """SUM or AVG as the oracle gives them (a cell without numbers: SUM 0.0, AVG unbound)."""
-        n, has = self.n, self.n > 0
-        if self.limbs is not None:
-            total = np.where(has, rounded(self.limbs), 0.0)
-            if func == "SUM":
-                return Values("double", total, np.ones(len(n), bool))
-            return Values("double", np.where(has, total / np.maximum(n, 1), 0.0), has)
-        if self.ints is not None and func == "SUM" and has.all():
-            return Values("int", self.ints, np.ones(len(n), bool))
-        vals = [t.total() if func == "SUM" else t.average() for t in self.exact()]
-        return Values("object", _objects(vals), np.array([x is not None for x in vals], dtype=bool))

@@ -1,6 +1,7 @@
 """The driver's side of the general plan on Spark: a bucket's rows of one micro-batch travel as one
-record (`general_rows_record`: the `BucketRows`, pickled — final values, or partial aggregates with
-exact sums and MIN/MAX candidates as Python objects, from our own operator to our own driver), and
+record (`general_rows_record`: the `BucketRows`, pickled — final values, or partial aggregates:
+counts, exact sums as limb or integer arrays (`sums.CellSums`), MIN/MAX candidates; from our own
+operator to our own driver), and
 `GeneralCollector` gathers a query's records, merges partial rows per (tick, group) and formats them
 in the oracle's cells and order.
 """

@@ -2,8 +2,8 @@
 
 `BucketRows` is what a bucket emits per batch: per row a tick, the group columns (term codes, or
 ms for an interval start and the WHILE's ?SS/?ES), the number of solutions, and per aggregate its
-column — final values, or (a merging split, `query.Split.merge`) partials: counts, `ExactTotal`s,
-MIN/MAX candidates. `merge_partials` adds the buckets' partials per (tick, group) and finishes
+column — final values, or (a merging split, `query.Split.merge`) partials: counts, `CellSums`
+(exact sums as limb or integer arrays), MIN/MAX candidates. `merge_partials` adds the buckets' partials per (tick, group) and finishes
 them; `format_rows` turns final rows into the oracle's cells (SELECT expressions with the oracle's
 evaluator, numbers as canonical terms) in the oracle's order (tick, then the cells' order keys).
 """
@@ -18,11 +18,11 @@ from tefq.oracle.expr import EvalError, compile_expr
 from tefq.oracle.values import datetime_term, to_term
 from tefq.plan.logical import Var
 from tefq.results import Row, order_key
-from tefq.spark.kernels.general.aggregates import oracle_order
+from tefq.spark.kernels.general.aggregates import ranks
 from tefq.spark.kernels.general.coding import TermDictionary
 from tefq.spark.kernels.general.expressions import Env, NotVectorised, Values, variables, vectorised
 from tefq.spark.kernels.general.query import CompiledQuery
-from tefq.spark.kernels.general.sums import ExactTotal
+from tefq.spark.kernels.general.sums import CellSums
 from tefq.spark.kernels.joins import key_ranks
 
 
@@ -31,7 +31,7 @@ class BucketRows:
     ticks: np.ndarray
     groups: np.ndarray  # (n, number of group variables)
     present: np.ndarray
-    columns: dict[str, Any]  # alias -> Values (final) or an object array / Values of partials
+    columns: dict[str, Values | CellSums]  # alias -> Values (final or partial), or partial CellSums
     terms: dict[int, str] = field(default_factory=dict)  # the group codes' terms
     partial: bool = False
 
@@ -39,7 +39,7 @@ class BucketRows:
         return len(self.ticks)
 
     def take(self, idx: np.ndarray) -> "BucketRows":
-        cols = {k: (v.take(idx) if isinstance(v, Values) else v[idx]) for k, v in self.columns.items()}
+        cols = {k: v.take(idx) for k, v in self.columns.items()}
         return BucketRows(self.ticks[idx], self.groups[idx], self.present[idx], cols, self.terms, self.partial)
 
 
@@ -51,7 +51,7 @@ def concat(parts: list[BucketRows], cq: CompiledQuery) -> BucketRows:
     cols = {}
     for a in cq.q.aggregates:
         vals = [p.columns[a.alias] for p in parts]
-        cols[a.alias] = Values.concat(vals) if isinstance(vals[0], Values) else np.concatenate(vals)
+        cols[a.alias] = CellSums.concat(vals) if isinstance(vals[0], CellSums) else Values.concat(vals)
     terms: dict[int, str] = {}
     for p in parts:
         terms.update(p.terms)
@@ -61,50 +61,42 @@ def concat(parts: list[BucketRows], cq: CompiledQuery) -> BucketRows:
 
 # ---------------------------------------------------------------- merging partial rows (driver)
 def merge_partials(cq: CompiledQuery, parts: list[BucketRows]) -> BucketRows:
-    """The buckets' partial rows added per (tick, group) and finished (SUM/AVG from ExactTotals,
-    MIN/MAX the best candidate in the oracle's order)."""
+    """The buckets' partial rows added per (tick, group) and finished (SUM/AVG from their summed
+    `CellSums`, MIN/MAX the first best value in the oracle's order), numpy group-bys throughout."""
     rows = concat(parts, cq)
     if not len(rows):
         return rows
-    key = np.column_stack([rows.ticks, rows.groups])
-    inv = key_ranks(key)[0]
+    inv = key_ranks(np.column_stack([rows.ticks, rows.groups]))[0]
     order = np.argsort(inv, kind="stable")
     starts = np.nonzero(np.r_[True, np.diff(inv[order]) != 0])[0]
     firsts = order[starts]
     present = np.add.reduceat(rows.present[order], starts)
-    cols: dict[str, Values] = {}
+    cols: dict[str, Values | CellSums] = {}
     for a in cq.q.aggregates:
         col = rows.columns[a.alias]
         if a.func == "COUNT":
             cols[a.alias] = Values("int", np.add.reduceat(col.data[order], starts), np.ones(len(starts), bool))
         elif a.func in ("SUM", "AVG"):
-            cols[a.alias] = _merged_totals(col[order], starts, a.func)
+            cols[a.alias] = col.added(order, starts).final(a.func)
         else:
-            cols[a.alias] = _merged_extremes(col.take(order), starts, a.func)
+            cols[a.alias] = merged_extremes(col.take(order), starts, a.func)
     out = BucketRows(rows.ticks[firsts], rows.groups[firsts], present, cols, rows.terms)
     return empty_implicit(cq, out)
 
 
-def _merged_totals(col: np.ndarray, starts: np.ndarray, func: str) -> Values:
-    bounds = np.append(starts, len(col)).tolist()
-    vals = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        total = sum(col[lo:hi].tolist(), ExactTotal())
-        vals.append(total.total() if func == "SUM" else total.average())
-    data = np.empty(len(vals), dtype=object)
-    data[:] = vals
-    return Values("object", data, np.array([v is not None for v in vals], dtype=bool))
-
-
-def _merged_extremes(col: Values, starts: np.ndarray, func: str) -> Values:
-    objs = col.as_objects()
-    bounds = np.append(starts, len(col)).tolist()
-    data = np.full(len(starts), None, dtype=object)
-    for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-        for v, ok in zip(objs.data[lo:hi].tolist(), objs.ok[lo:hi].tolist()):
-            if ok and (data[r] is None or (oracle_order(v, data[r]) > 0 if func == "MAX" else oracle_order(v, data[r]) < 0)):
-                data[r] = v
-    return Values("object", data, np.array([v is not None for v in data.tolist()], dtype=bool))
+def merged_extremes(col: Values, starts: np.ndarray, func: str) -> Values:
+    """Per group of rows `starts[i]:starts[i + 1]`, its first value of the best rank (the oracle's
+    order: equal values, equal rank); unbound where the group has no value."""
+    score = np.full(len(col), -1, np.int64)  # higher is better; -1: no value
+    ok = np.nonzero(col.ok)[0]
+    if len(ok):
+        r = ranks(col.take(ok))
+        score[ok] = r if func == "MAX" else int(r.max()) - r
+    best = np.maximum.reduceat(score, starts)
+    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(col))))
+    position = np.where(score == best[group], np.arange(len(col)), len(col))
+    chosen = col.take(np.minimum.reduceat(position, starts))
+    return Values(chosen.kind, chosen.data, best >= 0)
 
 
 def empty_implicit(cq: CompiledQuery, rows: BucketRows) -> BucketRows:
@@ -252,4 +244,4 @@ def _ranks(cells: np.ndarray) -> np.ndarray:
     return rank[index]
 
 
-__all__ = ["BucketRows", "concat", "merge_partials", "empty_implicit", "format_rows"]
+__all__ = ["BucketRows", "concat", "merge_partials", "merged_extremes", "empty_implicit", "format_rows"]

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from tefq.oracle.expr import arith
-from tefq.spark.kernels.exact import SCALE, limbs
+from tefq.spark.kernels.exact import SCALE, limbs, rounded
 from tefq.spark.kernels.joins import expand
 from tefq.spark.kernels.general.expressions import Values
 
@@ -151,6 +151,93 @@ def totals_from_limbs(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
 def totals_from_ints(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
     """Cells whose numbers are all small integers (|v| < 2^40: each is its own double)."""
     return [ExactTotal(k, 0, 0, s, Decimal(s), Fraction(s)) for s, k in zip(sums.tolist(), n.tolist())]
+
+
+@dataclass
+class CellSums:
+    """Per reported cell: how many numbers, and their exact sum in one of three forms — limb sums
+    of doubles (3, cells), int64 sums of small integers, or ExactTotals. Also a bucket's partial
+    SUM/AVG column: arrays, cheap to pickle, concatenate and add per group on the driver."""
+
+    n: np.ndarray
+    limbs: np.ndarray | None = None
+    ints: np.ndarray | None = None
+    totals: list[ExactTotal] | None = None
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    @property
+    def form(self) -> str:
+        return "limbs" if self.limbs is not None else "ints" if self.ints is not None else "totals"
+
+    def take(self, idx: np.ndarray) -> "CellSums":
+        return CellSums(self.n[idx], None if self.limbs is None else self.limbs[:, idx],
+                        None if self.ints is None else self.ints[idx],
+                        None if self.totals is None else _objects(self.totals)[idx].tolist())
+
+    def in_form(self, form: str) -> "CellSums":
+        """The same sums in `form`: cells without numbers are zero in every form; anything else
+        goes to ExactTotals (the only form every other one converts to)."""
+        if form == self.form:
+            return self
+        if form == "limbs" and not self.n.any():
+            return CellSums(self.n, limbs=np.zeros((3, len(self)), np.int64))
+        if form == "ints" and not self.n.any():
+            return CellSums(self.n, ints=np.zeros(len(self), np.int64))
+        return CellSums(self.n, totals=self.exact())
+
+    @staticmethod
+    def concat(parts: list["CellSums"]) -> "CellSums":
+        """One column of the parts' rows, in the form they share (ExactTotals when they differ)."""
+        forms = {p.form for p in parts if p.n.any()}
+        form = forms.pop() if len(forms) == 1 else "totals" if forms else parts[0].form
+        parts = [p.in_form(form) for p in parts]
+        n = np.concatenate([p.n for p in parts])
+        if form == "limbs":
+            return CellSums(n, limbs=np.concatenate([p.limbs for p in parts], axis=1))
+        if form == "ints":
+            return CellSums(n, ints=np.concatenate([p.ints for p in parts]))
+        return CellSums(n, totals=[t for p in parts for t in p.exact()])
+
+    def added(self, order: np.ndarray, starts: np.ndarray) -> "CellSums":
+        """Per group of rows `order[starts[i]:starts[i + 1]]`, the sum of its rows' sums (the
+        driver's merge of the buckets' partials): limbs and integers by numpy, else ExactTotals."""
+        n = np.add.reduceat(self.n[order], starts)
+        if self.limbs is not None:
+            return CellSums(n, limbs=np.add.reduceat(self.limbs[:, order], starts, axis=1))
+        widest = int(np.diff(np.append(starts, len(order))).max(initial=0))
+        if self.ints is not None and int(np.abs(self.ints).max(initial=0)) * widest < 2**63:
+            return CellSums(n, ints=np.add.reduceat(self.ints[order], starts))
+        totals = _objects(self.exact())[order].tolist()
+        bounds = np.append(starts, len(order)).tolist()
+        return CellSums(n, totals=[sum(totals[lo:hi], ExactTotal()) for lo, hi in zip(bounds[:-1], bounds[1:])])
+
+    def exact(self) -> list[ExactTotal]:
+        if self.limbs is not None:
+            return totals_from_limbs(self.limbs, self.n)
+        if self.ints is not None:
+            return totals_from_ints(self.ints, self.n)
+        return self.totals or []
+
+    def final(self, func: str) -> Values:
+        """SUM or AVG as the oracle gives them (a cell without numbers: SUM 0.0, AVG unbound)."""
+        n, has = self.n, self.n > 0
+        if self.limbs is not None:
+            total = np.where(has, rounded(self.limbs), 0.0)
+            if func == "SUM":
+                return Values("double", total, np.ones(len(n), bool))
+            return Values("double", np.where(has, total / np.maximum(n, 1), 0.0), has)
+        if self.ints is not None and func == "SUM" and has.all():
+            return Values("int", self.ints, np.ones(len(n), bool))
+        vals = [t.total() if func == "SUM" else t.average() for t in self.exact()]
+        return Values("object", _objects(vals), np.array([x is not None for x in vals], dtype=bool))
+
+
+def _objects(items: list) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
 
 
 # ---------------------------------------------------------------- ages of open facts, exactly
