@@ -1,0 +1,112 @@
+"""The fact table on Spark (spec §12, tefq.facts.spark): the fact operator's second output equals
+the oracle's table — driven without Spark over hypothesis streams (ties, disorder within the
+allowed lateness, several micro-batches), and on real Spark over small generated streams;
+`--at` over Spark's fact table equals the rows of a full run at those ticks."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
+import spark_docs as sd  # noqa: E402
+from test_spark_derived import feed, uc3_streams  # noqa: E402  (the derived-fact tests' harness)
+from test_spark_operator import FakeState  # noqa: E402
+
+from tefq.facts.as_of import as_of_spark, as_of_stream  # noqa: E402
+from tefq.facts.spark import collected_store, spark_fact_table, table_plan  # noqa: E402
+from tefq.facts.table import fact_table, store_rows  # noqa: E402
+from tefq.io.stream_writers import write_stream  # noqa: E402
+from tefq.spark.fact_output import FactCollector  # noqa: E402
+from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
+
+IPTV = sd.IPTV
+
+
+def operator_table(doc, elements, batch_sizes: list[int], lateness: int = 0):
+    """The fact table the fact operator emits for `doc` over `elements` (in arrival order), fed
+    in micro-batches of `batch_sizes` without Spark."""
+    plan = table_plan(doc)
+    op = make_fact_operator(plan, 0, lateness, facts=True)
+    state, facts = FakeState(), FactCollector(tuple(f.name for f in plan.facts))
+    arity = max(len(f.identity) for f in plan.event_facts)
+    nterms = max(len(f.terms) for f in plan.event_facts)
+    cols = ["k", "fact", "ts", "o", "f", "e", "n"] + [f"v{i}" for i in range(arity)] + \
+        [f"t{i}" for i in range(nterms)] + ["b"]
+
+    def call(recs: list[dict]) -> None:
+        for out in op((0,), iter([pd.DataFrame(recs, columns=cols)]), state):
+            for kind, tick, payload in out.itertuples(index=False):
+                facts.add(kind, tick, payload)
+
+    feed(call, plan, elements, batch_sizes)
+    return store_rows(doc, collected_store(doc, facts.intervals()))
+
+
+@st.composite
+def disordered(draw, lateness: int = 3000):
+    """UC3-like streams in an arrival order where no element is more than `lateness` ms behind
+    the latest one before it (ordered by t + a jitter in [0, lateness]): late, never dropped."""
+    elements, sizes = draw(uc3_streams())
+    jitter = draw(st.lists(st.integers(0, lateness), min_size=len(elements), max_size=len(elements)))
+    order = sorted(range(len(elements)), key=lambda i: elements[i][0] + jitter[i])
+    return [elements[i] for i in order], sizes
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(disordered(), st.sampled_from(["uc1", "uc3"]))
+def test_operator_fact_table_equals_the_oracle(stream, which):
+    elements, sizes = stream
+    doc = sd.uc3(1000) if which == "uc3" else sd.uc1(1000)
+    assert operator_table(doc, elements, sizes, lateness=3000).rows == fact_table(doc, elements).rows
+
+
+def test_a_plan_without_columns_reports_no_rows():
+    doc = sd.uc1(1000)
+    elements = [(1000, f"<{IPTV}u1>", f"<{IPTV}join>", f"<{IPTV}ch1>"),
+                (5000, f"<{IPTV}u1>", f"<{IPTV}quit>", f"<{IPTV}ch1>"),
+                (5000, f"<{IPTV}u2>", f"<{IPTV}join>", f"<{IPTV}ch1>")]
+    table = operator_table(doc, elements, [1, 2])
+    assert [(r.start, r.end) for r in table.rows] == [(1000, 5000), (5000, None)]
+
+
+def write_tsv(path, elements) -> str:
+    write_stream(elements, str(path))
+    return str(path)
+
+
+@pytest.mark.spark
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(disordered())
+def test_spark_fact_table_equals_the_oracle(spark, tmp_path_factory, stream):  # noqa: F811
+    elements, _ = stream
+    path = write_tsv(tmp_path_factory.mktemp("facts") / "events.tsv", elements)
+    doc = sd.uc3(60_000)
+    table, engine = spark_fact_table(doc, [path], spark=spark)
+    assert engine == "spark"
+    assert table.rows == fact_table(doc, elements).rows
+
+
+@pytest.mark.spark
+def test_at_over_spark_facts_equals_a_full_run(spark, tmp_path):  # noqa: F811
+    from tefq.oracle import run
+
+    def ev(t, s, p, o):
+        return (t, f"<{IPTV}{s}>", f"<{IPTV}{p}>", f"<{IPTV}{o}>")
+
+    elements = [ev(0, "ch0", "start", "prog0"), ev(1000, "u0", "join", "ch0"), ev(1000, "u1", "join", "ch0"),
+                ev(3000, "ch1", "start", "prog1"), ev(4000, "u1", "quit", "ch0"), ev(4000, "u1", "join", "ch1"),
+                ev(6000, "ch0", "finish", "prog0"), ev(6000, "ch0", "start", "prog2"), ev(9000, "u0", "quit", "ch0"),
+                ev(12_000, "u2", "join", "ch1")]
+    path = write_tsv(tmp_path / "events.tsv", elements)
+    doc = sd.uc3(2000)
+    full = run(doc, elements, None, 0).results[0]
+    ticks = sorted({t for t, _ in full.rows})[1::2]
+    got = as_of_spark(doc, [path], ticks, spark=spark).results[0]
+    assert got.rows == as_of_stream(doc, elements, ticks).results[0].rows
+    assert got.rows == [r for r in full.rows if r[0] in ticks]
