@@ -30,7 +30,7 @@ def tolerances(count: int, x: int, y: int) -> tuple[int, ...]:
     return (min(x, y), max(x, y)) if count == 2 else (x,) * count
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.sampled_from(REL_TOLS), st.lists(st.tuples(*[st.integers(0, 40)] * 4), min_size=1, max_size=30),
        st.integers(0, 12), st.integers(0, 12), st.sampled_from(["none", "unbound", "not a time"]))
 def test_vectorised_relations_equal_the_oracle_evaluator(rel_tols, rows, x, y, missing):

@@ -57,7 +57,7 @@ def disordered(draw, lateness: int = 3000):
     return [elements[i] for i in order], sizes
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(disordered(), st.sampled_from(["uc1", "uc3"]))
 def test_operator_fact_table_equals_the_oracle(stream, which):
     elements, sizes = stream
