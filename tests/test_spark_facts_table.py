@@ -110,3 +110,17 @@ def test_at_over_spark_facts_equals_a_full_run(spark, tmp_path):  # noqa: F811
     got = as_of_spark(doc, [path], ticks, spark=spark).results[0]
     assert got.rows == as_of_stream(doc, elements, ticks).results[0].rows
     assert got.rows == [r for r in full.rows if r[0] in ticks]
+
+
+def test_facts_the_fact_operator_cannot_run_come_from_the_oracle(tmp_path):
+    """A SINCE clause with a FILTER: no table plan; the fact table is the oracle's (no Spark starts)."""
+    from tefq.analysis import bind_text
+    from tefq.spark.planning.common import Refusal
+
+    doc = bind_text("PREFIX : <http://example.org/iptv#>\nCONSTRUCT FACT F {?u :w ?c} (UNION (SINCE ?u :join ?c "
+                    "FILTER(?c != :x)) (UNTIL ?u :quit ?c))\n", "<test>")
+    assert isinstance(table_plan(doc), Refusal)
+    elements = [(1000, f"<{IPTV}u1>", f"<{IPTV}join>", f"<{IPTV}ch1>"),
+                (2000, f"<{IPTV}u1>", f"<{IPTV}join>", f"<{IPTV}x>")]
+    table, engine = spark_fact_table(doc, [write_tsv(tmp_path / "events.tsv", elements)])
+    assert engine == "oracle" and table.rows == fact_table(doc, elements).rows and len(table.rows) == 1

@@ -102,8 +102,8 @@ def spark_fact_table(doc: Document, stream_paths: list[str], background: Any = N
 
 
 def refuse_follow() -> None:
-    raise TefqError("--follow is not yet supported by tefq facts: run it bounded (the fact table of the input "
-                    "read so far)", file="--follow")
+    raise TefqError("--follow is not yet supported by tefq facts: run it without --follow (the fact table of "
+                    "the input written so far)", file="--follow")
 
 
 __all__ = ["EVERY_MS", "table_plan", "collected_store", "spark_fact_store", "spark_fact_table", "refuse_follow"]
