@@ -128,6 +128,8 @@ def run_as_of(args: argparse.Namespace) -> int:
     if args.at is None:
         raise TefqError("--facts FILE runs the queries as of given instants: add --at T[,T...]", "--facts")
     instants = parse_instants(args.at)
+    if getattr(args, "follow", False):
+        raise TefqError("--at reports given instants of a bounded input: it does not follow a stream", "--follow")
     if bool(args.facts) == bool(args.stream):
         raise TefqError("--at runs over --stream PATH or over --facts FILE (one of them)", "--at")
     doc, background = _document(args)
