@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import sys
 
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -15,6 +14,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
 import spark_docs as sd  # noqa: E402
 from test_spark_derived import feed, uc3_streams  # noqa: E402  (the derived-fact tests' harness)
+from test_spark_fact_buckets import batch_of  # noqa: E402
 from test_spark_operator import FakeState  # noqa: E402
 
 from tefq.facts.as_of import as_of_spark, as_of_stream  # noqa: E402
@@ -23,28 +23,28 @@ from tefq.facts.table import fact_table, store_rows  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
 from tefq.spark.fact_output import FactCollector  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
+from tefq.spark.runtime.fact_buckets import route_batch  # noqa: E402
 
 IPTV = sd.IPTV
 
 
-def operator_table(doc, elements, batch_sizes: list[int], lateness: int = 0):
+def operator_table(doc, elements, batch_sizes: list[int], lateness: int = 0, buckets: int = 1):
     """The fact table the fact operator emits for `doc` over `elements` (in arrival order), fed
-    in micro-batches of `batch_sizes` without Spark."""
-    plan = table_plan(doc)
+    in micro-batches of `batch_sizes` without Spark, routed to the plan's buckets (each its own
+    state) as Spark's groupBy(bucket) would call them."""
+    plan = table_plan(doc, buckets)
     op = make_fact_operator(plan, 0, lateness, facts=True)
-    state, facts = FakeState(), FactCollector(tuple(f.name for f in plan.facts))
-    arity = max(len(f.identity) for f in plan.event_facts)
-    nterms = max(len(f.terms) for f in plan.event_facts)
-    cols = ["k", "fact", "ts", "o", "f", "e", "n"] + [f"v{i}" for i in range(arity)] + \
-        [f"t{i}" for i in range(nterms)] + ["b"]
+    states, facts = [FakeState() for _ in range(plan.buckets)], FactCollector(tuple(f.name for f in plan.facts))
 
     def call(recs: list[dict]) -> None:
-        for out in op((0,), iter([pd.DataFrame(recs, columns=cols)]), state):
-            for kind, tick, payload in out.itertuples(index=False):
-                facts.add(kind, tick, payload)
+        routed = route_batch(plan.event_routes, plan.buckets, batch_of(plan, recs)).to_pandas()
+        for b in range(plan.buckets):
+            for out in op((b,), iter([routed[routed["b"] == b].reset_index(drop=True)]), states[b]):
+                for kind, tick, payload in out.itertuples(index=False):
+                    facts.add(kind, tick, payload)
 
     feed(call, plan, elements, batch_sizes)
-    return store_rows(doc, collected_store(doc, facts.intervals()))
+    return store_rows(doc, collected_store(doc, facts.intervals())), plan
 
 
 @st.composite
@@ -58,11 +58,13 @@ def disordered(draw, lateness: int = 3000):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(disordered(), st.sampled_from(["uc1", "uc3"]))
-def test_operator_fact_table_equals_the_oracle(stream, which):
+@given(disordered(), st.sampled_from(["uc1", "uc3"]), st.sampled_from([1, 3]))
+def test_operator_fact_table_equals_the_oracle(stream, which, buckets):
     elements, sizes = stream
     doc = sd.uc3(1000) if which == "uc3" else sd.uc1(1000)
-    assert operator_table(doc, elements, sizes, lateness=3000).rows == fact_table(doc, elements).rows
+    table, plan = operator_table(doc, elements, sizes, lateness=3000, buckets=buckets)
+    assert plan.buckets == buckets  # UC1 split by a variable of UserFact, UC3 by ?user (the guide replicated)
+    assert table.rows == fact_table(doc, elements).rows
 
 
 def test_a_plan_without_columns_reports_no_rows():
@@ -70,7 +72,7 @@ def test_a_plan_without_columns_reports_no_rows():
     elements = [(1000, f"<{IPTV}u1>", f"<{IPTV}join>", f"<{IPTV}ch1>"),
                 (5000, f"<{IPTV}u1>", f"<{IPTV}quit>", f"<{IPTV}ch1>"),
                 (5000, f"<{IPTV}u2>", f"<{IPTV}join>", f"<{IPTV}ch1>")]
-    table = operator_table(doc, elements, [1, 2])
+    table, _ = operator_table(doc, elements, [1, 2])
     assert [(r.start, r.end) for r in table.rows] == [(1000, 5000), (5000, None)]
 
 

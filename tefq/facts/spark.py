@@ -28,10 +28,12 @@ EVERY_MS = 3_600_000  # when intervals become final on event time: in a bounded 
 TABLE_QUERY = "facts"  # the streaming query's name (its directory under the run's work directory)
 
 
-def table_plan(doc: Document):  # -> FactAggregatePlan | Refusal | None (no fact)
-    """The fact-aggregate plan of every fact of `doc`, every identity term shipped, no output."""
+def table_plan(doc: Document, buckets: int = 1):  # -> FactAggregatePlan | Refusal | None (no fact)
+    """The fact-aggregate plan of every fact of `doc`, every identity term shipped, no output;
+    over `buckets` when the last fact's closure is every fact and one of its identity variables
+    routes them exactly (planning/fact.choose_routing, as for a query grouping by it), else one."""
     from tefq.spark.planning.common import Refusal
-    from tefq.spark.planning.fact import FactAggregatePlan, fact_closure, plan_facts
+    from tefq.spark.planning.fact import FactAggregatePlan, choose_routing, fact_buckets, fact_closure, plan_facts
 
     if not doc.facts:
         return None
@@ -41,10 +43,14 @@ def table_plan(doc: Document):  # -> FactAggregatePlan | Refusal | None (no fact
     plans = plan_facts(doc, order, {f.name: {v.name for v in f.identity} for f in doc.facts})
     if isinstance(plans, Refusal):
         return plans
+    last = order[-1]
+    keys = list(plans[last].identity)
+    routing = choose_routing(plans, order, last, keys, None) if buckets > 1 else None
     return FactAggregatePlan(
-        query=TABLE_QUERY, columns=(), facts=tuple(plans[n] for n in order), fact=order[-1], current=True,
+        query=TABLE_QUERY, columns=(), facts=tuple(plans[n] for n in order), fact=last, current=True,
         group_vars=(), group_cols=(), aggregates=(), distinct_cols=(), projections=(), while_=None,
-        every_ms=EVERY_MS, partitioning="the fact table: every fact in one bucket", buckets=1)
+        every_ms=EVERY_MS, partitioning="the fact table: no identity variable routes every fact exactly",
+        buckets=fact_buckets(routing, buckets), routing=routing)
 
 
 def collected_store(doc: Document, intervals: dict[str, dict]) -> FactStore:
@@ -85,6 +91,7 @@ def spark_fact_store(doc: Document, stream_paths: list[str], background: Any = N
     if spark is None:
         say(progress, f"starting Spark ({default_master(master)})…")
         spark = get_session(master)
+    plan = table_plan(doc, max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))  # routed when exact
     workdir = cleanup.register(tempfile.mkdtemp(prefix="tefq-facts-"))
     try:
         run_to_end(spark, doc, [plan], stream_paths, workdir, opts, ingest)
