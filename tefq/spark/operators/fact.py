@@ -20,6 +20,8 @@ Per micro-batch, with `T` the last reported tick and `U` the last tick now final
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -142,7 +144,7 @@ class FactEvaluator:
         return out
 
     def fact_records(self, st: FactState, current: dict[str, Relation], counted: set[str],
-                     chosen) -> list[tuple[str, int, bytes]]:
+                     chosen: Callable[[Relation], np.ndarray]) -> list[tuple[str, int, bytes]]:
         """The intervals `chosen(relation)` selects of each fact this bucket counts, as `facts`
         records, and the terms their identities use."""
         out, used = [], []
