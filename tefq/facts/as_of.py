@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from tefq.errors import TefqError
 from tefq.facts.reader import read_fact_store
@@ -16,7 +16,7 @@ from tefq.oracle.facts import (INF, FactStore, FactTable, TripleIndex, backgroun
                                store_metrics)
 from tefq.oracle.query import QueryEvaluator
 from tefq.plan.explain import pattern_text
-from tefq.plan.logical import AggregateQuery, Document
+from tefq.plan.logical import AggregateQuery, Document, WherePattern
 from tefq.results import RunResult
 from tefq.vocabulary import Element
 
@@ -41,15 +41,21 @@ def aggregate_queries(doc: Document) -> list[AggregateQuery]:
     return list(doc.queries)  # type: ignore[arg-type]
 
 
-def check_fact_only(doc: Document) -> None:
-    """Over a stored fact table only fact and background patterns can match: an event pattern is a
-    bind error located at it."""
+def event_patterns(doc: Document) -> Iterator[tuple[AggregateQuery, WherePattern]]:
+    """The event patterns of the aggregate queries (matched against events, not facts)."""
     for q in aggregate_queries(doc):
         for wp in q.where + ((q.while_,) if q.while_ is not None else ()):
             if wp.kind == "event":
-                raise TefqError(f"query {q.name}: the event pattern '{pattern_text(doc, wp.pattern)}' cannot "
-                                "match a stored fact table (--facts holds facts, not events): run it over "
-                                "--stream", doc.source, wp.pattern.span.line, wp.pattern.span.column)
+                yield q, wp
+
+
+def check_fact_only(doc: Document) -> None:
+    """Over a stored fact table only fact and background patterns can match: an event pattern is a
+    bind error located at it."""
+    for q, wp in event_patterns(doc):
+        raise TefqError(f"query {q.name}: the event pattern '{pattern_text(doc, wp.pattern)}' cannot "
+                        "match a stored fact table (--facts holds facts, not events): run it over "
+                        "--stream", doc.source, wp.pattern.span.line, wp.pattern.span.column)
 
 
 MAX_SPANS = 64  # more instants than this: one span from the first to the last (a coarser filter)
@@ -116,6 +122,23 @@ def as_of_stream(doc: Document, elements: Iterable[Element], instants: Sequence[
     return _evaluate(doc, build_store(doc, events, bg), events, bg, instants, started)
 
 
+def as_of_spark(doc: Document, stream_paths: list[str], instants: Sequence[int], background=None,
+                **options) -> RunResult:
+    """The same rows with the facts from Spark's fact table (`tefq.facts.spark`; `options`: its
+    `spark_fact_store`'s), evaluated as over a stored table; the events are read only when a
+    query has an event pattern."""
+    from tefq.facts.api import event_elements
+    from tefq.facts.spark import spark_fact_store
+
+    started = time.perf_counter()
+    aggregate_queries(doc)
+    store, engine = spark_fact_store(doc, stream_paths, background, **options)
+    events = prepare(event_elements(stream_paths)) if any(event_patterns(doc)) else []
+    run = _evaluate(doc, store, events, background_index(background), instants, started)
+    run.metrics.extra["engine"] = engine
+    return run
+
+
 def as_of_facts(doc: Document, facts_path: str, instants: Sequence[int], background=None) -> RunResult:
     """The same rows from a stored fact table, without events (spec §12)."""
     started = time.perf_counter()
@@ -124,4 +147,5 @@ def as_of_facts(doc: Document, facts_path: str, instants: Sequence[int], backgro
     return _evaluate(doc, store, [], background_index(background), instants, started)
 
 
-__all__ = ["parse_instants", "aggregate_queries", "check_fact_only", "visible_spans", "visible_store", "as_of_stream", "as_of_facts"]
+__all__ = ["parse_instants", "aggregate_queries", "event_patterns", "check_fact_only", "visible_spans", "visible_store",
+           "as_of_stream", "as_of_spark", "as_of_facts"]

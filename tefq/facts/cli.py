@@ -16,8 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "facts", help="the fact table (one row per maximal interval of every fact) and a timeline",
         description="Writes the document's facts, event-driven and derived, one row per maximal interval: "
-                    "fact, identity columns, start, end (ms; end empty while open). Computed by the oracle "
-                    "(spec §12).")
+                    "fact, identity columns, start, end (ms; end empty while open); both engines give the "
+                    "same table (spec §12).")
     p.add_argument("query", metavar="FILE.tef", help="a TEF-SPARQL document")
     p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
     source = p.add_mutually_exclusive_group(required=True)
@@ -29,8 +29,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline: a row per identity, a bar per interval")
     p.add_argument("--where", action="append", metavar="var=<iri>",
                    help="keep the facts whose identity binds ?var to this term (repeatable; table and plot)")
+    add_engine_options(p)
+    p.add_argument("--follow", action="store_true", help="not yet supported (exit 2): run bounded")
     p.add_argument("--quiet", action="store_true", help="no summary line on stderr")
     p.set_defaults(func=cmd_facts)
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=("spark", "oracle", "auto"), default="auto",
+                   help="the engine that computes the facts (default auto: the oracle for small bounded inputs, "
+                        "else Spark; both give the same table)")
+    p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
+
+
+def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
+    """`--engine auto`: the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
+    from tefq.run import AUTO_ORACLE_EVENTS, STDIN, estimated_events
+
+    if engine != "auto":
+        return engine
+    n = AUTO_ORACLE_EVENTS if STDIN in paths else estimated_events(paths)
+    chosen = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+    if progress:
+        print(f"tefq: --engine auto: {chosen} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
+              file=sys.stderr)
+    return chosen
 
 
 def _document(args: argparse.Namespace):
@@ -49,7 +72,7 @@ def _elements(paths: list[str]) -> list:
 def cmd_facts(args: argparse.Namespace) -> int:
     from tefq.facts.plot import keep, parse_where, plot_timeline
     from tefq.facts.reader import read_fact_store
-    from tefq.facts.table import fact_table, store_rows
+    from tefq.facts.table import store_rows
     from tefq.facts.writer import format_of, write_facts
     from tefq.plotting import require_matplotlib
 
@@ -59,10 +82,11 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if args.plot:
         require_matplotlib()
     doc, background = _document(args)
+    engine = "stored table"
     if args.facts:
         table = store_rows(doc, read_fact_store(args.facts, doc))
     else:
-        table = fact_table(doc, _elements(args.stream), background)
+        table, engine = _stream_table(args, doc, background)
     if where:
         table = keep(table, where)
     write_facts(table, fmt, args.out)
@@ -71,35 +95,63 @@ def cmd_facts(args: argparse.Namespace) -> int:
         open_ = sum(1 for r in table.rows if r.end is None)
         plot = f", timeline of {shown} identities in {args.plot}" if args.plot else ""
         print(f"tefq facts: {len(table.rows)} intervals ({open_} open){plot}, "
-              f"{time.perf_counter() - started:.2f} s (oracle)", file=sys.stderr)
+              f"{time.perf_counter() - started:.2f} s ({engine})", file=sys.stderr)
     return 0
+
+
+def _stream_table(args: argparse.Namespace, doc, background):
+    """The fact table over `--stream`, on the engine `--engine` names; (table, engine that ran)."""
+    from tefq.facts.table import fact_table
+
+    if getattr(args, "follow", False):
+        from tefq.facts.spark import refuse_follow
+
+        refuse_follow()
+    engine = chosen_engine(getattr(args, "engine", "oracle"), args.stream, not args.quiet)
+    if engine == "oracle":
+        return fact_table(doc, _elements(args.stream), background), "oracle"
+    from tefq.facts.spark import spark_fact_table
+
+    return spark_fact_table(doc, args.stream, background, master=getattr(args, "master", None),
+                            progress=not args.quiet)
 
 
 def run_as_of(args: argparse.Namespace) -> int:
     """`tefq run FILE.tef (--stream PATH | --facts FILE) --at T[,T...]`: the aggregate queries at
-    the given instants, from the stream or from a stored fact table (spec §12), on the oracle.
-    Reads `query`, `prefix`, `background`, `stream`, `facts`, `at`, `out`, `format`, `metrics`, `quiet`."""
-    from tefq.facts.as_of import as_of_facts, as_of_stream, parse_instants
+    the given instants, from the stream (its facts from the engine `engine` names: Spark's fact
+    table, or the oracle's replay) or from a stored fact table (spec §12). Reads `query`, `prefix`,
+    `background`, `stream`, `facts`, `at`, `out`, `format`, `metrics`, `quiet`, and if present
+    `engine` (default oracle) and `master`."""
+    from tefq.facts.as_of import as_of_facts, as_of_spark, as_of_stream, parse_instants
     from tefq.io.result_writers import write_metrics, write_results
 
     if args.at is None:
         raise TefqError("--facts FILE runs the queries as of given instants: add --at T[,T...]", "--facts")
     instants = parse_instants(args.at)
+    if getattr(args, "follow", False):
+        raise TefqError("--at reports given instants of a bounded input: it does not follow a stream", "--follow")
     if bool(args.facts) == bool(args.stream):
         raise TefqError("--at runs over --stream PATH or over --facts FILE (one of them)", "--at")
     doc, background = _document(args)
     if args.facts:
         run = as_of_facts(doc, args.facts, instants, background)
     else:
-        run = as_of_stream(doc, _elements([getattr(s, "path", s) for s in args.stream]), instants, background)
+        paths = [getattr(s, "path", s) for s in args.stream]
+        if chosen_engine(getattr(args, "engine", "oracle"), paths, not getattr(args, "quiet", False)) == "spark":
+            run = as_of_spark(doc, paths, instants, background, master=getattr(args, "master", None),
+                              progress=not getattr(args, "quiet", False))
+        else:
+            run = as_of_stream(doc, _elements(paths), instants, background)
     write_results(run.results, args.format or "csv", args.out)
     if getattr(args, "metrics", None):
         write_metrics(run.metrics, args.metrics)
     if not getattr(args, "quiet", False):
         m = run.metrics
+        engine = m.extra.get("engine", "oracle")
+        source = "stored table" if args.facts else "Spark's fact table" if engine == "spark" else \
+            f"{m.events_in} events replayed"
         print(f"tefq: as of {len(set(instants))} instant(s), {m.rows_out} rows, facts {m.facts_created} "
-              f"({'stored table' if args.facts else f'{m.events_in} events replayed'}), "
-              f"{m.wall_seconds:.2f} s (oracle)", file=sys.stderr)
+              f"({source}), {m.wall_seconds:.2f} s ({engine})", file=sys.stderr)
     return 0
 
 

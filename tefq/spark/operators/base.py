@@ -253,6 +253,19 @@ def count_late_streams(batch: Batch, streams: np.ndarray, sign: int) -> None:
         batch.metrics[key] = batch.metrics.get(key, 0) + sign * int(n)
 
 
+def uncount_late_copies(batch: Batch, copies: np.ndarray) -> None:
+    """Take late rows that are copies (`copies`: per late row of this call, in row order) out of
+    this bucket's late count, its per-stream counts and its warnings: the bucket that got the
+    original counts and warns (`drop_late` counted every late row and warned about the first
+    MAX_WARNINGS, in row order)."""
+    if not copies.any():
+        return
+    batch.metrics["late_events"] -= int(copies.sum())
+    count_late_streams(batch, batch.late_streams[copies], -1)
+    warned = iter(copies[:MAX_WARNINGS].tolist())
+    batch.out = [r for r in batch.out if r[0] != "warn" or not next(warned, False)]
+
+
 def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: int,
                 max_ticks: int = 0, event_time: int | None = None) -> np.ndarray:
     """The ticks not yet reported that no later event can change: up to the event time reached

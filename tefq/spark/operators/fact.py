@@ -20,6 +20,8 @@ Per micro-batch, with `T` the last reported tick and `U` the last tick now final
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -27,7 +29,8 @@ from tefq.spark.kernels.joins import Relation, cut, derive, key_ranks
 from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
 from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
 from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
-from tefq.spark.operators.base import MAX_WARNINGS, Batch, BucketLogic, BucketState, bucket_operator, count_late_streams
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, uncount_late_copies
+from tefq.spark.fact_output import facts_record
 from tefq.spark.output import rows_record, terms_record
 from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, SINCE, Heartbeats
 from tefq.vocabulary import RunLimits
@@ -54,20 +57,49 @@ def _relation(iv: Intervals, names: tuple[str, ...]) -> Relation:
 
 
 class FactEvaluator:
-    """Steps 1-4 on a state, independent of Spark (the tests drive it directly)."""
+    """Steps 1-4 on a state, independent of Spark (the tests drive it directly). `facts`: also
+    emit each fact's intervals as they close, and the open ones at the end (`fact_output`: the
+    fact table of spec §12 as a second output of the same query)."""
 
-    def __init__(self, plan: FactAggregatePlan) -> None:
+    def __init__(self, plan: FactAggregatePlan, facts: bool = False) -> None:
         self.plan = plan
         self.spec = tick_spec(plan)
         self.index = {f.name: f for f in plan.facts}
+        self.facts = facts
+
+    def counted(self, bucket: int) -> set[str]:
+        """The facts this bucket counts (and emits): a replicated fact in bucket 0 only."""
+        return {f.name for f in self.plan.facts if bucket == 0 or f.name not in self.plan.replicated}
 
     def advance(self, st: FactState, ticks: np.ndarray, metrics: dict,
                 bucket: int = 0) -> list[tuple[str, int, bytes]]:
         """`bucket`: a replicated fact is in every bucket; its counts are taken in bucket 0 only."""
-        plan, upto = self.plan, int(ticks[-1])
-        counted = {f.name for f in plan.facts if bucket == 0 or f.name not in plan.replicated}
+        upto, counted = int(ticks[-1]), self.counted(bucket)
+        current = self.current_facts(st, upto, metrics, counted)
+        # a plan with no output columns (the fact table's: tefq.facts.spark) reports no rows
+        out = self.tick_records(st, current, ticks, metrics) if self.plan.columns else []
+        if self.facts:
+            out.extend(self.fact_records(st, current, counted, lambda r: r.end <= upto))
+        # Keep what later ticks need: open facts; closed ones are final and counted once.
+        for f in self.plan.facts:
+            r = current[f.name]
+            done = r.end <= upto
+            if f.name in counted:
+                metrics["facts_created"] += int(done.sum())
+                metrics["facts_closed"] += int(done.sum())
+            if isinstance(f, EventFactPlan):
+                base = st.base[f.name]
+                st.base[f.name] = base.take(np.nonzero(base.end > upto)[0])
+            else:
+                st.open[f.name] = r.take(np.nonzero(~done)[0])
+        st.last_tick = upto
+        return out
+
+    def current_facts(self, st: FactState, upto: int, metrics: dict, counted: set[str]) -> dict[str, Relation]:
+        """Steps 1-2: the events up to `upto` applied, each derived fact derived; per fact its
+        intervals known at `upto` (open ones, and the ones closed since the last tick)."""
         current: dict[str, Relation] = {}
-        for f in plan.facts:
+        for f in self.plan.facts:
             if isinstance(f, EventFactPlan):
                 pend = Events.concat(st.pending[f.name]) if st.pending[f.name] else None
                 if pend is not None:
@@ -83,6 +115,12 @@ class FactEvaluator:
                 bodies = [Relation(b.names, r.codes, r.start, r.end) for b, r in zip(f.body, bodies)]
                 carried = cut(st.open[f.name], st.last_tick) if st.last_tick is not None else None
                 current[f.name] = derive(bodies, f.identity, carried)
+        return current
+
+    def tick_records(self, st: FactState, current: dict[str, Relation], ticks: np.ndarray,
+                     metrics: dict) -> list[tuple[str, int, bytes]]:
+        """Step 3: the aggregates at `ticks` (and, under WHILE without CURRENT, what is retained)."""
+        plan, upto = self.plan, int(ticks[-1])
         matched = current[plan.fact]
         if st.retained is not None and len(st.retained):
             matched = Relation.concat([matched, st.retained])
@@ -101,21 +139,26 @@ class FactEvaluator:
             out.append(rows_record(rows))
             used = np.unique(rows.groups)
             out.append(terms_record({c: st.terms[c] for c in used.tolist() if c in st.terms}))
-        # Keep what later ticks need: open facts; closed ones are final and counted once.
-        for f in plan.facts:
-            r = current[f.name]
-            done = r.end <= upto
-            if f.name in counted:
-                metrics["facts_created"] += int(done.sum())
-                metrics["facts_closed"] += int(done.sum())
-            if isinstance(f, EventFactPlan):
-                base = st.base[f.name]
-                st.base[f.name] = base.take(np.nonzero(base.end > upto)[0])
-            else:
-                st.open[f.name] = r.take(np.nonzero(~done)[0])
         if plan.while_ is not None and not plan.current:
             st.retained = self._retained(matched, scope, upto)
-        st.last_tick = upto
+        return out
+
+    def fact_records(self, st: FactState, current: dict[str, Relation], counted: set[str],
+                     chosen: Callable[[Relation], np.ndarray]) -> list[tuple[str, int, bytes]]:
+        """The intervals `chosen(relation)` selects of each fact this bucket counts, as `facts`
+        records, and the terms their identities use."""
+        out, used = [], []
+        for i, f in enumerate(self.plan.facts):
+            r = current[f.name]
+            if f.name not in counted or not len(r):
+                continue
+            r = r.take(np.nonzero(chosen(r))[0])
+            if len(r):
+                out.append(facts_record(i, r.codes, r.start, r.end))
+                used.append(r.codes.reshape(-1))
+        if used:
+            codes = np.unique(np.concatenate(used)).tolist()
+            out.append(terms_record({c: st.terms[c] for c in codes if c in st.terms}))
         return out
 
     def _retained(self, matched: Relation, scope: Relation, upto: int) -> Relation:
@@ -131,16 +174,18 @@ class FactEvaluator:
         np.minimum.at(first_start, kl, live.start)
         return closed.take(np.nonzero(first_start[kc] < closed.end)[0])
 
-    def finish(self, st: FactState, metrics: dict, bucket: int = 0) -> None:
-        """End of input: the facts still open are created, not closed."""
+    def finish(self, st: FactState, metrics: dict, bucket: int = 0) -> list[tuple[str, int, bytes]]:
+        """End of input: the facts still open are created, not closed (and, asked for facts, emitted)."""
+        counted = self.counted(bucket)
+        still: dict[str, Relation] = {}
         for f in self.plan.facts:
-            if bucket and f.name in self.plan.replicated:
-                continue
             if isinstance(f, EventFactPlan):
-                base = st.base[f.name]
-                metrics["facts_created"] += int((base.end > base.start).sum())
+                still[f.name] = _relation(st.base[f.name], f.identity).nonempty()
             else:
-                metrics["facts_created"] += len(st.open[f.name])
+                still[f.name] = st.open[f.name]
+            if f.name in counted:
+                metrics["facts_created"] += len(still[f.name])
+        return self.fact_records(st, still, counted, lambda r: np.ones(len(r), bool)) if self.facts else []
 
 
 def read_fact_events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
@@ -157,8 +202,8 @@ def read_fact_events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
 class FactAggregateLogic(BucketLogic):
     """The bucket loop's view of `FactEvaluator`, in one of the plan's buckets (`plan.routing`)."""
 
-    def __init__(self, plan: FactAggregatePlan) -> None:
-        self.plan, self.every_ms, self.evaluator = plan, plan.every_ms, FactEvaluator(plan)
+    def __init__(self, plan: FactAggregatePlan, facts: bool = False) -> None:
+        self.plan, self.every_ms, self.evaluator = plan, plan.every_ms, FactEvaluator(plan, facts)
         self.late_note = f"ignored for query {plan.query}: ticks up to {{last}} were already reported"
         self.copies = [i for i, f in enumerate(plan.event_facts) if f.name in plan.replicated]
         self.late_copies = np.zeros(0, bool)  # this call's late rows (in order): copies of a replicated row?
@@ -172,21 +217,11 @@ class FactAggregateLogic(BucketLogic):
             late = np.isin(kinds, EVENT_KINDS) & (pdf["ts"].to_numpy() <= st.last_tick)
             self.late_copies = np.isin(pdf["fact"].to_numpy()[late], self.copies)
 
-    def uncount_late_copies(self, batch: Batch) -> None:
-        """Take the late copies out of this bucket's late count and warnings (the loop's `drop_late`
-        counted them and warned about the first MAX_WARNINGS late rows, in row order)."""
-        if not self.late_copies.any():
-            return
-        batch.metrics["late_events"] -= int(self.late_copies.sum())
-        count_late_streams(batch, batch.late_streams[self.late_copies], -1)
-        warned = iter(self.late_copies[:MAX_WARNINGS].tolist())
-        batch.out = [r for r in batch.out if r[0] != "warn" or not next(warned, False)]
-
     def new_state(self) -> FactState:
         return FactState(self.plan)
 
     def ingest(self, st: FactState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
-        self.uncount_late_copies(batch)
+        uncount_late_copies(batch, self.late_copies)
         evs = pdf[np.isin(kinds, EVENT_KINDS)]
         fact_col = evs["fact"].to_numpy()
         for i, f in enumerate(self.plan.event_facts):
@@ -210,11 +245,13 @@ class FactAggregateLogic(BucketLogic):
         batch.out.extend(self.evaluator.advance(st, ticks, batch.metrics, batch.bucket))
 
     def finish(self, st: FactState, batch: Batch) -> None:
-        self.evaluator.finish(st, batch.metrics, batch.bucket)
+        batch.out.extend(self.evaluator.finish(st, batch.metrics, batch.bucket))
 
     def snapshot(self, st: FactState, metrics: dict) -> None:
         metrics["open_facts"] = sum(len(b) for b in st.base.values()) + sum(len(r) for r in st.open.values())
 
 
-def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):
-    return bucket_operator(FactAggregateLogic(plan), t0, lateness_ms, "fact_operator", limits=limits)
+def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits(),
+                       facts: bool = False):
+    """`facts`: also emit the fact table's records (`tefq.spark.fact_output`)."""
+    return bucket_operator(FactAggregateLogic(plan, facts), t0, lateness_ms, "fact_operator", limits=limits)

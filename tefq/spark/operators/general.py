@@ -21,7 +21,7 @@ from tefq.spark.kernels.general.collector import general_rows_record
 from tefq.spark.kernels.general.evaluator import GeneralEvaluator
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.state import COUNTERS, GeneralState
-from tefq.spark.operators.base import MAX_WARNINGS, Batch, BucketLogic, BucketState, bucket_operator
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, uncount_late_copies
 from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
 from tefq.vocabulary import RunLimits
@@ -83,15 +83,8 @@ class GeneralLogic(BucketLogic):
             late = (kinds == ELEMENT) & (pdf["ts"].to_numpy() <= st.last_tick)
             self.late_copies = pdf["n"].to_numpy()[late] == 0
 
-    def uncount_late_copies(self, batch: Batch) -> None:
-        if not self.late_copies.any():
-            return
-        batch.metrics["late_events"] -= int(self.late_copies.sum())
-        warned = iter(self.late_copies[:MAX_WARNINGS].tolist())
-        batch.out = [r for r in batch.out if r[0] != "warn" or not next(warned, False)]
-
     def ingest(self, st: GeneralBucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
-        self.uncount_late_copies(batch)
+        uncount_late_copies(batch, self.late_copies)
         data = pdf[kinds == ELEMENT]
         if not len(data):
             return

@@ -47,6 +47,7 @@ class RunOptions:
     background: list | None = None  # the background's rdflib triples (the fallback operator joins them)
     limits: RunLimits = RunLimits()
     join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.relational.join_order)
+    facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ PIPELINES: dict[type, Pipeline] = {
         lambda doc, plan, run: make_operator(plan, run.t0, run.lateness_ms, run.limits)),
     FactAggregatePlan: Pipeline(  # derived facts, fact patterns, WHILE
         lambda df, plan, run: project_facts(df, plan),
-        lambda doc, plan, run: make_fact_operator(plan, run.t0, run.lateness_ms, run.limits)),
+        lambda doc, plan, run: make_fact_operator(plan, run.t0, run.lateness_ms, run.limits, run.facts)),
     FallbackPlan: Pipeline(
         lambda df, plan, run: project_elements(df),
         lambda doc, plan, run: make_fallback_operator(doc, plan.query_index, plan.every_ms, run.t0, run.lateness_ms,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from tefq.results import QueryResult
+from tefq.spark.fact_output import FactCollector, is_fact_record
 from tefq.spark.output import Collector
 from tefq.spark.planning import WindowedPlan
 from tefq.spark.runtime.log_entries import entries, read_entry
@@ -51,5 +52,15 @@ def collect(plan, out: str) -> tuple[list[QueryResult], dict, list[str]]:
     pdf = read_sink(out)
     col = collector_of(plan)
     for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-        col.add(kind, tick, payload)
+        if not is_fact_record(kind):  # the fact table's records go to `collect_facts`
+            col.add(kind, tick, payload)
     return col.results(), col.run_metrics(), col.warnings
+
+
+def collect_facts(plan, out: str) -> FactCollector:
+    """A finished query's fact-table records (`tefq.spark.fact_output`), decoded."""
+    pdf = read_sink(out)
+    facts = FactCollector(tuple(f.name for f in plan.facts))
+    for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
+        facts.add(kind, tick, payload)
+    return facts

@@ -20,6 +20,7 @@ import numpy as np
 
 from tefq.oracle.expr import EvalError, compile_expr
 from tefq.oracle.values import BNode, DateTime, IRI, to_value
+from tefq.plan.allen import relation_of
 from tefq.plan.logical import Call, Expr, Term, Var
 from tefq.spark.kernels.general.coding import TermDictionary
 from tefq.spark.kernels.joins import key_ranks
@@ -234,6 +235,9 @@ def vectorised(e: Expr, env: Env) -> Values:
         return _arith(op, args[0], args[1])
     if op in ("=", "!=", "<", ">", "<=", ">=") and len(args) == 2:
         return _compare(op, args[0], args[1])
+    relation = relation_of(op)
+    if relation is not None and len(args) >= 4:
+        return _allen(relation, args[:4], args[4:])
     raise NotVectorised(op)
 
 
@@ -300,6 +304,47 @@ def _compare(op: str, a: Values, b: Values) -> Values:
     res = {"=": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
            "<=": np.less_equal, ">=": np.greater_equal}[op](x, y)
     return Values("bool", res, ok)
+
+
+def _near(x: np.ndarray, y: np.ndarray, tol: tuple[int, ...]) -> np.ndarray:
+    return np.abs(x - y) <= (tol[0] if tol else 0)
+
+
+def _gap(gap: np.ndarray, tol: tuple[int, ...]) -> np.ndarray:
+    return (tol[0] <= gap) & (gap <= tol[1]) if tol else gap > 0
+
+
+# Spec §11's table over arrays of ms (a = [as, ae), b = [bs, be); tefq.oracle.allen per value)
+ALLEN: dict[str, Any] = {
+    "BEFORE": lambda as_, ae, bs, be, t: _gap(bs - ae, t),
+    "AFTER": lambda as_, ae, bs, be, t: _gap(as_ - be, t),
+    "MEETS": lambda as_, ae, bs, be, t: _near(ae, bs, t),
+    "METBY": lambda as_, ae, bs, be, t: _near(be, as_, t),
+    "OVERLAPS": lambda as_, ae, bs, be, t: (as_ < bs) & (bs < ae) & (ae < be),
+    "OVERLAPPEDBY": lambda as_, ae, bs, be, t: (bs < as_) & (as_ < be) & (be < ae),
+    "STARTS": lambda as_, ae, bs, be, t: _near(as_, bs, t) & (ae < be),
+    "STARTEDBY": lambda as_, ae, bs, be, t: _near(as_, bs, t) & (be < ae),
+    "DURING": lambda as_, ae, bs, be, t: (bs < as_) & (ae < be),
+    "CONTAINS": lambda as_, ae, bs, be, t: (as_ < bs) & (be < ae),
+    "FINISHES": lambda as_, ae, bs, be, t: (bs < as_) & _near(ae, be, t),
+    "FINISHEDBY": lambda as_, ae, bs, be, t: (as_ < bs) & _near(ae, be, t),
+    "EQUALS": lambda as_, ae, bs, be, t: _near(as_, bs, t) & _near(ae, be, t),
+}
+
+
+def _allen(relation: str, times: list[Values], tolerances: list[Values]) -> Values:
+    """Allen's `relation` (spec §11) over four dateTime columns (an open fact's end is already the
+    tick): a column that is not dateTimes makes every row an error, as the oracle's `_dt` does.
+    The tolerances are the bound constants (ms); anything else goes per distinct input."""
+    if any(t.kind != "int" or not t.ok.all() or len(set(t.data.tolist())) > 1 for t in tolerances):
+        raise NotVectorised("Allen tolerances that are not constant ms")
+    tol = tuple(int(t.data[0]) for t in tolerances) if len(times[0]) else ()
+    ok = np.ones(len(times[0]), bool)
+    for t in times:
+        ok &= t.ok if t.kind == "dt" else False
+    data = [np.where(ok, t.data, 0).astype(np.int64) for t in times]
+    holds = ALLEN[relation](*data, tol) if len(ok) else np.zeros(0, bool)
+    return Values("bool", np.asarray(holds, bool) & ok, ok)
 
 
 def _logical(op: str, args: list[Values]) -> Values:

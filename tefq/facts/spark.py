@@ -1,0 +1,116 @@
+"""The fact table on Spark (spec §12): one streaming query whose fact operator holds every fact of
+the document and emits each interval when it closes, and the open ones at the end of the input
+(`tefq.spark.fact_output`); the driver decodes them into the oracle's `FactStore`, so
+`tefq.facts.table.store_rows` writes both engines' tables in one order and one format.
+
+The query is the fact-aggregate operator's (`tefq.spark.operators.fact`) over a plan that has
+every fact of the document, every identity term and no aggregate (`table_plan`): its ticks only
+say when an interval is final (every EVERY_MS of event time), no row is reported. A document
+whose facts that operator cannot run (background or FILTER in a SINCE/UNTIL clause, non-fact
+patterns in a derived-fact body) gets the oracle's fact table over the stream's elements.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from tefq import cleanup
+from tefq.errors import TefqError
+from tefq.facts.table import FactRows, store_rows
+from tefq.io.paths import path_in
+from tefq.oracle.facts import FactStore, FactTable
+from tefq.plan.logical import Document
+from tefq.vocabulary import DEFAULT_MAX_TICKS
+
+EVERY_MS = 3_600_000  # when intervals become final on event time: in a bounded run, only how many ticks
+TABLE_QUERY = "facts"  # the streaming query's name (its directory under the run's work directory)
+
+
+def table_plan(doc: Document, buckets: int = 1):  # -> FactAggregatePlan | Refusal | None (no fact)
+    """The fact-aggregate plan of every fact of `doc`, every identity term shipped, no output;
+    over `buckets` when the last fact's closure is every fact and one of its identity variables
+    routes them exactly (planning/fact.choose_routing, as for a query grouping by it), else one."""
+    from tefq.spark.planning.common import Refusal
+    from tefq.spark.planning.fact import FactAggregatePlan, choose_routing, fact_buckets, fact_closure, plan_facts
+
+    if not doc.facts:
+        return None
+    order = fact_closure(doc, [f.name for f in doc.facts])
+    if isinstance(order, Refusal):
+        return order
+    plans = plan_facts(doc, order, {f.name: {v.name for v in f.identity} for f in doc.facts})
+    if isinstance(plans, Refusal):
+        return plans
+    last = order[-1]
+    keys = list(plans[last].identity)
+    routing = choose_routing(plans, order, last, keys, None) if buckets > 1 else None
+    return FactAggregatePlan(
+        query=TABLE_QUERY, columns=(), facts=tuple(plans[n] for n in order), fact=last, current=True,
+        group_vars=(), group_cols=(), aggregates=(), distinct_cols=(), projections=(), while_=None,
+        every_ms=EVERY_MS, partitioning="the fact table: no identity variable routes every fact exactly",
+        buckets=fact_buckets(routing, buckets), routing=routing)
+
+
+def collected_store(doc: Document, intervals: dict[str, dict]) -> FactStore:
+    """The oracle's FactStore of the intervals the Spark operator emitted (per fact name)."""
+    tables = {}
+    for f in doc.facts:
+        table = FactTable(f.name, f.template, f.identity)
+        table.intervals = intervals.get(f.name, {})
+        tables[f.name] = table
+    return FactStore(tables)
+
+
+def spark_fact_store(doc: Document, stream_paths: list[str], background: Any = None, *, master: str | None = None,
+                     progress: bool = False, spark=None, ingest: str = "auto") -> tuple[FactStore, str]:
+    """The facts of `doc` over `stream_paths`, computed on Spark; returns the store and how
+    ("spark", or "oracle" when the fact operator cannot run these facts)."""
+    from tefq.spark.engine import check_run, run_to_end
+    from tefq.spark.operators.base import StreamLimits
+    from tefq.spark.operators.fallback import rdflib_triples
+    from tefq.spark.planning.common import Refusal
+    from tefq.spark.runtime.pipelines import RunOptions
+    from tefq.spark.runtime.progress import say
+    from tefq.spark.runtime.session import default_master, get_session
+    from tefq.spark.runtime.sink import collect_facts
+
+    plan = table_plan(doc)
+    if plan is None:
+        return collected_store(doc, {}), "spark"
+    if isinstance(plan, Refusal):
+        from tefq.facts.api import event_elements
+        from tefq.facts.table import fact_store
+
+        say(progress, f"the fact operator does not run {plan.what}: the oracle's fact table over the elements")
+        return fact_store(doc, event_elements(stream_paths), background), "oracle"
+    check_run(doc, stream_paths, False, ingest)
+    opts = RunOptions(progress=progress, background=rdflib_triples(background),
+                      limits=StreamLimits(DEFAULT_MAX_TICKS), facts=True)
+    if spark is None:
+        say(progress, f"starting Spark ({default_master(master)})…")
+        spark = get_session(master)
+    plan = table_plan(doc, max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))  # routed when exact
+    workdir = cleanup.register(tempfile.mkdtemp(prefix="tefq-facts-"))
+    try:
+        run_to_end(spark, doc, [plan], stream_paths, workdir, opts, ingest)
+        collected = collect_facts(plan, os.path.join(path_in(workdir, plan.query), "output"))  # build_plan's sink
+        return collected_store(doc, collected.intervals()), "spark"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        cleanup.unregister(workdir)
+
+
+def spark_fact_table(doc: Document, stream_paths: list[str], background: Any = None, **options) -> tuple[FactRows, str]:
+    """The fact table of spec §12 on Spark (options: those of `spark_fact_store`)."""
+    store, engine = spark_fact_store(doc, stream_paths, background, **options)
+    return store_rows(doc, store), engine
+
+
+def refuse_follow() -> None:
+    raise TefqError("--follow is not yet supported by tefq facts: run it without --follow (the fact table of "
+                    "the input written so far)", file="--follow")
+
+
+__all__ = ["EVERY_MS", "table_plan", "collected_store", "spark_fact_store", "spark_fact_table", "refuse_follow"]
