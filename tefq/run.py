@@ -10,8 +10,9 @@
    options the chosen engine would silently drop refused;
 4. the background read once (its predicates bind the document; its triples feed the oracle, its
    graph Spark) and the document bound;
-5. the inputs staged (standard input, `--stream-format`, tables) and ONE of four runs (`RUNS`):
-   the oracle or Spark, native or simulated;
+5. the inputs staged (standard input, `--stream-format`, tables; for Spark, as Parquet by the one
+   stager, tefq.io.stager) with ONE bad-row log for the run, and ONE of four runs (`RUNS`): the
+   oracle or Spark, native or simulated;
 6. the metrics completed (bad rows, wall time, rows out) and, when the request says where, the
    results and metrics written.
 
@@ -354,10 +355,10 @@ class Job:
     background: "Background | None"
     staged: "StagedStreams"
     workdir: str
-    log: BadRowLog  # the rows read here (everything on the oracle; staged inputs for Spark)
+    log: BadRowLog  # the run's one log of bad rows: every engine and the stager record and count theirs here
 
     def spark_paths(self) -> list[str]:
-        from tefq.io.staging import as_parquet
+        from tefq.io.stager import as_parquet
 
         return as_parquet(self.staged, self.workdir, self.log)
 
@@ -366,7 +367,7 @@ class Job:
         r, s = self.request, self.request.spark
         return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms,
                     master=s.master or os.environ.get("TEFQ_SPARK_MASTER"),
-                    max_files_per_trigger=s.max_files_per_trigger, bad_rows=r.bad_rows, progress=r.progress,
+                    max_files_per_trigger=s.max_files_per_trigger, bad_row_log=self.log, progress=r.progress,
                     max_ticks=self.settings.limits.max_ticks, spark=s.session)
 
     @property
@@ -421,9 +422,9 @@ RUNS: dict[tuple[str, bool], Callable[[Job], RunResult]] = {
 
 # ---------------------------------------------------------------- after the run
 def finish_metrics(run: RunResult, log: BadRowLog, started: float, *, count_rows: bool) -> None:
-    """The bad rows read here added to the engine's, the wall time, and (unless follow mode
-    counted the rows it handed on) the rows out."""
-    run.metrics.extra["bad_rows"] = run.metrics.extra.get("bad_rows", 0) + log.count
+    """The bad rows (the run's one log counts them all, whichever engine found them), the wall
+    time, and (unless follow mode counted the rows it handed on) the rows out."""
+    run.metrics.extra["bad_rows"] = log.count
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     if count_rows:
         run.metrics.rows_out = sum(len(r.rows) for r in run.results)
