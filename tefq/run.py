@@ -104,12 +104,13 @@ class SparkOptions:
 @dataclass(frozen=True)
 class Output:
     """Where the rows and metrics of a run are written (the command line's --format, --out,
-    --tick-format, --metrics)."""
+    --tick-format, --metrics, --terms)."""
 
     format: str = "csv"
     out: str | None = None
     tick_format: str = "ms"
     metrics: str | None = None
+    terms: str = "ntriples"  # parquet / arrow: "typed" columns (tefq.results.typed_column)
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ def execute(request: RunRequest) -> RunOutcome:
         finally:
             job.log.close()
     finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
+    plan_kinds(run, doc)
     if request.output is not None:
         write(run, request.output, appended=request.spark.follow)
     return RunOutcome(settings.engine, run)
@@ -430,12 +432,22 @@ def finish_metrics(run: RunResult, log: BadRowLog, started: float, *, count_rows
         run.metrics.rows_out = sum(len(r.rows) for r in run.results)
 
 
+def plan_kinds(run: RunResult, doc: Document) -> None:
+    """Each result's column kinds as its plan gives them (typed outputs: tefq.results.column_kinds)."""
+    from tefq.results import column_kinds
+
+    queries = {q.name: q for q in doc.queries}
+    for result in run.results:
+        if result.name in queries:
+            result.kinds = column_kinds(queries[result.name])
+
+
 def write(run: RunResult, output: Output, *, appended: bool) -> None:
     """The results (unless follow mode appended them as they came) and the metrics file."""
     from tefq.io.result_writers import write_metrics, write_results
 
     if not appended:
-        write_results(run.results, output.format, output.out, output.tick_format)
+        write_results(run.results, output.format, output.out, output.tick_format, output.terms)
     write_metrics(run.metrics, output.metrics)
 
 
