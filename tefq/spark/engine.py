@@ -35,7 +35,7 @@ from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
-from tefq.spark.runtime.input_files import input_files
+from tefq.spark.runtime.input_files import input_files, record_redis_ends
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
@@ -140,7 +140,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
     log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
-    lock = (resume(checkpoint, file_inputs(stream_paths), follow, doc, background=background, t0=t0,
+    lock = (resume(checkpoint, stream_paths, follow, doc, background=background, t0=t0,
                    lateness_ms=lateness_ms) if checkpoint is not None else None)
     tmp = None
     try:
@@ -231,6 +231,7 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
     """A bounded run: the streams staged (bad rows to the run's `log`), every plan through `run_bounded`."""
     staging = stage_streams(stream_paths, workdir, log)
     staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False)
+    record_redis_ends(workdir, staging.paths)  # a finished checkpoint refuses entries past these
     run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
