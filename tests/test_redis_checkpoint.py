@@ -18,17 +18,6 @@ from tefq.errors import TefqError  # noqa: E402
 from tefq.io.redis_stream import RedisStream, add_elements  # noqa: E402
 from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of  # noqa: E402
 
-X = "http://example.org/iptv#"
-BASE = 1_700_000_000_000
-
-
-def views(first: int, n: int, start: int = BASE) -> list[tuple[int, str, str, str]]:
-    """n users join a channel one second apart and quit a minute later."""
-    out = []
-    for i in range(first, first + n):
-        out.append((start + i * 1000, f"<{X}u{i}>", f"<{X}join>", f"<{X}ch{i % 3}>"))
-        out.append((start + 60_000 + i * 1000, f"<{X}u{i}>", f"<{X}quit>", f"<{X}ch{i % 3}>"))
-    return sorted(out)
 
 
 def published(port: int, key: str, elements: list) -> str:
@@ -52,7 +41,7 @@ def test_the_redis_stream_is_part_of_the_checkpoints_identity(tmp_path):
 
 @pytest.mark.spark
 def test_finished_checkpoint_over_redis_refuses_new_entries(spark, redis_port, tmp_path):
-    first, later = views(0, 10), views(10, 10, start=BASE + 600_000)
+    first, later = sd.views(0, 10), sd.views(10, 10, start=sd.VIEWS_START + 600_000)
     url = published(redis_port, "ck-log", first)
     doc, ck = sd.uc1(10_000), str(tmp_path / "ck")
     got = run_spark(spark, doc, [url], checkpoint=ck)
