@@ -188,13 +188,19 @@ def typed_column(cells: list[Cell], planned: str = TERM) -> tuple[str, list[Any]
 
 
 def datetime_ms(lexical: str) -> int | None:
-    """An xsd:dateTime's lexical form as ms since the epoch (no zone: UTC); None if it is not one."""
-    from tefq.io.timestamps import parse_iso_ms
+    """An xsd:dateTime's lexical form as ms since the epoch (no zone: UTC; digits below the ms
+    truncated); None if Python's ISO reader does not take it (`24:00:00`, a year beyond 9999):
+    its column then keeps the N-Triples form."""
+    from datetime import datetime, timezone
 
     try:
-        return parse_iso_ms(lexical)
+        moment = datetime.fromisoformat(lexical)
     except ValueError:
         return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 AGGREGATE_KINDS = {"COUNT": LONG, "SUM": DOUBLE, "AVG": DOUBLE}  # MIN/MAX: their argument's (TERM)
