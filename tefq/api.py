@@ -145,11 +145,13 @@ class Result:
         rows = [[tick] + [python_value(c) for c in cells] for tick, cells in r.sorted_rows()]
         return pd.DataFrame(rows, columns=["tick"] + names)
 
-    def to_arrow(self, query: str | None = None) -> "pa.Table":
-        """`tick` as timestamp[ms, UTC] and the cells as N-Triples strings (lossless; as --format arrow)."""
+    def to_arrow(self, query: str | None = None, *, terms: str = "ntriples") -> "pa.Table":
+        """`tick` as timestamp[ms, UTC] and the cells as N-Triples strings (lossless); `terms="typed"`:
+        typed columns (counts long, sums and averages double, IRIs without brackets, literals of
+        one datatype by their type, mixed terms N-Triples). As --format arrow/parquet [--terms typed]."""
         from tefq.io.result_writers import arrow_table
 
-        return arrow_table([self.query_result(query)])
+        return arrow_table([self.query_result(query)], terms)
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{r.name}: {len(r.rows)} rows" for r in self.results)

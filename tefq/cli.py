@@ -21,10 +21,11 @@ from tefq.compare.cli import register as register_compare
 from tefq.errors import TefqError, failure_message
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
-from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS
+from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS, check_term_output
 from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
 from tefq.publish import register as register_publish
+from tefq.results import TERM_FORMS
 from tefq.run import ENGINES, Output, QueryFile, RunRequest, SparkOptions, execute, prefix_mappings
 from tefq.sensors.cli import register as register_sensors
 from tefq.simulate.names import STRATEGIES
@@ -109,6 +110,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.at is not None or args.facts is not None:  # spec §12: as of given instants (oracle)
         args.stream = [_stream_arg(v).path for v in args.stream or ()]
+        if args.terms != "ntriples":
+            raise TefqError("--terms typed is not applied to --at/--facts output yet", file="--terms")
         return run_as_of(args)
     if not args.stream:
         raise TefqError("tefq run needs --stream PATH (or --facts FILE with --at)", file="--stream")
@@ -134,7 +137,8 @@ def _output(args: argparse.Namespace) -> Output:
     if args.follow and fmt not in APPENDABLE_FORMATS:
         raise TefqError(f"--follow appends rows as they come: use --format {', '.join(APPENDABLE_FORMATS)}",
                         file="--format")
-    return Output(fmt, args.out, args.tick_format, args.metrics)
+    check_term_output(fmt, args.terms)  # before the run, not after it
+    return Output(fmt, args.out, args.tick_format, args.metrics, args.terms)
 
 
 # ---------------------------------------------------------------- the parser
@@ -211,6 +215,9 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="PATH", help="result file, or a directory for one file per query "
                                                   "(default: standard output)")
     p.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
+    p.add_argument("--terms", choices=TERM_FORMS, default="ntriples",
+                   help="parquet/arrow cells: N-Triples strings, or typed columns (counts long, sums and averages "
+                        "double, IRIs without brackets; docs/formats.md)")
 
 
 def _add_spark_options(p: argparse.ArgumentParser) -> None:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from tefq.terms import (XSD, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, iri_value, is_iri, is_literal,
-                        split_literal)
+from tefq.terms import (XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, iri_value,
+                        is_iri, is_literal, split_literal)
 
 Cell = str | None
 Row = tuple[int, tuple[Cell, ...]]  # (tick in ms, cells in SELECT order)
@@ -21,6 +21,8 @@ class QueryResult:
     name: str
     columns: tuple[str, ...]  # output names, without the leading `tick`
     rows: list[Row] = field(default_factory=list)
+    # output name -> its kind as the plan gives it (`column_kinds`; typed outputs); none: from the rows
+    kinds: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def sorted_rows(self) -> list[Row]:
         """Rows ordered by tick, then by the values left to right (spec §5); unbound first."""
@@ -98,3 +100,135 @@ def python_value(cell: Cell) -> Any:
     if dt == XSD_BOOLEAN and lex in ("true", "false", "1", "0"):
         return lex in ("true", "1")
     return lex
+
+
+# Typed result columns (--terms typed, `tefq.spark.apply(..., terms="typed")`, `Result.to_arrow`):
+# a column's kind, then each cell as a value of that kind. The N-Triples form stays the default.
+TERM_FORMS = ("ntriples", "typed")
+LONG, DOUBLE, BOOLEAN, TIMESTAMP = "long", "double", "boolean", "timestamp"
+STRING = "string"  # IRIs without brackets, literals of one datatype by their lexical form, `_:b`
+NTRIPLES = "ntriples"  # every cell in N-Triples form: a column of mixed terms
+TERM = "term"  # not known before the rows: IRIs without brackets, any other term in N-Triples form
+INT64 = range(-(1 << 63), 1 << 63)
+
+
+def check_term_form(form: str, option: str = "--terms") -> str:
+    if form not in TERM_FORMS:
+        from tefq.errors import TefqError
+
+        raise TefqError(f"unknown {option} {form!r}: expected {' or '.join(TERM_FORMS)}", file=option)
+    return form
+
+
+def literal_kind(cell: str) -> str:
+    """The kind of one cell on its own (NTRIPLES: it has none but its N-Triples form)."""
+    if is_iri(cell) or cell.startswith("_:"):
+        return STRING
+    lex, dt, lang = split_literal(cell)
+    if lang is not None:
+        return NTRIPLES  # the lexical form alone would drop the language
+    if dt in NUMERIC_TYPES:
+        value = python_value(cell)
+        if isinstance(value, float) or (isinstance(value, int) and value in INT64):
+            return LONG if NUMERIC_TYPES[dt] is int else DOUBLE
+        return NTRIPLES  # ill-typed, or too large for a long
+    if dt == XSD_BOOLEAN:
+        return BOOLEAN if lex in ("true", "false", "1", "0") else NTRIPLES
+    if dt == XSD_DATETIME:
+        return TIMESTAMP if datetime_ms(lex) is not None else NTRIPLES
+    return STRING
+
+
+def column_kind(cells: list[Cell], planned: str = TERM) -> str:
+    """A column's kind: the plan's when it knows it (`column_kinds`), else the one kind all its
+    bound cells share (IRIs and blank nodes count as STRING; literals of one datatype as theirs,
+    STRING for a non-numeric one), else NTRIPLES (mixed terms keep the N-Triples form)."""
+    if planned != TERM:
+        return planned
+    kinds: set[str] = set()
+    datatypes: set[str] = set()  # of the STRING cells: a string column holds one datatype, or only IRIs
+    for cell in set(cells):
+        if cell is not None:
+            kinds.add(kind := literal_kind(cell))
+            if kind == STRING:
+                datatypes.add((split_literal(cell)[1] or XSD_STRING) if is_literal(cell) else "IRI")
+    if kinds == {LONG, DOUBLE}:
+        return DOUBLE  # numbers of both kinds: all as doubles
+    if len(kinds) > 1 or len(datatypes) > 1:
+        return NTRIPLES
+    return kinds.pop() if kinds else STRING
+
+
+def typed_cell(cell: Cell, kind: str) -> Any:
+    """One cell as a value of its column's `kind` (a timestamp as ms since the epoch, UTC). A cell
+    that is not of a planned kind raises ValueError (a plan/engine mismatch: never silently lost)."""
+    if cell is None:
+        return None
+    if kind == NTRIPLES:
+        return cell
+    if is_iri(cell) and kind in (TERM, STRING):
+        return iri_value(cell)
+    if kind == TERM or (kind == STRING and not is_literal(cell)):
+        return cell
+    if kind == STRING:
+        return split_literal(cell)[0]
+    value = datetime_ms(split_literal(cell)[0]) if kind == TIMESTAMP else python_value(cell)
+    if kind == DOUBLE and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    expected = {LONG: int, DOUBLE: float, BOOLEAN: bool, TIMESTAMP: int}[kind]
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ValueError(f"a {kind} column holds {cell}")
+    return value
+
+
+def typed_column(cells: list[Cell], planned: str = TERM) -> tuple[str, list[Any]]:
+    """A column of cells as (its kind, its values): `column_kind`, then `typed_cell`."""
+    kind = column_kind(cells, planned)
+    return kind, [typed_cell(c, kind) for c in cells]
+
+
+def datetime_ms(lexical: str) -> int | None:
+    """An xsd:dateTime's lexical form as ms since the epoch (no zone: UTC; digits below the ms
+    truncated); None if Python's ISO reader does not take it (`24:00:00`, a year beyond 9999):
+    its column then keeps the N-Triples form."""
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(lexical)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+AGGREGATE_KINDS = {"COUNT": LONG, "SUM": DOUBLE, "AVG": DOUBLE}  # MIN/MAX: their argument's (TERM)
+
+
+def column_kinds(query: Any) -> dict[str, str]:
+    """Each output column's kind, from the plan, before any row exists (`tefq.spark.apply` needs
+    its schema first): a COUNT a long, a SUM or AVG (DURATION's seconds included) a double,
+    arithmetic over those a long or a double, a numeric constant its datatype's; anything else
+    (a group variable, MIN/MAX, a function) TERM. A windowed query's columns are all TERM."""
+    from tefq.plan.logical import AggregateQuery
+
+    if not isinstance(query, AggregateQuery):
+        return dict.fromkeys(getattr(query, "select_names", ()), TERM)
+    aliases = {a.alias: AGGREGATE_KINDS.get(a.func, TERM) for a in query.aggregates}
+    return {p.name: expression_kind(p.expr, aliases) for p in query.select}
+
+
+def expression_kind(expr: Any, aliases: dict[str, str]) -> str:
+    from tefq.plan.logical import Call, Term, Var
+
+    if isinstance(expr, Var):
+        return aliases.get(expr.name, TERM)
+    if isinstance(expr, Term):
+        kind = literal_kind(expr.nt)
+        return kind if kind in (LONG, DOUBLE, BOOLEAN) else TERM
+    if isinstance(expr, Call) and expr.op in ("+", "-", "*", "/", "neg"):
+        kinds = {expression_kind(a, aliases) for a in expr.args}
+        if kinds <= {LONG, DOUBLE}:
+            return LONG if kinds == {LONG} and expr.op != "/" else DOUBLE  # SPARQL: integer / integer is a decimal
+    return TERM

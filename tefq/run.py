@@ -10,8 +10,9 @@
    options the chosen engine would silently drop refused;
 4. the background read once (its predicates bind the document; its triples feed the oracle, its
    graph Spark) and the document bound;
-5. the inputs staged (standard input, `--stream-format`, tables) and ONE of four runs (`RUNS`):
-   the oracle or Spark, native or simulated;
+5. the inputs staged (standard input, `--stream-format`, tables; for Spark, as Parquet by the one
+   stager, tefq.io.stager) with ONE bad-row log for the run, and ONE of four runs (`RUNS`): the
+   oracle or Spark, native or simulated;
 6. the metrics completed (bad rows, wall time, rows out) and, when the request says where, the
    results and metrics written.
 
@@ -103,12 +104,13 @@ class SparkOptions:
 @dataclass(frozen=True)
 class Output:
     """Where the rows and metrics of a run are written (the command line's --format, --out,
-    --tick-format, --metrics)."""
+    --tick-format, --metrics, --terms)."""
 
     format: str = "csv"
     out: str | None = None
     tick_format: str = "ms"
     metrics: str | None = None
+    terms: str = "ntriples"  # parquet / arrow: "typed" columns (tefq.results.typed_column)
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ def execute(request: RunRequest) -> RunOutcome:
         finally:
             job.log.close()
     finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
+    plan_kinds(run, doc)
     if request.output is not None:
         write(run, request.output, appended=request.spark.follow)
     return RunOutcome(settings.engine, run)
@@ -354,10 +357,10 @@ class Job:
     background: "Background | None"
     staged: "StagedStreams"
     workdir: str
-    log: BadRowLog  # the rows read here (everything on the oracle; staged inputs for Spark)
+    log: BadRowLog  # the run's one log of bad rows: every engine and the stager record and count theirs here
 
     def spark_paths(self) -> list[str]:
-        from tefq.io.staging import as_parquet
+        from tefq.io.stager import as_parquet
 
         return as_parquet(self.staged, self.workdir, self.log)
 
@@ -366,7 +369,7 @@ class Job:
         r, s = self.request, self.request.spark
         return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms,
                     master=s.master or os.environ.get("TEFQ_SPARK_MASTER"),
-                    max_files_per_trigger=s.max_files_per_trigger, bad_rows=r.bad_rows, progress=r.progress,
+                    max_files_per_trigger=s.max_files_per_trigger, bad_row_log=self.log, progress=r.progress,
                     max_ticks=self.settings.limits.max_ticks, spark=s.session)
 
     @property
@@ -421,12 +424,22 @@ RUNS: dict[tuple[str, bool], Callable[[Job], RunResult]] = {
 
 # ---------------------------------------------------------------- after the run
 def finish_metrics(run: RunResult, log: BadRowLog, started: float, *, count_rows: bool) -> None:
-    """The bad rows read here added to the engine's, the wall time, and (unless follow mode
-    counted the rows it handed on) the rows out."""
-    run.metrics.extra["bad_rows"] = run.metrics.extra.get("bad_rows", 0) + log.count
+    """The bad rows (the run's one log counts them all, whichever engine found them), the wall
+    time, and (unless follow mode counted the rows it handed on) the rows out."""
+    run.metrics.extra["bad_rows"] = log.count
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     if count_rows:
         run.metrics.rows_out = sum(len(r.rows) for r in run.results)
+
+
+def plan_kinds(run: RunResult, doc: Document) -> None:
+    """Each result's column kinds as its plan gives them (typed outputs: tefq.results.column_kinds)."""
+    from tefq.results import column_kinds
+
+    queries = {q.name: q for q in doc.queries}
+    for result in run.results:
+        if result.name in queries:
+            result.kinds = column_kinds(queries[result.name])
 
 
 def write(run: RunResult, output: Output, *, appended: bool) -> None:
@@ -434,7 +447,7 @@ def write(run: RunResult, output: Output, *, appended: bool) -> None:
     from tefq.io.result_writers import write_metrics, write_results
 
     if not appended:
-        write_results(run.results, output.format, output.out, output.tick_format)
+        write_results(run.results, output.format, output.out, output.tick_format, output.terms)
     write_metrics(run.metrics, output.metrics)
 
 

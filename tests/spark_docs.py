@@ -73,3 +73,15 @@ def worked_example() -> list[tuple[int, str, str, str]]:
     return [(1000, who("Alice"), j, A), (3000, who("Bob"), j, B), (7000, who("Cathy"), j, B),
             (8000, who("David"), j, B), (9000, who("Bob"), q, B), (11000, who("Eric"), j, A),
             (12000, who("Fiona"), j, B), (14000, who("Alice"), q, A)]
+
+
+VIEWS_START = 1_700_000_000_000  # 2023-11-14T22:13:20Z
+
+
+def views(first: int, n: int, start: int = VIEWS_START) -> list[tuple[int, str, str, str]]:
+    """n users join a channel one second apart and quit a minute later."""
+    out = []
+    for i in range(first, first + n):
+        out.append((start + i * 1000, f"<{IPTV}u{i}>", f"<{IPTV}join>", f"<{IPTV}ch{i % 3}>"))
+        out.append((start + 60_000 + i * 1000, f"<{IPTV}u{i}>", f"<{IPTV}quit>", f"<{IPTV}ch{i % 3}>"))
+    return sorted(out)

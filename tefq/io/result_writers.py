@@ -6,7 +6,9 @@ LF and its header names are `?`-prefixed as SPARQL 1.1 TSV requires; `json` is O
 Query Results JSON document and `xml` one SPARQL Query Results XML document; `jsonl` is one
 results document per (query, tick) and line with a top-level `"tick"` (tefq's former `json`);
 `text` is an aligned table for people; `parquet` / `arrow` hold `tick` as a UTC timestamp and the
-cells as N-Triples strings. Every file is written atomically (tefq.io.atomic).
+cells as N-Triples strings, or with `--terms typed` typed columns (tefq.results.typed_column:
+counts long, sums and averages double, IRIs without brackets, literals of one datatype by their
+type, mixed terms N-Triples). Every file is written atomically (tefq.io.atomic).
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from tefq.io.atomic import atomic_open, atomic_path
 from tefq.io.paths import path_in
 from tefq.io.records import append_records
 from tefq.io.timestamps import format_iso_ms
-from tefq.results import Cell, Metrics, QueryResult
+from tefq.results import (BOOLEAN, DOUBLE, LONG, NTRIPLES, STRING, TERM, TIMESTAMP, Cell, Metrics, QueryResult,
+                          check_term_form, typed_column)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -233,10 +236,12 @@ def _write_jsonl(out: IO[str], results: list[QueryResult], tick_format: str) -> 
 # ---------------------------------------------------------------------------------------------
 # Arrow and Parquet
 
-def arrow_table(results: list[QueryResult]) -> "pa.Table":
-    """`tick` as timestamp[ms, UTC], every other column N-Triples terms as strings (null = unbound)."""
+def arrow_table(results: list[QueryResult], term_form: str = "ntriples") -> "pa.Table":
+    """`tick` as timestamp[ms, UTC], every other column N-Triples terms as strings (null =
+    unbound); `term_form` "typed": each column typed (tefq.results.typed_column)."""
     import pyarrow as pa
 
+    check_term_form(term_form)
     head, rows = table(results)
     columns = list(zip(*rows)) or [()] * len(head)
     arrays = []
@@ -246,16 +251,37 @@ def arrow_table(results: list[QueryResult]) -> "pa.Table":
             arrays.append(pa.array(ms, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC")))
         elif name == "query" and len(results) > 1:
             arrays.append(pa.array([terms.split_literal(v)[0] for v in values], type=pa.string()))
+        elif term_form == "typed":
+            arrays.append(typed_array(list(values), planned_kind(results, name)))
         else:
             arrays.append(pa.array(values, type=pa.string()))
     return pa.Table.from_arrays(arrays, names=head)
 
 
-def _write_binary(path: str | None, results: list[QueryResult], fmt: str) -> None:
+def typed_array(cells: list[Cell], planned: str) -> "pa.Array":
+    """A typed column (tefq.results.typed_column) as an Arrow array."""
+    import pyarrow as pa
+
+    kind, values = typed_column(cells, planned)
+    if kind == TIMESTAMP:
+        return pa.array(values, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    arrow_types = {LONG: pa.int64(), DOUBLE: pa.float64(), BOOLEAN: pa.bool_(), STRING: pa.string(),
+                   NTRIPLES: pa.string(), TERM: pa.string()}
+    return pa.array(values, type=arrow_types[kind])
+
+
+def planned_kind(results: list[QueryResult], name: str) -> str:
+    """The kind the plans give column `name` (tefq.results.column_kinds, kept on each result by
+    the run service): the one every query with that column gives it, else TERM (from the rows)."""
+    kinds = {r.kinds.get(name, TERM) for r in results if name in _names(r)}
+    return kinds.pop() if len(kinds) == 1 else TERM
+
+
+def _write_binary(path: str | None, results: list[QueryResult], fmt: str, term_form: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    data = arrow_table(results)
+    data = arrow_table(results, term_form)
     sink = pa.BufferOutputStream() if path is None else pa.OSFile(path, "wb")
     with sink:
         if fmt == "parquet":
@@ -270,6 +296,14 @@ def _write_binary(path: str | None, results: list[QueryResult], fmt: str) -> Non
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
+
+def check_term_output(fmt: str, term_form: str) -> None:
+    """`--terms typed` types Parquet and Arrow columns; the text formats write terms as their
+    standards say (CSV: lexical forms, TSV/JSON/XML: terms), so it is refused there, not dropped."""
+    if check_term_form(term_form) == "typed" and fmt not in BINARY_FORMATS:
+        raise TefqError(f"--terms typed applies to --format {' and '.join(BINARY_FORMATS)}: {fmt} writes "
+                        "terms as its standard says", file="--terms")
+
 
 def _check(fmt: str, tick_format: str) -> str:
     fmt = fmt.lower()
@@ -298,14 +332,15 @@ def result_path(directory: str, query_name: str, fmt: str) -> str:
     return path_in(directory, query_name, EXTENSIONS.get(fmt, fmt))
 
 
-def _write_file(path: str | None, results: list[QueryResult], fmt: str, tick_format: str) -> None:
+def _write_file(path: str | None, results: list[QueryResult], fmt: str, tick_format: str,
+                term_form: str = "ntriples") -> None:
     if fmt in BINARY_FORMATS:
         if path is None:
             with to_stdout():
-                _write_binary(None, results, fmt)
+                _write_binary(None, results, fmt, term_form)
         else:
             with atomic_path(path) as tmp:
-                _write_binary(tmp, results, fmt)
+                _write_binary(tmp, results, fmt, term_form)
     elif path is None:
         with to_stdout():
             _write_one(sys.stdout, results, fmt, tick_format)
@@ -316,13 +351,15 @@ def _write_file(path: str | None, results: list[QueryResult], fmt: str, tick_for
 
 
 def write_results(results: list[QueryResult], fmt: str = "csv", out: str | None = None,
-                  tick_format: str = "ms") -> list[str]:
+                  tick_format: str = "ms", term_form: str = "ntriples") -> list[str]:
     """Write the results as spec §5 says; returns the files written (empty for stdout).
+    `term_form` "typed": parquet / arrow columns typed (`arrow_table`); refused for text formats.
 
     `out` None -> stdout; a directory (existing, or a path ending in `/`) -> one file per query,
     named by `result_path`; otherwise one file (several queries share it with a leading `query`
     column). Files appear complete or not at all (written to a temporary name, then renamed)."""
     fmt = _check(fmt, tick_format)
+    check_term_output(fmt, term_form)
     if is_directory_target(out):
         try:
             os.makedirs(out, exist_ok=True)
@@ -331,12 +368,12 @@ def write_results(results: list[QueryResult], fmt: str = "csv", out: str | None 
         written = []
         for r in results:
             path = result_path(out, r.name, fmt)
-            _write_file(path, [r], fmt, tick_format)
+            _write_file(path, [r], fmt, tick_format, term_form)
             written.append(path)
         return written
     if not results:
         return []
-    _write_file(out, results, fmt, tick_format)
+    _write_file(out, results, fmt, tick_format, term_form)
     return [out] if out else []
 
 

@@ -7,8 +7,8 @@ under a name with the right extension, in-memory events stay in memory as an Arr
 readers (tefq.io.readers) then check every row by the rules of tefq.io.validate — a table's rows
 as a Parquet file's — and an error names the original input (`<stdin>`, the user's file,
 `<events>` row N), not the staged copy. Bad rows go to the one `BadRowLog` the caller passes for
-the whole run. `as_parquet` hands an engine that reads files by their extension (Spark) Parquet
-files for the staged inputs.
+the whole run. For an engine that reads files by their extension (Spark), the one stager
+(tefq.io.stager.as_parquet) stages these inputs again as Parquet, with the same log.
 """
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def stage_stream(path: str, fmt: str | None, workdir: str, into: StagedStreams) 
     `fmt`, or (no `fmt`) a path read by its extension as is."""
     check_format(fmt)
     if path == STDIN:
-        staged = _fresh(workdir, f"stdin.{fmt or 'tsv'}")
+        staged = fresh_path(workdir, f"stdin.{fmt or 'tsv'}")
         with open(staged, "wb") as out:
             shutil.copyfileobj(sys.stdin.buffer, out)
         into.paths.append(staged)
@@ -143,7 +143,7 @@ def stage_stream(path: str, fmt: str | None, workdir: str, into: StagedStreams) 
     elif fmt is None:
         into.paths.append(path)
     else:
-        links = _fresh(workdir, "as-" + fmt)
+        links = fresh_path(workdir, "as-" + fmt)
         os.makedirs(links)
         for i, (shown, real) in enumerate(_files(path)):
             gz = ".gz" if real.lower().endswith(".gz") and fmt != "parquet" else ""
@@ -153,7 +153,7 @@ def stage_stream(path: str, fmt: str | None, workdir: str, into: StagedStreams) 
         into.paths.append(links)
 
 
-def _fresh(workdir: str, name: str) -> str:
+def fresh_path(workdir: str, name: str) -> str:
     """A path in `workdir` no earlier staging used (two `--stream -` or two overrides)."""
     n = 0
     while os.path.exists(candidate := os.path.join(workdir, f"{n}-{name}")):
@@ -176,28 +176,6 @@ def _files(path: str) -> list[tuple[str, str]]:
     if not found:
         raise TefqError("the stream directory holds no stream files", path)
     return sorted(found)
-
-
-def as_parquet(streams: StagedStreams, workdir: str, bad_rows: BadRowLog = STRICT) -> list[str]:
-    """Paths an engine that picks its reader by extension can read: staged inputs and tables are
-    written as one Parquet file each (checked by tefq's readers on the way, bad rows raised or
-    sent to `bad_rows`), other paths are passed through."""
-    from tefq.io.stream_writers import write_stream
-
-    out = []
-    for path in streams.paths:
-        one = streams.part(path)
-        if not one.staged:
-            out.append(path)
-            continue
-        target = _fresh(workdir, "staged.parquet")
-        write_stream(one.elements(bad_rows), target, "parquet")
-        out.append(target)
-    for table in streams.tables:
-        target = _fresh(workdir, "events.parquet")
-        write_stream(read_table(table, EVENTS, bad_rows), target, "parquet")
-        out.append(target)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

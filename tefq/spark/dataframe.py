@@ -11,7 +11,9 @@ never ends: each tick's rows come once the event time, minus `lateness`, has pas
 (as `--follow`), and the user writes them with their own `writeStream` and checkpoint.
 
 Output: `tick` (timestamp, ms) and one string column per SELECT name holding the N-Triples term
-(null = unbound), the schema of `tefq run --format parquet`. Each bucket decodes its own rows
+(null = unbound), the schema of `tefq run --format parquet`; with `terms="typed"`, each column
+typed as the plan says before the query runs (tefq.results.column_kinds: a COUNT long, a SUM or
+AVG double, a group variable a string with IRIs without brackets). Each bucket decodes its own rows
 inside the stateful operator (`decoded`): an operator emits a micro-batch's term dictionary with
 the rows that use it, so no driver is needed. Metrics are not returned; warnings (late events) go
 to the executors' stderr.
@@ -31,6 +33,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from tefq.analysis.durations import duration_ms
 from tefq.errors import TefqError
 from tefq.plan.logical import Document
+from tefq.results import BOOLEAN, DOUBLE, LONG, NTRIPLES, TERM, check_term_form, column_kinds, typed_cell
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
 from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.output import Collector
@@ -43,15 +46,18 @@ EVENT_COLUMNS = ("ts", "s", "p", "o")
 SOURCE_NAME = "<dataframe>"  # the `file` of a DataFrame's rows, in bad-row reports
 QUERY_TEXT = "<string>"  # the `file` of query text given as a string, in error messages (as tefq.compile's)
 INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+SPARK_TYPES = {LONG: "long", DOUBLE: "double", BOOLEAN: "boolean"}  # any other kind: string
 
 
 def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: int = 0, name: str | None = None,
-          background: Any = None, bad_rows: str | None = None) -> DataFrame:
+          background: Any = None, bad_rows: str | None = None, terms: str = "ntriples") -> DataFrame:
     """The rows of one query of `query` (a `tefq.Query` or its text; `name` picks a query of a
     document with several, the first by default) over `events_df` (batch or streaming, columns
     ts: long epoch ms or timestamp; s, p, o: N-Triples terms). `lateness`: ms or a duration
     ("5s"). `background`: a file or rdflib graph (used by the general operator). `bad_rows`: a
-    directory for malformed rows; without it a malformed row fails the Spark job, naming the row."""
+    directory for malformed rows; without it a malformed row fails the Spark job, naming the row.
+    `terms`: "ntriples" (every column an N-Triples string) or "typed" (see the module doc)."""
+    check_term_form(terms, "terms")
     doc = document_of(query)
     spark = events_df.sparkSession
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -62,9 +68,10 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
         source = source.unionByName(flush_source(spark))
     run = RunOptions(t0=t0, lateness_ms=duration_ms(lateness, "lateness"), bad_rows=bad_rows,
                      background=rdflib_triples(background))
-    func = decoded(PIPELINES[type(plan)].operator(doc, plan, run), plan)
+    kinds = output_kinds(doc, plan, terms)
+    func = decoded(PIPELINES[type(plan)].operator(doc, plan, run), plan, kinds)
     records = operator_frame(plan, source, shuffle_labels(plan.buckets, partitions), func, run,
-                             schema=decoded_schema(plan))
+                             schema=decoded_schema(plan, kinds))
     return records.select(F.timestamp_millis("tick").alias("tick"), *[F.col(f"`{c}`") for c in plan.columns])
 
 
@@ -143,13 +150,23 @@ def flush_source(spark: SparkSession) -> DataFrame:
                       F.lit(0).cast("long").alias("fh"), F.lit(0).cast("long").alias("row"))
 
 
-def decoded_schema(plan) -> str:
-    return ", ".join(["tick long"] + [f"`{c}` string" for c in plan.columns])
+def output_kinds(doc: Document, plan, terms: str) -> list[str]:
+    """Each output column's kind: NTRIPLES for every column, or (typed) the plan's
+    (tefq.results.column_kinds)."""
+    if terms == "ntriples":
+        return [NTRIPLES] * len(plan.columns)
+    planned = column_kinds(next(q for q in doc.queries if q.name == plan.query))
+    return [planned.get(c, TERM) for c in plan.columns]
 
 
-def decoded(func: Callable, plan) -> Callable:
-    """`func`'s records of one bucket and micro-batch as result rows (tick ms, N-Triples cells),
-    formatted by the driver's Collector; warnings printed to the worker's stderr."""
+def decoded_schema(plan, kinds: list[str]) -> str:
+    return ", ".join(["tick long"] + [f"`{c}` {SPARK_TYPES.get(k, 'string')}" for c, k in zip(plan.columns, kinds)])
+
+
+def decoded(func: Callable, plan, kinds: list[str]) -> Callable:
+    """`func`'s records of one bucket and micro-batch as result rows (tick ms, cells of their
+    column's kind: tefq.results.typed_cell), formatted by the driver's Collector; warnings printed
+    to the worker's stderr."""
     columns = list(plan.columns)
 
     def op(key, pdfs, state):
@@ -161,8 +178,8 @@ def decoded(func: Callable, plan) -> Callable:
             print(f"tefq warning ({plan.query}): {w}", file=sys.stderr)
         rows = col.sorted_rows()
         frame = {"tick": np.fromiter((t for t, _ in rows), np.int64, len(rows))}
-        for i, c in enumerate(columns):
-            frame[c] = pd.Series([cells[i] for _, cells in rows], dtype=object)
+        for i, (c, kind) in enumerate(zip(columns, kinds)):
+            frame[c] = pd.Series([typed_cell(cells[i], kind) for _, cells in rows], dtype=object)
         yield pd.DataFrame(frame, columns=["tick"] + columns)
 
     return op

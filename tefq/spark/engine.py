@@ -24,8 +24,10 @@ from pyspark.sql import SparkSession
 
 from tefq import cleanup
 from tefq.errors import TefqError
+from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
 from tefq.io.redis_stream import is_redis_url
+from tefq.io.stager import Staging, stage_streams
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
@@ -33,13 +35,13 @@ from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
-from tefq.spark.runtime.input_files import input_files
+from tefq.spark.runtime.input_files import input_files, record_redis_ends
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
-from tefq.spark.runtime.sources import Staging, file_ranks, stage_streams, write_flush
+from tefq.spark.runtime.sources import file_ranks, write_flush
 from tefq.vocabulary import DEFAULT_MAX_TICKS
 
 
@@ -97,7 +99,7 @@ INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, eac
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, run: RunOptions, *,
                 operator: Callable | None = None,
                 ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
-    """The one driver loop of a bounded run over staged streams (`sources.stage_streams`): run
+    """The one driver loop of a bounded run over staged streams (`tefq.io.stager.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
     `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
     `ingest`: auto | columnar | direct | rows (runtime/ingest.choose_ingest, per plan)."""
@@ -124,7 +126,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
         stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS,
-        join_order: str = "adaptive") -> RunResult:
+        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None) -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
 
     `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
@@ -136,14 +138,16 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
     to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
-    event time back (spec §6.1; 0: never)."""
+    event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.run
+    passes its own; default: one for `bad_rows`, the --bad-rows directory)."""
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
-    lock = (resume(checkpoint, file_inputs(stream_paths), follow, doc, background=background, t0=t0,
+    log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
+    lock = (resume(checkpoint, stream_paths, follow, doc, background=background, t0=t0,
                    lateness_ms=lateness_ms) if checkpoint is not None else None)
     tmp = None
     try:
-        opts = RunOptions(t0, lateness_ms, max_files_per_trigger, bad_rows, progress, rdflib_triples(background),
+        opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
                           StreamLimits(max_ticks, idle_ms=idle_ms), join_order)
         if spark is None:
             say(progress, f"starting Spark ({default_master(master)})…")
@@ -153,15 +157,18 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
         workdir = tmp or checkpoint
         if follow:
-            results, metrics = run_followed(spark, doc, plans, stream_paths, workdir, opts, on_rows, stop)
+            results, metrics = run_followed(spark, doc, plans, stream_paths, workdir, opts, on_rows, stop, log)
         else:
-            results, metrics = run_to_end(spark, doc, plans, stream_paths, workdir, opts, ingest)
+            results, metrics = run_to_end(spark, doc, plans, stream_paths, workdir, opts, ingest, log)
             if checkpoint is not None:
                 mark_finished(checkpoint, file_inputs(stream_paths))
         metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), stream_paths)
-        metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + redis_bad_entries(stream_paths, bad_rows)
+        found_in_spark = metrics.extra.get("bad_rows", 0) + redis_bad_entries(stream_paths, log.directory)
+        metrics.extra["bad_rows"] = counted(log, found_in_spark)
         return run_result(doc, results, metrics, started)
     finally:
+        if bad_row_log is None:
+            log.close()
         if lock is not None:
             lock.close()
         if tmp is not None:
@@ -200,6 +207,13 @@ def late_by_label(by_index: dict[int, int], labels: list[str]) -> dict[str, int]
     return out
 
 
+def counted(log: BadRowLog, found_in_spark: int) -> int:
+    """The run's bad rows, each counted once, in its one log: those staging recorded there, and
+    those Spark's tasks and the Redis sources recorded in the same --bad-rows directory."""
+    log.count += found_in_spark
+    return log.count
+
+
 def redis_bad_entries(stream_paths: list[str], bad_rows: str | None) -> int:
     """Bad entries the Redis sources recorded in --bad-rows (one file per entry range, written
     exactly once: `redis_source.partition_bad_rows`), counted by their lines."""
@@ -216,28 +230,24 @@ def redis_bad_entries(stream_paths: list[str], bad_rows: str | None) -> int:
 
 
 def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
-               run: RunOptions, ingest: str) -> tuple[list[QueryResult], Metrics]:
-    """A bounded run: the streams staged, every plan through `run_bounded`."""
-    staging = stage_streams(stream_paths, workdir, run.bad_rows)
+               run: RunOptions, ingest: str, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
+    """A bounded run: the streams staged (bad rows to the run's `log`), every plan through `run_bounded`."""
+    staging = stage_streams(stream_paths, workdir, log)
     staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False)
+    record_redis_ends(workdir, staging.paths)  # a finished checkpoint refuses entries past these
     run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
-    try:
-        results, metrics = bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
-    finally:
-        staging.close()
-    metrics.extra["bad_rows"] += staging.bad_rows
-    return results, metrics
+    return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
 
 
 def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
                  run: RunOptions, on_rows: Callable[[list[QueryResult]], None] | None,
-                 stop: Callable[[], bool] | None) -> tuple[list[QueryResult], Metrics]:
+                 stop: Callable[[], bool] | None, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
     """--follow: every plan unbounded until stopped (tefq.spark.runtime.follow)."""
     from tefq.spark.runtime.follow import follow_plans
 
-    results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop)
+    results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop, log=log)
     metrics = fill_metrics(m, Metrics())
     metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
     return results, metrics

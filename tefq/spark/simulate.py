@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 
 from tefq.errors import TefqError
+from tefq.io.bad_rows import BadRowLog
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
 from tefq.simulate.names import STRATEGIES
@@ -69,21 +70,23 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
         t0: int = 0,
         lateness_ms: int = 0, master: str | None = None, max_files_per_trigger: int | None = None,
         bad_rows: str | None = None, progress: bool = True, buckets: int | None = None, spark=None,
-        max_ticks: int = DEFAULT_MAX_TICKS) -> RunResult:
+        max_ticks: int = DEFAULT_MAX_TICKS, bad_row_log: BadRowLog | None = None) -> RunResult:
     """Run every aggregate query of `doc` on Spark with facts simulated by `strategy`: the engine's
-    driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators."""
-    from tefq.spark.engine import run_bounded
+    driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators. `bad_row_log`:
+    the run's one log of bad rows (as `engine.run`'s)."""
+    from tefq.io.stager import stage_streams
+    from tefq.spark.engine import counted, run_bounded
     from tefq.spark.runtime.pipelines import RunOptions
-    from tefq.spark.runtime.sources import stage_streams
     from tefq.spark.runtime.session import get_session
 
     started = time.time()
     check_simulation(doc, stream_paths, strategy, window_ms)
+    log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
     spark = spark or get_session(master)
     nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
     sim_doc, plans = plans_for(doc, window_ms, nb)
     plans = [p for p in plans if p.query in {q.name for q in sim_doc.queries if isinstance(q, AggregateQuery)}]
-    opts = RunOptions(t0, lateness_ms, max_files_per_trigger, bad_rows, progress, rdflib_triples(background),
+    opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
                       RunLimits(max_ticks))  # as engine.run: the bucket loop bounds the windows it reports
 
     def operator(plan):
@@ -94,15 +97,16 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
 
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
-        staging = stage_streams(stream_paths, workdir, bad_rows)
+        staging = stage_streams(stream_paths, workdir, log)
         runs = run_bounded(spark, sim_doc, plans, staging, workdir, opts, operator=operator)
         results, metrics, paths = simulated_results(runs)
-        staging.close()
-        metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + staging.bad_rows
+        metrics.extra["bad_rows"] = counted(log, metrics.extra.get("bad_rows", 0))
         metrics.wall_seconds = time.time() - started
         metrics.extra.update(engine="spark", strategy=strategy, window_ms=window_ms, spark_path=paths)
         return RunResult(results, metrics)
     finally:
+        if bad_row_log is None:
+            log.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

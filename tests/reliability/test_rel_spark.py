@@ -20,16 +20,8 @@ pytestmark = [pytest.mark.reliability, pytest.mark.spark]
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 X = "http://example.org/iptv#"
-BASE = 1_700_000_000_000
-
-
-def views(first: int, n: int, start: int = BASE) -> list[tuple[int, str, str, str]]:
-    """n users join a channel one second apart and quit a minute later."""
-    out = []
-    for i in range(first, first + n):
-        out.append((start + i * 1000, f"<{X}u{i}>", f"<{X}join>", f"<{X}ch{i % 3}>"))
-        out.append((start + 60_000 + i * 1000, f"<{X}u{i}>", f"<{X}quit>", f"<{X}ch{i % 3}>"))
-    return sorted(out)
+BASE = sd.VIEWS_START
+views = sd.views
 
 
 def write_tsv(path, elements) -> None:

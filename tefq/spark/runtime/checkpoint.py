@@ -33,7 +33,7 @@ from tefq.errors import TefqError, warn
 from tefq.io.atomic import write_marker
 from tefq.plan.logical import Document
 from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
-from tefq.spark.runtime.input_files import check_inputs, input_files
+from tefq.spark.runtime.input_files import check_inputs, grown_redis_streams, input_files
 from tefq.spark.runtime.log_entries import check_logs
 
 STATE_VERSION = 7
@@ -123,8 +123,10 @@ def check_not_finished(directory: str, stream_paths: list[str], follow: bool) ->
     with open(path, encoding="utf-8") as fh:
         seen = {line.rstrip("\n") for line in fh if line.strip()}
     new = [f for f in input_files(stream_paths) if f not in seen]
-    if new or follow:
+    grown = grown_redis_streams(directory, stream_paths)
+    if new or grown or follow:
         what = (f"{len(new)} stream file(s) arrived since, e.g. {new[0]}" if new
+                else f"Redis entries arrived since: {'; '.join(grown)}" if grown
                 else "--follow would wait for files it can no longer report")
         raise TefqError(f"this checkpoint holds a finished bounded run (every tick up to its last event was "
                         f"reported); {what}: use a fresh --checkpoint to run over all the files, or start "

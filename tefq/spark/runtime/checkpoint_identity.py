@@ -74,8 +74,16 @@ def identity_of(directory: str, doc: Document, stream_paths: list[str], *, backg
     return {"location": os.path.realpath(directory),
             "facts": digest(doc.facts),
             "queries": {q.name: query_identity(q) for q in doc.queries},
-            "streams": [os.path.abspath(p) for p in stream_paths],
+            "streams": [stream_identity(p) for p in stream_paths],
             "options": {"t0": t0, "lateness_ms": lateness_ms, "background": background_digest(background)}}
+
+
+def stream_identity(path: str) -> str:
+    """A stream path as an absolute path; a Redis stream as its URL (host, port and key: a restart
+    on another stream would resume at entry IDs that mean nothing there)."""
+    from tefq.io.redis_stream import RedisStream, is_redis_url
+
+    return RedisStream.parse(path).url if is_redis_url(path) else os.path.abspath(path)
 
 
 def changes(old: dict, new: dict) -> list[str]:

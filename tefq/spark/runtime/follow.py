@@ -23,6 +23,8 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
+from tefq.io.bad_rows import BadRowLog
+from tefq.io.stager import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.output import Collector, summed
@@ -31,7 +33,7 @@ from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_files, read_sink_files
-from tefq.spark.runtime.sources import file_ranks, stage_streams, wait_for_files
+from tefq.spark.runtime.sources import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
 TRIGGER = "250 milliseconds"  # a live micro-batch starts this soon after the last (issue 24: sub-second ticks)
@@ -93,8 +95,9 @@ class _Signals:
 
 def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
                  run: RunOptions, *, on_rows: Callable[[list[QueryResult]], None] | None,
-                 stop: Callable[[], bool] | None) -> tuple[list[QueryResult], dict]:
-    """Run every plan unbounded until stopped; returns all rows reported and the first query's metrics."""
+                 stop: Callable[[], bool] | None, log: BadRowLog) -> tuple[list[QueryResult], dict]:
+    """Run every plan unbounded until stopped; returns all rows reported and the first query's
+    metrics. New text files are staged as they arrive, their bad rows to the run's `log`."""
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
@@ -102,7 +105,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
         check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing meanwhile is seen
-        staging = stage_streams(stream_paths, workdir, run.bad_rows)
+        staging = stage_streams(stream_paths, workdir, log)
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths)  # the files there at the start
@@ -126,18 +129,15 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         except Exception as e:  # noqa: BLE001 - a bad row inside a micro-batch is the user's input
             err = ours(e)
             _stop_all([q for _, q, _, _ in running])
-            staging.close()
             if err is e:
                 raise
             raise err from None
         _stop_all([q for _, q, _, _ in running])
         _hand_over(running, on_rows)
-        staging.close()
     results = [QueryResult(plan.query, plan.columns, tail.rows) for plan, _, tail, _ in running]
     for r in results:
         r.rows = r.sorted_rows()
     metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input)
-    metrics["bad_rows"] = metrics.get("bad_rows", 0) + staging.bad_rows  # text streams' bad rows, found staging
     metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
     metrics["micro_batches"] = running[0][3].batches
     return results, metrics

@@ -11,6 +11,11 @@ rotation (`mv current.tsv old.tsv`, a new `current.tsv`) would lose the new file
 
 A recorded file that is gone is fine (consumed files may be deleted: their rows are in the state);
 new files are recorded when they first appear.
+
+A Redis stream is not a file: a bounded run reads it up to the entry that was its last when the run
+started (its pinned end, runtime/inputs.pinned_inputs). That end is recorded too
+(`tefq-redis-ends`), so that a finished bounded checkpoint is refused when entries arrive after it
+(`grown_redis_streams`), as it is for new files.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from tefq.errors import TefqError
 from tefq.io.atomic import write_marker
 
 RECORD = "tefq-input-files"
+REDIS_ENDS = "tefq-redis-ends"
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,42 @@ def input_files(stream_paths: list[str]) -> list[str]:
     directory with no file yet (--follow may start on one) has none, a Redis stream no file."""
     from tefq.io.readers import stream_files
     from tefq.io.redis_stream import is_redis_url
-    from tefq.spark.runtime.sources import has_files
+    from tefq.io.stager import has_files
 
     return [os.path.abspath(f) for p in stream_paths
             if not is_redis_url(p) and (not os.path.isdir(p) or has_files(p)) for f in stream_files(p)]
+
+
+def record_redis_ends(workdir: str, inputs: list) -> None:
+    """Record the pinned end (`StreamInput.end`) of each Redis stream a bounded run reads."""
+    from tefq.io.redis_stream import RedisStream, is_redis_url
+
+    ends = {RedisStream.parse(p).url: p.end.id for p in inputs
+            if is_redis_url(p) and getattr(p, "end", None) is not None}
+    if ends:
+        write_marker(os.path.join(workdir, REDIS_ENDS), json.dumps(ends, sort_keys=True))
+
+
+def grown_redis_streams(workdir: str, stream_paths: list[str]) -> list[str]:
+    """The Redis streams of `stream_paths` holding entries after the end recorded for them (a
+    stream with no recorded end has none: its run did not read it bounded), each in words."""
+    from tefq.io.redis_stream import Position, RedisStream, head, is_redis_url
+
+    path = os.path.join(workdir, REDIS_ENDS)
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            recorded = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise TefqError(f"the record of the Redis entries this checkpoint read is unreadable ({e}): use a fresh "
+                        "--checkpoint", path) from None
+    grown = []
+    for p in stream_paths:
+        if not is_redis_url(p) or RedisStream.parse(p).url not in recorded:
+            continue
+        stream = RedisStream.parse(p)
+        now, end = head(stream.connect(), stream), recorded[stream.url]
+        if Position(end).is_before(now):
+            grown.append(f"{stream.url} (entries after {end}, up to {now.id})")
+    return grown

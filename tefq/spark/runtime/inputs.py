@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tefq.io.redis_stream import RedisStream, head, is_redis_url
+from tefq.io.stager import files_in_stream_order
 from tefq.spark.operators.base import StreamLimits
 from tefq.spark.runtime.pipelines import RunOptions
-from tefq.spark.runtime.sources import StreamInput, files_in_stream_order
+from tefq.spark.runtime.sources import StreamInput
 
 
 def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool) -> list[StreamInput]:

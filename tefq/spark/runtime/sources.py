@@ -2,26 +2,19 @@
 fh, row), plus a control source the engine uses to flush at the end of input.
 
 Spark reads Parquet files itself. Text streams (TSV, CSV, N-Quads, TriG, YABench `.stream`, also
-`.gz`) are staged: the driver reads each new file with tefq.io's readers and writes its good rows
-as one Parquet file that Spark's file source then reads. Why: one validation for both engines
-(issue 17) — the readers see what Spark's CSV reader cannot (line numbers, headers, NUL bytes,
-invalid UTF-8, a fifth column, CSV quoting, escapes), so a bad row is the same bad row with the
-same FILE:LINE:COL, recorded in `--bad-rows` the same way; and a graph's time may come after its
-statements and TriG is not line-based, so Spark could not split those files anyway. Converting
-file by file still streams (follow mode stages files as they arrive)."""
+`.gz`) reach it staged as Parquet by the one stager, tefq.io.stager (checked by tefq's readers on
+the driver, bad rows in the run's one log)."""
 from __future__ import annotations
 
-import itertools
 import os
-import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tefq.errors import TefqError
-from tefq.io.bad_rows import BadRowLog
+from tefq.io.readers import stream_files, stream_format
+from tefq.io.stager import files_in_stream_order
 from tefq.spark.protocol import file_hash
 
 if TYPE_CHECKING:
@@ -30,24 +23,10 @@ if TYPE_CHECKING:
 FLUSH_TERM = "<urn:tefq:flush>"
 CONTROL_SCHEMA = "ts long, s string, p string, o string"
 SPARK_FORMATS = ("parquet",)
-STAGED_FORMATS = ("tsv", "csv", "nq", "trig", "stream")  # read by tefq.io on the driver, staged as Parquet
-
-
-def _files(path: str) -> list[str]:
-    from tefq.io.readers import stream_files
-
-    return stream_files(path)
 
 
 def _formats(path: str) -> set[tuple[str, bool]]:
-    from tefq.io.readers import stream_format
-
-    return {stream_format(f) for f in _files(path)}
-
-
-def is_staged(path: str) -> bool:
-    """True for a stream of text files, which `Stager` turns into Parquet for Spark."""
-    return all(fmt in STAGED_FORMATS for fmt, _ in _formats(path))
+    return {stream_format(f) for f in stream_files(path)}
 
 
 def stream_format_of(path: str) -> str:
@@ -158,143 +137,3 @@ def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
         return {}
     rows = spark.createDataFrame([(u, s, i) for i, (u, s) in enumerate(uris[:1 << 19])], "u string, s int, r long")
     return {h: r for h, r in rows.select(file_hash(F.col("u"), F.col("s")), "r").collect()}
-
-
-STAGE_CHUNK = 1 << 18  # elements per Parquet write while staging
-STAGE_INDEX = "_stage_order"  # a staged directory's source order (ignored by Spark: leading _)
-
-
-def files_in_stream_order(paths: list[str]) -> list[str]:
-    """The files of the (staged) stream paths in the oracle's order: the paths in turn, each
-    directory's files by relative path; a staged directory's files in their sources' order."""
-    from tefq.io.redis_stream import is_redis_url
-
-    return [f for p in paths if not is_redis_url(p)
-            for f in (_staged_in_order(p) if os.path.isdir(p) and _is_stage_dir(p) else _files(p))]
-
-
-def _is_stage_dir(path: str) -> bool:
-    return os.path.exists(os.path.join(path, STAGE_INDEX))
-
-
-def _staged_in_order(directory: str) -> list[str]:
-    """The staged files in their sources' order. A line may name a file a kill kept from being
-    staged (the line is written first), or appear twice (staged again on restart)."""
-    with open(os.path.join(directory, STAGE_INDEX), encoding="utf-8") as fh:
-        names = sorted({tuple(line.rstrip("\n").split("\t")) for line in fh if line.strip()})
-    return [os.path.join(directory, target) for _, target in names
-            if os.path.exists(os.path.join(directory, target))]
-
-
-class Stager:
-    """Stages the text files of one stream path as Parquet files in `directory` (see the module
-    doc); bad rows go to `log` (raised, or recorded and counted with --bad-rows), as on the oracle.
-
-    A staged file keeps its source's modification time (Spark's file source takes files in that
-    order) and a name made from the source's relative path, so a restart from a checkpoint finds
-    the files it staged before and Spark skips the ones it already read (their bad rows were
-    recorded by the run that staged them)."""
-
-    def __init__(self, path: str, directory: str, log: BadRowLog) -> None:
-        self.path, self.directory, self.log = path, directory, log
-        os.makedirs(directory, exist_ok=True)
-
-    def _target(self, source: str) -> str:
-        rel = os.path.relpath(source, self.path) if os.path.isdir(self.path) else os.path.basename(source)
-        return os.path.join(self.directory, rel.replace(os.sep, "__") + ".parquet")
-
-    def sync(self) -> int:
-        """Stage the files not staged yet, in name order; returns how many. A malformed file raises
-        the reader's TefqError (file, line, column) before Spark sees any of it."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from tefq.io.readers import read_stream_file, stream_files
-
-        schema = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string())])
-
-        if os.path.isdir(self.path) and not has_files(self.path):
-            return 0
-        staged = 0
-        for source in stream_files(self.path):
-            target = self._target(source)
-            if os.path.exists(target):
-                continue
-            tmp = os.path.join(self.directory, "." + os.path.basename(target) + ".tmp")
-            with pq.ParquetWriter(tmp, schema) as out:  # in chunks: a file may not fit in memory as tuples
-                elements = read_stream_file(source, self.log)
-                while chunk := list(itertools.islice(elements, STAGE_CHUNK)):
-                    out.write_table(pa.table(dict(zip(schema.names, zip(*chunk))), schema))
-            st = os.stat(source)
-            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-            with open(os.path.join(self.directory, STAGE_INDEX), "a", encoding="utf-8") as fh:
-                fh.write(f"{os.path.relpath(source, self.path) if os.path.isdir(self.path) else ''}\t"
-                         f"{os.path.basename(target)}\n")
-            os.replace(tmp, target)  # atomic: Spark never lists a half-written file
-            staged += 1
-        return staged
-
-
-def has_files(directory: str) -> bool:
-    """Whether a directory holds a stream file yet (names Spark and tefq skip do not count)."""
-    for _root, dirs, files in os.walk(directory, followlinks=True):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        if any(not f.startswith((".", "_")) and not f.endswith(".crc") for f in files):
-            return True
-    return False
-
-
-def wait_for_files(path: str, stop: Callable[[], bool]) -> bool:
-    """Follow mode may start on an empty directory: wait for its first file (the format comes
-    from it). False if `stop()` turns true first."""
-    from tefq.io.redis_stream import is_redis_url
-
-    while not is_redis_url(path) and os.path.isdir(path) and not has_files(path):
-        if stop():
-            return False
-        time.sleep(0.2)
-    return True
-
-
-@dataclass
-class Staging:
-    """The stream paths as Spark reads them: `sources` (the user's) -> `paths` (text streams
-    replaced by their staged Parquet directories). `log` holds the staged files' bad rows."""
-
-    sources: list[str]
-    paths: list[str]
-    stagers: list[Stager]
-    log: BadRowLog
-
-    def sync(self) -> int:
-        """Stage the files that arrived since (follow mode); returns how many."""
-        return sum(s.sync() for s in self.stagers)
-
-    @property
-    def bad_rows(self) -> int:
-        return self.log.count
-
-    def close(self) -> None:
-        self.log.close()
-
-
-def stage_streams(stream_paths: list[str], workdir: str, bad_rows: str | None = None) -> Staging:
-    """Text streams become staged Parquet directories (`Stager`), checked on the way (`bad_rows`:
-    the --bad-rows directory, None to stop at the first bad row); Parquet streams and Redis
-    streams stay."""
-    import hashlib
-
-    from tefq.io.redis_stream import is_redis_url
-
-    log = BadRowLog(bad_rows)
-    stagers, paths = [], []
-    for p in stream_paths:
-        if not is_redis_url(p) and is_staged(p):
-            key = hashlib.sha1(os.path.abspath(p).encode("utf-8")).hexdigest()[:12]
-            stager = Stager(p, os.path.join(workdir, "staged", key), log)
-            stager.sync()
-            stagers.append(stager)
-            paths.append(stager.directory)
-        else:
-            paths.append(p)
-    return Staging(list(stream_paths), paths, stagers, log)
