@@ -12,7 +12,7 @@ from tefq.analysis.network import keyword_offset, refusal, remote_constructs
 from tefq.errors import Span, TefqError
 from tefq.plan import allen, logical as L
 from tefq.syntax import ast
-from tefq.terms import PREDECLARED_PREFIXES, XSD, XSD_DATETIME, XSD_DURATION, iri as nt_iri, literal as nt_literal
+from tefq.terms import PREDECLARED_PREFIXES, XSD_DATETIME, XSD_DURATION, iri as nt_iri, literal as nt_literal
 
 # C-SPARQL's `timestamp(?s, ?p, ?o)` becomes a call of this extension function in the static
 # SPARQL text of a windowed query (rdflib has no `timestamp` built-in); engines register it.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 
 from tefq import terms
-from tefq.terms import XSD
 
 # Fast paths: terms already in normal form are returned unchanged (the common case).
 _IRI_BODY = r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*'

@@ -17,7 +17,7 @@ from tefq.oracle.allen import holds as allen_holds
 from tefq.oracle.values import (BNode, DateTime, IRI, LangString, Typed, Value, decimal_of, is_numeric,
                                 to_term, to_value)
 from tefq.plan.allen import RELATIONS, allen_op
-from tefq.plan.logical import Call, Expr, Term, Var
+from tefq.plan.logical import Expr, Term, Var
 from tefq.terms import XSD
 
 _EXACT = Context(prec=1000)  # + - * on decimals: exact for any realistic operand
