@@ -32,7 +32,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from memory import PeakMemory, children, is_jvm, rss_mb  # noqa: E402 (bench/memory.py)
+from memory import PeakMemory  # noqa: E402 (bench/memory.py)
 
 IPTV = "http://example.org/iptv#"
 EVERY = 'EVERY "PT1M"^^xsd:duration'
@@ -97,34 +97,6 @@ def tefq_cli() -> str:
     return os.path.join(os.path.dirname(sys.executable), "tefq")
 
 
-class ProcessTreeMemory(PeakMemory):
-    """PeakMemory of another process's tree: `root` is the driver; its JVM; every other process
-    under it is a Python worker (the largest one and their sum are both kept)."""
-
-    def __init__(self, root: int, every_s: float = 0.5) -> None:
-        super().__init__(every_s)
-        self.root = root
-        self.peaks["python_worker_max_mb"] = 0.0
-
-    def sample(self) -> None:
-        tree, todo, seen = children(), [self.root], []
-        while todo:
-            pid = todo.pop()
-            seen.append(pid)
-            todo.extend(tree.get(pid, []))
-        now = {"driver_mb": rss_mb(self.root), "jvm_mb": 0.0, "python_workers_mb": 0.0, "python_worker_max_mb": 0.0}
-        for pid in seen[1:]:
-            mb = rss_mb(pid)
-            if is_jvm(pid):
-                now["jvm_mb"] += mb
-            else:
-                now["python_workers_mb"] += mb
-                now["python_worker_max_mb"] = max(now["python_worker_max_mb"], mb)
-        now["total_mb"] = now["driver_mb"] + now["jvm_mb"] + now["python_workers_mb"]
-        for k, v in now.items():
-            self.peaks[k] = max(self.peaks[k], round(v, 1))
-
-
 def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str) -> dict:
     """One `tefq run` as a user types it: its wall time, metrics and peak memory."""
     metrics = out + ".json"
@@ -134,7 +106,7 @@ def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str) -> 
     env = dict(os.environ, TEFQ_SPARK_GENERAL="0" if plan == "fallback" else "1")
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    with ProcessTreeMemory(proc.pid) as memory:
+    with PeakMemory(proc.pid) as memory:
         _, err = proc.communicate()
     wall = time.perf_counter() - started
     if proc.returncode:

@@ -39,6 +39,8 @@ import time
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from memory import PeakMemory  # noqa: E402 (bench/memory.py)
 TEFQ = [sys.executable, "-m", "tefq"]
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
 
@@ -106,59 +108,6 @@ class Tail(threading.Thread):
                     if head.isdigit():
                         self.first_seen.setdefault(int(head), now)
             time.sleep(0.02)
-
-
-def process_tree(root: int) -> list[int]:
-    """`root` and its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, []))
-    return tree
-
-
-def rss_mb(pid: int) -> tuple[str, float]:
-    """(role, resident MB) of one process: the driver, the JVM or a Python worker."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
-        with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
-            kb = next((int(line.split()[1]) for line in fh if line.startswith("VmRSS:")), 0)
-    except OSError:
-        return "gone", 0.0
-    role = "jvm" if "java" in cmd.split(" ", 1)[0] else "workers" if "pyspark" in cmd else "other"
-    return role, kb / 1024
-
-
-class Memory(threading.Thread):
-    """Resident MB of a run's driver, JVM and Python workers, every 0.5 s."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.samples, self.done = pid, [], threading.Event()
-
-    def run(self) -> None:
-        while not self.done.wait(0.5):
-            roles = {"driver": rss_mb(self.pid)[1], "jvm": 0.0, "workers": 0.0}
-            for pid in process_tree(self.pid)[1:]:
-                role, mb = rss_mb(pid)
-                if role in roles:
-                    roles[role] += mb
-            self.samples.append((time.time(), roles))
-
-    def peaks(self) -> dict[str, float]:
-        return {role: round(max((s[role] for _, s in self.samples), default=0.0), 1)
-                for role in ("driver", "jvm", "workers")}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -255,9 +204,8 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str) -> di
     rows, metrics = os.path.join(work, f"rows-{name}.csv"), os.path.join(work, f"metrics-{name}.json")
     doc = uc1_every_second(work)
     run, ready = start_run(doc, stream, rows, metrics)
-    tail, memory = Tail(rows), Memory(run.pid)
+    tail, memory = Tail(rows), PeakMemory(run.pid).start()
     tail.start()
-    memory.start()
     warm_up(run, ready, log, stream)
     publish(log, stream.target, rate, warmup)
     started = time.time() * 1000
@@ -267,13 +215,13 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str) -> di
     run.send_signal(signal.SIGTERM)  # the run alone: its JVM stops with it
     run.wait(timeout=300)
     tail.done.set()
-    memory.done.set()
+    memory.stop()
     tail.join()
     steady = {t: seen - t for t, seen in tail.first_seen.items() if started <= t <= published}
     m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
     same, reported = oracle_agreement(doc, stream.target, rows)
     stream.close()
-    return summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks())
+    return summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks)
 
 
 def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
@@ -317,8 +265,8 @@ def report(r: dict) -> None:
           f"p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
           f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} ticks)  "
           f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
-          f"{r['ticks_reported']}  peak RSS driver {mem['driver']:.0f} MB, JVM {mem['jvm']:.0f}, "
-          f"workers {mem['workers']:.0f}  (load average {r['load_average']:.1f})", flush=True)
+          f"{r['ticks_reported']}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
+          f"workers {mem['python_workers_mb']:.0f}  (load average {r['load_average']:.1f})", flush=True)
     phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
     print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms", flush=True)
 

@@ -40,25 +40,32 @@ def is_jvm(pid: int) -> bool:
 
 
 class PeakMemory:
-    """`with PeakMemory() as m: ...` then m.peaks: MB at the sampled peak of the driver (this
-    process), the JVM(s) and the sum of every other descendant (Spark's Python workers)."""
+    """`with PeakMemory() as m: ...` then m.peaks: MB at the sampled peak of the driver (`root`,
+    this process by default), the JVM(s), the sum of every other descendant (Spark's Python
+    workers) and the largest of those."""
 
-    def __init__(self, every_s: float = 0.5) -> None:
-        self.every_s = every_s
-        self.peaks = {"driver_mb": 0.0, "jvm_mb": 0.0, "python_workers_mb": 0.0, "total_mb": 0.0}
+    def __init__(self, root: int | None = None, every_s: float = 0.5) -> None:
+        self.root, self.every_s = root or os.getpid(), every_s
+        self.peaks = {"driver_mb": 0.0, "jvm_mb": 0.0, "python_workers_mb": 0.0, "python_worker_max_mb": 0.0,
+                      "total_mb": 0.0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def sample(self) -> None:
-        tree, todo, seen = children(), [os.getpid()], []
+        tree, todo, seen = children(), [self.root], []
         while todo:
             pid = todo.pop()
             seen.append(pid)
             todo.extend(tree.get(pid, []))
-        now = {"driver_mb": rss_mb(os.getpid()), "jvm_mb": 0.0, "python_workers_mb": 0.0}
+        now = {"driver_mb": rss_mb(self.root), "jvm_mb": 0.0, "python_workers_mb": 0.0, "python_worker_max_mb": 0.0}
         for pid in seen[1:]:
-            now["jvm_mb" if is_jvm(pid) else "python_workers_mb"] += rss_mb(pid)
-        now["total_mb"] = sum(now.values())
+            mb = rss_mb(pid)
+            if is_jvm(pid):
+                now["jvm_mb"] += mb
+            else:
+                now["python_workers_mb"] += mb
+                now["python_worker_max_mb"] = max(now["python_worker_max_mb"], mb)
+        now["total_mb"] = now["driver_mb"] + now["jvm_mb"] + now["python_workers_mb"]
         for k, v in now.items():
             self.peaks[k] = max(self.peaks[k], round(v, 1))
 
@@ -66,14 +73,20 @@ class PeakMemory:
         while not self._stop.wait(self.every_s):
             self.sample()
 
-    def __enter__(self) -> "PeakMemory":
+    def start(self) -> "PeakMemory":
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join()
         self.sample()
+
+    def __enter__(self) -> "PeakMemory":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 def du_bytes(path: str) -> int:

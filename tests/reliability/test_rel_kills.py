@@ -42,6 +42,18 @@ def tefq_run(args: list[str], env: dict) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
+def killed_after(child: subprocess.Popen, seconds: float) -> bool:
+    """Wait up to `seconds` for `child`; if it is still running, SIGKILL its process group (the
+    JVM and the Python workers with it). True if it was killed, False if it ended by itself."""
+    try:
+        child.wait(seconds)
+        return False
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        return True
+
+
 def first_lines(stderr: str) -> str:
     """The error's own words come first; Spark then prints the whole logical plan."""
     return stderr[:2500]
@@ -61,16 +73,12 @@ def test_random_sigkills_then_restart_equal_the_oracle(tmp_path) -> None:
     rng, kills, finished = random.Random(11), 0, 0
     while kills < KILLS:
         child = tefq_run(spark_args, env)
-        try:  # a random point: JVM start, planning, a micro-batch, writing the output
-            child.wait(rng.uniform(1.0, 10.0))
-            finished += 1
-            assert child.returncode == 0, first_lines(child.stderr.read().decode())
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            kills += 1
-        finally:
-            child.stderr.close()
+        with child.stderr:  # a random point: JVM start, planning, a micro-batch, writing the output
+            if killed_after(child, rng.uniform(1.0, 10.0)):
+                kills += 1
+            else:
+                finished += 1
+                assert child.returncode == 0, first_lines(child.stderr.read().decode())
         time.sleep(0.2)  # the killed JVM's files are released
     last = tefq_run(spark_args, env)
     _, err = last.communicate()

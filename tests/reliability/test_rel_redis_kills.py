@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from redis_helpers import redis_port  # noqa: E402,F401 (redis_port: the fixture)
-from test_rel_kills import UC1, first_lines, write_stream  # noqa: E402
+from test_rel_kills import UC1, first_lines, killed_after, write_stream  # noqa: E402
 
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
 
@@ -77,16 +77,11 @@ def test_sigkills_while_publish_feeds_redis_then_restart_equal_the_oracle(tmp_pa
         child = tefq(run_args, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if kills == KILLS - 1:  # the last kill comes after some rows were committed: a real resume
             wait_for_rows(got, child)
-        try:  # a random point: JVM start, planning, a micro-batch, writing the output
-            child.wait(rng.uniform(2.0, 12.0) if kills < KILLS - 1 else rng.uniform(0.0, 3.0))
-            pytest.fail(f"the followed run ended by itself (exit {child.returncode}): "
-                        + first_lines(child.stderr.read().decode()))
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
+        with child.stderr:  # a random point: JVM start, planning, a micro-batch, writing the output
+            if not killed_after(child, rng.uniform(2.0, 12.0) if kills < KILLS - 1 else rng.uniform(0.0, 3.0)):
+                pytest.fail(f"the followed run ended by itself (exit {child.returncode}): "
+                            + first_lines(child.stderr.read().decode()))
             kills += 1
-        finally:
-            child.stderr.close()
         time.sleep(0.2)  # the killed JVM's files are released
     assert publisher.wait(timeout=600) == 0
     _, last_tick = add_sentinel(url, stream)
