@@ -122,9 +122,12 @@ def table(results: list[QueryResult], tick_format: str = "ms") -> Table:
         for r in results:
             lead = [terms.literal(r.name)] if with_query else []
             own = _names(r)
+            last: tuple[int, str] | None = None  # rows come tick by tick: each tick's term is made once
             for tick, cells in r.sorted_rows():
+                if last is None or last[0] != tick:
+                    last = (tick, tick_term(tick, tick_format))
                 by_name = dict(zip(own, cells))
-                yield lead + [tick_term(tick, tick_format)] + [by_name.get(n) for n in names]
+                yield lead + [last[1]] + [by_name.get(n) for n in names]
 
     return (["query"] if with_query else []) + ["tick"] + names, rows()
 
