@@ -67,6 +67,7 @@ def spark_fact_store(doc: Document, stream_paths: list[str], background: Any = N
                      progress: bool = False, spark=None, ingest: str = "auto") -> tuple[FactStore, str]:
     """The facts of `doc` over `stream_paths`, computed on Spark; returns the store and how
     ("spark", or "oracle" when the fact operator cannot run these facts)."""
+    from tefq.io.bad_rows import BadRowLog
     from tefq.spark.engine import check_run, run_to_end
     from tefq.spark.operators.base import StreamLimits
     from tefq.spark.operators.fallback import rdflib_triples
@@ -94,7 +95,7 @@ def spark_fact_store(doc: Document, stream_paths: list[str], background: Any = N
     plan = table_plan(doc, max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))  # routed when exact
     workdir = cleanup.register(tempfile.mkdtemp(prefix="tefq-facts-"))
     try:
-        run_to_end(spark, doc, [plan], stream_paths, workdir, opts, ingest)
+        run_to_end(spark, doc, [plan], stream_paths, workdir, opts, ingest, BadRowLog())  # a bad row stops it
         collected = collect_facts(plan, os.path.join(path_in(workdir, plan.query), "output"))  # build_plan's sink
         return collected_store(doc, collected.intervals()), "spark"
     finally:
