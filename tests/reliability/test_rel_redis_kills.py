@@ -1,6 +1,6 @@
 """Issue 24: a live run over Redis with --checkpoint, SIGKILLed at random moments while `tefq
 publish` feeds it and restarted each time, ends with the oracle's output over everything published,
-byte for byte — every tick once, nothing lost, nothing twice. 3 kills in `make test`, 20 in `make
+byte for byte — every tick once, nothing lost, nothing twice. 2 kills in `make test`, 20 in `make
 test-faults` (TEFQ_FAULTS_LONG=1); the last kill comes after the first rows were committed.
 
 A followed stream never ends, so after the publisher a sentinel element (a predicate no query
@@ -23,7 +23,7 @@ from test_rel_kills import UC1, first_lines, killed_after, write_stream  # noqa:
 
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
 
-KILLS = 20 if os.environ.get("TEFQ_FAULTS_LONG") == "1" else 3
+KILLS = 20 if os.environ.get("TEFQ_FAULTS_LONG") == "1" else 2
 EVERY_MS = 10_000  # UC1's period
 X = "http://example.org/iptv#"
 
