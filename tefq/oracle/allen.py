@@ -7,40 +7,42 @@ STARTEDBY, FINISHES, FINISHEDBY and EQUALS takes an optional tolerance `tol` (`x
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 Times = tuple[int, int, int, int]
 
 
-def _near(x: int, y: int, tol: tuple[int, ...]) -> bool:
+def near(x: Any, y: Any, tol: tuple[int, ...]) -> Any:
     return abs(x - y) <= (tol[0] if tol else 0)
 
 
-def _gap(gap: int, tol: tuple[int, ...]) -> bool:
+def gap_within(gap: Any, tol: tuple[int, ...]) -> Any:
     """BEFORE/AFTER: a positive gap, or one within [min, max]."""
-    return tol[0] <= gap <= tol[1] if tol else gap > 0
+    return (tol[0] <= gap) & (gap <= tol[1]) if tol else gap > 0
 
 
-_RELATIONS: dict[str, Callable[[int, int, int, int, tuple[int, ...]], bool]] = {
-    "BEFORE": lambda as_, ae, bs, be, t: _gap(bs - ae, t),
-    "AFTER": lambda as_, ae, bs, be, t: _gap(as_ - be, t),
-    "MEETS": lambda as_, ae, bs, be, t: _near(ae, bs, t),
-    "METBY": lambda as_, ae, bs, be, t: _near(be, as_, t),
-    "OVERLAPS": lambda as_, ae, bs, be, t: as_ < bs < ae < be,
-    "OVERLAPPEDBY": lambda as_, ae, bs, be, t: bs < as_ < be < ae,
-    "STARTS": lambda as_, ae, bs, be, t: _near(as_, bs, t) and ae < be,
-    "STARTEDBY": lambda as_, ae, bs, be, t: _near(as_, bs, t) and be < ae,
-    "DURING": lambda as_, ae, bs, be, t: bs < as_ and ae < be,
-    "CONTAINS": lambda as_, ae, bs, be, t: as_ < bs and be < ae,
-    "FINISHES": lambda as_, ae, bs, be, t: bs < as_ and _near(ae, be, t),
-    "FINISHEDBY": lambda as_, ae, bs, be, t: as_ < bs and _near(ae, be, t),
-    "EQUALS": lambda as_, ae, bs, be, t: _near(as_, bs, t) and _near(ae, be, t),
+# Spec §11's table, written with & so that it serves single values (the oracle) and numpy arrays
+# (the Spark general plan's vectorised expressions) alike.
+RELATIONS: dict[str, Callable[..., Any]] = {
+    "BEFORE": lambda as_, ae, bs, be, t: gap_within(bs - ae, t),
+    "AFTER": lambda as_, ae, bs, be, t: gap_within(as_ - be, t),
+    "MEETS": lambda as_, ae, bs, be, t: near(ae, bs, t),
+    "METBY": lambda as_, ae, bs, be, t: near(be, as_, t),
+    "OVERLAPS": lambda as_, ae, bs, be, t: (as_ < bs) & (bs < ae) & (ae < be),
+    "OVERLAPPEDBY": lambda as_, ae, bs, be, t: (bs < as_) & (as_ < be) & (be < ae),
+    "STARTS": lambda as_, ae, bs, be, t: near(as_, bs, t) & (ae < be),
+    "STARTEDBY": lambda as_, ae, bs, be, t: near(as_, bs, t) & (be < ae),
+    "DURING": lambda as_, ae, bs, be, t: (bs < as_) & (ae < be),
+    "CONTAINS": lambda as_, ae, bs, be, t: (as_ < bs) & (be < ae),
+    "FINISHES": lambda as_, ae, bs, be, t: (bs < as_) & near(ae, be, t),
+    "FINISHEDBY": lambda as_, ae, bs, be, t: (as_ < bs) & near(ae, be, t),
+    "EQUALS": lambda as_, ae, bs, be, t: near(as_, bs, t) & near(ae, be, t),
 }
 
 
 def holds(relation: str, times: Times, tolerances: tuple[int, ...] = ()) -> bool:
     """Does `relation(a, b)` hold for `times = (a_s, a_e, b_s, b_e)` (ms)?"""
-    return _RELATIONS[relation](*times, tolerances)
+    return bool(RELATIONS[relation](*times, tolerances))
 
 
-__all__ = ["holds"]
+__all__ = ["holds", "RELATIONS"]

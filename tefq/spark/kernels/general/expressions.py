@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from tefq.oracle.allen import RELATIONS as ALLEN_RELATIONS
 from tefq.oracle.expr import EvalError, compile_expr
-from tefq.oracle.values import BNode, DateTime, IRI, to_value
+from tefq.oracle.values import IRI, BNode, DateTime, to_value
 from tefq.plan.allen import relation_of
 from tefq.plan.logical import Call, Expr, Term, Var
 from tefq.spark.kernels.general.coding import TermDictionary
@@ -306,32 +307,6 @@ def _compare(op: str, a: Values, b: Values) -> Values:
     return Values("bool", res, ok)
 
 
-def _near(x: np.ndarray, y: np.ndarray, tol: tuple[int, ...]) -> np.ndarray:
-    return np.abs(x - y) <= (tol[0] if tol else 0)
-
-
-def _gap(gap: np.ndarray, tol: tuple[int, ...]) -> np.ndarray:
-    return (tol[0] <= gap) & (gap <= tol[1]) if tol else gap > 0
-
-
-# Spec §11's table over arrays of ms (a = [as, ae), b = [bs, be); tefq.oracle.allen per value)
-ALLEN: dict[str, Any] = {
-    "BEFORE": lambda as_, ae, bs, be, t: _gap(bs - ae, t),
-    "AFTER": lambda as_, ae, bs, be, t: _gap(as_ - be, t),
-    "MEETS": lambda as_, ae, bs, be, t: _near(ae, bs, t),
-    "METBY": lambda as_, ae, bs, be, t: _near(be, as_, t),
-    "OVERLAPS": lambda as_, ae, bs, be, t: (as_ < bs) & (bs < ae) & (ae < be),
-    "OVERLAPPEDBY": lambda as_, ae, bs, be, t: (bs < as_) & (as_ < be) & (be < ae),
-    "STARTS": lambda as_, ae, bs, be, t: _near(as_, bs, t) & (ae < be),
-    "STARTEDBY": lambda as_, ae, bs, be, t: _near(as_, bs, t) & (be < ae),
-    "DURING": lambda as_, ae, bs, be, t: (bs < as_) & (ae < be),
-    "CONTAINS": lambda as_, ae, bs, be, t: (as_ < bs) & (be < ae),
-    "FINISHES": lambda as_, ae, bs, be, t: (bs < as_) & _near(ae, be, t),
-    "FINISHEDBY": lambda as_, ae, bs, be, t: (as_ < bs) & _near(ae, be, t),
-    "EQUALS": lambda as_, ae, bs, be, t: _near(as_, bs, t) & _near(ae, be, t),
-}
-
-
 def _allen(relation: str, times: list[Values], tolerances: list[Values]) -> Values:
     """Allen's `relation` (spec §11) over four dateTime columns (an open fact's end is already the
     tick): a column that is not dateTimes makes every row an error, as the oracle's `_dt` does.
@@ -343,7 +318,7 @@ def _allen(relation: str, times: list[Values], tolerances: list[Values]) -> Valu
     for t in times:
         ok &= t.ok if t.kind == "dt" else False
     data = [np.where(ok, t.data, 0).astype(np.int64) for t in times]
-    holds = ALLEN[relation](*data, tol) if len(ok) else np.zeros(0, bool)
+    holds = ALLEN_RELATIONS[relation](*data, tol) if len(ok) else np.zeros(0, bool)  # spec §11's one table
     return Values("bool", np.asarray(holds, bool) & ok, ok)
 
 
