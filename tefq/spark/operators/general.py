@@ -4,7 +4,8 @@ under the one bucket loop of operators/base.py.
 
 Rows in: whole stream elements (`protocol.ELEMENT_WIRE`) the mapper routed to this bucket
 (runtime/encodings.GeneralRows: only the elements a SINCE/UNTIL clause or an event pattern matches,
-`n` 1 on an element's first copy), heartbeats and the flush. Each batch is coded here (SipHash
+`n` 1 on an element's first copy; OTHER rows, the hashes of the others, only to count their
+duplicates), heartbeats and the flush. Each batch is coded here (SipHash
 term codes, the mapper's), ingested, and at the ticks that became final the evaluator's rows
 (`BucketRows`: final, or partial aggregates the driver merges) leave as one record
 (kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
@@ -23,7 +24,7 @@ from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.state import COUNTERS, GeneralState
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, uncount_late_copies
 from tefq.spark.planning.general import GeneralPlan
-from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
+from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats, RowKind
 from tefq.vocabulary import RunLimits
 
 
@@ -85,6 +86,11 @@ class GeneralLogic(BucketLogic):
 
     def ingest(self, st: GeneralBucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
         uncount_late_copies(batch, self.late_copies)
+        unmatched = pdf[kinds == RowKind.OTHER]
+        if len(unmatched):  # only their duplicates count (runtime/encodings.GeneralRows)
+            self.evaluator(batch.bucket).ingest_unmatched(self.general(st), unmatched["ts"].to_numpy(np.int64),
+                                                          unmatched["o"].to_numpy(np.int64),
+                                                          unmatched["f"].to_numpy(np.int64))
         data = pdf[kinds == ELEMENT]
         if not len(data):
             return

@@ -79,6 +79,22 @@ class GeneralEvaluator:
         st.pending = Elements.concat([st.pending, el])
         st.dictionary.add_mapping({c: t for c, t in terms.items()})
 
+    def ingest_unmatched(self, st: GeneralState, ts: np.ndarray, order: np.ndarray, hashes: np.ndarray) -> None:
+        """Elements nothing matches (their hash only, `facts.row_hash` of their codes), kept until
+        their tick so that a repeat counts as a duplicate; late ones are dropped (never applied)."""
+        spo = np.zeros((len(ts), 3), np.int64)
+        spo[:, 0] = hashes
+        el = Elements(np.asarray(ts, np.int64), np.asarray(order, np.int64), spo)
+        if st.last_tick is not None:
+            el = el.take(np.nonzero(el.ts > st.last_tick)[0])
+        st.unmatched = Elements.concat([st.unmatched, el])
+
+    def count_unmatched_duplicates(self, st: GeneralState, upto: int) -> None:
+        done = st.unmatched.ts <= upto
+        final = st.unmatched.take(np.nonzero(done)[0])
+        st.counters["duplicates"] += len(final) - len(final.in_time_order())
+        st.unmatched = st.unmatched.take(np.nonzero(~done)[0])
+
     def advance(self, st: GeneralState, ticks: np.ndarray) -> BucketRows:
         """Rows at `ticks` (evenly spaced by the query's period, after the last reported tick)."""
         upto = int(ticks[-1])
@@ -88,6 +104,7 @@ class GeneralEvaluator:
         final = final.in_time_order()
         st.counters["duplicates"] += n - len(final)
         st.pending = st.pending.take(np.nonzero(~done)[0])
+        self.count_unmatched_duplicates(st, upto)
         terms = ChainedTerms(st.dictionary, self.bg_terms, self.constants)
         now, self.unmatched_in_step = self.facts.step(st.open, final, st.last_tick, terms)
         st.counters["unmatched_until"] += sum(self.unmatched_in_step.values())
