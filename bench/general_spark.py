@@ -97,13 +97,16 @@ def tefq_cli() -> str:
     return os.path.join(os.path.dirname(sys.executable), "tefq")
 
 
-def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str) -> dict:
-    """One `tefq run` as a user types it: its wall time, metrics and peak memory."""
+def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str, profile: bool = False) -> dict:
+    """One `tefq run` as a user types it: its wall time, metrics and peak memory (`profile`: and
+    the workers' seconds, `worker_seconds`)."""
     metrics = out + ".json"
     cmd = [tefq_cli(), "run", "--engine", "spark", "--master", master, "--stream", os.path.join(data, "log"),
            "--stream", os.path.join(data, "epg"), "--background", bg, doc, "--format", "csv", "--out", out,
            "--metrics", metrics, "--quiet"]
     env = dict(os.environ, TEFQ_SPARK_GENERAL="0" if plan == "fallback" else "1")
+    if profile:
+        env["TEFQ_SPARK_PROFILE"] = out + ".profile.jsonl"
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     with PeakMemory(proc.pid) as memory:
@@ -117,7 +120,25 @@ def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str) -> 
     busy_s = sum(b["ms"] for b in read) / 1000
     return {"wall": wall, "events": m["events_in"], "rows": m["rows_out"], "steady": m["events_in"] / busy_s if busy_s
             else None, "collect": m.get("collect_seconds"), "per_open_fact": m.get("state_bytes_per_open_fact"),
-            "out": out, **memory.peaks}
+            "state_mb": max([b.get("state_bytes", 0) for b in m.get("micro_batches", [])], default=0) / 2**20,
+            "out": out, **worker_seconds(env.get("TEFQ_SPARK_PROFILE")), **memory.peaks}
+
+
+def worker_seconds(path: str | None) -> dict:
+    """From a TEFQ_SPARK_PROFILE file: the mappers' seconds and the general operator's read and
+    compute seconds (summed over tasks and buckets)."""
+    if not path or not os.path.exists(path):
+        return {}
+    out = {"mapper_s": 0.0, "operator_read_s": 0.0, "operator_compute_s": 0.0}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r["where"] in ("mapper", "columnar_mapper"):
+                out["mapper_s"] += r["total_s"]
+            elif r["where"].endswith("operator"):
+                out["operator_read_s"] += r["read_s"]
+                out["operator_compute_s"] += r["compute_s"]
+    return out
 
 
 def same_rows(a: dict, b: dict) -> str:
@@ -128,14 +149,14 @@ def same_rows(a: dict, b: dict) -> str:
 
 
 COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady events/s", "x UC1 steady",
-           "collect s", "rows", "state B/open fact", "driver MB", "JVM MB", "worker MB (max)", "workers MB",
-           "same rows as general")
+           "collect s", "rows", "state B/open fact", "state MB (max)", "driver MB", "JVM MB", "worker MB (max)",
+           "workers MB", "mapper s", "operator read s", "operator compute s", "same rows as general")
 
 
 def cells(r: dict, uc1: dict) -> list[str]:
     """One table row: the run's figures, its rates next to UC1's."""
     if "error" in r:
-        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 11
+        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 15
     rate, steady = r["events"] / r["wall"], r.get("steady")
     uc1_rate, uc1_steady = (uc1["events"] / uc1["wall"], uc1.get("steady")) if "events" in uc1 else (None, None)
 
@@ -145,11 +166,14 @@ def cells(r: dict, uc1: dict) -> list[str]:
     return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", num(rate),
             num(rate / uc1_rate if uc1_rate else None, ".2f"), num(steady),
             num(steady / uc1_steady if steady and uc1_steady else None, ".2f"), num(r.get("collect"), ".1f"),
-            f"{r['rows']:,}", num(r.get("per_open_fact")), num(r["driver_mb"]), num(r["jvm_mb"]),
-            num(r["python_worker_max_mb"]), num(r["python_workers_mb"]), r.get("same", "")]
+            f"{r['rows']:,}", num(r.get("per_open_fact")), num(r.get("state_mb"), ".1f"), num(r["driver_mb"]),
+            num(r["jvm_mb"]), num(r["python_worker_max_mb"]), num(r["python_workers_mb"]),
+            num(r.get("mapper_s"), ".1f"), num(r.get("operator_read_s"), ".1f"), num(r.get("operator_compute_s"), ".1f"),
+            r.get("same", "")]
 
 
-def run_size(size: int, data: str, names: list[str], plans: list[str], master: str, work: str) -> list[dict]:
+def run_size(size: int, data: str, names: list[str], plans: list[str], master: str, work: str,
+             profile: bool = False) -> list[dict]:
     """Every shape (UC1 first) at one input size; each run's figures as it ends."""
     bg = os.path.join(work, f"background-{size}.nt")
     write_background(data, bg)
@@ -158,7 +182,7 @@ def run_size(size: int, data: str, names: list[str], plans: list[str], master: s
         doc = os.path.join(work, f"shape{i}.tef")
         with open(doc, "w", encoding="utf-8") as fh:
             fh.write(document(name))
-        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{size}-shape{i}-{p}.csv"), p, master)
+        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{size}-shape{i}-{p}.csv"), p, master, profile)
                 for p in (plans if not name.startswith("UC1") else ["general"])}
         if "fallback" in runs and "general" in runs:
             runs["fallback"]["same"] = same_rows(runs["general"], runs["fallback"])
@@ -212,6 +236,7 @@ def main() -> None:
     ap.add_argument("--shapes", help="comma-separated beginnings of shape names, e.g. genre,UC1 (default: all)")
     ap.add_argument("--plans", default="general", help="general and/or fallback, comma-separated")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--profile", action="store_true", help="also the workers' seconds (TEFQ_SPARK_PROFILE)")
     ap.add_argument("--report", help="directory for general_spark.md and .png (default: the work directory)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="tefq-general-spark-")
@@ -230,7 +255,7 @@ def main() -> None:
         if not args.data:
             subprocess.run([tefq_cli(), "gen", "iptv", "--out", data, "--events", str(size), "--epg"], check=True,
                            capture_output=True)
-        results += run_size(size, data, names, args.plans.split(","), args.master, work)
+        results += run_size(size, data, names, args.plans.split(","), args.master, work, args.profile)
     write_report(results, os.path.join(report, "general_spark.md"), header + f", {os.getloadavg()[0]:.1f} at the end")
     write_plot(results, os.path.join(report, "general_spark.png"))
     print(f"wrote {report}/general_spark.md and general_spark.png", flush=True)

@@ -15,6 +15,7 @@ Per `advance(ticks)`, with `T` the last reported tick and `U = ticks[-1]`:
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping
 
 import numpy as np
@@ -25,7 +26,7 @@ from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictio
 from tefq.spark.kernels.general.contributions import contributions
 from tefq.spark.kernels.general.facts import Background, FactSide, keep_open
 from tefq.spark.kernels.general.query import CompiledQuery
-from tefq.spark.kernels.general.rows import BucketRows, empty_implicit
+from tefq.spark.kernels.general.rows import BucketRows, concat, empty_implicit
 from tefq.spark.kernels.general.state import GeneralState
 from tefq.spark.kernels.general.tables import column, match, relation, union
 from tefq.spark.kernels.general.where import scope_relation, solutions
@@ -41,6 +42,19 @@ def template_constants(cq: CompiledQuery) -> TermDictionary:
     out = TermDictionary()
     out.add(encode(terms), terms)
     return out
+
+
+STEP_ELEMENTS = 50_000  # final elements one advance step applies (about; a tick's are never split)
+STEP_TICKS = 512  # ticks one advance step reports at most
+
+
+def tick_steps(pending_ts: np.ndarray, ticks: np.ndarray) -> list[np.ndarray]:
+    """`ticks` cut into consecutive runs, each making final about STEP_ELEMENTS of the pending
+    elements (at times `pending_ts`) and at most STEP_TICKS ticks."""
+    final_by = np.searchsorted(np.sort(pending_ts), ticks, side="right")  # elements final at each tick
+    key = np.column_stack([final_by // STEP_ELEMENTS, np.arange(len(ticks)) // STEP_TICKS])
+    cuts = np.nonzero((key[1:] != key[:-1]).any(axis=1))[0] + 1
+    return np.split(ticks, cuts)
 
 
 class GeneralEvaluator:
@@ -96,7 +110,18 @@ class GeneralEvaluator:
         st.unmatched = st.unmatched.take(np.nonzero(~done)[0])
 
     def advance(self, st: GeneralState, ticks: np.ndarray) -> BucketRows:
-        """Rows at `ticks` (evenly spaced by the query's period, after the last reported tick)."""
+        """Rows at `ticks` (evenly spaced by the query's period, after the last reported tick), in
+        steps of `tick_steps`: what one step materialises (solutions, per-tick contributions) is
+        bounded by a step's elements and ticks, not by the micro-batch (a whole input in one)."""
+        parts, closed, unmatched = [], Counter(), Counter()
+        for step in tick_steps(st.pending.ts, ticks):
+            parts.append(self.advance_step(st, step))
+            closed.update(self.closed_in_step)
+            unmatched.update(self.unmatched_in_step)
+        self.closed_in_step, self.unmatched_in_step = dict(closed), dict(unmatched)
+        return parts[0] if len(parts) == 1 else concat(parts, self.cq)
+
+    def advance_step(self, st: GeneralState, ticks: np.ndarray) -> BucketRows:
         upto = int(ticks[-1])
         done = st.pending.ts <= upto
         final = st.pending.take(np.nonzero(done)[0])
