@@ -119,6 +119,7 @@ class GeneralEvaluator:
             closed.update(self.closed_in_step)
             unmatched.update(self.unmatched_in_step)
         self.closed_in_step, self.unmatched_in_step = dict(closed), dict(unmatched)
+        st.dictionary.keep(st.codes())  # once per advance: the steps only read it
         return parts[0] if len(parts) == 1 else concat(parts, self.cq)
 
     def advance_step(self, st: GeneralState, ticks: np.ndarray) -> BucketRows:
@@ -141,7 +142,6 @@ class GeneralEvaluator:
         retain(self.cq, st, view, events, upto, self.templates)
         keep_open(st.open)
         st.last_tick = upto
-        st.dictionary.keep(st.codes())
         return rows
 
     def rows(self, sol: Relation, ticks: np.ndarray, view: dict[str, Relation], terms: ChainedTerms) -> BucketRows:
