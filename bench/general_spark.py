@@ -3,7 +3,7 @@ specialised CURRENT operator) on the same data in the same run, with peak memory
 (and, with --plans general,fallback, the fallback it replaces) at one or more input sizes.
 
     .venv/bin/python bench/general_spark.py [--events 2000000,10000000] [--data DIR] [--shapes genre,...]
-                                            [--plans general] [--master local[2]] [--report DIR]
+                                            [--plans general] [--master local[2]] [--report DIR] [--profile]
     (--shapes: beginnings of shape names, e.g. --shapes genre,UC1; UC1 always runs: the yardstick)
 
 Per size: generates `tefq gen iptv --events N --epg` (Parquet) unless --data names such a
@@ -15,8 +15,10 @@ and Spark's Python workers (the largest one and all of them together). Reports p
 (Spark start included: what the user waits for), whole-run events/s and its ratio to UC1's,
 steady events/s (events of the micro-batches that read input over their trigger time) and its
 ratio to UC1's, the driver's collect seconds (merging and formatting rows), rows, the operators'
-state bytes per open fact (at the batch holding the most open facts), peak memory, and whether
-the fallback wrote the same rows. Writes REPORT/general_spark.md (the table) and
+state bytes per open fact (at the batch holding the most open facts) and the largest state of a
+micro-batch (Spark's state store), peak memory, and whether the fallback wrote the same rows. With
+--profile (TEFQ_SPARK_PROFILE), also the mappers' and the operator's seconds, summed over tasks
+(wall time inside the Python workers: at high load mostly waiting for a core). Writes REPORT/general_spark.md (the table) and
 REPORT/general_spark.png (rate per shape against UC1's; peak memory per size).
 """
 from __future__ import annotations
