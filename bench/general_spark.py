@@ -18,7 +18,10 @@ ratio to UC1's, the driver's collect seconds (merging and formatting rows), rows
 state bytes per open fact (at the batch holding the most open facts) and the largest state of a
 micro-batch (Spark's state store), peak memory, and whether the fallback wrote the same rows. With
 --profile (TEFQ_SPARK_PROFILE), also the mappers' and the operator's seconds, summed over tasks
-(wall time inside the Python workers: at high load mostly waiting for a core). Writes REPORT/general_spark.md (the table) and
+(wall time inside the Python workers: at high load mostly waiting for a core) and the general
+operator's worker peak RSS as the worker reports it. Run it from a directory without a `tefq`
+package (not a checkout): Spark's local Python workers start in the driver's working directory
+and import `tefq` from there first. Writes REPORT/general_spark.md (the table) and
 REPORT/general_spark.png (rate per shape against UC1's; peak memory per size).
 """
 from __future__ import annotations
@@ -131,7 +134,7 @@ def worker_seconds(path: str | None) -> dict:
     compute seconds (summed over tasks and buckets)."""
     if not path or not os.path.exists(path):
         return {}
-    out = {"mapper_s": 0.0, "operator_read_s": 0.0, "operator_compute_s": 0.0}
+    out = {"mapper_s": 0.0, "operator_read_s": 0.0, "operator_compute_s": 0.0, "worker_peak_mb": 0.0}
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
@@ -140,6 +143,8 @@ def worker_seconds(path: str | None) -> dict:
             elif r["where"].endswith("operator"):
                 out["operator_read_s"] += r["read_s"]
                 out["operator_compute_s"] += r["compute_s"]
+            elif r["where"] == "general_memory":  # the bucket's worker's own peak RSS (operators/general.py)
+                out["worker_peak_mb"] = max(out["worker_peak_mb"], r["peak_mb"])
     return out
 
 
@@ -152,13 +157,14 @@ def same_rows(a: dict, b: dict) -> str:
 
 COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady events/s", "x UC1 steady",
            "collect s", "rows", "state B/open fact", "state MB (max)", "driver MB", "JVM MB", "worker MB (max)",
-           "workers MB", "mapper s", "operator read s", "operator compute s", "same rows as general")
+           "workers MB", "mapper s", "operator read s", "operator compute s", "bucket worker peak MB",
+           "same rows as general")
 
 
 def cells(r: dict, uc1: dict) -> list[str]:
     """One table row: the run's figures, its rates next to UC1's."""
     if "error" in r:
-        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 15
+        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 16
     rate, steady = r["events"] / r["wall"], r.get("steady")
     uc1_rate, uc1_steady = (uc1["events"] / uc1["wall"], uc1.get("steady")) if "events" in uc1 else (None, None)
 
@@ -171,7 +177,7 @@ def cells(r: dict, uc1: dict) -> list[str]:
             f"{r['rows']:,}", num(r.get("per_open_fact")), num(r.get("state_mb"), ".1f"), num(r["driver_mb"]),
             num(r["jvm_mb"]), num(r["python_worker_max_mb"]), num(r["python_workers_mb"]),
             num(r.get("mapper_s"), ".1f"), num(r.get("operator_read_s"), ".1f"), num(r.get("operator_compute_s"), ".1f"),
-            r.get("same", "")]
+            num(r.get("worker_peak_mb") or None), r.get("same", "")]
 
 
 def run_size(size: int, data: str, names: list[str], plans: list[str], master: str, work: str,

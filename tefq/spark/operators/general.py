@@ -13,6 +13,8 @@ term codes, the mapper's), ingested, and at the ticks that became final the eval
 from __future__ import annotations
 
 import io
+import os
+import resource
 
 import numpy as np
 import pandas as pd
@@ -22,7 +24,7 @@ from tefq.spark.kernels.general.collector import general_rows_record
 from tefq.spark.kernels.general.evaluator import GeneralEvaluator
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.state import COUNTERS, GeneralState
-from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, uncount_late_copies
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, profile, uncount_late_copies
 from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats, RowKind
 from tefq.vocabulary import RunLimits
@@ -100,7 +102,9 @@ class GeneralLogic(BucketLogic):
         self.evaluator(batch.bucket).ingest(self.general(st), el, terms)
 
     def advance(self, st: GeneralBucketState, ticks: np.ndarray, batch: Batch) -> None:
+        profile("general_memory", bucket=batch.bucket, phase="ingested", **worker_memory())
         rows = self.evaluator(batch.bucket).advance(self.general(st), ticks)
+        profile("general_memory", bucket=batch.bucket, phase="advanced", **worker_memory())
         if len(rows):
             batch.out.append(general_rows_record(rows))
         batch.metrics["partial_rows" if rows.partial else "rows_out"] = len(rows)
@@ -135,6 +139,13 @@ class GeneralLogic(BucketLogic):
         size = self.general(st).size()
         metrics["open_facts"] = size["open_facts"]
         metrics["state_rows"] = sum(size.values())
+
+
+def worker_memory() -> dict[str, float]:
+    """This worker's resident and peak resident MB (bench/ reads them from TEFQ_SPARK_PROFILE)."""
+    with open("/proc/self/statm", encoding="utf-8") as fh:
+        rss = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return {"rss_mb": round(rss, 1), "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
 def make_general_operator(plan: GeneralPlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):
