@@ -12,7 +12,9 @@ each shape's document as a user would: `tefq run --engine spark --stream DIR/log
 --background BG DOC --out CSV --metrics JSON` (TEFQ_SPARK_GENERAL=0 for the fallback). While it
 runs, /proc is sampled every 0.5 s for the peak RSS of the driver (the `tefq` process), the JVM
 and Spark's Python workers (the largest one and all of them together). Reports per run: wall time
-(Spark start included: what the user waits for), whole-run events/s and its ratio to UC1's,
+(Spark start included: what the user waits for), whole-run events/s and its ratio to UC1's, the
+CPU seconds of the run's process tree (`TreeCpu`) and UC1's over them (`x UC1 CPU`: what a shared
+machine still measures of the rate ratio),
 steady events/s (events of the micro-batches that read input over their trigger time) and its
 ratio to UC1's, the driver's collect seconds (merging and formatting rows), rows, the operators'
 state bytes per open fact (at the batch holding the most open facts) and the largest state of a
@@ -33,11 +35,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from memory import PeakMemory  # noqa: E402 (bench/memory.py)
+from memory import PeakMemory, children  # noqa: E402 (bench/memory.py)
 
 IPTV = "http://example.org/iptv#"
 EVERY = 'EVERY "PT1M"^^xsd:duration'
@@ -114,19 +117,50 @@ def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str, pro
         env["TEFQ_SPARK_PROFILE"] = out + ".profile.jsonl"
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    cpu = TreeCpu(proc.pid)
+    cpu.start()
     with PeakMemory(proc.pid) as memory:
         _, err = proc.communicate()
-    wall = time.perf_counter() - started
+    wall, cpu_s = time.perf_counter() - started, cpu.total()
     if proc.returncode:
         return {"wall": wall, "error": err.strip().splitlines()[-1:]}
     with open(metrics, encoding="utf-8") as fh:
         m = json.load(fh)
     read = [b for b in m.get("micro_batches", []) if b.get("rows")]
     busy_s = sum(b["ms"] for b in read) / 1000
-    return {"wall": wall, "events": m["events_in"], "rows": m["rows_out"], "steady": m["events_in"] / busy_s if busy_s
+    return {"wall": wall, "cpu": cpu_s, "events": m["events_in"], "rows": m["rows_out"], "steady": m["events_in"] / busy_s if busy_s
             else None, "collect": m.get("collect_seconds"), "per_open_fact": m.get("state_bytes_per_open_fact"),
             "state_mb": max([b.get("state_bytes", 0) for b in m.get("micro_batches", [])], default=0) / 2**20,
             "out": out, **worker_seconds(env.get("TEFQ_SPARK_PROFILE")), **memory.peaks}
+
+
+class TreeCpu(threading.Thread):
+    """User + system CPU seconds of a process and its descendants (the driver, the JVM, Spark's
+    Python workers), each read from /proc/PID/stat at its last 0.5 s sample: next to UC1's, a rate
+    ratio that the machine's other jobs disturb less than the wall time's."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root, self.seconds, self.done = root, {}, threading.Event()
+
+    def run(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self.done.wait(0.5):
+            tree, todo = children(), [self.root]
+            while todo:
+                pid = todo.pop()
+                todo.extend(tree.get(pid, []))
+                try:
+                    with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                    self.seconds[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+                except (OSError, IndexError, ValueError):
+                    continue
+
+    def total(self) -> float:
+        self.done.set()
+        self.join()
+        return sum(self.seconds.values())
 
 
 def worker_seconds(path: str | None) -> dict:
@@ -155,7 +189,8 @@ def same_rows(a: dict, b: dict) -> str:
         return "yes" if x.read() == y.read() else "NO"
 
 
-COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady events/s", "x UC1 steady",
+COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady events/s", "x UC1 steady", "CPU s",
+           "x UC1 CPU",
            "collect s", "rows", "state B/open fact", "state MB (max)", "driver MB", "JVM MB", "worker MB (max)",
            "workers MB", "mapper s", "operator read s", "operator compute s", "bucket worker peak MB",
            "same rows as general")
@@ -164,16 +199,18 @@ COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady eve
 def cells(r: dict, uc1: dict) -> list[str]:
     """One table row: the run's figures, its rates next to UC1's."""
     if "error" in r:
-        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 16
+        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 18
     rate, steady = r["events"] / r["wall"], r.get("steady")
     uc1_rate, uc1_steady = (uc1["events"] / uc1["wall"], uc1.get("steady")) if "events" in uc1 else (None, None)
 
     def num(x, fmt: str = ",.0f") -> str:
         return "-" if x is None else format(x, fmt)
 
+    uc1_cpu = uc1.get("cpu")
     return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", num(rate),
             num(rate / uc1_rate if uc1_rate else None, ".2f"), num(steady),
-            num(steady / uc1_steady if steady and uc1_steady else None, ".2f"), num(r.get("collect"), ".1f"),
+            num(steady / uc1_steady if steady and uc1_steady else None, ".2f"), num(r.get("cpu"), ".1f"),
+            num(uc1_cpu / r["cpu"] if uc1_cpu and r.get("cpu") else None, ".2f"), num(r.get("collect"), ".1f"),
             f"{r['rows']:,}", num(r.get("per_open_fact")), num(r.get("state_mb"), ".1f"), num(r["driver_mb"]),
             num(r["jvm_mb"]), num(r["python_worker_max_mb"]), num(r["python_workers_mb"]),
             num(r.get("mapper_s"), ".1f"), num(r.get("operator_read_s"), ".1f"), num(r.get("operator_compute_s"), ".1f"),
