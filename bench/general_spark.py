@@ -3,7 +3,7 @@ specialised CURRENT operator) on the same data in the same run, with peak memory
 (and, with --plans general,fallback, the fallback it replaces) at one or more input sizes.
 
     .venv/bin/python bench/general_spark.py [--events 2000000,10000000] [--data DIR] [--shapes genre,...]
-                                            [--plans general] [--master local[2]] [--report DIR]
+                                            [--plans general] [--master local[2]] [--report DIR] [--profile]
     (--shapes: beginnings of shape names, e.g. --shapes genre,UC1; UC1 always runs: the yardstick)
 
 Per size: generates `tefq gen iptv --events N --epg` (Parquet) unless --data names such a
@@ -12,11 +12,18 @@ each shape's document as a user would: `tefq run --engine spark --stream DIR/log
 --background BG DOC --out CSV --metrics JSON` (TEFQ_SPARK_GENERAL=0 for the fallback). While it
 runs, /proc is sampled every 0.5 s for the peak RSS of the driver (the `tefq` process), the JVM
 and Spark's Python workers (the largest one and all of them together). Reports per run: wall time
-(Spark start included: what the user waits for), whole-run events/s and its ratio to UC1's,
+(Spark start included: what the user waits for), whole-run events/s and its ratio to UC1's, the
+CPU seconds of the run's process tree (`TreeCpu`) and UC1's over them (`x UC1 CPU`: what a shared
+machine still measures of the rate ratio),
 steady events/s (events of the micro-batches that read input over their trigger time) and its
 ratio to UC1's, the driver's collect seconds (merging and formatting rows), rows, the operators'
-state bytes per open fact (at the batch holding the most open facts), peak memory, and whether
-the fallback wrote the same rows. Writes REPORT/general_spark.md (the table) and
+state bytes per open fact (at the batch holding the most open facts) and the largest state of a
+micro-batch (Spark's state store), peak memory, and whether the fallback wrote the same rows. With
+--profile (TEFQ_SPARK_PROFILE), also the mappers' and the operator's seconds, summed over tasks
+(wall time inside the Python workers: at high load mostly waiting for a core) and the general
+operator's worker peak RSS as the worker reports it. Run it from a directory without a `tefq`
+package (not a checkout): Spark's local Python workers start in the driver's working directory
+and import `tefq` from there first. Writes REPORT/general_spark.md (the table) and
 REPORT/general_spark.png (rate per shape against UC1's; peak memory per size).
 """
 from __future__ import annotations
@@ -28,11 +35,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from memory import PeakMemory  # noqa: E402 (bench/memory.py)
+from memory import PeakMemory, children  # noqa: E402 (bench/memory.py)
 
 IPTV = "http://example.org/iptv#"
 EVERY = 'EVERY "PT1M"^^xsd:duration'
@@ -97,27 +105,81 @@ def tefq_cli() -> str:
     return os.path.join(os.path.dirname(sys.executable), "tefq")
 
 
-def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str) -> dict:
-    """One `tefq run` as a user types it: its wall time, metrics and peak memory."""
+def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str, profile: bool = False) -> dict:
+    """One `tefq run` as a user types it: its wall time, metrics and peak memory (`profile`: and
+    the workers' seconds, `worker_seconds`)."""
     metrics = out + ".json"
     cmd = [tefq_cli(), "run", "--engine", "spark", "--master", master, "--stream", os.path.join(data, "log"),
            "--stream", os.path.join(data, "epg"), "--background", bg, doc, "--format", "csv", "--out", out,
            "--metrics", metrics, "--quiet"]
     env = dict(os.environ, TEFQ_SPARK_GENERAL="0" if plan == "fallback" else "1")
+    if profile:
+        env["TEFQ_SPARK_PROFILE"] = out + ".profile.jsonl"
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    cpu = TreeCpu(proc.pid)
+    cpu.start()
     with PeakMemory(proc.pid) as memory:
         _, err = proc.communicate()
-    wall = time.perf_counter() - started
+    wall, cpu_s = time.perf_counter() - started, cpu.total()
     if proc.returncode:
         return {"wall": wall, "error": err.strip().splitlines()[-1:]}
     with open(metrics, encoding="utf-8") as fh:
         m = json.load(fh)
     read = [b for b in m.get("micro_batches", []) if b.get("rows")]
     busy_s = sum(b["ms"] for b in read) / 1000
-    return {"wall": wall, "events": m["events_in"], "rows": m["rows_out"], "steady": m["events_in"] / busy_s if busy_s
+    return {"wall": wall, "cpu": cpu_s, "events": m["events_in"], "rows": m["rows_out"], "steady": m["events_in"] / busy_s if busy_s
             else None, "collect": m.get("collect_seconds"), "per_open_fact": m.get("state_bytes_per_open_fact"),
-            "out": out, **memory.peaks}
+            "state_mb": max([b.get("state_bytes", 0) for b in m.get("micro_batches", [])], default=0) / 2**20,
+            "out": out, **worker_seconds(env.get("TEFQ_SPARK_PROFILE")), **memory.peaks}
+
+
+class TreeCpu(threading.Thread):
+    """User + system CPU seconds of a process and its descendants (the driver, the JVM, Spark's
+    Python workers), each read from /proc/PID/stat at its last 0.5 s sample: next to UC1's, a rate
+    ratio that the machine's other jobs disturb less than the wall time's."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root, self.seconds, self.done = root, {}, threading.Event()
+
+    def run(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self.done.wait(0.5):
+            tree, todo = children(), [self.root]
+            while todo:
+                pid = todo.pop()
+                todo.extend(tree.get(pid, []))
+                try:
+                    with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                    self.seconds[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+                except (OSError, IndexError, ValueError):
+                    continue
+
+    def total(self) -> float:
+        self.done.set()
+        self.join()
+        return sum(self.seconds.values())
+
+
+def worker_seconds(path: str | None) -> dict:
+    """From a TEFQ_SPARK_PROFILE file: the mappers' seconds and the general operator's read and
+    compute seconds (summed over tasks and buckets)."""
+    if not path or not os.path.exists(path):
+        return {}
+    out = {"mapper_s": 0.0, "operator_read_s": 0.0, "operator_compute_s": 0.0, "worker_peak_mb": 0.0}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r["where"] in ("mapper", "columnar_mapper"):
+                out["mapper_s"] += r["total_s"]
+            elif r["where"].endswith("operator"):
+                out["operator_read_s"] += r["read_s"]
+                out["operator_compute_s"] += r["compute_s"]
+            elif r["where"] == "general_memory":  # the bucket's worker's own peak RSS (operators/general.py)
+                out["worker_peak_mb"] = max(out["worker_peak_mb"], r["peak_mb"])
+    return out
 
 
 def same_rows(a: dict, b: dict) -> str:
@@ -127,29 +189,36 @@ def same_rows(a: dict, b: dict) -> str:
         return "yes" if x.read() == y.read() else "NO"
 
 
-COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady events/s", "x UC1 steady",
-           "collect s", "rows", "state B/open fact", "driver MB", "JVM MB", "worker MB (max)", "workers MB",
+COLUMNS = ("events", "shape", "plan", "wall s", "events/s", "x UC1", "steady events/s", "x UC1 steady", "CPU s",
+           "x UC1 CPU",
+           "collect s", "rows", "state B/open fact", "state MB (max)", "driver MB", "JVM MB", "worker MB (max)",
+           "workers MB", "mapper s", "operator read s", "operator compute s", "bucket worker peak MB",
            "same rows as general")
 
 
 def cells(r: dict, uc1: dict) -> list[str]:
     """One table row: the run's figures, its rates next to UC1's."""
     if "error" in r:
-        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 11
+        return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", f"error: {r['error']}"] + [""] * 18
     rate, steady = r["events"] / r["wall"], r.get("steady")
     uc1_rate, uc1_steady = (uc1["events"] / uc1["wall"], uc1.get("steady")) if "events" in uc1 else (None, None)
 
     def num(x, fmt: str = ",.0f") -> str:
         return "-" if x is None else format(x, fmt)
 
+    uc1_cpu = uc1.get("cpu")
     return [f"{r['size']:,}", r["shape"], r["plan"], f"{r['wall']:.1f}", num(rate),
             num(rate / uc1_rate if uc1_rate else None, ".2f"), num(steady),
-            num(steady / uc1_steady if steady and uc1_steady else None, ".2f"), num(r.get("collect"), ".1f"),
-            f"{r['rows']:,}", num(r.get("per_open_fact")), num(r["driver_mb"]), num(r["jvm_mb"]),
-            num(r["python_worker_max_mb"]), num(r["python_workers_mb"]), r.get("same", "")]
+            num(steady / uc1_steady if steady and uc1_steady else None, ".2f"), num(r.get("cpu"), ".1f"),
+            num(uc1_cpu / r["cpu"] if uc1_cpu and r.get("cpu") else None, ".2f"), num(r.get("collect"), ".1f"),
+            f"{r['rows']:,}", num(r.get("per_open_fact")), num(r.get("state_mb"), ".1f"), num(r["driver_mb"]),
+            num(r["jvm_mb"]), num(r["python_worker_max_mb"]), num(r["python_workers_mb"]),
+            num(r.get("mapper_s"), ".1f"), num(r.get("operator_read_s"), ".1f"), num(r.get("operator_compute_s"), ".1f"),
+            num(r.get("worker_peak_mb") or None), r.get("same", "")]
 
 
-def run_size(size: int, data: str, names: list[str], plans: list[str], master: str, work: str) -> list[dict]:
+def run_size(size: int, data: str, names: list[str], plans: list[str], master: str, work: str,
+             profile: bool = False) -> list[dict]:
     """Every shape (UC1 first) at one input size; each run's figures as it ends."""
     bg = os.path.join(work, f"background-{size}.nt")
     write_background(data, bg)
@@ -158,7 +227,7 @@ def run_size(size: int, data: str, names: list[str], plans: list[str], master: s
         doc = os.path.join(work, f"shape{i}.tef")
         with open(doc, "w", encoding="utf-8") as fh:
             fh.write(document(name))
-        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{size}-shape{i}-{p}.csv"), p, master)
+        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{size}-shape{i}-{p}.csv"), p, master, profile)
                 for p in (plans if not name.startswith("UC1") else ["general"])}
         if "fallback" in runs and "general" in runs:
             runs["fallback"]["same"] = same_rows(runs["general"], runs["fallback"])
@@ -212,6 +281,7 @@ def main() -> None:
     ap.add_argument("--shapes", help="comma-separated beginnings of shape names, e.g. genre,UC1 (default: all)")
     ap.add_argument("--plans", default="general", help="general and/or fallback, comma-separated")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--profile", action="store_true", help="also the workers' seconds (TEFQ_SPARK_PROFILE)")
     ap.add_argument("--report", help="directory for general_spark.md and .png (default: the work directory)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="tefq-general-spark-")
@@ -230,7 +300,7 @@ def main() -> None:
         if not args.data:
             subprocess.run([tefq_cli(), "gen", "iptv", "--out", data, "--events", str(size), "--epg"], check=True,
                            capture_output=True)
-        results += run_size(size, data, names, args.plans.split(","), args.master, work)
+        results += run_size(size, data, names, args.plans.split(","), args.master, work, args.profile)
     write_report(results, os.path.join(report, "general_spark.md"), header + f", {os.getloadavg()[0]:.1f} at the end")
     write_plot(results, os.path.join(report, "general_spark.png"))
     print(f"wrote {report}/general_spark.md and general_spark.png", flush=True)

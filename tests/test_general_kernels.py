@@ -203,6 +203,17 @@ def test_shape_rows_equal_the_oracle_with_open_durations_as_ages(shape):
     check_shape(SHAPES[shape], shape in PROGRAMS, AGED_EVERY)
 
 
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_shape_rows_equal_the_oracle_in_small_advance_steps(shape, monkeypatch):
+    """A batch's ticks advanced a few elements and ticks at a time (evaluator.tick_steps: what
+    bounds one step's memory) give the same rows as one step."""
+    from tefq.spark.kernels.general import evaluator
+
+    monkeypatch.setattr(evaluator, "STEP_ELEMENTS", 3)
+    monkeypatch.setattr(evaluator, "STEP_TICKS", 2)
+    check_shape(SHAPES[shape], shape in PROGRAMS)
+
+
 def test_worked_example_of_the_spec():
     """Spec §10 (UC1 and UC2 every 5 s), in one batch and one bucket and in three batches and four."""
     j, q, a, b = iri("join"), iri("quit"), iri("chA"), iri("chB")

@@ -8,6 +8,12 @@ one bucket: use it for correctness, not for throughput. The planner picks it onl
 operator does not support the query. Input rows are whole elements (`RowKind.ELEMENT`), the
 heartbeats and FLUSH; every element reaches the one bucket, so the event time is that of the
 elements themselves.
+
+Why every element stays (O(input) state): the oracle re-derives every fact from the elements, so
+dropping one would change a later row or count — the SINCE of a fact still open, the closed body
+facts a derived fact's start was coalesced with, an UNTIL matched to nothing (`unmatched_until`),
+the first element (the tick range), and the counts the oracle reports at the flush. Bounded state
+needs evaluation on carried facts instead: the general plan (`tefq.spark.kernels.general`).
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ under the one bucket loop of operators/base.py.
 
 Rows in: whole stream elements (`protocol.ELEMENT_WIRE`) the mapper routed to this bucket
 (runtime/encodings.GeneralRows: only the elements a SINCE/UNTIL clause or an event pattern matches,
-`n` 1 on an element's first copy), heartbeats and the flush. Each batch is coded here (SipHash
+`n` 1 on an element's first copy; OTHER rows, the hashes of the others, only to count their
+duplicates), heartbeats and the flush. Each batch is coded here (SipHash
 term codes, the mapper's), ingested, and at the ticks that became final the evaluator's rows
 (`BucketRows`: final, or partial aggregates the driver merges) leave as one record
 (kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
@@ -12,6 +13,8 @@ term codes, the mapper's), ingested, and at the ticks that became final the eval
 from __future__ import annotations
 
 import io
+import os
+import resource
 
 import numpy as np
 import pandas as pd
@@ -21,9 +24,9 @@ from tefq.spark.kernels.general.collector import general_rows_record
 from tefq.spark.kernels.general.evaluator import GeneralEvaluator
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.state import COUNTERS, GeneralState
-from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, uncount_late_copies
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, profile, uncount_late_copies
 from tefq.spark.planning.general import GeneralPlan
-from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
+from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats, RowKind
 from tefq.vocabulary import RunLimits
 
 
@@ -85,6 +88,11 @@ class GeneralLogic(BucketLogic):
 
     def ingest(self, st: GeneralBucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
         uncount_late_copies(batch, self.late_copies)
+        unmatched = pdf[kinds == RowKind.OTHER]
+        if len(unmatched):  # only their duplicates count (runtime/encodings.GeneralRows)
+            self.evaluator(batch.bucket).ingest_unmatched(self.general(st), unmatched["ts"].to_numpy(np.int64),
+                                                          unmatched["o"].to_numpy(np.int64),
+                                                          unmatched["f"].to_numpy(np.int64))
         data = pdf[kinds == ELEMENT]
         if not len(data):
             return
@@ -94,7 +102,9 @@ class GeneralLogic(BucketLogic):
         self.evaluator(batch.bucket).ingest(self.general(st), el, terms)
 
     def advance(self, st: GeneralBucketState, ticks: np.ndarray, batch: Batch) -> None:
+        profile("general_memory", bucket=batch.bucket, phase="ingested", **worker_memory())
         rows = self.evaluator(batch.bucket).advance(self.general(st), ticks)
+        profile("general_memory", bucket=batch.bucket, phase="advanced", **worker_memory())
         if len(rows):
             batch.out.append(general_rows_record(rows))
         batch.metrics["partial_rows" if rows.partial else "rows_out"] = len(rows)
@@ -129,6 +139,13 @@ class GeneralLogic(BucketLogic):
         size = self.general(st).size()
         metrics["open_facts"] = size["open_facts"]
         metrics["state_rows"] = sum(size.values())
+
+
+def worker_memory() -> dict[str, float]:
+    """This worker's resident and peak resident MB (bench/ reads them from TEFQ_SPARK_PROFILE)."""
+    with open("/proc/self/statm", encoding="utf-8") as fh:
+        rss = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return {"rss_mb": round(rss, 1), "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
 def make_general_operator(plan: GeneralPlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):

@@ -14,11 +14,12 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from tefq.spark.kernels.general.coding import ChainedTerms, TermDictionary, code_columns
+from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictionary, code_columns
+from tefq.spark.kernels.general.facts import row_hash
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.routing import element_buckets
 from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, GeneralPlan, WindowedPlan
-from tefq.spark.protocol import (ELEMENT, ELEMENT_WIRE, SINCE, TERMS, FileTieOrder, are_events, control_rows,
+from tefq.spark.protocol import (ELEMENT, ELEMENT_WIRE, SINCE, TERMS, RowKind, FileTieOrder, are_events, control_rows,
                                  current_wire, fact_wire)
 from tefq.spark.runtime.columnar import FileBatch, combine
 
@@ -278,7 +279,10 @@ class ElementRows(Encoding):
 class GeneralRows(ElementRows):
     """General plans: the whole elements a SINCE/UNTIL clause (joined with the broadcast background,
     filtered) or an event pattern matches, one row per bucket that must see it
-    (kernels/general/routing.element_buckets), `n` 1 on an element's first copy (its late count)."""
+    (kernels/general/routing.element_buckets), `n` 1 on an element's first copy (its late count).
+    An element of a relevant predicate that no bucket needs goes to bucket 0 as an OTHER row with
+    its hash in `f` and no terms: a repeat of it at the same ms is a duplicate (a stream is a set),
+    which only a place that sees every copy can count."""
 
     def __init__(self, plan: GeneralPlan, only: int | None = None) -> None:
         super().__init__(plan, only)
@@ -297,14 +301,28 @@ class GeneralRows(ElementRows):
         to = element_buckets(self.cq, el, self.background, ChainedTerms(batch_terms, self.background_terms),
                              self.plan.buckets)
         row, bucket = np.nonzero(to)  # row-major: an element's copies together, lowest bucket first
-        if not len(row):
+        ordered = order.take(pa.array(at))
+        unrouted = np.flatnonzero(~to.any(axis=1))
+        parts = [self.unmatched_rows(el, ordered, unrouted)] if len(unrouted) else []
+        if len(row):
+            first = np.ones(len(row), bool)
+            first[1:] = row[1:] != row[:-1]
+            out = self.with_order(rows, ordered).take(pa.array(row))
+            cols = {"n": pa.array(first.astype(np.int64)), "b": pa.array(bucket.astype(np.int32))}
+            parts.append(pa.RecordBatch.from_arrays([cols.get(name, out.column(name)) for name in self.schema.names],
+                                                    schema=self.schema))
+        if not parts:
             return None
-        first = np.ones(len(row), bool)
-        first[1:] = row[1:] != row[:-1]
-        out = self.with_order(rows, order.take(pa.array(at))).take(pa.array(row))
-        cols = {"n": pa.array(first.astype(np.int64)), "b": pa.array(bucket.astype(np.int32))}
-        return pa.RecordBatch.from_arrays([cols.get(name, out.column(name)) for name in self.schema.names],
-                                          schema=self.schema)
+        return parts[0] if len(parts) == 1 else pa.concat_batches(parts)
+
+    def unmatched_rows(self, el: Elements, order: pa.Array, at: np.ndarray) -> pa.RecordBatch:
+        """OTHER rows for the elements `at` that no bucket needs: time, tie order, element hash, bucket 0."""
+        n = len(at)
+        cols = {"k": pa.array(np.full(n, int(RowKind.OTHER), np.int32)), "ts": pa.array(el.ts[at]),
+                "o": order.take(pa.array(at)), "f": pa.array(row_hash(el.spo[at])),
+                "n": pa.array(np.zeros(n, np.int64)), "b": pa.array(np.zeros(n, np.int32))}
+        return pa.RecordBatch.from_arrays([cols[name] if name in cols else pa.nulls(n, self.schema.field(name).type)
+                                           for name in self.schema.names], schema=self.schema)
 
 
 ENCODINGS: dict[type, type[Encoding]] = {CurrentAggregatePlan: CurrentRows, FactAggregatePlan: FactRows,

@@ -15,6 +15,7 @@ Per `advance(ticks)`, with `T` the last reported tick and `U = ticks[-1]`:
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping
 
 import numpy as np
@@ -25,7 +26,7 @@ from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictio
 from tefq.spark.kernels.general.contributions import contributions
 from tefq.spark.kernels.general.facts import Background, FactSide, keep_open
 from tefq.spark.kernels.general.query import CompiledQuery
-from tefq.spark.kernels.general.rows import BucketRows, empty_implicit
+from tefq.spark.kernels.general.rows import BucketRows, concat, empty_implicit
 from tefq.spark.kernels.general.state import GeneralState
 from tefq.spark.kernels.general.tables import column, match, relation, union
 from tefq.spark.kernels.general.where import scope_relation, solutions
@@ -41,6 +42,19 @@ def template_constants(cq: CompiledQuery) -> TermDictionary:
     out = TermDictionary()
     out.add(encode(terms), terms)
     return out
+
+
+STEP_ELEMENTS = 50_000  # final elements one advance step applies (about; a tick's are never split)
+STEP_TICKS = 512  # ticks one advance step reports at most
+
+
+def tick_steps(pending_ts: np.ndarray, ticks: np.ndarray) -> list[np.ndarray]:
+    """`ticks` cut into consecutive runs, each making final about STEP_ELEMENTS of the pending
+    elements (at times `pending_ts`) and at most STEP_TICKS ticks."""
+    final_by = np.searchsorted(np.sort(pending_ts), ticks, side="right")  # elements final at each tick
+    key = np.column_stack([final_by // STEP_ELEMENTS, np.arange(len(ticks)) // STEP_TICKS])
+    cuts = np.nonzero((key[1:] != key[:-1]).any(axis=1))[0] + 1
+    return np.split(ticks, cuts)
 
 
 class GeneralEvaluator:
@@ -79,8 +93,36 @@ class GeneralEvaluator:
         st.pending = Elements.concat([st.pending, el])
         st.dictionary.add_mapping({c: t for c, t in terms.items()})
 
+    def ingest_unmatched(self, st: GeneralState, ts: np.ndarray, order: np.ndarray, hashes: np.ndarray) -> None:
+        """Elements nothing matches (their hash only, `facts.row_hash` of their codes), kept until
+        their tick so that a repeat counts as a duplicate; late ones are dropped (never applied)."""
+        spo = np.zeros((len(ts), 3), np.int64)
+        spo[:, 0] = hashes
+        el = Elements(np.asarray(ts, np.int64), np.asarray(order, np.int64), spo)
+        if st.last_tick is not None:
+            el = el.take(np.nonzero(el.ts > st.last_tick)[0])
+        st.unmatched = Elements.concat([st.unmatched, el])
+
+    def count_unmatched_duplicates(self, st: GeneralState, upto: int) -> None:
+        done = st.unmatched.ts <= upto
+        final = st.unmatched.take(np.nonzero(done)[0])
+        st.counters["duplicates"] += len(final) - len(final.in_time_order())
+        st.unmatched = st.unmatched.take(np.nonzero(~done)[0])
+
     def advance(self, st: GeneralState, ticks: np.ndarray) -> BucketRows:
-        """Rows at `ticks` (evenly spaced by the query's period, after the last reported tick)."""
+        """Rows at `ticks` (evenly spaced by the query's period, after the last reported tick), in
+        steps of `tick_steps`: what one step materialises (solutions, per-tick contributions) is
+        bounded by a step's elements and ticks, not by the micro-batch (a whole input in one)."""
+        parts, closed, unmatched = [], Counter(), Counter()
+        for step in tick_steps(st.pending.ts, ticks):
+            parts.append(self.advance_step(st, step))
+            closed.update(self.closed_in_step)
+            unmatched.update(self.unmatched_in_step)
+        self.closed_in_step, self.unmatched_in_step = dict(closed), dict(unmatched)
+        st.dictionary.keep(st.codes())  # once per advance: the steps only read it
+        return parts[0] if len(parts) == 1 else concat(parts, self.cq)
+
+    def advance_step(self, st: GeneralState, ticks: np.ndarray) -> BucketRows:
         upto = int(ticks[-1])
         done = st.pending.ts <= upto
         final = st.pending.take(np.nonzero(done)[0])
@@ -88,6 +130,7 @@ class GeneralEvaluator:
         final = final.in_time_order()
         st.counters["duplicates"] += n - len(final)
         st.pending = st.pending.take(np.nonzero(~done)[0])
+        self.count_unmatched_duplicates(st, upto)
         terms = ChainedTerms(st.dictionary, self.bg_terms, self.constants)
         now, self.unmatched_in_step = self.facts.step(st.open, final, st.last_tick, terms)
         st.counters["unmatched_until"] += sum(self.unmatched_in_step.values())
@@ -99,7 +142,6 @@ class GeneralEvaluator:
         retain(self.cq, st, view, events, upto, self.templates)
         keep_open(st.open)
         st.last_tick = upto
-        st.dictionary.keep(st.codes())
         return rows
 
     def rows(self, sol: Relation, ticks: np.ndarray, view: dict[str, Relation], terms: ChainedTerms) -> BucketRows:

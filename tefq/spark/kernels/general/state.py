@@ -6,6 +6,8 @@
   `(tau - d, tau]` of a later tick starts after the last tick);
 - `closed`, `events`: under WHILE only, closed intervals and events that an open scope fact still
   overlaps (its later ticks count them);
+- `unmatched`: elements after the last reported tick that nothing matches, as (ts, order, element
+  hash) — kept only so that a repeat of one counts as a duplicate (a stream is a set);
 - the term dictionary of the codes above; counters.
 `to_arrays` / `from_arrays` give it as a flat dict of arrays (npz, or one Arrow table per bucket).
 """
@@ -33,6 +35,7 @@ class GeneralState:
     closed: dict[str, Relation]
     dictionary: TermDictionary = field(default_factory=TermDictionary)
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    unmatched: Elements = field(default_factory=Elements.empty)  # spo: (element hash, 0, 0)
 
     @staticmethod
     def new(facts: tuple[Fact, ...]) -> "GeneralState":
@@ -48,7 +51,7 @@ class GeneralState:
 
     def size(self) -> dict[str, int]:
         """Rows held, by kind (what a bucket reports as its state size)."""
-        return {"pending": len(self.pending), "events": len(self.events),
+        return {"pending": len(self.pending), "unmatched": len(self.unmatched), "events": len(self.events),
                 "open_facts": sum(len(v) for v in self.open.values()),
                 "closed_facts": sum(len(v) for v in self.closed.values()), "terms": len(self.dictionary)}
 
@@ -56,7 +59,7 @@ class GeneralState:
         out = {"last_tick": np.array([-1 if self.last_tick is None else self.last_tick, self.last_tick is None],
                                      np.int64),
                "counters": np.array([self.counters[k] for k in COUNTERS], np.int64)}
-        for name, el in (("pending", self.pending), ("events", self.events)):
+        for name, el in (("pending", self.pending), ("events", self.events), ("unmatched", self.unmatched)):
             out.update({f"{name}.ts": el.ts, f"{name}.order": el.order, f"{name}.spo": el.spo})
         for name, iv in self.open.items():
             if isinstance(iv, Intervals):
@@ -73,7 +76,8 @@ class GeneralState:
     def from_arrays(a: dict[str, np.ndarray], facts: tuple[Fact, ...]) -> "GeneralState":
         last, none = a["last_tick"].tolist()
         st = GeneralState(None if none else last, _elements(a, "pending"), _elements(a, "events"), {}, {},
-                          TermDictionary.from_arrays(a, "terms."), dict(zip(COUNTERS, a["counters"].tolist())))
+                          TermDictionary.from_arrays(a, "terms."), dict(zip(COUNTERS, a["counters"].tolist())),
+                          _elements(a, "unmatched") if "unmatched.ts" in a else Elements.empty())
         for f in facts:
             ident = tuple(v.name for v in f.identity)
             p = f"open.{f.name}."
