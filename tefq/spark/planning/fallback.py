@@ -26,6 +26,8 @@ class FallbackPlan:
             SINK,
             "  FallbackOperator: applyInPandasWithState, single bucket holding every element read;"
             f" {self.evaluator} that became final in each micro-batch (not scalable)",
+            "  (state: every element, since the oracle re-derives every fact from the elements;"
+            " bounded state needs the general plan)",
             "  Exchange SinglePartition (bucket 0)",
             "  MapInArrow: row order for ties, bad rows, per-partition heartbeat (bad-row count)",
             SOURCE,
