@@ -138,7 +138,7 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     if not args.quiet:
         snapshot = f" in {open_snapshot_path(args.out)}" if args.out else ""
         print(f"tefq facts --follow: {writer.closed_rows} closed intervals appended, {writer.open_rows} open at the "
-              f"last reported tick{snapshot}, {metrics.get('micro_batches', 0)} micro-batches, "
+              f"last reported tick{snapshot}, {len(metrics.get('micro_batches', ()))} micro-batches, "
               f"{time.perf_counter() - started:.2f} s (spark)", file=sys.stderr)
     return 0
 
