@@ -1,6 +1,7 @@
 """`tefq facts FILE.tef (--stream PATH | --facts FILE) [--out FILE|DIR/] [--format ...] [--plot FILE.png]`:
-the fact table of spec §12, and its timeline (`--follow`: live, `tefq.facts.live`); and `run_as_of`, what `tefq run ... --at T` does (spec
-§12), kept here so the run command only has to hand it the arguments."""
+the fact table of spec §12, and its timeline (`--follow`: live, `tefq.facts.live`); and `run_as_of`,
+what `tefq run ... --at T` does (spec §12), kept here so the run command only has to hand it the
+arguments."""
 from __future__ import annotations
 
 import argparse

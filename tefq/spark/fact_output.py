@@ -43,7 +43,8 @@ def facts_record(fact: int, codes: np.ndarray, start: np.ndarray, end: np.ndarra
     return FACTS, int(closed.max()) if len(closed) else 0, buf.getvalue()
 
 
-def open_facts_record(bucket: int, upto: int, parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[str, int, bytes]:
+def open_facts_record(bucket: int, upto: int,
+                      parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[str, int, bytes]:
     """Bucket `bucket`'s snapshot at its last reported tick `upto`: per fact number `i` in
     `parts`, the identity codes `c{i}` and starts `s{i}` of its open intervals (none: an empty
     snapshot, which still replaces the previous one)."""
