@@ -7,8 +7,8 @@ first entry, or with --checkpoint from where the last run stopped; no waiting fo
 each committed micro-batch, the rows of the ticks it reported are handed to `on_rows` (the CLI
 appends them to --out), so a tick's rows appear once the event time has passed it (spec §4.1: tick `tau` is final once the event time, minus --lateness, is past `tau`). There is
 no end of input, hence no final flush: ticks after the last event time are never reported. A run
-asked for the fact table (`RunOptions.facts`) hands each poll's fact records to `on_facts`
-instead (`tefq.facts.live`).
+asked for the fact table (`RunOptions.facts`) also hands each poll's fact records to `on_facts`
+(`tefq.facts.live`).
 
 Stopping: SIGINT or SIGTERM (or `stop()` turning true) lets the micro-batch in progress finish,
 hands over its rows and returns; a second signal stops at once. With --checkpoint a later run
@@ -62,14 +62,14 @@ class SinkTail:
         self.seen.update(files)
         # An operator sends the terms of its rows with them: each poll decodes on its own.
         col = Collector.of(self.plan)
-        facts = FactCollector(tuple(f.name for f in getattr(self.plan, "facts", ())))
+        facts = FactCollector(tuple(f.name for f in self.plan.facts)) if self.on_facts is not None else None
         pdf = read_sink_files(files)
         for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-            if is_fact_record(kind) or kind == TERMS:  # the fact table's records (RunOptions.facts)
+            if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
                 facts.add(kind, tick, payload)
             if not is_fact_record(kind):
                 col.add(kind, tick, payload)
-        if self.on_facts is not None and (facts.parts or facts.snapshots):
+        if facts is not None and (facts.parts or facts.snapshots):
             self.on_facts(facts)
         rows = col.rows()
         self.rows_out += len(rows)
