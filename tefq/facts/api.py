@@ -7,13 +7,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tefq.errors import TefqError
-from tefq.facts.table import FactRows, fact_table, facts_frame
-from tefq.vocabulary import Element
+from tefq.facts.table import FactRows, event_elements, fact_table, facts_frame
 
 if TYPE_CHECKING:
     from tefq.run import DocumentSource
@@ -21,21 +21,23 @@ if TYPE_CHECKING:
 FACT_ENGINES = ("oracle", "spark", "auto")
 
 
-def event_elements(events: Any) -> list[Element]:
-    """Stream paths or in-memory events as elements; bad rows are TefqErrors naming them."""
-    from tefq.io.readers import read_stream, read_table
-    from tefq.io.staging import events_table, is_paths
-    from tefq.run import stream_paths
+def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
+    """`--engine auto`: the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
+    from tefq.run import AUTO_ORACLE_EVENTS, STDIN, estimated_events
 
-    if is_paths(events):
-        return [e for path in stream_paths(events) for e in read_stream(path)]
-    return list(read_table(events_table(events), "events"))
+    if engine != "auto":
+        return engine
+    n = AUTO_ORACLE_EVENTS if STDIN in paths else estimated_events(paths)
+    chosen = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+    if progress:
+        print(f"tefq: --engine auto: {chosen} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
+              file=sys.stderr)
+    return chosen
 
 
 def fact_engine(engine: str, events: Any) -> str:
     """`engine`, or for "auto" the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events, else Spark
     (as `tefq facts --engine auto` and `Query.run` pick)."""
-    from tefq.facts.cli import chosen_engine
     from tefq.io.staging import is_paths
     from tefq.run import AUTO_ORACLE_EVENTS, stream_paths
 
@@ -89,4 +91,4 @@ def facts_of(query: "DocumentSource", events: Any, background: Any = None, *, en
         return spark_fact_table(doc, paths, bg, master=master)[0]
 
 
-__all__ = ["FACT_ENGINES", "event_elements", "fact_engine", "spark_inputs", "facts_of", "facts_frame"]
+__all__ = ["FACT_ENGINES", "event_elements", "chosen_engine", "fact_engine", "spark_inputs", "facts_of", "facts_frame"]

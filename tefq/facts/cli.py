@@ -10,6 +10,7 @@ import sys
 import time
 
 from tefq.errors import TefqError
+from tefq.facts.api import chosen_engine
 from tefq.facts.writer import FACT_FORMATS
 
 
@@ -44,20 +45,6 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="the engine that computes the facts (default auto: the oracle for small bounded inputs, "
                         "else Spark; both give the same table)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
-
-
-def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
-    """`--engine auto`: the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
-    from tefq.run import AUTO_ORACLE_EVENTS, STDIN, estimated_events
-
-    if engine != "auto":
-        return engine
-    n = AUTO_ORACLE_EVENTS if STDIN in paths else estimated_events(paths)
-    chosen = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
-    if progress:
-        print(f"tefq: --engine auto: {chosen} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
-              file=sys.stderr)
-    return chosen
 
 
 def _document(args: argparse.Namespace):

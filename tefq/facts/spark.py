@@ -119,7 +119,7 @@ def spark_fact_store(doc: Document, stream_paths: list[str], background: Any = N
     if plan is None:
         return collected_store(doc, {}), "spark"
     if isinstance(plan, Refusal):
-        from tefq.facts.api import event_elements
+        from tefq.facts.table import event_elements
         from tefq.facts.table import fact_store
 
         say(progress, f"the fact operator does not run {plan.what}: the oracle's fact table over the elements")
