@@ -89,13 +89,17 @@ class Query:
         duration such as "5s" (on the oracle each input file is one arrival batch: docs/semantics.md)."""
         request = RunRequest(self, events, background=background, engine=engine, t0=t0, lateness=lateness,
                              progress=False)
-        return Result(execute(request).run, facts=functools.partial(self.facts, events, background=background))
+        return Result(execute(request).run, facts=functools.partial(self.facts, events, background=background,
+                                                                     engine=engine))
 
-    def facts(self, events: Any, *, background: Any = None) -> "FactRows":
-        """The fact table of spec §12 over `events` (oracle): `.rows`, `.columns`, `.to_pandas()`."""
+    def facts(self, events: Any, *, engine: str = "oracle", background: Any = None,
+              master: str | None = None) -> "FactRows":
+        """The fact table of spec §12 over `events`: `.rows`, `.columns`, `.to_pandas()`. `engine`:
+        `oracle`, `spark` (the fact operator's table; `master` as `tefq facts --master`) or `auto`
+        (the oracle for small inputs); both give the same table."""
         from tefq.facts.api import facts_of
 
-        return facts_of(self, events, background)
+        return facts_of(self, events, background, engine=engine, master=master)
 
 
 @functools.lru_cache(maxsize=32)  # bind once per document (and print its warnings once)
@@ -116,7 +120,8 @@ class Result:
 
     @functools.cached_property
     def facts(self) -> "FactRows":
-        """The fact table of the run's input (spec §12), computed on first use."""
+        """The fact table of the run's input (spec §12), computed on first use by the engine
+        `Query.run` was asked for."""
         if self._facts is None:
             raise TefqError("this result was not made by Query.run: it has no input to compute facts from")
         return self._facts()

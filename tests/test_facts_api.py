@@ -30,3 +30,11 @@ def test_facts_from_a_path_and_from_tuples_agree():
 def test_bad_events_are_errors_not_tracebacks():
     with pytest.raises(TefqError):
         facts_of(tefq.load(os.path.join(SPEC10, "uc1.tef")), [(1, "not a term", "<p>", "<o>")])
+
+
+def test_result_facts_and_the_engine_argument():
+    query = tefq.load(os.path.join(SPEC10, "uc1.tef"))
+    events = os.path.join(SPEC10, "events.tsv")
+    assert query.run(events).facts.rows == query.facts(events).rows == query.facts(events, engine="auto").rows
+    with pytest.raises(TefqError, match="unknown engine 'flink'"):
+        query.facts(events, engine="flink")

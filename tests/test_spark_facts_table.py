@@ -130,10 +130,3 @@ def test_facts_the_fact_operator_cannot_run_come_from_the_oracle(tmp_path):
     table, engine = spark_fact_table(doc, [write_tsv(tmp_path / "events.tsv", elements)])
     assert engine == "oracle" and table.rows == fact_table(doc, elements).rows and len(table.rows) == 1
 
-
-def test_follow_is_refused_before_anything_runs(capsys):
-    from tefq.cli import run_command
-
-    assert run_command(["facts", os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1.tef"),
-                        "--stream", "nowhere.tsv", "--follow", "--quiet"]) == 2
-    assert "--follow is not yet supported by tefq facts" in capsys.readouterr().err

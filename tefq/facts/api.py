@@ -1,35 +1,94 @@
-"""The fact table from Python (`Query.facts(events)`, `Result.facts`): the events as `Query.run`
-takes them (stream paths, a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples), the table as
-`FactRows` or a pandas DataFrame."""
+"""The fact table from Python (`Query.facts(events, engine=...)`, `Result.facts`): the events as
+`Query.run` takes them (stream paths, a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples),
+the table as `FactRows` or a pandas DataFrame, computed by the oracle or on Spark (in-memory
+events handed to Spark as one checked Parquet file); both engines give the same table."""
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from tefq.facts.table import FactRows, fact_table, facts_frame
-from tefq.vocabulary import Element
+from tefq.errors import TefqError
+from tefq.facts.table import FactRows, event_elements, fact_table, facts_frame
 
 if TYPE_CHECKING:
     from tefq.run import DocumentSource
 
+FACT_ENGINES = ("oracle", "spark", "auto")
 
-def event_elements(events: Any) -> list[Element]:
-    """Stream paths or in-memory events as elements; bad rows are TefqErrors naming them."""
-    from tefq.io.readers import read_stream, read_table
-    from tefq.io.staging import events_table, is_paths
+
+def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
+    """`--engine auto`: the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
+    from tefq.run import AUTO_ORACLE_EVENTS, STDIN, estimated_events
+
+    if engine != "auto":
+        return engine
+    n = AUTO_ORACLE_EVENTS if STDIN in paths else estimated_events(paths)
+    chosen = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+    if progress:
+        print(f"tefq: --engine auto: {chosen} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
+              file=sys.stderr)
+    return chosen
+
+
+def fact_engine(engine: str, events: Any) -> str:
+    """`engine`, or for "auto" the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events, else Spark
+    (as `tefq facts --engine auto` and `Query.run` pick)."""
+    from tefq.io.staging import is_paths
+    from tefq.run import AUTO_ORACLE_EVENTS, stream_paths
+
+    if engine not in FACT_ENGINES:
+        raise TefqError(f"unknown engine {engine!r}: expected {', '.join(FACT_ENGINES)}", file="engine")
+    if engine != "auto":
+        return engine
+    if is_paths(events):
+        return chosen_engine(engine, stream_paths(events), progress=False)
+    n = len(events) if hasattr(events, "__len__") else 0
+    return "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+
+
+@contextlib.contextmanager
+def spark_inputs(events: Any) -> Iterator[list[str]]:
+    """The stream paths Spark reads: the paths given, or in-memory events checked (a bad row is a
+    TefqError naming it) and written as one Parquet file in a directory removed afterwards."""
+    from tefq import cleanup
+    from tefq.io.readers import read_table
+    from tefq.io.stager import write_parquet
+    from tefq.io.staging import EVENTS, events_table, is_paths
     from tefq.run import stream_paths
 
     if is_paths(events):
-        return [e for path in stream_paths(events) for e in read_stream(path)]
-    return list(read_table(events_table(events), "events"))
+        yield stream_paths(events)
+        return
+    table = events_table(events)
+    tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-facts-events-"))
+    try:
+        target = os.path.join(tmp, "events.parquet")
+        write_parquet(read_table(table, EVENTS), target)
+        yield [target]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        cleanup.unregister(tmp)
 
 
-def facts_of(query: "DocumentSource", events: Any, background: Any = None) -> FactRows:
-    """The fact table of spec §12 (oracle) of `query`'s document over `events`."""
+def facts_of(query: "DocumentSource", events: Any, background: Any = None, *, engine: str = "oracle",
+             master: str | None = None) -> FactRows:
+    """The fact table of spec §12 of `query`'s document over `events`, on `engine` (oracle, spark,
+    auto); `master`: the Spark master (default: TEFQ_SPARK_MASTER or local[*])."""
     from tefq.run import bind, read_background
 
     bg = read_background(background)
     doc = bind(query, bg)
-    return fact_table(doc, event_elements(events), None if bg is None else bg.triples)
+    if fact_engine(engine, events) == "oracle":
+        return fact_table(doc, event_elements(events), None if bg is None else bg.triples)
+    from tefq.facts.spark import spark_fact_table
+
+    with spark_inputs(events) as paths:
+        return spark_fact_table(doc, paths, bg, master=master)[0]
 
 
-__all__ = ["event_elements", "facts_of", "facts_frame"]
+__all__ = ["FACT_ENGINES", "event_elements", "chosen_engine", "fact_engine", "spark_inputs", "facts_of", "facts_frame"]

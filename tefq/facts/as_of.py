@@ -127,7 +127,7 @@ def as_of_spark(doc: Document, stream_paths: list[str], instants: Sequence[int],
     """The same rows with the facts from Spark's fact table (`tefq.facts.spark`; `options`: its
     `spark_fact_store`'s), evaluated as over a stored table; the events are read only when a
     query has an event pattern."""
-    from tefq.facts.api import event_elements
+    from tefq.facts.table import event_elements
     from tefq.facts.spark import spark_fact_store
 
     started = time.perf_counter()

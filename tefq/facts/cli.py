@@ -1,6 +1,7 @@
 """`tefq facts FILE.tef (--stream PATH | --facts FILE) [--out FILE|DIR/] [--format ...] [--plot FILE.png]`:
-the fact table of spec §12, and its timeline; and `run_as_of`, what `tefq run ... --at T` does (spec
-§12), kept here so the run command only has to hand it the arguments."""
+the fact table of spec §12, and its timeline (`--follow`: live, `tefq.facts.live`); and `run_as_of`,
+what `tefq run ... --at T` does (spec §12), kept here so the run command only has to hand it the
+arguments."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,7 @@ import sys
 import time
 
 from tefq.errors import TefqError
+from tefq.facts.api import chosen_engine
 from tefq.facts.writer import FACT_FORMATS
 
 
@@ -30,7 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--where", action="append", metavar="var=<iri>",
                    help="keep the facts whose identity binds ?var to this term (repeatable; table and plot)")
     add_engine_options(p)
-    p.add_argument("--follow", action="store_true", help="not yet supported (exit 2): run bounded")
+    p.add_argument("--follow", action="store_true",
+                   help="keep watching the --stream directories (or Redis streams) on Spark until SIGINT/SIGTERM: "
+                        "closed facts are appended to --out as they close, the facts open at the last reported "
+                        "tick rewritten in OUT.open.EXT (csv, tsv, jsonl)")
     p.add_argument("--quiet", action="store_true", help="no summary line on stderr")
     p.set_defaults(func=cmd_facts)
 
@@ -40,20 +45,6 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="the engine that computes the facts (default auto: the oracle for small bounded inputs, "
                         "else Spark; both give the same table)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
-
-
-def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
-    """`--engine auto`: the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
-    from tefq.run import AUTO_ORACLE_EVENTS, STDIN, estimated_events
-
-    if engine != "auto":
-        return engine
-    n = AUTO_ORACLE_EVENTS if STDIN in paths else estimated_events(paths)
-    chosen = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
-    if progress:
-        print(f"tefq: --engine auto: {chosen} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
-              file=sys.stderr)
-    return chosen
 
 
 def _document(args: argparse.Namespace):
@@ -79,6 +70,8 @@ def cmd_facts(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     fmt = format_of(args.format, args.out)
     where = parse_where(args.where)
+    if args.follow:
+        return follow_facts(args, fmt, where, started)
     if args.plot:
         require_matplotlib()
     doc, background = _document(args)
@@ -103,10 +96,6 @@ def _stream_table(args: argparse.Namespace, doc, background):
     """The fact table over `--stream`, on the engine `--engine` names; (table, engine that ran)."""
     from tefq.facts.table import fact_table
 
-    if getattr(args, "follow", False):
-        from tefq.facts.spark import refuse_follow
-
-        refuse_follow()
     engine = chosen_engine(getattr(args, "engine", "oracle"), args.stream, not args.quiet)
     if engine == "oracle":
         return fact_table(doc, _elements(args.stream), background), "oracle"
@@ -114,6 +103,32 @@ def _stream_table(args: argparse.Namespace, doc, background):
 
     return spark_fact_table(doc, args.stream, background, master=getattr(args, "master", None),
                             progress=not args.quiet)
+
+
+def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float) -> int:
+    """`tefq facts ... --stream PATH --follow`: the live fact table (`tefq.facts.live`), on Spark."""
+    from tefq.facts.live import LiveFactWriter, follow_fact_table, open_snapshot_path
+    from tefq.run import STDIN
+
+    if args.facts:
+        raise TefqError("--follow watches --stream inputs: a stored fact table (--facts) does not grow", "--follow")
+    if args.plot:
+        raise TefqError("--plot draws a bounded table: run tefq facts without --follow, or with --facts on "
+                        "the table --follow wrote", "--plot")
+    if args.engine == "oracle":
+        raise TefqError("--follow runs on the Spark engine only (the oracle reads a bounded input)", "--engine")
+    if STDIN in args.stream:
+        raise TefqError("--follow watches stream directories and Redis streams as they grow: --stream - is for "
+                        "bounded runs", "--follow")
+    doc, background = _document(args)
+    writer = LiveFactWriter(doc, fmt, args.out, where)
+    metrics = follow_fact_table(doc, args.stream, background, writer, master=args.master, progress=not args.quiet)
+    if not args.quiet:
+        snapshot = f" in {open_snapshot_path(args.out)}" if args.out else ""
+        print(f"tefq facts --follow: {writer.closed_rows} closed intervals appended, {writer.open_rows} open at the "
+              f"last reported tick{snapshot}, {len(metrics.get('micro_batches', ()))} micro-batches, "
+              f"{time.perf_counter() - started:.2f} s (spark)", file=sys.stderr)
+    return 0
 
 
 def run_as_of(args: argparse.Namespace) -> int:
@@ -155,4 +170,4 @@ def run_as_of(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "cmd_facts", "run_as_of"]
+__all__ = ["register", "cmd_facts", "follow_facts", "run_as_of"]

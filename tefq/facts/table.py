@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tefq.oracle import prepare
 from tefq.oracle.facts import INF, FactStore, background_index, build_store
@@ -84,7 +84,18 @@ def fact_table(doc: Document, elements: Iterable[Element], background=None) -> F
     return store_rows(doc, fact_store(doc, elements, background))
 
 
-__all__ = ["FactRow", "FactRows", "fact_label", "store_rows", "fact_store", "fact_table"]
+def event_elements(events: Any) -> list[Element]:
+    """Stream paths or in-memory events as elements; bad rows are TefqErrors naming them."""
+    from tefq.io.readers import read_stream, read_table
+    from tefq.io.staging import events_table, is_paths
+    from tefq.run import stream_paths
+
+    if is_paths(events):
+        return [e for path in stream_paths(events) for e in read_stream(path)]
+    return list(read_table(events_table(events), "events"))
+
+
+__all__ = ["FactRow", "FactRows", "fact_label", "store_rows", "event_elements", "fact_store", "fact_table"]
 
 
 def facts_frame(table: FactRows) -> "pd.DataFrame":

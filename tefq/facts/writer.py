@@ -5,6 +5,7 @@ strings and `start`/`end` as UTC timestamps. Files appear whole or not at all.""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import sys
@@ -49,18 +50,29 @@ def term_rows(table: FactRows) -> Iterator[list[Cell]]:
         yield [terms.literal(r.fact), *(r.cell(c) for c in table.columns), _ms(r.start), _ms(r.end)]
 
 
-def _write_text(out: IO[str], table: FactRows, fmt: str) -> None:
+def _write_text(out: IO[str], table: FactRows, fmt: str, with_header: bool = True) -> None:
+    """The table as CSV, TSV (both with their header line unless `with_header` is false: rows
+    appended to a file that has it) or JSON Lines (no header)."""
     if fmt == "csv":
         w = csv.writer(out, lineterminator="\r\n")
-        w.writerow(header(table))
+        if with_header:
+            w.writerow(header(table))
         w.writerows([csv_cell(c) for c in row] for row in term_rows(table))
     elif fmt == "tsv":
-        out.write("\t".join("?" + n for n in header(table)) + "\n")
+        if with_header:
+            out.write("\t".join("?" + n for n in header(table)) + "\n")
         out.writelines("\t".join(tsv_cell(c) for c in row) + "\n" for row in term_rows(table))
     else:
         for r in table.rows:
             obj = {"fact": r.fact, **{v: json_cell(t) for v, t in r.identity}, "start": r.start, "end": r.end}
             out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def fact_text(table: FactRows, fmt: str, with_header: bool = True) -> str:
+    """A text format's bytes of `table` (csv, tsv, jsonl), as one string."""
+    buf = io.StringIO(newline="")
+    _write_text(buf, table, fmt, with_header)
+    return buf.getvalue()
 
 
 def arrow_facts(table: FactRows):  # -> pa.Table
@@ -109,4 +121,4 @@ def write_facts(table: FactRows, fmt: str = "csv", out: str | None = None) -> li
     return written
 
 
-__all__ = ["FACT_FORMATS", "format_of", "header", "term_rows", "arrow_facts", "write_facts"]
+__all__ = ["FACT_FORMATS", "format_of", "header", "term_rows", "fact_text", "arrow_facts", "write_facts"]

@@ -30,7 +30,7 @@ from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggrega
 from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
 from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, uncount_late_copies
-from tefq.spark.fact_output import facts_record
+from tefq.spark.fact_output import facts_record, open_facts_record, wants_open_snapshots
 from tefq.spark.output import rows_record, terms_record
 from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, SINCE, Heartbeats
 from tefq.vocabulary import RunLimits
@@ -59,13 +59,15 @@ def _relation(iv: Intervals, names: tuple[str, ...]) -> Relation:
 class FactEvaluator:
     """Steps 1-4 on a state, independent of Spark (the tests drive it directly). `facts`: also
     emit each fact's intervals as they close, and the open ones at the end (`fact_output`: the
-    fact table of spec §12 as a second output of the same query)."""
+    fact table of spec §12 as a second output of the same query); `open_snapshots` (a live run's
+    fact table): also the intervals open at each last reported tick."""
 
-    def __init__(self, plan: FactAggregatePlan, facts: bool = False) -> None:
+    def __init__(self, plan: FactAggregatePlan, facts: bool = False, open_snapshots: bool = False) -> None:
         self.plan = plan
         self.spec = tick_spec(plan)
         self.index = {f.name: f for f in plan.facts}
         self.facts = facts
+        self.open_snapshots = facts and open_snapshots
 
     def counted(self, bucket: int) -> set[str]:
         """The facts this bucket counts (and emits): a replicated fact in bucket 0 only."""
@@ -80,6 +82,8 @@ class FactEvaluator:
         out = self.tick_records(st, current, ticks, metrics) if self.plan.columns else []
         if self.facts:
             out.extend(self.fact_records(st, current, counted, lambda r: r.end <= upto))
+        if self.open_snapshots:
+            out.extend(self.open_records(st, current, counted, bucket, upto))
         # Keep what later ticks need: open facts; closed ones are final and counted once.
         for f in self.plan.facts:
             r = current[f.name]
@@ -143,23 +147,31 @@ class FactEvaluator:
             st.retained = self._retained(matched, scope, upto)
         return out
 
+    def chosen_facts(self, current: dict[str, Relation], counted: set[str],
+                     chosen: Callable[[Relation], np.ndarray]) -> list[tuple[int, Relation]]:
+        """Per fact this bucket counts (by its number in the plan), the intervals `chosen` selects."""
+        out = []
+        for i, f in enumerate(self.plan.facts):
+            r = current[f.name]
+            if f.name in counted and len(r):
+                r = r.take(np.nonzero(chosen(r))[0])
+                if len(r):
+                    out.append((i, r))
+        return out
+
     def fact_records(self, st: FactState, current: dict[str, Relation], counted: set[str],
                      chosen: Callable[[Relation], np.ndarray]) -> list[tuple[str, int, bytes]]:
         """The intervals `chosen(relation)` selects of each fact this bucket counts, as `facts`
         records, and the terms their identities use."""
-        out, used = [], []
-        for i, f in enumerate(self.plan.facts):
-            r = current[f.name]
-            if f.name not in counted or not len(r):
-                continue
-            r = r.take(np.nonzero(chosen(r))[0])
-            if len(r):
-                out.append(facts_record(i, r.codes, r.start, r.end))
-                used.append(r.codes.reshape(-1))
-        if used:
-            codes = np.unique(np.concatenate(used)).tolist()
-            out.append(terms_record({c: st.terms[c] for c in codes if c in st.terms}))
-        return out
+        parts = self.chosen_facts(current, counted, chosen)
+        return [facts_record(i, r.codes, r.start, r.end) for i, r in parts] + used_terms(st, parts)
+
+    def open_records(self, st: FactState, current: dict[str, Relation], counted: set[str], bucket: int,
+                     upto: int) -> list[tuple[str, int, bytes]]:
+        """The bucket's snapshot of the intervals open at `upto` (one record, even when empty:
+        it replaces the previous one on the driver), and the terms they use."""
+        parts = self.chosen_facts(current, counted, lambda r: r.end > upto)
+        return [open_facts_record(bucket, upto, [(i, r.codes, r.start) for i, r in parts])] + used_terms(st, parts)
 
     def _retained(self, matched: Relation, scope: Relation, upto: int) -> Relation:
         """Closed matched facts that overlap a scope fact still open after `upto`: later ticks of
@@ -188,6 +200,14 @@ class FactEvaluator:
         return self.fact_records(st, still, counted, lambda r: np.ones(len(r), bool)) if self.facts else []
 
 
+def used_terms(st: FactState, parts: list[tuple[int, Relation]]) -> list[tuple[str, int, bytes]]:
+    """The `code -> term` pairs the identities of `parts` use, as one terms record (none: no record)."""
+    if not parts:
+        return []
+    codes = np.unique(np.concatenate([r.codes.reshape(-1) for _, r in parts])).tolist()
+    return [terms_record({c: st.terms[c] for c in codes if c in st.terms})]
+
+
 def read_fact_events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
     """One event fact's SINCE/UNTIL rows as Events of micro-batch `batch`."""
     codes = pdf[[f"v{i}" for i in range(arity)]].to_numpy(dtype=np.int64).reshape(len(pdf), arity)
@@ -202,8 +222,9 @@ def read_fact_events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
 class FactAggregateLogic(BucketLogic):
     """The bucket loop's view of `FactEvaluator`, in one of the plan's buckets (`plan.routing`)."""
 
-    def __init__(self, plan: FactAggregatePlan, facts: bool = False) -> None:
-        self.plan, self.every_ms, self.evaluator = plan, plan.every_ms, FactEvaluator(plan, facts)
+    def __init__(self, plan: FactAggregatePlan, facts: bool = False, open_snapshots: bool = False) -> None:
+        self.plan, self.every_ms = plan, plan.every_ms
+        self.evaluator = FactEvaluator(plan, facts, open_snapshots)
         self.late_note = f"ignored for query {plan.query}: ticks up to {{last}} were already reported"
         self.copies = [i for i, f in enumerate(plan.event_facts) if f.name in plan.replicated]
         self.late_copies = np.zeros(0, bool)  # this call's late rows (in order): copies of a replicated row?
@@ -253,5 +274,7 @@ class FactAggregateLogic(BucketLogic):
 
 def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits(),
                        facts: bool = False):
-    """`facts`: also emit the fact table's records (`tefq.spark.fact_output`)."""
-    return bucket_operator(FactAggregateLogic(plan, facts), t0, lateness_ms, "fact_operator", limits=limits)
+    """`facts`: also emit the fact table's records (`tefq.spark.fact_output`), in a live run with
+    the snapshots of the open facts."""
+    logic = FactAggregateLogic(plan, facts, wants_open_snapshots(facts, limits))
+    return bucket_operator(logic, t0, lateness_ms, "fact_operator", limits=limits)

@@ -6,7 +6,9 @@ done). Inputs are stream directories and Redis streams (`redis://HOST:PORT/KEY`:
 first entry, or with --checkpoint from where the last run stopped; no waiting for files). After
 each committed micro-batch, the rows of the ticks it reported are handed to `on_rows` (the CLI
 appends them to --out), so a tick's rows appear once the event time has passed it (spec §4.1: tick `tau` is final once the event time, minus --lateness, is past `tau`). There is
-no end of input, hence no final flush: ticks after the last event time are never reported.
+no end of input, hence no final flush: ticks after the last event time are never reported. A run
+asked for the fact table (`RunOptions.facts`) also hands each poll's fact records to `on_facts`
+(`tefq.facts.live`).
 
 Stopping: SIGINT or SIGTERM (or `stop()` turning true) lets the micro-batch in progress finish,
 hands over its rows and returns; a second signal stops at once. With --checkpoint a later run
@@ -27,7 +29,8 @@ from tefq.io.bad_rows import BadRowLog
 from tefq.io.stager import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
-from tefq.spark.output import Collector, summed
+from tefq.spark.fact_output import FactCollector, is_fact_record
+from tefq.spark.output import TERMS, Collector, summed
 from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
@@ -44,8 +47,9 @@ class SinkTail:
     kept (unless `keep`: without `on_rows` they are the run's result): driver memory grows with
     the sink's committed file names, not with the rows emitted."""
 
-    def __init__(self, plan, out: str, keep: bool = False) -> None:
-        self.plan, self.out, self.keep = plan, out, keep
+    def __init__(self, plan, out: str, keep: bool = False,
+                 on_facts: Callable[[FactCollector], None] | None = None) -> None:
+        self.plan, self.out, self.keep, self.on_facts = plan, out, keep, on_facts
         self.seen: set[str] = set()
         self.rows: list = []  # only with `keep`
         self.rows_out = 0
@@ -58,9 +62,15 @@ class SinkTail:
         self.seen.update(files)
         # An operator sends the terms of its rows with them: each poll decodes on its own.
         col = Collector.of(self.plan)
+        facts = FactCollector(tuple(f.name for f in self.plan.facts)) if self.on_facts is not None else None
         pdf = read_sink_files(files)
         for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-            col.add(kind, tick, payload)
+            if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
+                facts.add(kind, tick, payload)
+            if not is_fact_record(kind):
+                col.add(kind, tick, payload)
+        if facts is not None and (facts.parts or facts.snapshots):
+            self.on_facts(facts)
         rows = col.rows()
         self.rows_out += len(rows)
         if self.keep:
@@ -95,9 +105,12 @@ class _Signals:
 
 def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
                  run: RunOptions, *, on_rows: Callable[[list[QueryResult]], None] | None,
-                 stop: Callable[[], bool] | None, log: BadRowLog) -> tuple[list[QueryResult], dict]:
+                 stop: Callable[[], bool] | None, log: BadRowLog,
+                 on_facts: Callable[[FactCollector], None] | None = None) -> tuple[list[QueryResult], dict]:
     """Run every plan unbounded until stopped; returns all rows reported and the first query's
-    metrics. New text files are staged as they arrive, their bad rows to the run's `log`."""
+    metrics. New text files are staged as they arrive, their bad rows to the run's `log`.
+    `on_facts`: receives the fact-table records of each poll's committed micro-batches (a run
+    with `RunOptions.facts`: `tefq.facts.live`)."""
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
@@ -112,7 +125,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         running = []
         for plan in plans:
             start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, run, ranks=ranks)
-            running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, keep=on_rows is None), pr))
+            running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, on_rows is None, on_facts), pr))
         try:
             while True:
                 check_inputs(workdir, stream_paths)  # a file changed since it was read: exit 2 (runtime/input_files)
