@@ -4,11 +4,12 @@ fixed rate, as YABench's feeder feeds an engine under test.
 The elements of PATH (any stream format, read with tefq's readers, checked) go out in stream order,
 `rate * interval` per interval (the fractions carried over, so the long-run rate is exact): into a
 directory one file per interval (`part-NNNNNNNN.<fmt>`, written as a hidden `.name.tmp` and then
-renamed, so a `--follow` run never reads half a file), or into a Redis stream (XADD, in pipelines).
-Interval k goes out when k + 1 intervals have passed since the start (with `--phase D`: at the
-wall-clock multiples of the interval plus D, so a delay measurement has a known phase against the
-ticks); a publisher that falls behind sends at once and says how far behind it is. Without `--rate` everything goes out as fast as
-possible, in chunks.
+renamed, so a `--follow` run never reads half a file), or into a Redis stream (XADD, one MULTI/EXEC
+per interval, so a reader never sees half an interval either). Interval k goes out when k + 1
+intervals have passed since the start (with `--phase D`: at the wall-clock multiples of the
+interval plus D, so a delay measurement has a known phase against the ticks); a publisher that
+falls behind sends at once and says how far behind it is. Without `--rate` everything goes out as
+fast as possible, in chunks.
 
 `--restamp` gives live timestamps: `now` stamps the elements of each interval with the wall-clock
 times it covers (spread evenly over the interval, never before the previous stamp, none after the
