@@ -1,18 +1,29 @@
 """Live delay, throughput and memory of `tefq run --follow`, fed by `tefq publish`, as YABench
 measures an engine under test (a benchmark, not a test).
 
-    python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir]
+    python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir,dir-parquet]
+                         [--phase 500|random] [--variant LABEL=PYTHON ... --pairs N]
                          [--search] [--json OUT] [--plot PREFIX]
 
 Per source and rate: an IPTV log is generated (TSV); the stream is a private redis-server on a
 loopback port (`--source redis`) or a directory (`--source dir`, one TSV file per second, written
-hidden then renamed). `tefq run UC1 --every 1s --follow --stream …` is started (Spark; before its
-publisher: an absent key or an empty directory is an empty stream), fed a trickle until its first
+hidden then renamed; `dir-parquet`: Parquet files, which the run reads without staging).
+`tefq run UC1 --every 1s --follow --stream …` is started (Spark; before its publisher: an absent
+key or an empty directory is an empty stream), fed a trickle until its first
 micro-batch is done (Spark and its Python workers started), then `tefq publish LOG --to … --rate R
 --interval 1s --restamp now` feeds it for warmup + seconds; only ticks of the last `seconds` are
 measured. Every element is stamped with the wall clock of its interval, so tick `tau` is a
 wall-clock instant: a tick's delay is the moment its first row appears in the run's --out (tailed
-every 20 ms) minus `tau` — sink commit plus hand-over, what a user sees.
+every 20 ms) minus `tau` — sink commit plus hand-over, what a user sees. The publisher's intervals
+end `--phase` ms after each whole second (default 500, the mean of an unaligned publisher; `random`:
+from its start, as before), and a tick waits that long for the interval that makes it final
+(docs/live.md, "Latency"): "engine" is the delay minus the phase.
+
+Variants (`--variant LABEL=PYTHON`, several): each rate is measured under each, alternated
+`--pairs` times (A B A B: the same load for both on a shared machine); PYTHON runs first in the
+run's process (patch `tefq.spark.runtime.follow.TRIGGER`, or a Spark setting through
+`SparkSession.Builder.config`). The run's CPU (driver, JVM, workers, from /proc) per second of
+input is printed beside the phases: under load it compares where wall-clock delay cannot.
 
 Sustained: the rate asked is sustained when the delay does not grow over the measured seconds
 (least-squares slope of delay over time below `GROWTH_MS_PER_S`) and every measured tick was
@@ -20,7 +31,8 @@ reported. `--search` then doubles the highest sustained rate until one is not, a
 between the two (`--search-steps`). Correctness: the rows of every reported tick against the
 oracle's over the same input (a bounded `tefq run --engine oracle` after the run). Memory: the
 resident set of the run's driver (Python), its JVM and its Python workers, sampled every 0.5 s.
-Profile: the median of each phase of Spark's `durationMs` over the micro-batches with input.
+Profile: the median of each phase of Spark's `durationMs` and of the state store's times over the
+micro-batches with input (stage by stage: bench/event_log_stages.py).
 Plots (`--plot PREFIX`): PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png.
 """
 from __future__ import annotations
@@ -212,8 +224,8 @@ def run_command(prelude: str) -> list[str]:
 
 
 def start_run(doc: str, stream: Stream, rows: str, metrics: str, prelude: str = "") -> tuple[subprocess.Popen, Ready]:
-    run = subprocess.Popen(run_command(prelude) + ["run", doc, "--engine", "spark", "--follow", "--stream", stream.target,
-                                   "--format", "csv", "--out", rows, "--metrics", metrics],
+    run = subprocess.Popen(run_command(prelude) + ["run", doc, "--engine", "spark", "--follow", "--stream",
+                                                   stream.target, "--format", "csv", "--out", rows, "--metrics", metrics],
                            stderr=subprocess.PIPE, text=True)
     ready = Ready(run.stderr)
     ready.start()
@@ -310,16 +322,16 @@ def report(r: dict) -> None:
     mem = r["peak_rss_mb"]
     engine = (f"  engine p50 {r['delay_ms_p50'] - r['phase_ms']:.0f} p99 {r['delay_ms_p99'] - r['phase_ms']:.0f} ms"
               if r.get("phase_ms") is not None else "")
-    print(f"{r.get('variant') or '-':>8} {r['source']:>5} {r['rate']:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  p95 {r['delay_ms_p95']:.0f}  "
-          f"p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
+    print(f"{r.get('variant') or '-':>8} {r['source']:>5} {r['rate']:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  "
+          f"p95 {r['delay_ms_p95']:.0f}  p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  "
+          f"growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
           f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} ticks)  "
           f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
           f"{r['ticks_reported']}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
           f"workers {mem['python_workers_mb']:.0f}  (load average {r['load_average']:.1f}){engine}", flush=True)
     phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
-    if "run_cpu_s_per_s" in r:
-        phases += f"; the run's CPU {r['run_cpu_s_per_s']:.2f} s per second of input"
-    print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms", flush=True)
+    cpu = f"; the run's CPU {r['run_cpu_s_per_s']:.2f} s per second of input" if "run_cpu_s_per_s" in r else ""
+    print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms{cpu}", flush=True)
 
 
 def plot(results: list[dict], prefix: str) -> None:
