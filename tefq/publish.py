@@ -12,7 +12,7 @@ falls behind sends at once and says how far behind it is. Without `--rate` every
 fast as possible, in chunks.
 
 `--restamp` gives live timestamps: `now` stamps the elements of each interval with the wall-clock
-times it covers (spread evenly over the interval, never before the previous stamp, none after the
+times it covers (spread evenly over the interval, each interval after the one before, none after the
 moment it is sent): what a live test measuring delay needs. `shift` moves every timestamp by one
 offset (the first element gets the wall clock), keeping the gaps and the order between elements
 (a programme guide published ahead stays ahead). `keep` (default) leaves them.

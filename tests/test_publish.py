@@ -149,3 +149,11 @@ def test_restamp_now_never_ties_across_intervals():
     assert first[-1][0] == 10_000 and second[-1][0] == 11_000
     assert first[0][0] > 9_000 and second[0][0] > first[-1][0]  # each interval after the one before
     assert [t for t, *_ in second] == sorted(t for t, *_ in second)
+
+
+def test_a_phase_outside_the_interval_is_a_located_error(iptv_log, tmp_path):
+    for phase in ("1s", "-5ms", "soon"):  # the interval is 1 s
+        args = parse([iptv_log, "--to", str(tmp_path / "out"), "--rate", "10", f"--phase={phase}"])
+        with pytest.raises(TefqError) as e:
+            args.func(args)
+        assert e.value.file == "--phase"
