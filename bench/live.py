@@ -1,18 +1,29 @@
 """Live delay, throughput and memory of `tefq run --follow`, fed by `tefq publish`, as YABench
 measures an engine under test (a benchmark, not a test).
 
-    python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir]
+    python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir,dir-parquet]
+                         [--phase 500|random] [--variant LABEL=PYTHON ... --pairs N]
                          [--search] [--json OUT] [--plot PREFIX]
 
 Per source and rate: an IPTV log is generated (TSV); the stream is a private redis-server on a
 loopback port (`--source redis`) or a directory (`--source dir`, one TSV file per second, written
-hidden then renamed). `tefq run UC1 --every 1s --follow --stream …` is started (Spark; before its
-publisher: an absent key or an empty directory is an empty stream), fed a trickle until its first
+hidden then renamed; `dir-parquet`: Parquet files, which the run reads without staging).
+`tefq run UC1 --every 1s --follow --stream …` is started (Spark; before its publisher: an absent
+key or an empty directory is an empty stream), fed a trickle until its first
 micro-batch is done (Spark and its Python workers started), then `tefq publish LOG --to … --rate R
 --interval 1s --restamp now` feeds it for warmup + seconds; only ticks of the last `seconds` are
 measured. Every element is stamped with the wall clock of its interval, so tick `tau` is a
 wall-clock instant: a tick's delay is the moment its first row appears in the run's --out (tailed
-every 20 ms) minus `tau` — sink commit plus hand-over, what a user sees.
+every 20 ms) minus `tau` — sink commit plus hand-over, what a user sees. The publisher's intervals
+end `--phase` ms after each whole second (default 500, the mean of an unaligned publisher; `random`:
+from its start, as before), and a tick waits that long for the interval that makes it final
+(docs/live.md, "Latency"): "engine" is the delay minus the phase.
+
+Variants (`--variant LABEL=PYTHON`, several): each rate is measured under each, alternated
+`--pairs` times (A B A B: the same load for both on a shared machine); PYTHON runs first in the
+run's process (patch `tefq.spark.runtime.follow.TRIGGER`, or a Spark setting through
+`SparkSession.Builder.config`). The run's CPU (driver, JVM, workers, from /proc) per second of
+input is printed beside the phases: under load it compares where wall-clock delay cannot.
 
 Sustained: the rate asked is sustained when the delay does not grow over the measured seconds
 (least-squares slope of delay over time below `GROWTH_MS_PER_S`) and every measured tick was
@@ -20,7 +31,8 @@ reported. `--search` then doubles the highest sustained rate until one is not, a
 between the two (`--search-steps`). Correctness: the rows of every reported tick against the
 oracle's over the same input (a bounded `tefq run --engine oracle` after the run). Memory: the
 resident set of the run's driver (Python), its JVM and its Python workers, sampled every 0.5 s.
-Profile: the median of each phase of Spark's `durationMs` over the micro-batches with input.
+Profile: the median of each phase of Spark's `durationMs` and of the state store's times over the
+micro-batches with input (stage by stage: bench/event_log_stages.py).
 Plots (`--plot PREFIX`): PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png.
 """
 from __future__ import annotations
@@ -40,8 +52,9 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memory import PeakMemory  # noqa: E402 (bench/memory.py)
+from memory import PeakMemory, children  # noqa: E402 (bench/memory.py)
 TEFQ = [sys.executable, "-m", "tefq"]
+DIR_SOURCES = {"dir": "tsv", "dir-parquet": "parquet"}  # --source: a followed directory of these files
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
 
 
@@ -61,6 +74,7 @@ class Stream:
 
     target: str
     server: subprocess.Popen | None = None
+    fmt: str | None = None  # a directory's file format (tsv: staged by the run; parquet: read as it is)
 
     def close(self) -> None:
         if self.server is not None:
@@ -69,10 +83,10 @@ class Stream:
 
 
 def open_stream(source: str, work: str, name: str) -> Stream:
-    if source == "dir":
+    if source in DIR_SOURCES:
         path = os.path.join(work, f"live-{name}")
         os.makedirs(path)
-        return Stream(path)
+        return Stream(path, fmt=DIR_SOURCES[source])
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -84,6 +98,27 @@ def open_stream(source: str, work: str, name: str) -> Stream:
         time.sleep(0.05)
     proc.terminate()
     raise SystemExit("redis-server did not start")
+
+
+def cpu_ticks(root: int) -> dict[int, int]:
+    """CPU time (clock ticks, user + system, with reaped children's) of `root` and every descendant:
+    the run's driver, its JVM and its Python workers. Under a shared machine's load, CPU spent per
+    micro-batch compares settings where wall-clock delay cannot."""
+    tree, todo, out = children(), [root], {}
+    while todo:
+        pid = todo.pop()
+        todo.extend(tree.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            out[pid] = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def cpu_seconds(before: dict[int, int], after: dict[int, int]) -> float:
+    return sum(t - before.get(pid, 0) for pid, t in after.items()) / os.sysconf("SC_CLK_TCK")
 
 
 class Tail(threading.Thread):
@@ -162,9 +197,11 @@ class Ready(threading.Thread):
                 print("   run: " + line.rstrip(), file=sys.stderr, flush=True)
 
 
-def publish(log: str, target: str, rate: int, seconds: int) -> None:
-    subprocess.run(TEFQ + ["publish", log, "--to", target, "--rate", str(rate), "--interval", "1s", "--restamp",
-                           "now", "--limit", str(rate * seconds), "--quiet"], check=True)
+def publish(log: str, stream: Stream, rate: int, seconds: int, phase_ms: int | None = None) -> None:
+    phase = [] if phase_ms is None else ["--phase", f"{phase_ms}ms"]
+    fmt = ["--format", stream.fmt] if stream.fmt else []
+    subprocess.run(TEFQ + ["publish", log, "--to", stream.target, "--rate", str(rate), "--interval", "1s",
+                           "--restamp", "now", "--limit", str(rate * seconds), "--quiet", *phase, *fmt], check=True)
 
 
 def generated_log(rate: int, seconds: int, work: str) -> str:
@@ -178,9 +215,17 @@ def generated_log(rate: int, seconds: int, work: str) -> str:
     return os.path.join(data, "log")
 
 
-def start_run(doc: str, stream: Stream, rows: str, metrics: str) -> tuple[subprocess.Popen, Ready]:
-    run = subprocess.Popen(TEFQ + ["run", doc, "--engine", "spark", "--follow", "--stream", stream.target,
-                                   "--format", "csv", "--out", rows, "--metrics", metrics],
+def run_command(prelude: str) -> list[str]:
+    """`python -m tefq`, or with a variant's `prelude` (Python run first in the run's process, e.g.
+    patching a constant) the same entry point after it."""
+    if not prelude:
+        return TEFQ
+    return [sys.executable, "-c", f"{prelude}\nfrom tefq.cli import main\nmain()"]
+
+
+def start_run(doc: str, stream: Stream, rows: str, metrics: str, prelude: str = "") -> tuple[subprocess.Popen, Ready]:
+    run = subprocess.Popen(run_command(prelude) + ["run", doc, "--engine", "spark", "--follow", "--stream",
+                                                   stream.target, "--format", "csv", "--out", rows, "--metrics", metrics],
                            stderr=subprocess.PIPE, text=True)
     ready = Ready(run.stderr)
     ready.start()
@@ -193,24 +238,34 @@ def warm_up(run: subprocess.Popen, ready: Ready, log: str, stream: Stream) -> No
         if run.poll() is not None:
             stream.close()
             raise SystemExit(f"the run ended (exit {run.returncode}) before its first micro-batch")
-        publish(log, stream.target, 10, 1)
+        publish(log, stream, 10, 1)
 
 
-def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str) -> dict:
+@dataclass(frozen=True)
+class Setting:
+    """What one measurement varies: the publisher's phase against the ticks (ms; None: from its
+    start, a random phase) and a variant (`label`, `prelude`: see `run_command`)."""
+
+    phase_ms: int | None = 500
+    label: str = ""
+    prelude: str = ""
+
+
+def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting()) -> dict:
     """Run, warm up, feed for `seconds`, measure (see the module doc)."""
-    name = f"{source}-{rate}"
+    name = f"{source}-{rate}-{setting.label}-{time.time_ns()}"
     log = generated_log(rate, seconds + warmup, work)
     stream = open_stream(source, work, name)
     rows, metrics = os.path.join(work, f"rows-{name}.csv"), os.path.join(work, f"metrics-{name}.json")
     doc = uc1_every_second(work)
-    run, ready = start_run(doc, stream, rows, metrics)
+    run, ready = start_run(doc, stream, rows, metrics, setting.prelude)
     tail, memory = Tail(rows), PeakMemory(run.pid).start()
     tail.start()
     warm_up(run, ready, log, stream)
-    publish(log, stream.target, rate, warmup)
-    started = time.time() * 1000
-    publish(log, stream.target, rate, seconds)
-    published = time.time() * 1000
+    publish(log, stream, rate, warmup, setting.phase_ms)
+    started, cpu_before = time.time() * 1000, cpu_ticks(run.pid)
+    publish(log, stream, rate, seconds, setting.phase_ms)
+    published, cpu = time.time() * 1000, cpu_seconds(cpu_before, cpu_ticks(run.pid))
     time.sleep(5)
     run.send_signal(signal.SIGTERM)  # the run alone: its JVM stops with it
     run.wait(timeout=300)
@@ -221,7 +276,8 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str) -> di
     m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
     same, reported = oracle_agreement(doc, stream.target, rows)
     stream.close()
-    return summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks)
+    return {**summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks),
+            "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / seconds}
 
 
 def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
@@ -230,6 +286,8 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
     growth = growth_ms_per_s(over_time)
     batches = [b for b in metrics.get("micro_batches") or [] if isinstance(b, dict)]
     busy = [b for b in batches[1:] if b.get("rows")]  # the first is Spark's start-up
+    for b in busy:  # the state store's own times beside Spark's phases
+        b["durations_ms"] = {**b.get("durations_ms", {}), **{f"state.{k}": v for k, v in b.get("state_ms", {}).items()}}
     phases = sorted({k for b in busy for k in b.get("durations_ms", {})})
     return {"source": source, "rate": rate, "seconds": seconds, "warmup": warmup, "ticks_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p95": percentile(delays, 0.95),
@@ -243,7 +301,8 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
             "peak_rss_mb": memory, "load_average": os.getloadavg()[0], "delay_over_time": over_time}
 
 
-def search(source: str, found: list[dict], seconds: int, warmup: int, work: str, steps: int) -> list[dict]:
+def search(source: str, found: list[dict], seconds: int, warmup: int, work: str, steps: int,
+           setting: Setting = Setting()) -> list[dict]:
     """Double the highest sustained rate until one is not sustained, then bisect `steps` times."""
     ok = max((r["rate"] for r in found if r["sustained"]), default=None)
     bad = min((r["rate"] for r in found if not r["sustained"] and (ok is None or r["rate"] > ok)), default=None)
@@ -252,7 +311,7 @@ def search(source: str, found: list[dict], seconds: int, warmup: int, work: str,
         rate = (ok * 2 if bad is None else (ok + bad) // 2) if ok else max(1000, (bad or 10000) // 2)
         if rate in (ok, bad) or rate <= 0:
             break
-        r = one_rate(source, rate, seconds, warmup, work)
+        r = one_rate(source, rate, seconds, warmup, work, setting)
         tried.append(r)
         report(r)
         ok, bad = (rate, bad) if r["sustained"] else (ok, rate)
@@ -261,14 +320,18 @@ def search(source: str, found: list[dict], seconds: int, warmup: int, work: str,
 
 def report(r: dict) -> None:
     mem = r["peak_rss_mb"]
-    print(f"{r['source']:>5} {r['rate']:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  p95 {r['delay_ms_p95']:.0f}  "
-          f"p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
+    engine = (f"  engine p50 {r['delay_ms_p50'] - r['phase_ms']:.0f} p99 {r['delay_ms_p99'] - r['phase_ms']:.0f} ms"
+              if r.get("phase_ms") is not None else "")
+    print(f"{r.get('variant') or '-':>8} {r['source']:>5} {r['rate']:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  "
+          f"p95 {r['delay_ms_p95']:.0f}  p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  "
+          f"growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
           f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} ticks)  "
           f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
           f"{r['ticks_reported']}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
-          f"workers {mem['python_workers_mb']:.0f}  (load average {r['load_average']:.1f})", flush=True)
+          f"workers {mem['python_workers_mb']:.0f}  (load average {r['load_average']:.1f}){engine}", flush=True)
     phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
-    print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms", flush=True)
+    cpu = f"; the run's CPU {r['run_cpu_s_per_s']:.2f} s per second of input" if "run_cpu_s_per_s" in r else ""
+    print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms{cpu}", flush=True)
 
 
 def plot(results: list[dict], prefix: str) -> None:
@@ -305,24 +368,33 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=30, help="measured seconds per rate")
     ap.add_argument("--warmup", type=int, default=10,
                     help="seconds fed at the rate, unmeasured, once the run's first micro-batch is done")
-    ap.add_argument("--source", default="redis,dir", help="redis, dir, or both (comma-separated)")
+    ap.add_argument("--source", default="redis,dir", help="redis, dir (TSV files), dir-parquet (comma-separated)")
     ap.add_argument("--search", action="store_true", help="then search for the highest sustained rate")
     ap.add_argument("--search-steps", type=int, default=4, help="runs the search may take per source")
+    ap.add_argument("--phase", default="500", help="ms after each whole second the publisher's intervals end "
+                    "(so each tick waits that long for its interval), or `random` (counted from its start)")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=PYTHON",
+                    help="measure each rate under each variant: PYTHON runs in the run's process first "
+                         "(e.g. patching tefq.spark.runtime.follow.TRIGGER); one LABEL= with nothing is the baseline")
+    ap.add_argument("--pairs", type=int, default=1, help="with --variant: rounds of one run per variant, alternated")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
     args = ap.parse_args()
     sources = args.source.split(",")
     if "redis" in sources and shutil.which("redis-server") is None:
         raise SystemExit("--source redis needs redis-server (Debian: apt-get install redis-server)")
+    phase = None if args.phase == "random" else int(args.phase)
+    settings = [Setting(phase, *v.split("=", 1)) for v in args.variant] or [Setting(phase)]
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tefq-live-") as work:
         for source in sources:
             found = []
             for rate in (int(r) for r in args.rates.split(",")):
-                found.append(one_rate(source, rate, args.seconds, args.warmup, work))
-                report(found[-1])
+                for setting in settings * args.pairs:  # A B A B: same-run pairs under the same load
+                    found.append(one_rate(source, rate, args.seconds, args.warmup, work, setting))
+                    report(found[-1])
             if args.search:
-                found += search(source, found, args.seconds, args.warmup, work, args.search_steps)
+                found += search(source, found, args.seconds, args.warmup, work, args.search_steps, settings[0])
             out += found
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -131,3 +131,29 @@ def test_bad_options_are_located_errors(iptv_log, tmp_path):
     args = parse([iptv_log, "--to", "redis://127.0.0.1:1/k", "--format", "tsv"])
     with pytest.raises(TefqError, match="--format is for a directory"):
         args.func(args)
+
+
+def test_phase_ends_every_interval_at_a_wall_clock_multiple_plus_the_phase(iptv_log, tmp_path):
+    clock = FakeClock(wall0_ms=1_700_000_000_300)  # 300 ms past a whole second
+    report = publish(iptv_log, str(tmp_path / "live"), Pace(rate=1000, interval_ms=1000, phase_ms=50),
+                     restamp="now", clock=clock)
+    assert [s.last_ts % 1000 for s in report.intervals] == [50, 50]  # each sent 50 ms after a second
+    assert clock.sleeps == [0.75, 1.0]  # the first interval is cut short to reach the phase
+    assert [s.events for s in report.intervals] == [1000, 300]
+
+
+def test_restamp_now_never_ties_across_intervals():
+    stamp = Restamper("now", 1000)
+    chunk = [(5, "<a>", "<p>", "<o>")] * 5000  # five elements a millisecond
+    first, second = stamp(chunk, 10_000), stamp(chunk, 11_000)
+    assert first[-1][0] == 10_000 and second[-1][0] == 11_000
+    assert first[0][0] > 9_000 and second[0][0] > first[-1][0]  # each interval after the one before
+    assert [t for t, *_ in second] == sorted(t for t, *_ in second)
+
+
+def test_a_phase_outside_the_interval_is_a_located_error(iptv_log, tmp_path):
+    for phase in ("1s", "-5ms", "soon"):  # the interval is 1 s
+        args = parse([iptv_log, "--to", str(tmp_path / "out"), "--rate", "10", f"--phase={phase}"])
+        with pytest.raises(TefqError) as e:
+            args.func(args)
+        assert e.value.file == "--phase"

@@ -25,6 +25,22 @@ def as_dict(v) -> dict:
 
 
 
+STATE_TIMES = ("allUpdatesTimeMs", "commitTimeMs", "rocksdbCommitFlushLatency", "rocksdbCommitCheckpointLatency",
+               "rocksdbCommitFileSyncLatencyMs", "rocksdbCommitWriteBatchLatency", "rocksdbCommitCompactLatency",
+               "rocksdbCommitPauseLatency")
+
+
+def state_times(operators: list) -> dict[str, int]:
+    """A micro-batch's state-store times (ms, summed over its stateful operators and their
+    partitions): where its fixed cost goes (docs/live.md)."""
+    out: dict[str, int] = {}
+    for op in operators:
+        found = {**dict(op), **dict(op.get("customMetrics") or {})}
+        for name in STATE_TIMES:
+            out[name] = out.get(name, 0) + int(found.get(name) or 0)
+    return out
+
+
 class Progress:
     def __init__(self, enabled: bool, name: str) -> None:
         self.enabled, self.name, self.seen = enabled, name, -1
@@ -40,7 +56,8 @@ class Progress:
         self.batches.append({"batch": p["batchId"], "rows": p.get("numInputRows", 0),
                              "ms": p.get("durationMs", {}).get("triggerExecution", 0),
                              "durations_ms": dict(p.get("durationMs", {})),
-                             "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))})
+                             "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", [])),
+                             "state_ms": state_times(p.get("stateOperators", []))})
         if not self.enabled:
             return
         observed = p.get("observedMetrics") or {}
