@@ -9,11 +9,11 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (the module's SparkSession fixture)
-from test_allen import DOC, event, iri  # noqa: E402  (the oracle tests' query and events)
+from test_allen import DOC, SPEC_TABLE, event, iri  # noqa: E402  (the oracle tests' query and events)
 
 from tefq.analysis import bind_text  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
@@ -75,3 +75,52 @@ def test_spark_equals_the_oracle(spark, tmp_path_factory, rel_tols, raw, bounds,
     write_stream(events, path)
     got = run_spark(spark, doc, [path]).results[0].rows
     assert got == oracle(doc, events).results[0].rows
+
+
+BODY_DOC = """PREFIX : <http://example.org/>
+PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
+CONSTRUCT FACT W {{?u :watching ?c .}} (UNION (SINCE ?u :join ?c) (UNTIL ?u :quit ?c))
+CONSTRUCT FACT V {{?u :watchesOpen ?c .}}
+{{ ?u :watching ?c . ?c :opens ?o . ?c :closes ?x . FILTER({rel}(?o, ?o, ?x, ?x{tols})) }}
+SELECT ?c AS C, ?n AS N
+(AGGREGATE ?c, COUNT ?u AS ?n WHERE (CURRENT ?u :watchesOpen ?c) GROUP BY ?c EVERY "PT5S"^^xsd:duration)
+"""
+
+
+@pytest.mark.spark
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(REL_TOLS), st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=3, max_size=3),
+       st.lists(st.tuples(st.integers(0, 20_000), st.sampled_from("jq"), st.integers(0, 3), st.integers(0, 2)),
+                min_size=1, max_size=12))
+@example(("BEFORE", 0), [(0, 3), (3, 1), (1, 1)], [(100, "j", 1, 0), (200, "j", 2, 1), (6000, "q", 1, 0)])
+def test_relation_in_a_fact_body(spark, tmp_path_factory, rel_tols, hours, raw):  # noqa: F811
+    """Spec §11: a relation in a derived fact's FILTER over dateTimes the body binds (from the
+    background): a channel's viewers count only where the relation holds for its (open, close)
+    instants, as §11's table says (brute force), and Spark = oracle."""
+    import rdflib
+
+    rel, count = rel_tols
+    tols = tolerances(count, 1, 2)  # hours
+    ex, xsd = "http://example.org/", "http://www.w3.org/2001/XMLSchema#"
+    graph = rdflib.Graph()
+    for c, (o, x) in enumerate(hours):
+        for p, h in (("opens", o), ("closes", x)):
+            graph.add((rdflib.URIRef(f"{ex}c{c}"), rdflib.URIRef(ex + p),
+                       rdflib.Literal(f"2024-01-01T0{h}:00:00Z", datatype=rdflib.URIRef(xsd + "dateTime"))))
+    events = sorted([(t, f"<{ex}u{u}>", f"<{ex}{'join' if k == 'j' else 'quit'}>", f"<{ex}c{c}>")
+                     for t, k, u, c in raw], key=lambda e: e[0])
+    tol_text = "".join(f', "PT{t}H"^^xsd:duration' for t in tols)
+    doc = bind_text(BODY_DOC.format(rel=rel, tols=tol_text), "<test>")
+    path = str(tmp_path_factory.mktemp("allen-body") / "events.tsv")
+    write_stream(events, path)
+    want = oracle(doc, events, graph).results[0].rows
+    hour = 3_600_000
+    holding = {f"<{ex}c{c}>" for c, (o, x) in enumerate(hours)
+               if SPEC_TABLE[rel](o * hour, o * hour, x * hour, x * hour, tuple(t * hour for t in tols))}
+    unfiltered = bind_text(BODY_DOC.format(rel=rel, tols=tol_text).replace(f"FILTER({rel}(?o, ?o, ?x, ?x{tol_text}))", ""),
+                           "<test>")
+    assert want == [r for r in oracle(unfiltered, events, graph).results[0].rows if r[1][0] in holding]
+    if rel == "BEFORE" and hours[:2] == [(0, 3), (3, 1)]:  # the explicit example: c0 counts, c1 does not
+        assert {r[1][0] for r in want} == {f"<{ex}c0>"}
+    assert run_spark(spark, doc, [path], background=graph).results[0].rows == want
