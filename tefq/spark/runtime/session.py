@@ -66,6 +66,9 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
         .config("spark.python.worker.reuse", "true")
         .config("spark.driver.memory", os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        # Workers start in the driver's working directory and `python -m` would put it first on
+        # their path: a `tefq/` folder there (another checkout) would shadow the installed one.
+        .config("spark.executorEnv.PYTHONSAFEPATH", "1")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_FILE} -Duser.timezone=UTC")
         .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
     )
