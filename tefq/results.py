@@ -23,9 +23,15 @@ class QueryResult:
     rows: list[Row] = field(default_factory=list)
     # output name -> its kind as the plan gives it (`column_kinds`; typed outputs); none: from the rows
     kinds: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # True: `rows` are already in sorted_rows' order (a collector ordered them, e.g. the windowed
+    # one's lexsort): the writers do not sort a million rows again. Whoever changes `rows` after
+    # clears it.
+    ordered: bool = field(default=False, compare=False, repr=False)
 
     def sorted_rows(self) -> list[Row]:
         """Rows ordered by tick, then by the values left to right (spec §5); unbound first."""
+        if self.ordered:
+            return list(self.rows)
         return sorted(self.rows, key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
 
 

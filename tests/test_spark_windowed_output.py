@@ -38,6 +38,13 @@ def test_records_decode_to_the_sorted_canonical_rows(width: int, data) -> None:
             parts.append(read_coded_rows(windowed_rows_record(0, reports)[2]))
         want.rows.extend((r.tick, tuple(canonical_cell(c) for c in cells)) for r in reports for cells in r.rows)
     assert ordered_rows(parts) == want.sorted_rows()
+    collector = WindowedCollector(("q",), (want.columns,))
+    for rec in records:
+        reports = reports_of(sorted(rec, key=lambda x: x[0]))
+        if reports:
+            collector.add(*windowed_rows_record(0, reports))
+    got = collector.results()[0]
+    assert got.ordered and got.sorted_rows() == want.sorted_rows()  # the writers take its order as it is
 
 
 def test_collector_sums_late_counts_and_keeps_the_largest_running_totals() -> None:

@@ -122,12 +122,16 @@ def table(results: list[QueryResult], tick_format: str = "ms") -> Table:
         for r in results:
             lead = [terms.literal(r.name)] if with_query else []
             own = _names(r)
+            same = own == names  # one query (or the first): its cells are the table's, in order
             last: tuple[int, str] | None = None  # rows come tick by tick: each tick's term is made once
             for tick, cells in r.sorted_rows():
                 if last is None or last[0] != tick:
                     last = (tick, tick_term(tick, tick_format))
-                by_name = dict(zip(own, cells))
-                yield lead + [last[1]] + [by_name.get(n) for n in names]
+                if same:
+                    yield lead + [last[1], *cells]
+                else:
+                    by_name = dict(zip(own, cells))
+                    yield lead + [last[1]] + [by_name.get(n) for n in names]
 
     return (["query"] if with_query else []) + ["tick"] + names, rows()
 
@@ -135,8 +139,7 @@ def table(results: list[QueryResult], tick_format: str = "ms") -> Table:
 def _write_csv(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
     w = csv.writer(out, lineterminator="\r\n")
     w.writerow(head)
-    for row in rows:
-        w.writerow([csv_cell(c) for c in row])
+    w.writerows([csv_cell(c) for c in row] for row in rows)
 
 
 def _write_tsv(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:

@@ -136,7 +136,7 @@ class WindowedCollector:
             self.warnings.append(payload.decode("utf-8"))
 
     def results(self) -> list[QueryResult]:
-        return [QueryResult(name, cols, ordered_rows(self.parts.get(i, [])))
+        return [QueryResult(name, cols, ordered_rows(self.parts.get(i, [])), ordered=True)
                 for i, (name, cols) in enumerate(zip(self.names, self.columns))]
 
     def run_metrics(self) -> dict:

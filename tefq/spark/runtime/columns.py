@@ -130,7 +130,9 @@ def project_windowed(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
     keep their terms; the others only advance time; those before t0 are not elements of the run.
     With a join key (`plan.key`), each element goes to the bucket of its key term's hash (the
     subject or the object, by its predicate); literals all go to bucket 0, so that two spellings
-    of one literal (rdflib normalises them later) never land in two buckets."""
+    of one literal (rdflib normalises them later) never land in two buckets. A row with a cell not
+    in normal form (`vouched` false) gets its kind and bucket again in the mapper, from the
+    oracle's normal cells, by the same rules (runtime/normal_cells.py)."""
     in_run = F.col("ts") >= F.lit(t0)
     relevant = in_run & F.col("p").isin(*sorted(plan.predicates)) if plan.predicates is not None else in_run
     out = project_elements(df, relevant, in_run)

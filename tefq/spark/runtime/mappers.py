@@ -18,11 +18,12 @@ from typing import Callable, Iterator
 import pyarrow as pa
 
 from tefq.spark.operators.base import profile
-from tefq.spark.planning import FactAggregatePlan
+from tefq.spark.planning import FactAggregatePlan, WindowedPlan
 from tefq.spark.protocol import BAD, FLUSH, FileTieOrder, TieOrder, are_elements, ddl, flush_rows, heartbeat_rows
 from tefq.spark.runtime.columnar import read_files
 from tefq.spark.runtime.encodings import ENCODINGS, Encoding, wire_schema
 from tefq.spark.runtime.fact_buckets import route_batch
+from tefq.spark.runtime.normal_cells import NormalCells
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
 
 class SparkRows:
@@ -31,15 +32,15 @@ class SparkRows:
 
     profile = "mapper"
 
-    def __init__(self, ranks: dict[int, int]) -> None:
-        self.ranks = ranks
+    def __init__(self, ranks: dict[int, int], fix: Callable | None = None) -> None:
+        self.ranks, self.fix = ranks, fix  # fix: scan.settle_undecided's (a windowed plan's NormalCells)
 
     def rows(self, batches, scan: PartitionScan, enc: Encoding) -> Iterator[pa.RecordBatch]:
         tie_order = TieOrder(self.ranks, scan.partition)  # stream order of ties
         for rb in batches:
             scan.seen = True
             scan.rows_in += rb.num_rows
-            rb = settle_undecided(rb)
+            rb = settle_undecided(rb, self.fix)
             kinds = rb.column("k").to_numpy(zero_copy_only=False)
             real, bad = are_elements(kinds), kinds == int(BAD)
             first = enc.first(rb)
@@ -120,7 +121,8 @@ def make_mapper(plan, bad_rows: str | None, ranks: dict[int, int] | None = None,
     """The plan's mapper over rows of Spark's projection (`ranks`: tie order), or over (path, flush)
     rows when `files` (each file's stream rank, runtime/columnar.path_ranks) is given. `only`:
     emit bucket `only`'s rows alone (direct ingestion; bucket 0 records the bad rows)."""
-    reader = ParquetFiles(files) if files is not None else SparkRows(ranks or {})
+    fix = NormalCells(plan).fix if isinstance(plan, WindowedPlan) else None  # its cells decide buckets
+    reader = ParquetFiles(files) if files is not None else SparkRows(ranks or {}, fix)
     encoding = ENCODINGS[type(plan)]
     return partition_mapper(reader, lambda: encoding(plan, only), Routing.of(plan, only), bad_rows)
 

@@ -5,6 +5,7 @@ driver locates the first, tefq.spark.runtime.progress) or written to --bad-rows 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -108,15 +109,18 @@ def bad_record(file: str, row: int, ts: int | str | None, s: str | None, p: str 
     return json.dumps([file, row, fault.kind, fault.message] + ["" if c is None else str(c) for c in (ts, s, p, o)])
 
 
-def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
+def settle_undecided(rb: pa.RecordBatch, fix: "Callable[[pa.RecordBatch, dict], pa.RecordBatch] | None" = None
+                     ) -> pa.RecordBatch:
     """The rows the projection could not vouch for (column x: JSON [file, row, ts, s, p, o]) are
     classified by the oracle's rules for a Parquet row (tefq.io.readers.parquet_row_fault): a bad
     one gets kind BAD and x its record (`bad_record`), a good one keeps the kind its clause gave it
-    and x null."""
+    and x null. `fix(rb, good)`, if given, rewrites the good ones from their normal cells (`good`:
+    row index -> the oracle reader's s, p, o; runtime/normal_cells.py)."""
     import pyarrow.compute as pc
 
     x = rb.column("x")
     records = pa.nulls(rb.num_rows, pa.string())
+    good: dict[int, tuple[str, str, str]] = {}
     if x.null_count < rb.num_rows:
         at = pc.indices_nonzero(pc.is_valid(x)).to_numpy()
         kinds = rb.column("k").to_numpy(zero_copy_only=False).copy()
@@ -126,6 +130,17 @@ def settle_undecided(rb: pa.RecordBatch) -> pa.RecordBatch:
             out[i] = bad_record(file or "", int(row or 0), *cells)
             if out[i] is not None:
                 kinds[i] = RowKind.BAD
+            elif fix is not None:
+                good[i] = normal_cells(cells[1:])
         records = pa.array(out, pa.string())
         rb = rb.set_column(rb.schema.get_field_index("k"), "k", pa.array(kinds, pa.int32()))
-    return rb.set_column(rb.schema.get_field_index("x"), "x", records)
+    rb = rb.set_column(rb.schema.get_field_index("x"), "x", records)
+    return fix(rb, good) if good and fix is not None else rb
+
+
+def normal_cells(cells: list[str]) -> tuple[str, str, str]:
+    """A good row's s, p, o as the oracle's Parquet reader reads them (tefq.io.validate.check_term)."""
+    from tefq.io.validate import check_term
+
+    s, p, o = (check_term(cell, role) for cell, role in zip(cells, "spo"))
+    return s, p, o

@@ -1,0 +1,49 @@
+"""The files' stream order for ties (spec §1: equal timestamps apply in file order), keyed as
+Spark's rows carry it (`fh`: protocol.file_hash of `_metadata.file_path` and the input stream),
+computed on the driver without a Spark job: each file's URI as Spark writes it (Hadoop's own
+Path qualification, through the JVM gateway), hashed by Spark's xxhash64 in Python
+(runtime/spark_hash.py). The job sources.file_ranks ran for this (createDataFrame + collect) was
+the session's first: 6-11 s of a run (JVM warm-up and the Python worker daemon's start)."""
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+from tefq.io.stager import files_in_stream_order
+from tefq.spark.protocol import FILE_HASH_MASK, STREAM_SHIFT
+from tefq.spark.runtime.spark_hash import xxhash64
+
+MAX_RANKED = 1 << 19  # as many files as sources.file_ranks ranks
+
+
+def spark_file_uris(spark: SparkSession, paths: list[str]) -> list[tuple[str, int]]:
+    """(URI as `_metadata.file_path` reports it, input stream) of every file of `paths`, in the
+    oracle's order (the --stream paths in turn, each directory's files by relative path)."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    uris: list[tuple[str, int]] = []
+    for stream, p in enumerate(paths):
+        files = files_in_stream_order([p])
+        if not files:
+            continue
+        fs = jvm.org.apache.hadoop.fs.Path(os.path.abspath(files[0])).getFileSystem(conf)
+        for f in files:
+            uri = fs.makeQualified(jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))).toUri().toString()
+            uris.append(("file:/" + uri[8:] if uri.startswith("file:///") else uri, stream))  # as Spark writes it
+    return uris
+
+
+def path_hash(uri: str, stream: int) -> int:
+    """protocol.file_hash of one file, as Spark SQL computes it."""
+    return (xxhash64(uri.encode("utf-8")) & FILE_HASH_MASK) | (stream << STREAM_SHIFT)
+
+
+def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
+    """sources.file_ranks without a Spark job: the hash of each file's path (`fh`) -> its rank in
+    the oracle's order; {} for fewer than two files. Files that arrive later (follow mode) are not
+    ranked: their ties go by partition, then row."""
+    uris = spark_file_uris(spark, paths)
+    if len(uris) < 2:
+        return {}
+    return {path_hash(u, s): r for r, (u, s) in enumerate(uris[:MAX_RANKED])}
