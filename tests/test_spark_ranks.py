@@ -1,4 +1,5 @@
-"""runtime/ranks.file_ranks (no Spark job) = sources.file_ranks (a Spark job): the same file hash
+"""runtime/ranks.file_ranks (no Spark job) = the ranks a Spark job computes with Spark SQL's own
+hash of the same URIs (the engine's former way, kept here as the reference): the same file hash
 -> stream rank for files with spaces, brackets, `%` and non-ASCII letters in their names, over two
 --stream inputs."""
 from __future__ import annotations
@@ -14,12 +15,23 @@ sys.path.insert(0, os.path.dirname(__file__))
 from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fixture)
 
 
-def test_ranks_without_a_job_equal_sources_file_ranks(spark, tmp_path) -> None:
+def ranks_by_job(spark, paths: list[str]) -> dict[int, int]:
+    """The reference: Spark SQL hashes every file's URI (protocol.file_hash) in a job."""
+    from pyspark.sql import functions as F
+
+    from tefq.spark.protocol import file_hash
+    from tefq.spark.runtime.ranks import spark_file_uris
+
+    uris = spark_file_uris(spark, paths)
+    rows = spark.createDataFrame([(u, s, i) for i, (u, s) in enumerate(uris)], "u string, s int, r long")
+    return {h: r for h, r in rows.select(file_hash(F.col("u"), F.col("s")), "r").collect()}
+
+
+def test_ranks_without_a_job_equal_spark_sql_hashes(spark, tmp_path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from tefq.spark.runtime.ranks import file_ranks
-    from tefq.spark.runtime.sources import file_ranks as ranks_by_job
 
     streams = [tmp_path / "a dir [1]", tmp_path / "b%20é"]
     for d in streams:

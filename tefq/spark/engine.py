@@ -41,7 +41,8 @@ from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
-from tefq.spark.runtime.sources import file_ranks, write_flush
+from tefq.spark.runtime.ranks import file_ranks
+from tefq.spark.runtime.sources import write_flush
 from tefq.vocabulary import DEFAULT_MAX_TICKS
 
 

@@ -85,7 +85,7 @@ UNRANKED_STREAM_SHIFT, UNRANKED_PARTITION_SHIFT = 34, 26  # an unranked key: str
 class TieOrder:
     """Per input partition of Spark's rows, the order key of ties: file rank << ROW_BITS + row
     within the file. `o` arrives as the row's file hash (`fh`: its stream in the top bits);
-    `ranks` (tefq.spark.runtime.sources.file_ranks) maps it to the file's place in stream order.
+    `ranks` (tefq.spark.runtime.ranks.file_ranks) maps it to the file's place in stream order.
     Files not ranked come after the ranked ones, by stream, then partition, then row: UNRANKED +
     stream << 34 + partition << 26 + row; without ranks, the same without UNRANKED."""
 

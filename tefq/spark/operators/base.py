@@ -74,7 +74,7 @@ class StreamLimits(RunLimits):
 
     batches: tuple[int | None, ...] = ()
     rank_starts: tuple[int, ...] = ()
-    ranked: bool = False  # the files were ranked (`sources.file_ranks`): ties go by (t, stream order)
+    ranked: bool = False  # the files were ranked (`ranks.file_ranks`): ties go by (t, stream order)
     idle_ms: int = DEFAULT_IDLE_MS
 
 

@@ -36,7 +36,7 @@ from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_files, read_sink_files
-from tefq.spark.runtime.sources import file_ranks
+from tefq.spark.runtime.ranks import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
 TRIGGER = "250 milliseconds"  # a live micro-batch starts this soon after the last (issue 24: sub-second ticks)

@@ -29,7 +29,7 @@ def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool) -> list[
 def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> StreamLimits:
     """Spec §6.1 for the operators: how many micro-batches each bounded input takes (one file per
     trigger and source with --max-files-per-trigger, else one; a Redis stream: one, none if empty),
-    each stream's first file rank (`sources.file_ranks`); live inputs: None (they go idle)."""
+    each stream's first file rank (`ranks.file_ranks`); live inputs: None (they go idle)."""
     batches: list[int | None] = []
     starts, rank = [], 0
     for p in inputs:

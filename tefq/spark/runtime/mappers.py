@@ -28,7 +28,7 @@ from tefq.spark.runtime.scan import PartitionScan, settle_undecided
 
 class SparkRows:
     """Input: rows of Spark's projection (columns k, ts, o = the file's xxhash64, ..., x). `ranks`:
-    the files' stream order for ties (tefq.spark.runtime.sources.file_ranks)."""
+    the files' stream order for ties (tefq.spark.runtime.ranks.file_ranks)."""
 
     profile = "mapper"
 

@@ -143,7 +143,7 @@ def sink_metric(name: str) -> "F.Column":
 def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, run: RunOptions, *,
                ranks: dict[int, int] | None = None, operator: Callable | None = None, ingest: str = "rows"):
     """The streaming query of one plan, not started: (start(**trigger), sink dir, control dir, progress).
-    `ranks`: the stream order of the files (tefq.spark.runtime.sources.file_ranks), for ties.
+    `ranks`: the stream order of the files (tefq.spark.runtime.ranks.file_ranks), for ties.
     `ingest`: "rows" (Spark reads the rows, the plan's projection matches them), "columnar" or
     "direct" (runtime/columnar.py; resolved by ingest.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""

@@ -14,7 +14,6 @@ from pyspark.sql import functions as F
 
 from tefq.errors import TefqError
 from tefq.io.readers import stream_files, stream_format
-from tefq.io.stager import files_in_stream_order
 from tefq.spark.protocol import file_hash
 
 if TYPE_CHECKING:
@@ -117,23 +116,3 @@ def write_flush(directory: str) -> None:
     pq.write_table(pa.table({"ts": pa.array([0], pa.int64()), "s": [FLUSH_TERM], "p": [FLUSH_TERM],
                              "o": [FLUSH_TERM]}), tmp)
     os.replace(tmp, target)
-
-
-def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
-    """Stream order for ties (spec §1: equal timestamps apply in file order): xxhash64 of the path
-    Spark reports for each file (`_metadata.file_path`) -> the file's rank in the oracle's order
-    (the --stream paths in turn, each directory's files by relative path). Needed because Spark
-    packs the files of a micro-batch into partitions by size, not by name. Files that arrive
-    later (follow mode) are not ranked: their ties go by partition, then row."""
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    uris: list[tuple[str, int]] = []
-    for stream, p in enumerate(paths):
-        for f in files_in_stream_order([p]):
-            hp = jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))
-            uri = hp.getFileSystem(conf).makeQualified(hp).toUri().toString()
-            uris.append(("file:/" + uri[8:] if uri.startswith("file:///") else uri, stream))  # as Spark writes it
-    if len(uris) < 2:
-        return {}
-    rows = spark.createDataFrame([(u, s, i) for i, (u, s) in enumerate(uris[:1 << 19])], "u string, s int, r long")
-    return {h: r for h, r in rows.select(file_hash(F.col("u"), F.col("s")), "r").collect()}
