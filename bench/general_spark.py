@@ -40,7 +40,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from memory import PeakMemory, children  # noqa: E402 (bench/memory.py)
+from memory import PeakMemory, cpu_ticks  # noqa: E402 (bench/memory.py)
 
 IPTV = "http://example.org/iptv#"
 EVERY = 'EVERY "PT1M"^^xsd:duration'
@@ -146,16 +146,7 @@ class TreeCpu(threading.Thread):
     def run(self) -> None:
         tick = os.sysconf("SC_CLK_TCK")
         while not self.done.wait(0.5):
-            tree, todo = children(), [self.root]
-            while todo:
-                pid = todo.pop()
-                todo.extend(tree.get(pid, []))
-                try:
-                    with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-                        fields = fh.read().rsplit(")", 1)[1].split()
-                    self.seconds[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-                except (OSError, IndexError, ValueError):
-                    continue
+            self.seconds.update({pid: t / tick for pid, t in cpu_ticks(self.root, reaped=False).items()})
 
     def total(self) -> float:
         self.done.set()

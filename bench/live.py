@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memory import PeakMemory, children  # noqa: E402 (bench/memory.py)
+from memory import PeakMemory, cpu_ticks  # noqa: E402 (bench/memory.py)
 TEFQ = [sys.executable, "-m", "tefq"]
 DIR_SOURCES = {"dir": "tsv", "dir-parquet": "parquet"}  # --source: a followed directory of these files
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
@@ -98,23 +98,6 @@ def open_stream(source: str, work: str, name: str) -> Stream:
         time.sleep(0.05)
     proc.terminate()
     raise SystemExit("redis-server did not start")
-
-
-def cpu_ticks(root: int) -> dict[int, int]:
-    """CPU time (clock ticks, user + system, with reaped children's) of `root` and every descendant:
-    the run's driver, its JVM and its Python workers. Under a shared machine's load, CPU spent per
-    micro-batch compares settings where wall-clock delay cannot."""
-    tree, todo, out = children(), [root], {}
-    while todo:
-        pid = todo.pop()
-        todo.extend(tree.get(pid, []))
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            out[pid] = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
 
 
 def cpu_seconds(before: dict[int, int], after: dict[int, int]) -> float:
