@@ -83,6 +83,11 @@ class FactCollector:
     terms: dict[int, str] = field(default_factory=dict)
     snapshots: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # bucket -> (tick, payload): the latest
 
+    @classmethod
+    def of(cls, plan) -> "FactCollector":
+        """The collector of a plan holding the document's facts (`plan.facts`)."""
+        return cls(tuple(f.name for f in plan.facts))
+
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == FACTS:
             with np.load(io.BytesIO(payload)) as z:

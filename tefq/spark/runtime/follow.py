@@ -62,7 +62,7 @@ class SinkTail:
         self.seen.update(files)
         # An operator sends the terms of its rows with them: each poll decodes on its own.
         col = Collector.of(self.plan)
-        facts = FactCollector(tuple(f.name for f in self.plan.facts)) if self.on_facts is not None else None
+        facts = FactCollector.of(self.plan) if self.on_facts is not None else None
         pdf = read_sink_files(files)
         for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
             if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)

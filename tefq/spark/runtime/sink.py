@@ -60,7 +60,7 @@ def collect(plan, out: str) -> tuple[list[QueryResult], dict, list[str]]:
 def collect_facts(plan, out: str) -> FactCollector:
     """A finished query's fact-table records (`tefq.spark.fact_output`), decoded."""
     pdf = read_sink(out)
-    facts = FactCollector(tuple(f.name for f in plan.facts))
+    facts = FactCollector.of(plan)
     for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
         facts.add(kind, tick, payload)
     return facts
