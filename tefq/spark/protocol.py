@@ -79,7 +79,8 @@ def ranked_keys(batch: int, o: np.ndarray) -> np.ndarray:
     """Keys `o` of rows of micro-batch `batch` such that the operators' order, `batch * ORDER_SHIFT
     + key`, is `o` itself for a ranked file's row (its key already orders every ranked row of the
     run by stream order, file and row, whatever micro-batch it arrives in: spec §6.1's (t, stream
-    order)) and stays batch-major for the rest (files that arrived later)."""
+    order)) and for a later file's row keyed by arrival (ARRIVED), and stays batch-major for the
+    rest (rows without a file time: Redis)."""
     o = np.asarray(o, np.int64)
     return np.where((o < UNRANKED) | (o >= ARRIVED), o - np.int64(batch) * ORDER_SHIFT, o)
 
@@ -108,8 +109,9 @@ class Arrivals:
     file's, then row; the name's order where two files share a ms is not kept (their rows interleave)."""
 
     def __init__(self, ranks: dict[int, int]) -> None:
-        times = [mtime_of(h) for h in ranks]
-        self.origin = (max(times) if times else 0) - ARRIVAL_BEFORE
+        hashes = np.fromiter(ranks, np.int64, len(ranks))
+        newest = int(((hashes >> MTIME_SHIFT) & MTIME_MASK).max()) if len(hashes) else 0
+        self.origin = newest - ARRIVAL_BEFORE
 
     def base(self, fh: int) -> int:
         stream = (fh >> STREAM_SHIFT) & MAX_STREAMS
@@ -131,7 +133,7 @@ class TieOrder:
 
     def __init__(self, ranks: dict[int, int], partition: int) -> None:
         self.ranks, self.partition, self.row = ranks, partition, 0
-        self.arrivals = Arrivals(ranks) if ranks else None
+        self.arrivals: Arrivals | None = None  # made at the first later file (most partitions have none)
         self.start: dict[int, int] = {}  # first row of each file keyed by its own rows in this partition
 
     def base(self, fh: int) -> int | None:
@@ -139,9 +141,10 @@ class TieOrder:
         r = self.ranks.get(fh)
         if r is not None:
             return r << ROW_BITS
-        if self.arrivals is not None and mtime_of(fh):
-            return self.arrivals.base(fh)
-        return None
+        if not self.ranks or not mtime_of(fh):
+            return None
+        self.arrivals = self.arrivals or Arrivals(self.ranks)
+        return self.arrivals.base(fh)
 
     def unranked(self, fh: int) -> int:
         stream = (fh >> STREAM_SHIFT) & MAX_STREAMS
