@@ -33,6 +33,10 @@ oracle's over the same input (a bounded `tefq run --engine oracle` after the run
 resident set of the run's driver (Python), its JVM and its Python workers, sampled every 0.5 s.
 Profile: the median of each phase of Spark's `durationMs` and of the state store's times over the
 micro-batches with input (stage by stage: bench/event_log_stages.py).
+Per tick (`breakdown`, with a fixed --phase): the micro-batch that made it final (the first whose
+event time passed it, from the run's progress records) and where its delay went: the phase, the
+wait for the micro-batch running when its interval was sent, the trigger's wait, that micro-batch,
+the hand-over to --out (docs/live.md, "Where a tick's delay goes").
 Plots (`--plot PREFIX`): PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png.
 """
 from __future__ import annotations
@@ -142,6 +146,60 @@ def growth_ms_per_s(points: list[tuple[int, float]]) -> float:
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     var = sum((x - mx) ** 2 for x in xs)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else float("nan")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A micro-batch as its progress record gives it (wall-clock ms): trigger, the sink's commit
+    (before commitOffsets) and the largest event time it read (None: no input)."""
+
+    batch: int
+    start: int
+    sunk: int
+    event_time: int | None
+    add_batch: int
+
+    @staticmethod
+    def of(record: dict) -> "Batch | None":
+        if record.get("start_ms") is None:
+            return None
+        d = record.get("durations_ms", {})
+        end = record["start_ms"] + record.get("ms", 0) - d.get("commitOffsets", 0)
+        return Batch(record["batch"], record["start_ms"], end, record.get("event_time"), d.get("addBatch", 0))
+
+
+def tick_path(tau: int, seen: float, batches: list[Batch], phase_ms: int) -> dict | None:
+    """Where tick `tau`'s delay went: the publisher's phase (its interval ending after `tau` is sent
+    at tau + phase), the wait for the micro-batch running then to end, the wait until the next one
+    starts (the trigger's; for a TSV directory also the driver's staging of the file, in series
+    with the micro-batches, and its listing), the micro-batch that read the interval (the first whose event time passed `tau`: it made the tick
+    final) and the hand-over from the sink's commit to the row in --out."""
+    pub = tau + phase_ms
+    final = next((b for b in batches if b.event_time is not None and b.event_time > tau), None)
+    if final is None:
+        return None
+    before = [b for b in batches if b.batch < final.batch]
+    running = before[-1] if before and before[-1].start <= pub < before[-1].sunk else None
+    free = max(pub, running.sunk if running else pub)
+    return {"tick": tau, "batch": final.batch, "phase": phase_ms, "running_batch": free - pub,
+            "to_start": max(final.start - free, 0), "micro_batch": final.sunk - max(final.start, free),
+            "hand_over": seen - final.sunk, "delay": seen - tau, "add_batch": final.add_batch,
+            "reported_by_later_batch": any(b.sunk <= seen for b in batches if b.batch > final.batch)}
+
+
+def breakdown(first_seen: dict[int, float], batch_records: list[dict], phase_ms: int | None) -> dict:
+    """`tick_path` per measured tick and the medians of each part (docs/live.md, "Where a tick's
+    delay goes")."""
+    batches = sorted((b for b in map(Batch.of, batch_records) if b is not None), key=lambda b: b.batch)
+    if phase_ms is None or not batches:
+        return {}
+    paths = [p for p in (tick_path(t, seen, batches, phase_ms) for t, seen in sorted(first_seen.items()))
+             if p is not None]
+    parts = ("phase", "running_batch", "to_start", "micro_batch", "hand_over", "delay")
+    return {"ticks": paths, "median_ms": {k: percentile([p[k] for p in paths], 0.5) for k in parts},
+            "p99_ms": {k: percentile([p[k] for p in paths], 0.99) for k in parts},
+            "waited_for_a_running_batch": sum(1 for p in paths if p["running_batch"] > 0),
+            "reported_by_a_later_batch": sum(1 for p in paths if p["reported_by_later_batch"])}
 
 
 def by_tick(path: str) -> dict[int, list[str]]:
@@ -259,8 +317,10 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
     same, reported = oracle_agreement(doc, stream.target, rows)
     stream.close()
+    measured = {t: seen for t, seen in tail.first_seen.items() if t in steady}
     return {**summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks),
-            "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / seconds}
+            "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / seconds,
+            "breakdown": breakdown(measured, m.get("micro_batches") or [], setting.phase_ms)}
 
 
 def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
@@ -315,6 +375,12 @@ def report(r: dict) -> None:
     phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
     cpu = f"; the run's CPU {r['run_cpu_s_per_s']:.2f} s per second of input" if "run_cpu_s_per_s" in r else ""
     print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms{cpu}", flush=True)
+    bd = r.get("breakdown")
+    if bd and bd["ticks"]:
+        parts = ", ".join(f"{k} {bd['median_ms'][k]:.0f} / {bd['p99_ms'][k]:.0f}" for k in bd["median_ms"])
+        print(f"        where a tick's delay goes (median / p99 ms over {len(bd['ticks'])} ticks): {parts}; "
+              f"{bd['waited_for_a_running_batch']} waited for a running micro-batch, "
+              f"{bd['reported_by_a_later_batch']} reported by a later one than made them final", flush=True)
 
 
 def plot(results: list[dict], prefix: str) -> None:

@@ -1,5 +1,5 @@
 """runtime/ranks.file_ranks (no Spark job) = the ranks a Spark job computes with Spark SQL's own
-hash of the same URIs (the engine's former way, kept here as the reference): the same file hash
+hash of the same files (`_metadata`: URI and modification time): the same file hash
 -> stream rank for files with spaces, brackets, `%` and non-ASCII letters in their names, over two
 --stream inputs."""
 from __future__ import annotations
@@ -16,15 +16,22 @@ from spark_helpers import spark  # noqa: E402,F401 (the module's SparkSession fi
 
 
 def ranks_by_job(spark, paths: list[str]) -> dict[int, int]:
-    """The reference: Spark SQL hashes every file's URI (protocol.file_hash) in a job."""
+    """The reference: Spark SQL hashes every file's URI and modification time as its file source
+    reports them (`_metadata`, protocol.file_hash) in a job."""
     from pyspark.sql import functions as F
 
+    from tefq.io.readers import literal_path_pattern
     from tefq.spark.protocol import file_hash
     from tefq.spark.runtime.ranks import spark_file_uris
 
-    uris = spark_file_uris(spark, paths)
-    rows = spark.createDataFrame([(u, s, i) for i, (u, s) in enumerate(uris)], "u string, s int, r long")
-    return {h: r for h, r in rows.select(file_hash(F.col("u"), F.col("s")), "r").collect()}
+    rank = {(u, s): i for i, (u, s, _) in enumerate(spark_file_uris(spark, paths))}
+    want = {}
+    for s, p in enumerate(paths):
+        meta = F.col("_metadata")
+        df = spark.read.option("recursiveFileLookup", "true").parquet(literal_path_pattern(p))
+        for u, h in df.select(meta.file_path, file_hash(meta.file_path, s, meta.file_modification_time)).collect():
+            want[h] = rank[(u, s)]
+    return want
 
 
 def test_ranks_without_a_job_equal_spark_sql_hashes(spark, tmp_path) -> None:

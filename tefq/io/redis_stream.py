@@ -171,6 +171,39 @@ def advance(client: "redis.Redis", stream: RedisStream, start: Position, latest:
     return Position(page[-1][0].decode(), start.n + len(page))
 
 
+COUNT_SCRIPT = "return #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[2])"  # counted in Redis: no entry travels
+LAST_SEQ = (1 << 64) - 1
+
+
+def split_range(client: "redis.Redis", stream: RedisStream, start: Position, end: Position, parts: int,
+                least: int) -> list[tuple[str, str, int]]:
+    """The entries after `start` up to `end` as up to `parts` ranges (after, until, first row: the
+    entries before the range), split by the IDs' milliseconds, each of `least` entries or more
+    on average (else one range): what several tasks can read at once."""
+    whole = [(start.id, end.id, start.n)]
+    if parts < 2 or end.n - start.n < parts * least:
+        return whole
+    with redis_errors(stream):
+        first = client.xrange(stream.key, "(" + start.id, end.id, count=1)
+    a_ms, b_ms = id_order(first[0][0].decode())[0] if first else 0, id_order(end.id)[0]
+    if b_ms <= a_ms:
+        return whole
+    bounds = [f"{a_ms + (b_ms - a_ms) * i // parts}-{LAST_SEQ}" for i in range(1, parts)] + [end.id]
+    ranges, after, row = [], start.id, start.n
+    for until in bounds:
+        if id_order(until) <= id_order(after):
+            continue
+        if until == end.id:
+            ranges.append((after, until, row))
+            break
+        with redis_errors(stream):
+            count = int(client.eval(COUNT_SCRIPT, 1, stream.key, "(" + after, until))
+        if count:
+            ranges.append((after, until, row))
+            after, row = until, row + count
+    return ranges
+
+
 def entry_pages(client: "redis.Redis", stream: RedisStream, after: str, until: str,
                 page: int = PAGE) -> Iterator[list[RawEntry]]:
     """The entries with `after` < ID <= `until`, in ID order, `page` at a time (XRANGE, exclusive start)."""

@@ -58,10 +58,15 @@ ORDER_SHIFT = 1 << 42
 ROW_BITS = 22  # a ranked file's key: rank (< 2^19) << ROW_BITS + row within the file (< 2^22)
 UNRANKED = 1 << 41  # files the driver did not rank come after the ranked ones
 
-# The input stream (its --stream index, spec §6.1) rides in the top bits of the file hash `fh`
-# every source gives its rows: fh = stream << STREAM_SHIFT | (xxhash64(file) & FILE_HASH_MASK).
+# The file hash `fh` every source gives its rows carries the input stream (its --stream index,
+# spec §6.1) in the top bits and the file's modification time (ms; 0 for a source without files)
+# above the path's xxhash64: fh = stream << STREAM_SHIFT | mtime << MTIME_SHIFT | (xxhash64 & PATH_HASH_MASK).
+# The time orders the files that arrive after a followed run starts (`TieOrder`: by arrival).
 STREAM_SHIFT = 56
 FILE_HASH_MASK = (1 << STREAM_SHIFT) - 1
+MTIME_SHIFT = 23  # the path's hash below: two files collide only with equal mtimes and equal 23 bits
+MTIME_MASK = (1 << (STREAM_SHIFT - MTIME_SHIFT)) - 1  # the ms since 1970 modulo 2^33 (99 days)
+PATH_HASH_MASK = (1 << MTIME_SHIFT) - 1
 MAX_STREAMS = 127
 
 
@@ -74,26 +79,72 @@ def ranked_keys(batch: int, o: np.ndarray) -> np.ndarray:
     """Keys `o` of rows of micro-batch `batch` such that the operators' order, `batch * ORDER_SHIFT
     + key`, is `o` itself for a ranked file's row (its key already orders every ranked row of the
     run by stream order, file and row, whatever micro-batch it arrives in: spec §6.1's (t, stream
-    order)) and stays batch-major for the rest (files that arrived later)."""
+    order)) and for a later file's row keyed by arrival (ARRIVED), and stays batch-major for the
+    rest (rows without a file time: Redis)."""
     o = np.asarray(o, np.int64)
-    return np.where(o < UNRANKED, o - np.int64(batch) * ORDER_SHIFT, o)
+    return np.where((o < UNRANKED) | (o >= ARRIVED), o - np.int64(batch) * ORDER_SHIFT, o)
 
 
 UNRANKED_STREAM_SHIFT, UNRANKED_PARTITION_SHIFT = 34, 26  # an unranked key: stream, partition, row
+
+# A file that arrived after a ranked run started (its `fh` has a time) is keyed by arrival, batch-free
+# like a ranked file and after every ranked one: ARRIVED + stream << ARRIVED_STREAM_SHIFT + (its
+# mtime - the newest ranked file's + ARRIVAL_BEFORE, modulo 2^33) << ROW_BITS + row within the file.
+# The window is 2^33 ms (99 days): from ~50 days before the newest file at the start (an old file
+# moved in) to ~50 days after; a file outside it wraps around.
+ARRIVED = 1 << 62
+ARRIVED_STREAM_SHIFT = 55
+ARRIVAL_BITS = ARRIVED_STREAM_SHIFT - ROW_BITS
+ARRIVAL_BEFORE = 1 << (ARRIVAL_BITS - 1)
+assert ARRIVAL_BITS == STREAM_SHIFT - MTIME_SHIFT  # the key holds the whole time `fh` carries
+
+
+def mtime_of(fh: int) -> int:
+    """The modification time (ms) a file hash carries (0: none)."""
+    return (fh >> MTIME_SHIFT) & MTIME_MASK
+
+
+class Arrivals:
+    """Keys of files by arrival (ARRIVED): their mtime relative to `newest`, the newest ranked
+    file's, then row; the name's order where two files share a ms is not kept (their rows interleave)."""
+
+    def __init__(self, ranks: dict[int, int]) -> None:
+        hashes = np.fromiter(ranks, np.int64, len(ranks))
+        newest = int(((hashes >> MTIME_SHIFT) & MTIME_MASK).max()) if len(hashes) else 0
+        self.origin = newest - ARRIVAL_BEFORE
+
+    def base(self, fh: int) -> int:
+        stream = (fh >> STREAM_SHIFT) & MAX_STREAMS
+        arrival = (mtime_of(fh) - self.origin) & MTIME_MASK
+        return ARRIVED + (stream << ARRIVED_STREAM_SHIFT) + (arrival << ROW_BITS)
 
 
 class TieOrder:
     """Per input partition of Spark's rows, the order key of ties: file rank << ROW_BITS + row
     within the file. `o` arrives as the row's file hash (`fh`: its stream in the top bits);
     `ranks` (tefq.spark.runtime.ranks.file_ranks) maps it to the file's place in stream order.
-    Files not ranked come after the ranked ones, by stream, then partition, then row: UNRANKED +
-    stream << 34 + partition << 26 + row; without ranks, the same without UNRANKED."""
+    Files not ranked come after the ranked ones: a file with a time by arrival (`Arrivals`), so
+    ties across files that arrive later follow their order whatever partition Spark packs them
+    in; rows without one (Redis) by stream, then partition, then row: UNRANKED + stream << 34 +
+    partition << 26 + row; without ranks (a run that started with under two files), every
+    unranked row so, without UNRANKED (such a run's keys stay batch-major: see `ranked_keys`)."""
 
     UNRANKED = UNRANKED
 
     def __init__(self, ranks: dict[int, int], partition: int) -> None:
         self.ranks, self.partition, self.row = ranks, partition, 0
-        self.start: dict[int, int] = {}  # first row of each ranked file in this partition
+        self.arrivals: Arrivals | None = None  # made at the first later file (most partitions have none)
+        self.start: dict[int, int] = {}  # first row of each file keyed by its own rows in this partition
+
+    def base(self, fh: int) -> int | None:
+        """The key of a file's first row (None: its rows are keyed by partition and row)."""
+        r = self.ranks.get(fh)
+        if r is not None:
+            return r << ROW_BITS
+        if not self.ranks or not mtime_of(fh):
+            return None
+        self.arrivals = self.arrivals or Arrivals(self.ranks)
+        return self.arrivals.base(fh)
 
     def unranked(self, fh: int) -> int:
         stream = (fh >> STREAM_SHIFT) & MAX_STREAMS
@@ -109,9 +160,8 @@ class TieOrder:
         starts = np.concatenate(([0], np.flatnonzero(h[1:] != h[:-1]) + 1))  # a file's rows are contiguous
         offset = np.empty(len(starts), np.int64)  # per run of one file: key = offset + row in partition
         for i, (u, f) in enumerate(zip(h[starts].tolist(), starts.tolist())):
-            r = self.ranks.get(u)
-            offset[i] = (self.unranked(u) if r is None
-                         else (r << ROW_BITS) - self.start.setdefault(u, int(rows[f])))
+            base = self.base(u)
+            offset[i] = self.unranked(u) if base is None else base - self.start.setdefault(u, int(rows[f]))
         return pa.array(np.repeat(offset, np.diff(np.append(starts, len(h)))) + rows)
 
 
@@ -123,8 +173,8 @@ def streams_of_keys(o: np.ndarray, rank_starts: tuple[int, ...], ranked_run: boo
     ranked = (o < UNRANKED) & ranked_run
     by_rank = (np.searchsorted(np.asarray(rank_starts, np.int64), o >> ROW_BITS, side="right") - 1
                if rank_starts else np.zeros(len(o), np.int64))
-    carried = ((o & (UNRANKED - 1)) >> UNRANKED_STREAM_SHIFT) & MAX_STREAMS
-    return np.where(ranked, np.maximum(by_rank, 0), carried)
+    carried = np.where(o >= ARRIVED, o >> ARRIVED_STREAM_SHIFT, (o & (UNRANKED - 1)) >> UNRANKED_STREAM_SHIFT)
+    return np.where(ranked, np.maximum(by_rank, 0), carried & MAX_STREAMS)
 
 
 class FileTieOrder:
@@ -270,11 +320,15 @@ def read_heartbeats(pdf: pd.DataFrame, kinds: np.ndarray) -> Heartbeats | None:
     return Heartbeats(lo, hi, int(elements.sum()), int(pdf[HB_BAD].to_numpy()[at].sum()), latest)
 
 
-def file_hash(path: "F.Column", stream: "int | F.Column") -> "F.Column":
-    """Column `fh`: the file's xxhash64 with its input stream in the top bits (protocol.STREAM_SHIFT)."""
+def file_hash(path: "F.Column", stream: "int | F.Column", mtime: "F.Column | None" = None) -> "F.Column":
+    """Column `fh`: the input stream in the top bits (STREAM_SHIFT), the file's modification time
+    (`mtime`, a timestamp: `_metadata.file_modification_time`; none: 0) and its path's xxhash64."""
     if isinstance(stream, int):
         if not 0 <= stream <= MAX_STREAMS:
             raise TefqError(f"at most {MAX_STREAMS + 1} --stream inputs on Spark", file="--stream")
         stream = F.lit(stream)
     top = F.shiftleft(stream.cast("long"), STREAM_SHIFT)
-    return F.xxhash64(path).bitwiseAND(F.lit(FILE_HASH_MASK)).bitwiseOR(top)
+    fh = F.xxhash64(path).bitwiseAND(F.lit(PATH_HASH_MASK)).bitwiseOR(top)
+    if mtime is None:
+        return fh
+    return fh.bitwiseOR(F.shiftleft(F.unix_millis(mtime).bitwiseAND(F.lit(MTIME_MASK)), MTIME_SHIFT))

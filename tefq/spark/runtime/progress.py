@@ -25,6 +25,16 @@ def as_dict(v) -> dict:
 
 
 
+def epoch_ms(timestamp: str | None) -> int | None:
+    """A progress record's `timestamp` (the micro-batch's trigger, ISO 8601 in UTC) in ms since 1970:
+    bench/live.py places each tick's report against the micro-batches."""
+    if not timestamp:
+        return None
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
 STATE_TIMES = ("allUpdatesTimeMs", "commitTimeMs", "rocksdbCommitFlushLatency", "rocksdbCommitCheckpointLatency",
                "rocksdbCommitFileSyncLatencyMs", "rocksdbCommitWriteBatchLatency", "rocksdbCommitCompactLatency",
                "rocksdbCommitPauseLatency")
@@ -53,15 +63,16 @@ class Progress:
 
     def _one(self, p) -> None:
         self.seen = p["batchId"]
+        observed = p.get("observedMetrics") or {}
+        obs, obs_out = (as_dict(observed.get(name)) for name in ("tefq_in", "tefq_out"))
         self.batches.append({"batch": p["batchId"], "rows": p.get("numInputRows", 0),
                              "ms": p.get("durationMs", {}).get("triggerExecution", 0),
+                             "start_ms": epoch_ms(p.get("timestamp")), "event_time": obs.get("event_time"),
                              "durations_ms": dict(p.get("durationMs", {})),
                              "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", [])),
                              "state_ms": state_times(p.get("stateOperators", []))})
         if not self.enabled:
             return
-        observed = p.get("observedMetrics") or {}
-        obs, obs_out = (as_dict(observed.get(name)) for name in ("tefq_in", "tefq_out"))
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
         partial = f"partial rows {obs_out['partial']} (added on the driver), " if obs_out.get("partial") else ""
         print(f"[spark {self.name}] batch {p['batchId']}: events read {p.get('numInputRows', 0)}, "

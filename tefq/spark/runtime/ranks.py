@@ -11,18 +11,19 @@ import os
 from pyspark.sql import SparkSession
 
 from tefq.io.stager import files_in_stream_order
-from tefq.spark.protocol import FILE_HASH_MASK, STREAM_SHIFT
+from tefq.spark.protocol import MTIME_MASK, MTIME_SHIFT, PATH_HASH_MASK, STREAM_SHIFT
 from tefq.spark.runtime.spark_hash import xxhash64
 
 MAX_RANKED = 1 << 19  # as many files as sources.file_ranks ranks
 
 
-def spark_file_uris(spark: SparkSession, paths: list[str]) -> list[tuple[str, int]]:
-    """(URI as `_metadata.file_path` reports it, input stream) of every file of `paths`, in the
-    oracle's order (the --stream paths in turn, each directory's files by relative path)."""
+def spark_file_uris(spark: SparkSession, paths: list[str]) -> list[tuple[str, int, int]]:
+    """(URI as `_metadata.file_path` reports it, input stream, modification time in ms as
+    `_metadata.file_modification_time` reports it: Hadoop's, whole ms) of every file of `paths`,
+    in the oracle's order (the --stream paths in turn, each directory's files by relative path)."""
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    uris: list[tuple[str, int]] = []
+    uris: list[tuple[str, int, int]] = []
     for stream, p in enumerate(paths):
         files = files_in_stream_order([p])
         if not files:
@@ -30,20 +31,22 @@ def spark_file_uris(spark: SparkSession, paths: list[str]) -> list[tuple[str, in
         fs = jvm.org.apache.hadoop.fs.Path(os.path.abspath(files[0])).getFileSystem(conf)
         for f in files:
             uri = fs.makeQualified(jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))).toUri().toString()
-            uris.append(("file:/" + uri[8:] if uri.startswith("file:///") else uri, stream))  # as Spark writes it
+            uri = "file:/" + uri[8:] if uri.startswith("file:///") else uri  # as Spark writes it
+            uris.append((uri, stream, os.stat(f).st_mtime_ns // 1_000_000))  # ms, as java.io.File truncates
     return uris
 
 
-def path_hash(uri: str, stream: int) -> int:
+def path_hash(uri: str, stream: int, mtime_ms: int = 0) -> int:
     """protocol.file_hash of one file, as Spark SQL computes it."""
-    return (xxhash64(uri.encode("utf-8")) & FILE_HASH_MASK) | (stream << STREAM_SHIFT)
+    return ((xxhash64(uri.encode("utf-8")) & PATH_HASH_MASK) | ((mtime_ms & MTIME_MASK) << MTIME_SHIFT)
+            | (stream << STREAM_SHIFT))
 
 
 def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
     """sources.file_ranks without a Spark job: the hash of each file's path (`fh`) -> its rank in
     the oracle's order; {} for fewer than two files. Files that arrive later (follow mode) are not
-    ranked: their ties go by partition, then row."""
+    ranked: their ties go by arrival (protocol.TieOrder)."""
     uris = spark_file_uris(spark, paths)
     if len(uris) < 2:
         return {}
-    return {path_hash(u, s): r for r, (u, s) in enumerate(uris[:MAX_RANKED])}
+    return {path_hash(u, s, m): r for r, (u, s, m) in enumerate(uris[:MAX_RANKED])}

@@ -45,7 +45,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
-                                  is_redis_url)
+                                  is_redis_url, split_range)
 from tefq.io.validate import Fault
 from tefq.spark.protocol import file_hash
 
@@ -55,6 +55,8 @@ ARROW_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.strin
                           ("file", pa.string()), ("row", pa.int64())])
 BAD_ENTRY = "TEFQ_BAD_ENTRY"  # a bad entry's marker in a worker's error (see bad_entry_error)
 STARTS = ("earliest", "latest")
+ENGINE_PARTITIONS: int | None = None  # the engine's micro-batches: split in this many ranges (None: one per core)
+LEAST_PER_PARTITION = 5_000  # a smaller range is not worth a task of its own
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,15 @@ class SourceOptions:
     this many entries per micro-batch; `badRows`: a directory for bad entries (else the first
     fails the query); `startingPosition`: `earliest` (default: every entry) or `latest` (entries
     added after the query first starts); `endingOffset`: a position as JSON (`Position.to_offset`)
-    after which nothing is read (a bounded run pins the stream's head once for all its queries)."""
+    after which nothing is read (a bounded run pins the stream's head once for all its queries);
+    `partitions`: a micro-batch's entries in up to this many ID ranges, one task each (default 1)."""
 
     stream: RedisStream
     max_entries: int | None = None
     bad_rows: str | None = None
     start: str = "earliest"
     end: Position | None = None
+    partitions: int = 1
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -82,15 +86,16 @@ class SourceOptions:
         start = given.get("startingposition", "earliest").lower()
         if start not in STARTS:
             raise TefqError(f"startingPosition must be earliest or latest, got {start!r}", FORMAT)
-        return cls(RedisStream.parse(url), max_entries_option(given.get("maxentriespertrigger")),
-                   given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")))
+        return cls(RedisStream.parse(url), positive_option("maxEntriesPerTrigger", given.get("maxentriespertrigger")),
+                   given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")),
+                   positive_option("partitions", given.get("partitions")) or 1)
 
 
-def max_entries_option(text: str | None) -> int | None:
+def positive_option(name: str, text: str | None) -> int | None:
     if text is None:
         return None
     if not text.strip().isdigit() or int(text) < 1:
-        raise TefqError(f"maxEntriesPerTrigger must be a positive integer, got {text!r}", FORMAT)
+        raise TefqError(f"{name} must be a positive integer, got {text!r}", FORMAT)
     return int(text)
 
 
@@ -177,10 +182,13 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         self.target = self.target or head(self.client(), self.options.stream)
 
     def partitions(self, start: dict, end: dict) -> list[EntryRange]:
-        # One partition per micro-batch: its rows come in entry order, which is the stream order
-        # of ties (equal ts) that the engine's mappers keep within a partition.
+        # Ranges in ID order, each read in entry order: the stream order of ties (equal ts), which
+        # the engine's mappers keep by partition, then row (protocol.TieOrder: no file time here).
         first, last = Position.of_offset(start), Position.of_offset(end)
-        return [EntryRange(first.id, last.id, first.n)] if first.is_before(last) else []
+        if not first.is_before(last):
+            return []
+        return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
+                                                    self.options.partitions, LEAST_PER_PARTITION)]
 
     def read(self, partition: EntryRange) -> Iterator[pa.RecordBatch]:
         return read_range(self.options, partition)
@@ -298,4 +306,5 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
         reader = reader.option("maxEntriesPerTrigger", str(max_entries))
     if bad_rows:
         reader = reader.option("badRows", os.path.abspath(bad_rows))
+    reader = reader.option("partitions", str(ENGINE_PARTITIONS or os.cpu_count() or 1))
     return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")

@@ -86,8 +86,9 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
     df = reader.schema("ts long, s string, p string, o string").parquet(directory)
-    return df.select("ts", "s", "p", "o", F.col("_metadata.file_path").alias("file"),
-                     file_hash(F.col("_metadata.file_path"), stream).alias("fh"),
+    meta = F.col("_metadata")
+    return df.select("ts", "s", "p", "o", meta.file_path.alias("file"),
+                     file_hash(meta.file_path, stream, meta.file_modification_time).alias("fh"),
                      (F.col("_metadata.row_index") + 1).alias("row"))  # as the oracle's readers number rows
 
 
