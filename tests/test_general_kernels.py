@@ -266,3 +266,55 @@ def test_explain_names_the_operator_and_the_split():
     assert "exact: each bucket reports partial aggregates" in text
     _, p = plan(SHAPES["genre"], 1)
     assert "SinglePartition" in p.explain()
+
+
+# ---------------------------------------------------------------- the mapper's two inputs
+def mapper_rows(plan, elements, path: str | None) -> "pd.DataFrame":
+    """The general mapper's rows (bucket `only` alone when `plan` carries it as `only`): over the
+    projection's rows, or over the Parquet file `path` holding `elements` (columnar ingestion)."""
+    import pyarrow as pa
+
+    from tefq.spark.runtime.mappers import make_mapper
+
+    from tefq.spark.protocol import ELEMENT, RowKind
+
+    plan, only = plan
+    if path is None:  # the projection: terms only for the predicates that matter (OTHER rows: none)
+        from test_spark_protocol import element_rows
+
+        named = plan.relevant_predicates()
+        kinds = [int(ELEMENT) if named is None or e[2] in named else int(RowKind.OTHER) for e in elements]
+        batches = make_mapper(plan, None, {0: 7}, only=only)(iter([element_rows(elements, kinds)]), 0)
+    else:
+        flush = pa.RecordBatch.from_pydict({"path": [path], "flush": [False]})
+        batches = make_mapper(plan, None, files={path: 7}, only=only)(iter([flush]), 0)
+    return pa.Table.from_batches(list(batches)).to_pandas()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_columnar_mapper_sends_what_the_row_mapper_sends(shape, data, tmp_path_factory):
+    """Columnar and direct ingestion (GeneralRows.from_file) send the projection's rows
+    (GeneralRows.projected): the same elements to the same buckets, in the same order, with the
+    same tie keys, first copies and OTHER rows; with `only`, that bucket's share of them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dataclasses import replace
+
+    buckets = data.draw(st.integers(1, 4))
+    doc, p = plan(SHAPES[shape], buckets)
+    p = replace(p, background=tuple(BACKGROUND))
+    elements = data.draw(streams(shape in PROGRAMS)) + [(5, iri("u9"), iri("other"), iri("c9"))]
+    path = str(tmp_path_factory.mktemp("columnar") / "part-0.parquet")
+    pq.write_table(pa.table({"ts": [e[0] for e in elements], "s": [e[1] for e in elements],
+                             "p": [e[2] for e in elements], "o": [e[3] for e in elements]}), path)
+    rows = mapper_rows((p, None), elements, None)
+    assert mapper_rows((p, None), elements, path).equals(rows)
+    from tefq.spark.protocol import RowKind
+
+    for only in range(buckets):
+        mine = rows[(rows["b"] == only) & (rows["k"] != int(RowKind.HEARTBEAT))].reset_index(drop=True)
+        got = mapper_rows((p, only), elements, path)
+        assert got[got["k"] != int(RowKind.HEARTBEAT)].reset_index(drop=True).equals(mine)
