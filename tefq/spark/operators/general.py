@@ -19,7 +19,7 @@ import resource
 import numpy as np
 import pandas as pd
 
-from tefq.spark.kernels.general.coding import code_columns
+from tefq.spark.kernels.general.coding import Elements, code_categorical, code_columns
 from tefq.spark.kernels.general.collector import general_rows_record
 from tefq.spark.kernels.general.evaluator import GeneralEvaluator
 from tefq.spark.kernels.general.local import coded_background
@@ -96,8 +96,7 @@ class GeneralLogic(BucketLogic):
         data = pdf[kinds == ELEMENT]
         if not len(data):
             return
-        el, terms = code_columns(data["ts"].to_numpy(np.int64), data["s"].to_numpy(object),
-                                 data["p"].to_numpy(object), data["obj"].to_numpy(object))
+        el, terms = code_rows(data)
         el.order = st.batches * ORDER_SHIFT + data["o"].to_numpy(np.int64)  # ties in stream order
         self.evaluator(batch.bucket).ingest(self.general(st), el, terms)
 
@@ -139,6 +138,14 @@ class GeneralLogic(BucketLogic):
         size = self.general(st).size()
         metrics["open_facts"] = size["open_facts"]
         metrics["state_rows"] = sum(size.values())
+
+
+def code_rows(data: pd.DataFrame) -> tuple[Elements, dict[int, str]]:
+    """The element rows coded: categorical term columns (direct ingestion) by their categories."""
+    ts, cols = data["ts"].to_numpy(np.int64), [data[c] for c in ("s", "p", "obj")]
+    if all(isinstance(c.dtype, pd.CategoricalDtype) for c in cols):
+        return code_categorical(ts, *(c.array for c in cols))
+    return code_columns(ts, *(c.to_numpy(object) for c in cols))
 
 
 def worker_memory() -> dict[str, float]:

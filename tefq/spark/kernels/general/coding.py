@@ -193,3 +193,16 @@ def code_columns(ts: np.ndarray, s: np.ndarray, p: np.ndarray, o: np.ndarray, fi
     spo = codes[index].reshape(3, len(ts)).T.copy()
     order = np.arange(first_order, first_order + len(ts), dtype=np.int64)
     return Elements(np.asarray(ts, np.int64), order, spo), dict(zip(codes.tolist(), list(uniq)))
+
+
+def code_categorical(ts: np.ndarray, s, p, o, first_order: int = 0) -> tuple[Elements, dict[int, str]]:
+    """`code_columns` for pandas Categorical columns (direct ingestion, runtime/pipelines.coded_frames):
+    each column's categories hashed once, the rows' codes taken from them (the same codes)."""
+    spo, terms = [], {}
+    for col in (s, p, o):
+        cats = list(col.categories)
+        codes = encode(cats) if cats else np.zeros(0, np.int64)
+        spo.append(codes[np.asarray(col.codes, np.int64)] if len(codes) else np.zeros(len(col), np.int64))
+        terms.update(zip(codes.tolist(), cats))
+    order = np.arange(first_order, first_order + len(ts), dtype=np.int64)
+    return Elements(np.asarray(ts, np.int64), order, np.column_stack(spo)), terms
