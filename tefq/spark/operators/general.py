@@ -6,7 +6,8 @@ Rows in: whole stream elements (`protocol.ELEMENT_WIRE`) the mapper routed to th
 (runtime/encodings.GeneralRows: only the elements a SINCE/UNTIL clause or an event pattern matches,
 `n` 1 on an element's first copy; OTHER rows, the hashes of the others, only to count their
 duplicates), heartbeats and the flush. Each batch is coded here (SipHash
-term codes, the mapper's), ingested, and at the ticks that became final the evaluator's rows
+term codes, the mapper's; under direct ingestion the terms arrive categorical, each distinct one
+coded once: `code_rows`), ingested, and at the ticks that became final the evaluator's rows
 (`BucketRows`: final, or partial aggregates the driver merges) leave as one record
 (kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
 """
