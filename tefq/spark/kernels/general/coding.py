@@ -113,6 +113,17 @@ class Elements:
     def take(self, idx: np.ndarray) -> "Elements":
         return Elements(self.ts[idx], self.order[idx], self.spo[idx])
 
+    def by_time(self) -> "Elements":
+        """Sorted by time (stable: ties keep their order), so that the elements up to a time are a prefix."""
+        if len(self) < 2 or bool(np.all(self.ts[1:] >= self.ts[:-1])):
+            return self
+        return self.take(np.argsort(self.ts, kind="stable"))
+
+    def split(self, k: int) -> tuple["Elements", "Elements"]:
+        """The first `k` elements and the rest (views)."""
+        return (Elements(self.ts[:k], self.order[:k], self.spo[:k]),
+                Elements(self.ts[k:], self.order[k:], self.spo[k:]))
+
     @staticmethod
     def concat(parts: list["Elements"]) -> "Elements":
         parts = [p for p in parts if len(p)]
