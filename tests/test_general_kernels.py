@@ -266,3 +266,96 @@ def test_explain_names_the_operator_and_the_split():
     assert "exact: each bucket reports partial aggregates" in text
     _, p = plan(SHAPES["genre"], 1)
     assert "SinglePartition" in p.explain()
+
+
+# ---------------------------------------------------------------- the mapper's two inputs
+def mapper_rows(plan, elements, path: str | None) -> "pd.DataFrame":
+    """The general mapper's rows (bucket `only` alone when `plan` carries it as `only`): over the
+    projection's rows, or over the Parquet file `path` holding `elements` (columnar ingestion)."""
+    import pyarrow as pa
+
+    from tefq.spark.runtime.mappers import make_mapper
+
+    from tefq.spark.protocol import ELEMENT, RowKind
+
+    plan, only = plan
+    if path is None:  # the projection: terms only for the predicates that matter (OTHER rows: none)
+        from test_spark_protocol import element_rows
+
+        named = plan.relevant_predicates()
+        kinds = [int(ELEMENT) if named is None or e[2] in named else int(RowKind.OTHER) for e in elements]
+        batches = make_mapper(plan, None, {0: 7}, only=only)(iter([element_rows(elements, kinds)]), 0)
+    else:
+        flush = pa.RecordBatch.from_pydict({"path": [path], "flush": [False]})
+        batches = make_mapper(plan, None, files={path: 7}, only=only)(iter([flush]), 0)
+    return pa.Table.from_batches(list(batches)).to_pandas()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_columnar_mapper_sends_what_the_row_mapper_sends(shape, data, tmp_path_factory):
+    """Columnar and direct ingestion (GeneralRows.from_file) send the projection's rows
+    (GeneralRows.projected): the same elements to the same buckets, in the same order, with the
+    same tie keys, first copies and OTHER rows; with `only`, that bucket's share of them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dataclasses import replace
+
+    buckets = data.draw(st.integers(1, 4))
+    doc, p = plan(SHAPES[shape], buckets)
+    p = replace(p, background=tuple(BACKGROUND))
+    elements = data.draw(streams(shape in PROGRAMS)) + [(5, iri("u9"), iri("other"), iri("c9"))]
+    path = str(tmp_path_factory.mktemp("columnar") / "part-0.parquet")
+    pq.write_table(pa.table({"ts": [e[0] for e in elements], "s": [e[1] for e in elements],
+                             "p": [e[2] for e in elements], "o": [e[3] for e in elements]}), path)
+    rows = mapper_rows((p, None), elements, None)
+    assert mapper_rows((p, None), elements, path).equals(rows)
+    from tefq.spark.protocol import RowKind
+
+    for only in range(buckets):
+        mine = rows[(rows["b"] == only) & (rows["k"] != int(RowKind.HEARTBEAT))].reset_index(drop=True)
+        got = mapper_rows((p, only), elements, path)
+        assert got[got["k"] != int(RowKind.HEARTBEAT)].reset_index(drop=True).equals(mine)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@settings(max_examples=max(EXAMPLES // 6, 3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
+    """Direct ingestion without Spark (runtime/pipelines.reading_operator): each bucket's operator
+    reads the Parquet files itself (GeneralRows.from_file, only its rows), gets them as one frame
+    with categorical terms (pipelines.coded_frames) and codes each distinct term once
+    (coding.code_categorical); the collector merges the buckets' rows into the oracle's."""
+    from dataclasses import replace
+
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from test_spark_protocol import FakeState
+
+    from tefq.spark.operators.general import make_general_operator
+    from tefq.spark.output import Collector
+    from tefq.spark.runtime.pipelines import reading_operator
+
+    buckets = data.draw(st.integers(1, 4))
+    doc, p = plan(SHAPES[shape], buckets)
+    p = replace(p, background=tuple(BACKGROUND))
+    elements = sorted(data.draw(streams(shape in PROGRAMS)), key=lambda e: e[0])
+    cut = data.draw(st.integers(0, len(elements)))
+    folder = tmp_path_factory.mktemp("direct")
+    paths = []
+    for i, part in enumerate([elements[:cut], elements[cut:]]):
+        if part:
+            paths.append(str(folder / f"part-{i}.parquet"))
+            pq.write_table(pa.table({"ts": [e[0] for e in part], "s": [e[1] for e in part],
+                                     "p": [e[2] for e in part], "o": [e[3] for e in part]}), paths[-1])
+    op = reading_operator(make_general_operator(p, 0, 0), p, None, {path: i for i, path in enumerate(paths)})
+    col = Collector.of(p)
+    for b in range(buckets):
+        files = pd.DataFrame({"path": paths + [None], "flush": [False] * len(paths) + [True]})
+        for kind, tick, payload in next(op((b,), iter([files]), FakeState())).itertuples(index=False):
+            col.add(kind, tick, payload)
+    assert col.results()[0].rows == oracle_rows(doc, elements)

@@ -6,7 +6,8 @@ Rows in: whole stream elements (`protocol.ELEMENT_WIRE`) the mapper routed to th
 (runtime/encodings.GeneralRows: only the elements a SINCE/UNTIL clause or an event pattern matches,
 `n` 1 on an element's first copy; OTHER rows, the hashes of the others, only to count their
 duplicates), heartbeats and the flush. Each batch is coded here (SipHash
-term codes, the mapper's), ingested, and at the ticks that became final the evaluator's rows
+term codes, the mapper's; under direct ingestion the terms arrive categorical, each distinct one
+coded once: `code_rows`), ingested, and at the ticks that became final the evaluator's rows
 (`BucketRows`: final, or partial aggregates the driver merges) leave as one record
 (kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
 """
@@ -19,7 +20,7 @@ import resource
 import numpy as np
 import pandas as pd
 
-from tefq.spark.kernels.general.coding import code_columns
+from tefq.spark.kernels.general.coding import Elements, code_categorical, code_columns
 from tefq.spark.kernels.general.collector import general_rows_record
 from tefq.spark.kernels.general.evaluator import GeneralEvaluator
 from tefq.spark.kernels.general.local import coded_background
@@ -96,8 +97,7 @@ class GeneralLogic(BucketLogic):
         data = pdf[kinds == ELEMENT]
         if not len(data):
             return
-        el, terms = code_columns(data["ts"].to_numpy(np.int64), data["s"].to_numpy(object),
-                                 data["p"].to_numpy(object), data["obj"].to_numpy(object))
+        el, terms = code_rows(data)
         el.order = st.batches * ORDER_SHIFT + data["o"].to_numpy(np.int64)  # ties in stream order
         self.evaluator(batch.bucket).ingest(self.general(st), el, terms)
 
@@ -139,6 +139,14 @@ class GeneralLogic(BucketLogic):
         size = self.general(st).size()
         metrics["open_facts"] = size["open_facts"]
         metrics["state_rows"] = sum(size.values())
+
+
+def code_rows(data: pd.DataFrame) -> tuple[Elements, dict[int, str]]:
+    """The element rows coded: categorical term columns (direct ingestion) by their categories."""
+    ts, cols = data["ts"].to_numpy(np.int64), [data[c] for c in ("s", "p", "obj")]
+    if all(isinstance(c.dtype, pd.CategoricalDtype) for c in cols):
+        return code_categorical(ts, *(c.array for c in cols))
+    return code_columns(ts, *(c.to_numpy(object) for c in cols))
 
 
 def worker_memory() -> dict[str, float]:

@@ -298,16 +298,58 @@ class GeneralRows(ElementRows):
                                                                   for c in ("s", "p", "obj")))
         batch_terms = TermDictionary()
         batch_terms.add_mapping(terms)
-        to = element_buckets(self.cq, el, self.background, ChainedTerms(batch_terms, self.background_terms),
+        return self.routed(el, batch_terms, order.take(pa.array(at)),
+                           lambda row, ordered: self.with_order(rows, ordered).take(pa.array(row)))
+
+    def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
+        """The same rows from a Parquet file's batch (runtime/columnar.py): its columns are coded
+        already (the same SipHash codes), so only the routing runs, and the terms of the copies
+        are taken from the file's dictionaries."""
+        at = np.flatnonzero(self.relevant(fb))
+        keys = order.keys(fb.rank, fb.row0 == 0, at, fb.n)
+        if not len(at):
+            return None
+        el = Elements(fb.ts[at], np.arange(len(at), dtype=np.int64),
+                      np.column_stack([fb.cols[c].codes[at] for c in "spo"]))
+        everything, base = fb.dictionaries()
+
+        def copies(row: np.ndarray, ordered: pa.Array) -> pa.RecordBatch:
+            n = len(row)
+            cols = {"k": pa.array(np.full(n, int(ELEMENT), np.int32)), "ts": pa.array(el.ts[row]),
+                    "o": ordered.take(pa.array(row)), "f": pa.array(np.zeros(n, np.int64)),
+                    "n": pa.array(np.zeros(n, np.int64)), "b": pa.array(np.zeros(n, np.int32))}
+            for c, name in (("s", "s"), ("p", "p"), ("o", "obj")):
+                cols[name] = everything.take(pa.array(fb.cols[c].idx[at[row]] + base[c]))
+            return pa.RecordBatch.from_arrays([cols[name] for name in self.schema.names], schema=self.schema)
+
+        return self.routed(el, file_terms(fb), pa.array(keys), copies)
+
+    def relevant(self, fb: FileBatch) -> np.ndarray:
+        """Per row of the file's batch: a good row whose predicate a trigger or an event pattern
+        names (`GeneralPlan.relevant_predicates`: what the projection keeps terms of)."""
+        predicates = self.plan.relevant_predicates()
+        if predicates is None:
+            return fb.good.copy()
+        p = fb.cols["p"]
+        named = np.isin(p.norm.to_numpy(zero_copy_only=False), sorted(predicates))
+        return fb.good & (p.idx >= 0) & named[np.maximum(p.idx, 0)] if len(named) else np.zeros(fb.n, bool)
+
+    def routed(self, el: Elements, terms: TermDictionary, ordered: pa.Array, copies: Callable) -> pa.RecordBatch | None:
+        """The rows of coded elements `el` (`ordered`: their tie keys): one per bucket that must see
+        an element (`copies(rows, ordered)`: those elements' rows in the wire schema), `n` 1 on its
+        first copy; OTHER rows for the ones no bucket needs. `only`: bucket `only`'s rows alone."""
+        to = element_buckets(self.cq, el, self.background, ChainedTerms(terms, self.background_terms),
                              self.plan.buckets)
         row, bucket = np.nonzero(to)  # row-major: an element's copies together, lowest bucket first
-        ordered = order.take(pa.array(at))
         unrouted = np.flatnonzero(~to.any(axis=1))
-        parts = [self.unmatched_rows(el, ordered, unrouted)] if len(unrouted) else []
+        parts = [self.unmatched_rows(el, ordered, unrouted)] if len(unrouted) and self.only in (None, 0) else []
+        first = np.ones(len(row), bool)
+        first[1:] = row[1:] != row[:-1]
+        if self.only is not None:
+            mine = bucket == self.only
+            row, bucket, first = row[mine], bucket[mine], first[mine]
         if len(row):
-            first = np.ones(len(row), bool)
-            first[1:] = row[1:] != row[:-1]
-            out = self.with_order(rows, ordered).take(pa.array(row))
+            out = copies(row, ordered)
             cols = {"n": pa.array(first.astype(np.int64)), "b": pa.array(bucket.astype(np.int32))}
             parts.append(pa.RecordBatch.from_arrays([cols.get(name, out.column(name)) for name in self.schema.names],
                                                     schema=self.schema))
@@ -328,6 +370,16 @@ class GeneralRows(ElementRows):
 ENCODINGS: dict[type, type[Encoding]] = {CurrentAggregatePlan: CurrentRows, FactAggregatePlan: FactRows,
                                          FallbackPlan: ElementRows, WindowedPlan: ElementRows,
                                          GeneralPlan: GeneralRows}
+
+
+def file_terms(fb: FileBatch) -> TermDictionary:
+    """code -> term of every term in a file's batch (its three dictionaries' normal forms)."""
+    out = TermDictionary()
+    for c in "spo":
+        col = fb.cols[c]
+        ok = col.norm.is_valid().to_numpy(zero_copy_only=False)  # a cell that is not a term has no text
+        out.add(col.dict_codes[ok], col.norm.filter(pa.array(ok)).to_numpy(zero_copy_only=False))
+    return out
 
 
 def wire_schema(plan) -> pa.Schema:

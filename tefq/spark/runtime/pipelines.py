@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Callable
+from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -57,6 +57,23 @@ class Pipeline:
     project: Callable  # (DataFrame, plan, RunOptions) -> the rows the plan's mapper reads
     operator: Callable  # (doc, plan, RunOptions) -> applyInPandasWithState function
     bind: Callable = lambda plan, run: plan  # (plan, RunOptions) -> the plan with what it needs of the run
+    frames: Callable = lambda batches: (rb.to_pandas() for rb in batches)  # direct ingestion: mapper rows -> frames
+
+
+def coded_frames(batches) -> Iterator:
+    """Direct ingestion of a general plan: the mapper's rows as one frame whose term columns are
+    categorical (Arrow dictionaries: each distinct term one Python string), so the operator codes
+    each distinct term once (kernels/general/coding.code_categorical), not each row's string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    batches = list(batches)
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is not None and table.num_rows:
+        for name in ("s", "p", "obj"):
+            table = table.set_column(table.schema.get_field_index(name), name,
+                                     pc.dictionary_encode(table.column(name).combine_chunks()))
+        yield table.to_pandas()
 
 
 def project_general(df: DataFrame, plan: GeneralPlan) -> DataFrame:
@@ -81,7 +98,7 @@ PIPELINES: dict[type, Pipeline] = {
     GeneralPlan: Pipeline(  # every other aggregate query the general planner accepts
         lambda df, plan, run: project_general(df, plan),
         lambda doc, plan, run: make_general_operator(bound(plan, run), run.t0, run.lateness_ms, run.limits),
-        lambda plan, run: replace(plan, background=tuple(background_as_ntriples(run.background)))),
+        lambda plan, run: replace(plan, background=tuple(background_as_ntriples(run.background))), coded_frames),
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
         lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
@@ -109,6 +126,7 @@ def map_paths(spark: SparkSession, plan, stream_paths: list[str], ctl: str, run:
     """Spark carries (path, flush) rows (runtime/columnar.py): to a map task that reads each file
     (columnar), or to every bucket, whose operator then reads them all (direct). Returns the
     mapped rows and the operator (direct: `func` fed by its own mapper)."""
+    plan = bound(plan, run)  # the mappers need what the plan needs of the run (a general plan: the background)
     sources = [read_paths(spark, p, run.max_files_per_trigger) for p in stream_paths]
     paths = reduce(DataFrame.unionByName, sources + [read_flush(spark, ctl)])
     files = path_ranks(stream_paths)
@@ -126,10 +144,12 @@ def reading_operator(func: Callable, plan, bad_rows: str | None, files: dict[str
     rows it receives — the wire rows the Exchange would deliver, made in the operator's process."""
     import pyarrow as pa
 
+    frames = PIPELINES[type(plan)].frames
+
     def op(key, pdfs, state):
         mapper = make_mapper(plan, bad_rows, files=files, only=int(key[0]))
         batches = (pa.RecordBatch.from_pandas(pdf[["path", "flush"]], preserve_index=False) for pdf in pdfs)
-        return func(key, (rb.to_pandas() for rb in mapper(batches)), state)
+        return func(key, frames(mapper(batches)), state)
 
     return op
 

@@ -113,6 +113,17 @@ class Elements:
     def take(self, idx: np.ndarray) -> "Elements":
         return Elements(self.ts[idx], self.order[idx], self.spo[idx])
 
+    def by_time(self) -> "Elements":
+        """Sorted by time (stable: ties keep their order), so that the elements up to a time are a prefix."""
+        if len(self) < 2 or bool(np.all(self.ts[1:] >= self.ts[:-1])):
+            return self
+        return self.take(np.argsort(self.ts, kind="stable"))
+
+    def split(self, k: int) -> tuple["Elements", "Elements"]:
+        """The first `k` elements and the rest (views)."""
+        return (Elements(self.ts[:k], self.order[:k], self.spo[:k]),
+                Elements(self.ts[k:], self.order[k:], self.spo[k:]))
+
     @staticmethod
     def concat(parts: list["Elements"]) -> "Elements":
         parts = [p for p in parts if len(p)]
@@ -193,3 +204,16 @@ def code_columns(ts: np.ndarray, s: np.ndarray, p: np.ndarray, o: np.ndarray, fi
     spo = codes[index].reshape(3, len(ts)).T.copy()
     order = np.arange(first_order, first_order + len(ts), dtype=np.int64)
     return Elements(np.asarray(ts, np.int64), order, spo), dict(zip(codes.tolist(), list(uniq)))
+
+
+def code_categorical(ts: np.ndarray, s, p, o, first_order: int = 0) -> tuple[Elements, dict[int, str]]:
+    """`code_columns` for pandas Categorical columns (direct ingestion, runtime/pipelines.coded_frames):
+    each column's categories hashed once, the rows' codes taken from them (the same codes)."""
+    spo, terms = [], {}
+    for col in (s, p, o):
+        cats = list(col.categories)
+        codes = encode(cats) if cats else np.zeros(0, np.int64)
+        spo.append(codes[np.asarray(col.codes, np.int64)] if len(codes) else np.zeros(len(col), np.int64))
+        terms.update(zip(codes.tolist(), cats))
+    order = np.arange(first_order, first_order + len(ts), dtype=np.int64)
+    return Elements(np.asarray(ts, np.int64), order, np.column_stack(spo)), terms

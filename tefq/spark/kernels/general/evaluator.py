@@ -50,8 +50,8 @@ STEP_TICKS = 512  # ticks one advance step reports at most
 
 def tick_steps(pending_ts: np.ndarray, ticks: np.ndarray) -> list[np.ndarray]:
     """`ticks` cut into consecutive runs, each making final about STEP_ELEMENTS of the pending
-    elements (at times `pending_ts`) and at most STEP_TICKS ticks."""
-    final_by = np.searchsorted(np.sort(pending_ts), ticks, side="right")  # elements final at each tick
+    elements (at times `pending_ts`, ascending) and at most STEP_TICKS ticks."""
+    final_by = np.searchsorted(pending_ts, ticks, side="right")  # pending_ts sorted (`Elements.by_time`)  # elements final at each tick
     key = np.column_stack([final_by // STEP_ELEMENTS, np.arange(len(ticks)) // STEP_TICKS])
     cuts = np.nonzero((key[1:] != key[:-1]).any(axis=1))[0] + 1
     return np.split(ticks, cuts)
@@ -114,6 +114,7 @@ class GeneralEvaluator:
         steps of `tick_steps`: what one step materialises (solutions, per-tick contributions) is
         bounded by a step's elements and ticks, not by the micro-batch (a whole input in one)."""
         parts, closed, unmatched = [], Counter(), Counter()
+        st.pending = st.pending.by_time()  # each step's final elements: a prefix (a view, not a copy)
         for step in tick_steps(st.pending.ts, ticks):
             parts.append(self.advance_step(st, step))
             closed.update(self.closed_in_step)
@@ -124,12 +125,10 @@ class GeneralEvaluator:
 
     def advance_step(self, st: GeneralState, ticks: np.ndarray) -> BucketRows:
         upto = int(ticks[-1])
-        done = st.pending.ts <= upto
-        final = st.pending.take(np.nonzero(done)[0])
+        final, st.pending = st.pending.split(int(np.searchsorted(st.pending.ts, upto, side="right")))
         n = len(final)
         final = final.in_time_order()
         st.counters["duplicates"] += n - len(final)
-        st.pending = st.pending.take(np.nonzero(~done)[0])
         self.count_unmatched_duplicates(st, upto)
         terms = ChainedTerms(st.dictionary, self.bg_terms, self.constants)
         now, self.unmatched_in_step = self.facts.step(st.open, final, st.last_tick, terms)
