@@ -81,10 +81,10 @@ def explain_physical(doc: Document, buckets: int | None = None, general: bool | 
 
 def reads_columnar(plan) -> bool:
     """Whether the plan's shape can take the columnar and direct ingestion paths
-    (runtime/columnar.py): the vectorised CURRENT aggregate and the fact aggregate, whose mappers
-    they reproduce."""
+    (runtime/columnar.py): the vectorised CURRENT aggregate, the fact aggregate and the general
+    aggregate, whose mappers they reproduce."""
     return (isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
-            or isinstance(plan, FactAggregatePlan))
+            or isinstance(plan, (FactAggregatePlan, GeneralPlan)))
 
 
 def ingestion(plan) -> str:
