@@ -118,6 +118,50 @@ class StreamClock:
         return min(self.latest[s] for s in active)
 
 
+class UnnamedElements:
+    """Elements no clause matches (rows of kind OTHER: their time and element hash `e` only), kept
+    until their tick is reported so that a repeat at the same ms counts as a duplicate (a stream
+    is a set, spec §1). A copy arriving after that tick is late (`drop_late`), never a duplicate,
+    so nothing older is needed: the state is bounded by the elements after the last tick."""
+
+    def __init__(self) -> None:
+        self.ts = np.zeros(0, np.int64)
+        self.e = np.zeros(0, np.int64)
+
+    def ingest(self, ts: np.ndarray, e: np.ndarray) -> int:
+        """Take new elements; returns how many repeat one already held or one another."""
+        if not len(ts):
+            return 0
+        ts, e = np.concatenate([self.ts, ts]).astype(np.int64), np.concatenate([self.e, e]).astype(np.int64)
+        order = np.lexsort((e, ts))
+        ts, e = ts[order], e[order]
+        first = np.ones(len(ts), bool)
+        first[1:] = (ts[1:] != ts[:-1]) | (e[1:] != e[:-1])
+        self.ts, self.e = ts[first], e[first]
+        return int(len(first) - first.sum())
+
+    def forget(self, upto: int) -> None:
+        """Drop the elements at or before the reported tick `upto`."""
+        keep = self.ts > upto
+        self.ts, self.e = self.ts[keep], self.e[keep]
+
+
+def unnamed_elements(st: "BucketState") -> UnnamedElements:
+    """The state's UnnamedElements (a state saved before there were any gets an empty one)."""
+    held = getattr(st, "unnamed", None)
+    if held is None:
+        held = st.unnamed = UnnamedElements()
+    return held
+
+
+def ingest_unnamed(st: "BucketState", pdf: pd.DataFrame, kinds: np.ndarray, batch: "Batch") -> None:
+    """The OTHER rows of a bucket's micro-batch (late ones already dropped): count their repeats."""
+    at = kinds == RowKind.OTHER
+    if at.any():
+        batch.metrics["duplicates"] += unnamed_elements(st).ingest(pdf["ts"].to_numpy(np.int64)[at],
+                                                                   pdf["e"].to_numpy(np.int64)[at])
+
+
 def stream_clock(st: "BucketState") -> StreamClock:
     """The state's StreamClock (a state saved before there was one gets a fresh one)."""
     clock = getattr(st, "clock", None)
@@ -137,6 +181,7 @@ class BucketState:
         self.last_tick: int | None = None  # the last reported tick
         self.batches = 0
         self.flushed = False
+        self.unnamed = UnnamedElements()  # elements no clause matches, until their tick (hashes only)
 
 
 @dataclass
@@ -202,6 +247,7 @@ class BucketLogic:
         if len(ticks):
             self.advance(st, ticks, batch)
             st.last_tick = int(ticks[-1])
+            unnamed_elements(st).forget(st.last_tick)
             if batch.bucket == 0:  # every bucket reports the same ticks: counted once
                 batch.metrics["ticks"] = len(ticks)
         if batch.flush:

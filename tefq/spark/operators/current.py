@@ -2,7 +2,8 @@
 durations of the facts valid at each tick), run per bucket by `tefq.spark.operators.base`.
 
 Input rows (`tefq.spark.protocol.current_wire`, kinds `RowKind`): SINCE/UNTIL rows with `ts`, `o` (order of
-ties), `f` (identity hash), `e` (element hash), `g0..` group term hashes; HEARTBEAT rows; TERMS rows
+ties), `f` (identity hash), `e` (element hash), `g0..` group term hashes; OTHER rows (an element no
+clause matches: only `ts` and `e` count, for its duplicates and lateness); HEARTBEAT rows; TERMS rows
 naming group codes (`t0..`: the mapper sends each partition's distinct code -> term pairs once).
 The bucket state keeps the open facts (every closed one is final once reported), the pending events
 (after the last reported tick), and the group-term dictionary.
@@ -14,10 +15,10 @@ import pandas as pd
 
 from tefq.spark.kernels.intervals import (OPEN, Events, Intervals, apply_events, apply_sorted_events, current_aggregates,
                               durations_exact, fsum_durations)
-from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator
+from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, ingest_unnamed
 from tefq.spark.output import NumericRows, rows_record, terms_record
 from tefq.spark.planning import CurrentAggregatePlan
-from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, TERMS
+from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, TERMS, RowKind
 from tefq.vocabulary import RunLimits
 
 
@@ -58,6 +59,8 @@ def emit_rows(st: BucketState, rows: NumericRows, batch: Batch) -> None:
 
 
 class CurrentAggregateLogic(BucketLogic):
+    data_kinds = EVENT_KINDS + (RowKind.OTHER,)  # an element no clause matches is late too (spec §6)
+
     def __init__(self, plan: CurrentAggregatePlan) -> None:
         self.plan, self.ngroups, self.every_ms = plan, len(plan.group_vars), plan.every_ms
         self.late_note = f"ignored for fact {plan.fact}: ticks up to {{last}} were already reported"
@@ -77,6 +80,7 @@ class CurrentAggregateLogic(BucketLogic):
             pend = allp.sorted_distinct()  # sorted by (fid, ts, order), as apply wants
             batch.metrics["duplicates"] = len(allp) - len(pend)
             st.pending, st.pending_sorted = [pend], True
+        ingest_unnamed(st, pdf, kinds, batch)
 
     def advance(self, st: CurrentState, ticks: np.ndarray, batch: Batch) -> None:
         # Rows at ticks <= upto depend only on events at or before it (events apply in time

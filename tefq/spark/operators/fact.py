@@ -6,7 +6,8 @@ and every replicated fact in full; a replicated fact's counts are taken in bucke
 Input rows (built by `tefq.spark.runtime.fact_rows`): `k` kind (`RowKind`: SINCE, UNTIL, HEARTBEAT,
 FLUSH), `fact` (index into the plan's event facts), `ts`, `o` (order of ties; a heartbeat's max
 event time), `f` (identity hash; a heartbeat's event count), `e` (element hash: a stream is a set),
-`n` (a heartbeat's bad-row count), `v0..` identity variable codes and `t0..` output terms.
+`n` (a heartbeat's bad-row count), `v0..` identity variable codes and `t0..` output terms; OTHER
+rows (an element no clause matches: only `ts` and `e` count, for its duplicates and lateness).
 
 Per micro-batch, with `T` the last reported tick and `U` the last tick now final:
 1. events with `ts <= U` are applied to each event fact's intervals (`tefq.spark.kernels.intervals`); later
@@ -29,10 +30,11 @@ from tefq.spark.kernels.joins import Relation, cut, derive, key_ranks
 from tefq.spark.planning.fact import DerivedFactPlan, EventFactPlan, FactAggregatePlan
 from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows
 from tefq.spark.kernels.intervals import OPEN, Events, Intervals, apply_events
-from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, uncount_late_copies
+from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, bucket_operator, ingest_unnamed,
+                                       uncount_late_copies)
 from tefq.spark.fact_output import facts_record, open_facts_record, wants_open_snapshots
 from tefq.spark.output import rows_record, terms_record
-from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, SINCE, Heartbeats
+from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, SINCE, Heartbeats, RowKind
 from tefq.vocabulary import RunLimits
 
 
@@ -222,6 +224,8 @@ def read_fact_events(pdf: pd.DataFrame, arity: int, batch: int) -> Events:
 class FactAggregateLogic(BucketLogic):
     """The bucket loop's view of `FactEvaluator`, in one of the plan's buckets (`plan.routing`)."""
 
+    data_kinds = EVENT_KINDS + (RowKind.OTHER,)  # an element no clause matches is late too (spec §6)
+
     def __init__(self, plan: FactAggregatePlan, facts: bool = False, open_snapshots: bool = False) -> None:
         self.plan, self.every_ms = plan, plan.every_ms
         self.evaluator = FactEvaluator(plan, facts, open_snapshots)
@@ -235,8 +239,8 @@ class FactAggregateLogic(BucketLogic):
         super().see_time(st, hb, pdf, kinds, batch)
         self.late_copies = np.zeros(0, bool)
         if batch.bucket and self.copies and st.last_tick is not None:
-            late = np.isin(kinds, EVENT_KINDS) & (pdf["ts"].to_numpy() <= st.last_tick)
-            self.late_copies = np.isin(pdf["fact"].to_numpy()[late], self.copies)
+            late = np.isin(kinds, self.data_kinds) & (pdf["ts"].to_numpy() <= st.last_tick)  # as drop_late's
+            self.late_copies = np.isin(pdf["fact"].to_numpy()[late], self.copies) & np.isin(kinds[late], EVENT_KINDS)
 
     def new_state(self) -> FactState:
         return FactState(self.plan)
@@ -261,6 +265,7 @@ class FactAggregateLogic(BucketLogic):
                 if not batch.bucket or f.name not in self.plan.replicated:
                     batch.metrics["duplicates"] += len(allp) - len(pend)
                 st.pending[f.name] = [pend]
+        ingest_unnamed(st, pdf, kinds, batch)
 
     def advance(self, st: FactState, ticks: np.ndarray, batch: Batch) -> None:
         batch.out.extend(self.evaluator.advance(st, ticks, batch.metrics, batch.bucket))

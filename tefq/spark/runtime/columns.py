@@ -85,10 +85,13 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
     kind = kind.otherwise(F.lit(int(RowKind.OTHER)))
     var_pos = {v: i for i, v in enumerate(plan.identity)}
     fid = per_clause(lambda c: F.xxhash64(*[F.col(x) for x in c.binds]))
-    # A stream is a set: duplicates are equal elements at one time (the element hash e).
-    elem = fid if plan.identity_is_element else F.xxhash64("s", "p", "o")
-    cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"), fid.alias("f"),
-            elem.alias("e"), F.lit(0).cast("long").alias("n")]
+    # A stream is a set: duplicates are equal elements at one time (the element hash e), also of
+    # an element no clause matches (an OTHER row: its hash, no terms, counted by the operator).
+    whole = F.xxhash64("s", "p", "o")
+    elem = F.when(m >= 0, fid).otherwise(whole) if plan.identity_is_element else whole
+    zero = F.lit(0).cast("long")
+    cols = [kind.cast("int").alias("k"), F.col("ts"), F.col("fh").alias("o"), F.coalesce(fid, zero).alias("f"),
+            elem.alias("e"), zero.alias("n")]
     # Only a SINCE opens a fact, so only SINCE rows' group terms can reach the output: the strings
     # of other rows are not sent to Python at all (strings are the costly cells there).
     since = reduce(lambda x, y: x | y, [m == j for j, c in enumerate(plan.clauses) if c.kind == RowKind.SINCE],
@@ -100,6 +103,7 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
         cols.append(F.xxhash64(term).alias(f"g{i}"))
         cols.append(F.when(since, term).alias(f"t{i}"))
     bucket = F.pmod(F.xxhash64(*terms), F.lit(plan.buckets)) if terms else F.lit(0)
+    bucket = F.when(m >= 0, bucket).otherwise(F.pmod(elem, F.lit(plan.buckets)))  # OTHER rows: by element
     cols.append(F.coalesce(bucket, F.lit(0)).cast("int").alias("b"))
     cols.append(undecided_cells(F.col("sure")).alias("x"))
     return df.select(*cols)
