@@ -29,9 +29,6 @@ from tefq.spark.protocol import HB_STREAM_SHIFT, RowKind  # noqa: E402
 
 IPTV = sd.IPTV
 DOCS = {"uc1": sd.uc1, "uc3": sd.uc3}
-# The mappers' encodings (runtime/encodings.py, fact_buckets.py) still drop OTHER rows: the change
-# that sends them is the lead's to apply (/tmp/columns5-needed.patch), which also drops this mark.
-NEEDS_OTHER_ROWS = pytest.mark.xfail(strict=True, reason="the encodings do not send OTHER rows yet")
 
 
 def el(t: int, s: str, p: str, o: str) -> tuple[int, str, str, str]:
@@ -78,7 +75,6 @@ def compare(spark, tmp_path, doc: str, chunks: list[list], ingest: str) -> None:
 
 
 @pytest.mark.spark
-@NEEDS_OTHER_ROWS
 @pytest.mark.parametrize("ingest", ["rows", "columnar", "direct"])
 @pytest.mark.parametrize("doc", ["uc1", "uc3"])
 def test_a_repeat_of_an_unnamed_element_is_read_once(spark, tmp_path, doc, ingest):
@@ -86,7 +82,6 @@ def test_a_repeat_of_an_unnamed_element_is_read_once(spark, tmp_path, doc, inges
 
 
 @pytest.mark.spark
-@NEEDS_OTHER_ROWS
 @pytest.mark.parametrize("ingest", ["rows", "columnar", "direct"])
 @pytest.mark.parametrize("doc", ["uc1", "uc3"])
 def test_a_late_unnamed_element_is_late(spark, tmp_path, doc, ingest):

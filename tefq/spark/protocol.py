@@ -25,7 +25,7 @@ class RowKind(IntEnum):
     """Column `k` of a row between the Spark projection, the mapper and the operator."""
 
     IGNORED = -2  # before t0 (windowed pipeline): not a stream element of the run
-    OTHER = -1  # a stream element no clause matches: counted, never shuffled
+    OTHER = -1  # an element no clause matches: counted; CURRENT/fact wires: to one bucket (hash e), for duplicates
     SINCE = int(EVENT_SINCE)  # a SINCE clause matched (an event opening a fact)
     UNTIL = int(EVENT_UNTIL)  # an UNTIL clause matched (an event closing a fact)
     HEARTBEAT = 2  # per input partition and bucket: what the partition read (`heartbeat_rows`)

@@ -109,7 +109,7 @@ class CurrentRows(Encoding):
         return current_wire(len(plan.group_vars))
 
     def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
-        keep = np.flatnonzero(are_events(kinds))
+        keep = np.flatnonzero(are_events(kinds) | (kinds == int(RowKind.OTHER)))  # OTHER: for its duplicates
         self.terms.see(rb, keep[kinds[keep] == int(SINCE)])  # SINCE rows carry terms
         if not len(keep):
             return None
@@ -151,19 +151,23 @@ class CurrentRows(Encoding):
         m = np.full(fb.n, -1, np.int64)  # the first clause a row matches, as the projection's when-chain
         for i in reversed(range(len(plan.clauses))):
             m[fb.matches(plan.clauses[i])] = i
-        keep = np.flatnonzero(m >= 0)
+        keep = np.flatnonzero(fb.good)  # rows no clause matches too (OTHER): for their duplicates
+        whole = combine([cols[x].codes[keep] for x in "spo"], len(keep))
         gcodes, bucket = self.group_codes(fb, keep, m[keep])
+        other = m[keep] < 0
+        bucket[other] = (whole[other].view(np.uint64) % np.uint64(plan.buckets)).astype(np.int32)
         if self.only is not None:  # the other buckets' rows are their operators' to encode
             mine = bucket == self.only
-            keep, bucket, gcodes = keep[mine], bucket[mine], [g[mine] for g in gcodes]
+            keep, bucket, gcodes, whole = keep[mine], bucket[mine], [g[mine] for g in gcodes], whole[mine]
         keys = order.keys(fb.rank, fb.row0 == 0, keep, fb.n)
         if not len(keep):
             return None
         mk = m[keep]
-        kinds = np.array([c.kind for c in plan.clauses], np.int32)[mk]
+        kinds = np.append(np.array([c.kind for c in plan.clauses], np.int32), np.int32(RowKind.OTHER))[mk]
         fid = self.per_clause(keep, mk, lambda c: c.binds,
                               lambda names, rows: combine([cols[x].codes[rows] for x in names], len(rows)))
-        elem = fid if plan.identity_is_element else combine([cols[x].codes[keep] for x in "spo"], len(keep))
+        fid[mk < 0] = 0
+        elem = np.where(mk >= 0, fid, whole) if plan.identity_is_element else whole
         arrays = {"k": pa.array(kinds), "ts": pa.array(fb.ts[keep]), "o": pa.array(keys), "f": pa.array(fid),
                   "e": pa.array(elem), "n": pa.array(np.zeros(len(keep), np.int64)), "b": pa.array(bucket)}
         for i in range(self.ngroups):
@@ -207,14 +211,20 @@ class FactRows(Encoding):
         return rb.column("n").to_numpy(zero_copy_only=False) == 1  # an element's first row: counted once
 
     def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
-        out = self.with_order(rb, order).filter(pa.array(are_events(kinds)))
+        keep = are_events(kinds) | (kinds == int(RowKind.OTHER))  # OTHER: for its duplicates
+        out = self.with_order(rb, order).filter(pa.array(keep))
         return out if out.num_rows else None
 
     def exploded(self, fb: FileBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """Every (row, match) pair in row order, then match order (the projection's exploded rows):
+        """Every (row, match) pair in row order, then match order (the projection's exploded rows;
+        a good row no clause matches once, as match len(self.matches)):
         rows, which match, whether it is the row's first, its position among the projection's rows
         (max(1, matches) per element, bad rows included: the tie order counts them) and their number."""
         hits = [np.flatnonzero(fb.matches(c)) for _, _, c in self.matches]
+        matched = np.zeros(fb.n, bool)
+        for h in hits:
+            matched[h] = True
+        hits.append(np.flatnonzero(fb.good & ~matched))  # match len(self.matches): none (an OTHER row)
         rows = np.concatenate(hits + [np.zeros(0, np.int64)]).astype(np.int64)
         which = np.concatenate([np.full(len(h), j, np.int64) for j, h in enumerate(hits)] + [np.zeros(0, np.int64)])
         sort = np.lexsort((which, rows))
@@ -233,6 +243,7 @@ class FactRows(Encoding):
         v = [np.zeros(n, np.int64) for _ in range(self.arity)]
         t_idx = [np.full(n, -1, np.int64) for _ in range(self.nterms)]
         everything, base = fb.dictionaries() if self.nterms else (None, {})
+        k[which == len(self.matches)] = int(RowKind.OTHER)
         for j, (i, f, c) in enumerate(self.matches):
             sel = which == j
             if not sel.any():

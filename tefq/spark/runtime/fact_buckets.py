@@ -1,6 +1,7 @@
 """Bucket routing of the fact-aggregate rows (`FactAggregatePlan.routing`), after the mapper: each
 SINCE/UNTIL row of a split event fact goes to the bucket of its key code (`code mod B`), each row
-of a replicated event fact and every heartbeat and flush row to every bucket.
+of a replicated event fact and every heartbeat and flush row to every bucket, an OTHER row (an
+element no clause matches) to the bucket of its element hash.
 
 Done on the mapper's Arrow output (runtime/mappers.Routing), after the partition's elements are
 counted, so a replicated element is still one element read."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from tefq.spark.protocol import EVENT_KINDS
+from tefq.spark.protocol import EVENT_KINDS, RowKind
 
 
 def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only: int | None = None) -> pa.RecordBatch:
@@ -22,6 +23,8 @@ def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only:
     fact = rb.column("fact").to_numpy(zero_copy_only=False)
     data = np.isin(kind, [int(k) for k in EVENT_KINDS])
     bucket = np.full(n, -1, np.int64)  # -1: every bucket
+    other = kind == int(RowKind.OTHER)  # an element no clause matches: one bucket, by its hash
+    bucket[other] = np.mod(rb.column("e").to_numpy(zero_copy_only=False)[other], buckets)
     for i, col in enumerate(routes):
         if col >= 0:
             mine = data & (fact == i)
