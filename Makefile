@@ -4,9 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := data/demo
 
-.PHONY: setup demo test test-fast uc1 uc2 uc3 bench clean
+.PHONY: setup spark-archive demo test test-fast uc1 uc2 uc3 bench clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed spark-archive
+
+# Spark's start-up archive for the driver JVM (docs/spark.md "Start-up"): written once per JDK and
+# pyspark under ~/.cache/tefq (about 2 minutes), then only checked; never fails; TEFQ_CDS=0 skips it.
+spark-archive: $(VENV)/.installed
+	@$(BIN)/python -m tefq.spark.runtime.jvm_archive_setup
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +31,7 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q --timeout=900
 
-test-fast: setup
+test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not spark"
 
 # The long part of tests/reliability: more fuzz cases, stray timestamps at the default --max-ticks, 20 SIGKILLs;
@@ -38,4 +43,5 @@ uc1 uc2 uc3: setup
 	$(BIN)/tefq usecase $@
 
 clean:
+	@test ! -x $(BIN)/python || $(BIN)/python -m tefq.spark.runtime.jvm_archive_setup --remove
 	rm -rf $(VENV) data build dist *.egg-info .pytest_cache .hypothesis

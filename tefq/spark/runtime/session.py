@@ -7,6 +7,7 @@ import sys
 from pyspark.sql import SparkSession
 
 from tefq.spark.planning.document import shuffle_partitions
+from tefq.spark.runtime import jvm_archive
 from tefq.spark.runtime.jvm_scratch import jvm_scratch
 from tefq.spark.runtime.quiet import filtered_jvm_stderr
 from tefq.spark.runtime.task_retries import with_retries
@@ -34,15 +35,20 @@ def _cores(master: str) -> int:
     return os.cpu_count() or 2
 
 
-def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSession:
+def get_session(master: str | None = None, app_name: str = "tefq",
+                archive_options: list[str] | None = None) -> SparkSession:
     """Create (or reuse) the session. Workers must run this very interpreter, or they start the
-    system Python and fail with ModuleNotFoundError (measured, see DESIGN.md)."""
+    system Python and fail with ModuleNotFoundError (measured, see DESIGN.md). A new driver JVM maps
+    the class-data-sharing archive when there is one (`archive_options`: the driver JVM's archive
+    options instead, jvm_archive_setup's dump); executors' JVMs are left alone."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
     m = with_retries(default_master(master))
     cores = _cores(m)
     partitions = str(shuffle_partitions(cores))  # one bucket per core
+    archive = jvm_archive.driver_options() if archive_options is None else archive_options
+    driver_java_options = " ".join([f"-Dlog4j2.configurationFile={LOG4J2_FILE}", "-Duser.timezone=UTC", *archive])
     builder = (
         SparkSession.builder.master(m).appName(app_name)
         .config("spark.sql.shuffle.partitions", partitions)
@@ -69,7 +75,7 @@ def get_session(master: str | None = None, app_name: str = "tefq") -> SparkSessi
         # Workers start in the driver's working directory and `python -m` would put it first on
         # their path: a `tefq/` folder there (another checkout) would shadow the installed one.
         .config("spark.executorEnv.PYTHONSAFEPATH", "1")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_FILE} -Duser.timezone=UTC")
+        .config("spark.driver.extraJavaOptions", driver_java_options)
         .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
     )
     with filtered_jvm_stderr(), jvm_scratch():  # the JVM's own "Using incubator modules" notice; its scratch
