@@ -29,7 +29,7 @@ demo: setup
 	@cat $(DEMO)-uc1.metrics.json
 
 test: setup
-	$(BIN)/python -m pytest -q --timeout=900
+	$(BIN)/python -m pytest -q --timeout=900 --durations=15
 
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not spark"
