@@ -35,9 +35,11 @@ test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not spark"
 
 # The long part of tests/reliability: more fuzz cases, stray timestamps at the default --max-ticks, 20 SIGKILLs;
-# checkpoint identity, changed files, log entries, task retries, state decoding and failures (issue 26).
+# checkpoint identity, changed files, log entries, task retries, state decoding and failures (issue 26);
+# a foreign file as the driver JVM's start-up archive.
 test-faults: setup
 	TEFQ_FAULTS_LONG=1 TEFQ_FUZZ_EXAMPLES=2000 $(BIN)/python -m pytest -q --timeout=900 --durations=5 -m reliability tests/reliability
+	TEFQ_FAULTS_LONG=1 $(BIN)/python -m pytest -q --timeout=900 tests/test_jvm_archive.py
 
 uc1 uc2 uc3: setup
 	$(BIN)/tefq usecase $@

@@ -105,13 +105,16 @@ def tefq_cli() -> str:
     return os.path.join(os.path.dirname(sys.executable), "tefq")
 
 
-def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str, profile: bool = False) -> dict:
+def run_once(doc: str, data: str, bg: str, out: str, plan: str, master: str, profile: bool = False,
+             files_per_trigger: int = 0) -> dict:
     """One `tefq run` as a user types it: its wall time, metrics and peak memory (`profile`: and
     the workers' seconds, `worker_seconds`)."""
     metrics = out + ".json"
     cmd = [tefq_cli(), "run", "--engine", "spark", "--master", master, "--stream", os.path.join(data, "log"),
            "--stream", os.path.join(data, "epg"), "--background", bg, doc, "--format", "csv", "--out", out,
            "--metrics", metrics, "--quiet"]
+    if files_per_trigger:  # micro-batches of that many files: what bounds a bucket's batch
+        cmd += ["--max-files-per-trigger", str(files_per_trigger)]
     env = dict(os.environ, TEFQ_SPARK_GENERAL="0" if plan == "fallback" else "1")
     if profile:
         env["TEFQ_SPARK_PROFILE"] = out + ".profile.jsonl"
@@ -209,7 +212,7 @@ def cells(r: dict, uc1: dict) -> list[str]:
 
 
 def run_size(size: int, data: str, names: list[str], plans: list[str], master: str, work: str,
-             profile: bool = False) -> list[dict]:
+             profile: bool = False, files_per_trigger: int = 0) -> list[dict]:
     """Every shape (UC1 first) at one input size; each run's figures as it ends."""
     bg = os.path.join(work, f"background-{size}.nt")
     write_background(data, bg)
@@ -218,7 +221,8 @@ def run_size(size: int, data: str, names: list[str], plans: list[str], master: s
         doc = os.path.join(work, f"shape{i}.tef")
         with open(doc, "w", encoding="utf-8") as fh:
             fh.write(document(name))
-        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{size}-shape{i}-{p}.csv"), p, master, profile)
+        runs = {p: run_once(doc, data, bg, os.path.join(work, f"{size}-shape{i}-{p}.csv"), p, master, profile,
+                             files_per_trigger)
                 for p in (plans if not name.startswith("UC1") else ["general"])}
         if "fallback" in runs and "general" in runs:
             runs["fallback"]["same"] = same_rows(runs["general"], runs["fallback"])
@@ -272,6 +276,8 @@ def main() -> None:
     ap.add_argument("--shapes", help="comma-separated beginnings of shape names, e.g. genre,UC1 (default: all)")
     ap.add_argument("--plans", default="general", help="general and/or fallback, comma-separated")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--max-files-per-trigger", type=int, default=0,
+                    help="`tefq run --max-files-per-trigger N`: micro-batches of N files (default: one micro-batch)")
     ap.add_argument("--profile", action="store_true", help="also the workers' seconds (TEFQ_SPARK_PROFILE)")
     ap.add_argument("--report", help="directory for general_spark.md and .png (default: the work directory)")
     args = ap.parse_args()
@@ -281,7 +287,8 @@ def main() -> None:
     sizes = [int(x) for x in args.events.split(",")]
     wanted = args.shapes.split(",") if args.shapes else [""]
     names = [n for n in SHAPES if n.startswith("UC1") or any(n.startswith(w) for w in wanted)]
-    header = (f"`bench/general_spark.py --events {args.events}`: master {args.master}, {os.cpu_count()} cores, "
+    batching = f" --max-files-per-trigger {args.max_files_per_trigger}" if args.max_files_per_trigger else ""
+    header = (f"`bench/general_spark.py --events {args.events}{batching}`: master {args.master}, {os.cpu_count()} cores, "
               f"load {os.getloadavg()[0]:.1f} at the start")
     print(f"work {work}; {header}", flush=True)
     print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS), flush=True)
@@ -291,7 +298,8 @@ def main() -> None:
         if not args.data:
             subprocess.run([tefq_cli(), "gen", "iptv", "--out", data, "--events", str(size), "--epg"], check=True,
                            capture_output=True)
-        results += run_size(size, data, names, args.plans.split(","), args.master, work, args.profile)
+        results += run_size(size, data, names, args.plans.split(","), args.master, work, args.profile,
+                            args.max_files_per_trigger)
     write_report(results, os.path.join(report, "general_spark.md"), header + f", {os.getloadavg()[0]:.1f} at the end")
     write_plot(results, os.path.join(report, "general_spark.png"))
     print(f"wrote {report}/general_spark.md and general_spark.png", flush=True)
