@@ -11,7 +11,7 @@ setup: $(VENV)/.installed spark-archive
 # Spark's start-up archive for the driver JVM (docs/spark.md "Start-up"): written once per JDK and
 # pyspark under ~/.cache/tefq (about 2 minutes), then only checked; never fails; TEFQ_CDS=0 skips it.
 spark-archive: $(VENV)/.installed
-	@$(BIN)/python -m tefq.spark.runtime.jvm_archive_setup
+	@$(BIN)/python -m tefq.jvm_archive_setup
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,14 +36,14 @@ test-fast: $(VENV)/.installed
 
 # The long part of tests/reliability: more fuzz cases, stray timestamps at the default --max-ticks, 20 SIGKILLs;
 # checkpoint identity, changed files, log entries, task retries, state decoding and failures (issue 26);
-# a foreign file as the driver JVM's start-up archive.
+# a foreign file as the driver JVM's start-up archive; the grammar's strict LALR check (40 s).
 test-faults: setup
 	TEFQ_FAULTS_LONG=1 TEFQ_FUZZ_EXAMPLES=2000 $(BIN)/python -m pytest -q --timeout=900 --durations=5 -m reliability tests/reliability
-	TEFQ_FAULTS_LONG=1 $(BIN)/python -m pytest -q --timeout=900 tests/test_jvm_archive.py
+	TEFQ_FAULTS_LONG=1 $(BIN)/python -m pytest -q --timeout=900 tests/test_jvm_archive.py tests/test_grammar.py
 
 uc1 uc2 uc3: setup
 	$(BIN)/tefq usecase $@
 
 clean:
-	@test ! -x $(BIN)/python || $(BIN)/python -m tefq.spark.runtime.jvm_archive_setup --remove
+	@test ! -x $(BIN)/python || $(BIN)/python -m tefq.jvm_archive_setup --remove
 	rm -rf $(VENV) data build dist *.egg-info .pytest_cache .hypothesis

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tefq.spark.runtime import jvm_archive, jvm_archive_setup
+from tefq import jvm_archive_setup
+from tefq.spark.runtime import jvm_archive
 
 UC1 = Path(jvm_archive_setup.USECASES) / "uc1.tef"
 
@@ -148,7 +149,7 @@ def real_archive(tmp_path_factory) -> Path:
     if jvm_archive.archive_dir().is_dir() and jvm_archive.find_archive(key):
         return jvm_archive.find_archive(key)
     cache = tmp_path_factory.mktemp("cds-cache")
-    done = subprocess.run([sys.executable, "-m", "tefq.spark.runtime.jvm_archive_setup"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "tefq.jvm_archive_setup"], capture_output=True,
                           text=True, timeout=900, env=dict(os.environ, XDG_CACHE_HOME=str(cache)))
     assert done.returncode == 0, done.stderr
     made = jvm_archive.find_archive(key, cache / "tefq")

@@ -2,7 +2,7 @@
 
 Loading and verifying Spark's classes is most of the driver JVM's start-up (docs/spark.md,
 "Start-up"). A dynamic CDS archive (`-XX:ArchiveClassesAtExit`, written by
-tefq.spark.runtime.jvm_archive_setup) holds them ready to map. It is valid for one JDK build and one
+tefq.jvm_archive_setup) holds them ready to map. It is valid for one JDK build and one
 classpath only, so its file name carries a hash of both: the JDK's files, Spark's jars (names,
 sizes, times, in the directory order the JVM expands `jars/*` in) and the variables Spark's launcher
 builds the classpath from. A changed JDK or pyspark then looks for another file and finds none.

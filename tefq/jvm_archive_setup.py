@@ -1,6 +1,6 @@
 """Create the driver JVM's class-data-sharing archive (tefq.spark.runtime.jvm_archive): `make setup`.
 
-`python -m tefq.spark.runtime.jvm_archive_setup` runs a small workload on embedded Spark (UC1 and a
+`python -m tefq.jvm_archive_setup` runs a small workload on embedded Spark (UC1 and a
 sliding RSP-QL count on a generated 2,000-event stream) in a driver JVM started with
 `-XX:ArchiveClassesAtExit`, lets that JVM exit, checks the archive with `-Xshare:on` (which fails
 instead of ignoring a bad archive), then renames it into place. Safe when started twice at once:
@@ -25,7 +25,7 @@ from tefq.spark.runtime import jvm_archive
 
 Dumper = Callable[[Path], bool]  # writes the archive to the given path; True if it checked out
 JVM_EXIT_SECONDS = 600  # writing ~190 MB on a loaded machine
-USECASES = Path(__file__).resolve().parents[2] / "usecases"
+USECASES = Path(__file__).resolve().parent / "usecases"
 SLIDING_COUNT = """PREFIX : <http://example.org/iptv#>
 REGISTER RSTREAM <http://example.org/iptv/sliding-joins> AS
 SELECT ?channel (COUNT(?user) AS ?joins)
