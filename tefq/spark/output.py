@@ -252,21 +252,26 @@ def cell_ranks(cells: list) -> np.ndarray:
 
 
 def number_terms(uniq: np.ndarray) -> list[str]:
-    """Canonical terms (`tefq.oracle.values.to_term`) of int64 or float64 values: the common
-    doubles (positional repr) written here, the rest (exponents, zero, NaN, INF) by `to_term`."""
+    """Canonical terms (`tefq.oracle.values.to_term`) of int64 or float64 values, written by
+    Arrow's casts: integers exactly; doubles by their shortest round-trip digits, which are
+    Python's repr wherever both are positional (repr is for 1e-4 <= |x| < 1e16); the rest by
+    `to_term`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     from tefq.oracle.values import to_term
     from tefq.terms import XSD_DOUBLE, XSD_INTEGER
 
-    if _is_int(uniq):
-        return [f'"{v}"^^<{XSD_INTEGER}>' for v in uniq.tolist()]
-    suffix = f'"^^<{XSD_DOUBLE}>'
-    out = []
-    for x in uniq.tolist():
-        r = repr(x)
-        if x and r[-1].isdigit() and "e" not in r:
-            out.append('"' + (r[:-2] if r.endswith(".0") else r) + suffix)
-        else:
-            out.append(to_term(x))
+    lexical = pc.cast(pa.array(uniq), pa.string())
+    datatype = XSD_INTEGER if _is_int(uniq) else XSD_DOUBLE
+    out = pc.binary_join_element_wise('"', lexical, f'"^^<{datatype}>', "").to_pylist()
+    if not _is_int(uniq):
+        with np.errstate(invalid="ignore"):
+            size = np.abs(uniq)
+            positional = (size >= 1e-4) & (size < 1e16)
+        positional &= ~pc.match_substring(lexical, "e").to_numpy(zero_copy_only=False)  # Arrow's exponent form
+        for i in np.nonzero(~positional)[0].tolist():
+            out[i] = to_term(float(uniq[i]))
     return out
 
 
@@ -309,7 +314,7 @@ def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str,
             columns.append(col)
         else:  # a general expression: row by row with the oracle's semantics
             columns.append(_Column.of_cells(_general_column(e, rows, terms, group_vars)))
-    with _no_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
+    with no_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
         if not columns:
             ticks = np.sort(rows.ticks) if ordered else rows.ticks
             return [(t, ()) for t in ticks.tolist()]
@@ -319,7 +324,8 @@ def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str,
 
 
 @contextmanager
-def _no_gc():
+def no_gc():
+    """The cyclic collector off while millions of row tuples are made (it would rescan them)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -24,7 +24,7 @@ from tefq.spark.kernels.general.expressions import Env, NotVectorised, Values, v
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.sums import CellSums
 from tefq.spark.kernels.joins import key_ranks
-from tefq.spark.output import cell_ranks, in_value_order, number_terms
+from tefq.spark.output import cell_ranks, in_value_order, no_gc, number_terms
 
 
 @dataclass
@@ -117,8 +117,9 @@ def empty_implicit(cq: CompiledQuery, rows: BucketRows) -> BucketRows:
 
 
 # ---------------------------------------------------------------- cells
-def group_cells(cq: CompiledQuery, rows: BucketRows) -> dict[str, np.ndarray]:
-    """Each group variable's cells (object arrays of N-Triples terms)."""
+def group_cells(cq: CompiledQuery, rows: BucketRows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each group variable's cells (object arrays of N-Triples terms) and each row's rank in the
+    result order (the distinct codes' cells ranked once)."""
     out = {}
     for j, name in enumerate(cq.group_names):
         col = rows.groups[:, j]
@@ -127,7 +128,8 @@ def group_cells(cq: CompiledQuery, rows: BucketRows) -> dict[str, np.ndarray]:
             cells = [rows.terms.get(c) for c in uniq.tolist()]
         else:
             cells = [datetime_term(c) for c in uniq.tolist()]
-        out[name] = _objects(cells)[inv.reshape(-1)]
+        inv = inv.reshape(-1)
+        out[name] = (_objects(cells)[inv], cell_ranks(cells)[inv])
     return out
 
 
@@ -160,13 +162,13 @@ def select_cells(cq: CompiledQuery, rows: BucketRows) -> list[tuple[np.ndarray, 
     for p in cq.q.select:
         e = p.expr
         if isinstance(e, Var) and e.name in groups:
-            out.append((groups[e.name], None))
+            out.append(groups[e.name])
             continue
         try:
             with np.errstate(all="ignore"):
                 v = vectorised(e, select_env(cq, rows, values))
         except NotVectorised:
-            out.append((_expression_cells(e, rows, groups, values), None))
+            out.append((_expression_cells(e, rows, {n: c for n, (c, _) in groups.items()}, values), None))
             continue
         out.append(value_cells(v))
     return out
@@ -218,9 +220,10 @@ def format_rows(cq: CompiledQuery, rows: BucketRows) -> list[Row]:
     cols = [c for c, _ in selected]
     rank_cols = [_ranks(c) if ranked is None else ranked for c, ranked in selected]
     perm = np.lexsort(tuple(reversed(rank_cols)) + (rows.ticks,)) if rank_cols else np.argsort(rows.ticks, kind="stable")
-    ticks = rows.ticks[perm].tolist()
-    cells = [c[perm].tolist() for c in cols]
-    return list(zip(ticks, zip(*cells))) if cells else [(t, ()) for t in ticks]
+    with no_gc():
+        ticks = rows.ticks[perm].tolist()
+        cells = [c[perm].tolist() for c in cols]
+        return list(zip(ticks, zip(*cells))) if cells else [(t, ()) for t in ticks]
 
 
 def _ranks(cells: np.ndarray) -> np.ndarray:
