@@ -29,7 +29,9 @@ def result_order(rows):
 
 @pytest.mark.parametrize("values", [np.array(DOUBLES), np.array(INTS, np.int64),
                                     np.random.default_rng(1).normal(0, 1e6, 2000).round(3),
-                                    np.random.default_rng(2).integers(-10**6, 10**6, 2000)])
+                                    np.random.default_rng(2).integers(-10**6, 10**6, 2000),
+                                    np.random.default_rng(4).random(5000) * 10.0 ** np.arange(-10, 25).repeat(143)[:5000],
+                                    np.random.default_rng(5).integers(-2**63, 2**63 - 1, 2000, dtype=np.int64)])
 def test_number_terms_are_to_term(values):
     uniq = np.unique(values)
     conv = int if uniq.dtype.kind == "i" else float
