@@ -67,8 +67,21 @@ def csv_cell(cell: Cell) -> str:
     if terms.is_iri(cell):
         return terms.iri_value(cell)
     if terms.is_literal(cell):
-        return terms.split_literal(cell)[0]
+        lexical = plain_lexical(cell)
+        return terms.split_literal(cell)[0] if lexical is None else lexical
     return cell
+
+
+def plain_lexical(cell: str) -> str | None:
+    """The lexical form of a literal without escapes, `"lex"` or `"lex"^^<dt>`, found without the
+    literal regex (a column of millions of distinct sums); None for any other literal."""
+    if "\\" in cell:
+        return None
+    end = cell.find('"', 1)
+    rest = cell[end + 1:]
+    if end > 0 and (not rest or (rest.startswith("^^<") and rest.endswith(">") and ">" not in rest[3:-1])):
+        return cell[1:end]
+    return None
 
 
 def tsv_cell(cell: Cell) -> str:

@@ -166,7 +166,8 @@ class Collector:
         return format_rows(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
 
     def results(self) -> list[QueryResult]:
-        return [QueryResult(self.query, self.columns, self.sorted_rows())]
+        """The query's rows, already in the result order: the writers do not sort them again."""
+        return [QueryResult(self.query, self.columns, self.sorted_rows(), ordered=True)]
 
     def run_metrics(self) -> dict:
         """The query's metrics: summed over buckets and micro-batches, and the state's size per open
@@ -196,10 +197,11 @@ def _to_term(v) -> str | None:
 
 
 class _Column:
-    """One SELECT column, dictionary-encoded: distinct cells and each row's index among them."""
+    """One SELECT column, dictionary-encoded: distinct cells and each row's index among them.
+    `in_order`: the distinct cells are already in the result order, each ranked by its place."""
 
-    def __init__(self, cells: list, index: np.ndarray) -> None:
-        self.cells, self.index = cells, index
+    def __init__(self, cells: list, index: np.ndarray, in_order: bool = False) -> None:
+        self.cells, self.index, self.in_order = cells, index, in_order
 
     @staticmethod
     def of_values(values: np.ndarray, make) -> "_Column":
@@ -208,28 +210,77 @@ class _Column:
         return _Column([make(v) for v in uniq.tolist()], inv.reshape(-1).astype(np.int64))
 
     @staticmethod
+    def of_numbers(values: np.ndarray) -> "_Column":
+        """Numbers (int64 or float64) as canonical terms, one per distinct value, in value order."""
+        uniq, inv = np.unique(values, return_inverse=True)
+        return _Column(number_terms(uniq), inv.reshape(-1).astype(np.int64), in_value_order(uniq))
+
+    @staticmethod
     def of_cells(cells: list) -> "_Column":
         pos: dict = {}
         index = np.fromiter((pos.setdefault(c, len(pos)) for c in cells), dtype=np.int64, count=len(cells))
         return _Column(list(pos), index)
 
+    def with_unbound(self, where: np.ndarray) -> "_Column":
+        """The column with the rows `where` unbound (ordered first, as `order_key` orders None)."""
+        return _Column([None, *self.cells], np.where(where, 0, self.index + 1), self.in_order)
+
     def ranks(self) -> np.ndarray:
         """Per row, the rank of its cell's `order_key` among the distinct cells (ties share one)."""
-        from tefq.results import order_key
-
-        keys = [order_key(c) for c in self.cells]
-        rank = np.zeros(len(keys), dtype=np.int64)
-        r, prev = -1, None
-        for i in sorted(range(len(keys)), key=keys.__getitem__):
-            if prev is None or keys[i] != prev:
-                r, prev = r + 1, keys[i]
-            rank[i] = r
-        return rank[self.index]
+        if self.in_order:
+            return self.index
+        return cell_ranks(self.cells)[self.index]
 
     def take(self, perm: np.ndarray | None = None) -> list:
         cells = np.empty(len(self.cells), dtype=object)
         cells[:] = self.cells
         return cells[self.index if perm is None else self.index[perm]].tolist()
+
+
+def cell_ranks(cells: list) -> np.ndarray:
+    """Per distinct cell, the rank of its `order_key` among them (equal keys, equal rank)."""
+    from tefq.results import order_key
+
+    keys = [order_key(c) for c in cells]
+    rank = np.zeros(len(keys), dtype=np.int64)
+    r, prev = -1, None
+    for i in sorted(range(len(keys)), key=keys.__getitem__):
+        if prev is None or keys[i] != prev:
+            r, prev = r + 1, keys[i]
+        rank[i] = r
+    return rank
+
+
+def number_terms(uniq: np.ndarray) -> list[str]:
+    """Canonical terms (`tefq.oracle.values.to_term`) of int64 or float64 values, written by
+    Arrow's casts: integers exactly; doubles by their shortest round-trip digits, which are
+    Python's repr wherever both are positional (repr is for 1e-4 <= |x| < 1e16); the rest by
+    `to_term`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tefq.oracle.values import to_term
+    from tefq.terms import XSD_DOUBLE, XSD_INTEGER
+
+    lexical = pc.cast(pa.array(uniq), pa.string())
+    datatype = XSD_INTEGER if _is_int(uniq) else XSD_DOUBLE
+    out = pc.binary_join_element_wise('"', lexical, f'"^^<{datatype}>', "").to_pylist()
+    if not _is_int(uniq):
+        with np.errstate(invalid="ignore"):
+            size = np.abs(uniq)
+            positional = (size >= 1e-4) & (size < 1e16)
+        positional &= ~pc.match_substring(lexical, "e").to_numpy(zero_copy_only=False)  # Arrow's exponent form
+        for i in np.nonzero(~positional)[0].tolist():
+            out[i] = to_term(float(uniq[i]))
+    return out
+
+
+def in_value_order(uniq: np.ndarray) -> bool:
+    """Whether sorted distinct numbers are also in their terms' `order_key` order, one rank each:
+    true unless a NaN (no order) or an integer a double cannot hold (`order_key` compares floats)."""
+    if _is_int(uniq):
+        return not len(uniq) or max(-int(uniq[0]), int(uniq[-1])) < 2**53
+    return not np.isnan(uniq).any()
 
 
 def _is_int(a: np.ndarray) -> bool:
@@ -249,23 +300,21 @@ def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str,
             codes = rows.groups[:, group_vars.index(e.name[6:])]
             columns.append(_Column.of_values(codes, lambda c: terms.get(c)))
         elif isinstance(e, Var) and e.name in values:
-            arr = values[e.name]
-            conv = int if _is_int(arr) else float
-            columns.append(_Column.of_values(arr, lambda v, conv=conv: _to_term(conv(v))))
+            columns.append(_Column.of_numbers(values[e.name]))
         elif (isinstance(e, Call) and e.op in ("+", "-", "*", "/") and len(e.args) == 2
               and all(isinstance(a, Var) and a.name in values for a in e.args)
               and not all(_is_int(values[a.name]) for a in e.args)):
             x, y = (values[a.name].astype(np.float64) for a in e.args)
             with np.errstate(divide="ignore", invalid="ignore"):
                 r = x / y if e.op == "/" else x + y if e.op == "+" else x - y if e.op == "-" else x * y
-            col = _Column.of_values(r, lambda v: _to_term(float(v)))
-            if e.op == "/" and (y == 0).any():  # division error: unbound
-                col.cells.append(None)
-                col.index = np.where(y == 0, len(col.cells) - 1, col.index)
+            if e.op == "/":  # division error: unbound
+                col = _Column.of_numbers(np.where(y == 0, 0.0, r)).with_unbound(y == 0)
+            else:
+                col = _Column.of_numbers(r)
             columns.append(col)
         else:  # a general expression: row by row with the oracle's semantics
             columns.append(_Column.of_cells(_general_column(e, rows, terms, group_vars)))
-    with _no_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
+    with no_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
         if not columns:
             ticks = np.sort(rows.ticks) if ordered else rows.ticks
             return [(t, ()) for t in ticks.tolist()]
@@ -275,7 +324,8 @@ def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str,
 
 
 @contextmanager
-def _no_gc():
+def no_gc():
+    """The cyclic collector off while millions of row tuples are made (it would rescan them)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -17,13 +17,14 @@ import numpy as np
 from tefq.oracle.expr import EvalError, compile_expr
 from tefq.oracle.values import datetime_term, to_term
 from tefq.plan.logical import Var
-from tefq.results import Row, order_key
+from tefq.results import Row
 from tefq.spark.kernels.general.aggregates import ranks
 from tefq.spark.kernels.general.coding import TermDictionary
 from tefq.spark.kernels.general.expressions import Env, NotVectorised, Values, variables, vectorised
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.sums import CellSums
 from tefq.spark.kernels.joins import key_ranks
+from tefq.spark.output import cell_ranks, in_value_order, no_gc, number_terms
 
 
 @dataclass
@@ -116,8 +117,9 @@ def empty_implicit(cq: CompiledQuery, rows: BucketRows) -> BucketRows:
 
 
 # ---------------------------------------------------------------- cells
-def group_cells(cq: CompiledQuery, rows: BucketRows) -> dict[str, np.ndarray]:
-    """Each group variable's cells (object arrays of N-Triples terms)."""
+def group_cells(cq: CompiledQuery, rows: BucketRows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each group variable's cells (object arrays of N-Triples terms) and each row's rank in the
+    result order (the distinct codes' cells ranked once)."""
     out = {}
     for j, name in enumerate(cq.group_names):
         col = rows.groups[:, j]
@@ -126,20 +128,23 @@ def group_cells(cq: CompiledQuery, rows: BucketRows) -> dict[str, np.ndarray]:
             cells = [rows.terms.get(c) for c in uniq.tolist()]
         else:
             cells = [datetime_term(c) for c in uniq.tolist()]
-        out[name] = _objects(cells)[inv.reshape(-1)]
+        inv = inv.reshape(-1)
+        out[name] = (_objects(cells)[inv], cell_ranks(cells)[inv])
     return out
 
 
-def value_cells(v: Values) -> np.ndarray:
-    """Aggregate values as canonical terms (None: unbound), one term per distinct value."""
-    if v.kind in ("int", "double"):
-        uniq, inv = np.unique(v.data, return_inverse=True)
-        conv = int if v.kind == "int" else float
-        cells = _objects([to_term(conv(x)) for x in uniq.tolist()])[inv.reshape(-1)]
-    else:
+def value_cells(v: Values) -> tuple[np.ndarray, np.ndarray | None]:
+    """Aggregate values as canonical terms (None: unbound), one term per distinct value; and for a
+    numeric column whose value order is the terms' order, each row's rank (unbound first), else None."""
+    if v.kind not in ("int", "double"):
         cells = _objects([None if x is None else to_term(x) for x in v.as_objects().data.tolist()])
+        cells[~v.ok] = None
+        return cells, None
+    uniq, inv = np.unique(v.data, return_inverse=True)
+    inv = inv.reshape(-1)
+    cells = _objects(number_terms(uniq))[inv]
     cells[~v.ok] = None
-    return cells
+    return cells, (np.where(v.ok, inv + 1, 0) if in_value_order(uniq) else None)
 
 
 def _objects(items: list) -> np.ndarray:
@@ -149,23 +154,23 @@ def _objects(items: list) -> np.ndarray:
 
 
 def select_cells(cq: CompiledQuery, rows: BucketRows) -> list[tuple[np.ndarray, np.ndarray | None]]:
-    """Per SELECT item, its cells (object array) and, for a numeric column, the numbers that order
-    them (else None: ordered by the cells' order keys)."""
+    """Per SELECT item, its cells (object array) and, for a numeric column, each row's rank in the
+    result order (else None: ordered by the cells' order keys)."""
     groups = group_cells(cq, rows)
     values = {a.alias: rows.columns[a.alias] for a in cq.q.aggregates}
     out = []
     for p in cq.q.select:
         e = p.expr
         if isinstance(e, Var) and e.name in groups:
-            out.append((groups[e.name], None))
+            out.append(groups[e.name])
             continue
         try:
             with np.errstate(all="ignore"):
                 v = vectorised(e, select_env(cq, rows, values))
         except NotVectorised:
-            out.append((_expression_cells(e, rows, groups, values), None))
+            out.append((_expression_cells(e, rows, {n: c for n, (c, _) in groups.items()}, values), None))
             continue
-        out.append((value_cells(v), _order_numbers(v)))
+        out.append(value_cells(v))
     return out
 
 
@@ -177,17 +182,6 @@ def select_env(cq: CompiledQuery, rows: BucketRows, values: dict[str, Values]) -
     dictionary = TermDictionary()
     dictionary.add_mapping(rows.terms)
     return Env(len(rows), terms, times, dictionary, {k: v for k, v in values.items() if isinstance(v, Values)})
-
-
-def _order_numbers(v: Values) -> np.ndarray | None:
-    """Numbers that order a column of one numeric kind as the cells' order keys do (unbound
-    first); None where that is not sure (NaN, integers beyond doubles)."""
-    if v.kind not in ("int", "double"):
-        return None
-    x = v.data.astype(np.float64)
-    if np.isnan(x[v.ok]).any() or (v.kind == "int" and (np.abs(v.data[v.ok]) >= 2**53).any()):
-        return None
-    return np.where(v.ok, x, -np.inf)
 
 
 def _expression_cells(e, rows: BucketRows, groups: dict, values: dict) -> np.ndarray:
@@ -224,24 +218,18 @@ def format_rows(cq: CompiledQuery, rows: BucketRows) -> list[Row]:
         return []
     selected = select_cells(cq, rows)
     cols = [c for c, _ in selected]
-    rank_cols = [_ranks(c) if numbers is None else numbers for c, numbers in selected]
+    rank_cols = [_ranks(c) if ranked is None else ranked for c, ranked in selected]
     perm = np.lexsort(tuple(reversed(rank_cols)) + (rows.ticks,)) if rank_cols else np.argsort(rows.ticks, kind="stable")
-    ticks = rows.ticks[perm].tolist()
-    cells = [c[perm].tolist() for c in cols]
-    return list(zip(ticks, zip(*cells))) if cells else [(t, ()) for t in ticks]
+    with no_gc():
+        ticks = rows.ticks[perm].tolist()
+        cells = [c[perm].tolist() for c in cols]
+        return list(zip(ticks, zip(*cells))) if cells else [(t, ()) for t in ticks]
 
 
 def _ranks(cells: np.ndarray) -> np.ndarray:
     pos: dict = {}
     index = np.fromiter((pos.setdefault(c, len(pos)) for c in cells.tolist()), np.int64, len(cells))
-    keys = [order_key(c) for c in pos]
-    rank = np.zeros(len(keys), np.int64)
-    r, prev = -1, None
-    for i in sorted(range(len(keys)), key=keys.__getitem__):
-        if prev is None or keys[i] != prev:
-            r, prev = r + 1, keys[i]
-        rank[i] = r
-    return rank[index]
+    return cell_ranks(list(pos))[index]
 
 
 __all__ = ["BucketRows", "concat", "merge_partials", "merged_extremes", "empty_implicit", "format_rows"]
