@@ -11,7 +11,8 @@
    read once, before either (reading is not timed). `--spark` also times Spark's whole
    `tefq run --engine spark` (a process: start-up, reading, the windowed operator, the CSV) on
    the same files, rows checked equal to the single pass, against the limit measured here, and
-   its steady events/s (its micro-batches' own times; `--spark-files-per-trigger N`: N files each).
+   its steady events/s (its micro-batches' own times; `--spark-files-per-trigger N`: N files each;
+   `--spark-ingest direct,rows`: each ingestion path in turn, each against its own single pass).
 2. The Strider-like sensor queries (examples/sensors/Q1-Q9) on `tefq gen sensors --events N`
    with a mix that changes phase four times (a structurally unstable stream), static against
    adaptive join order: whole-run and steady (median per batch) elements/s, rows checked equal.
@@ -101,7 +102,7 @@ def limit_rows(counts: pd.Series) -> set:
 
 
 def spark_whole_run(log_dir: str, log: pd.DataFrame, tmp: str, join_order: str | None,
-                    files_per_trigger: int | None = None) -> dict:
+                    files_per_trigger: int | None = None, ingest: str = "auto") -> dict:
     """Spark's whole `tefq run` on the log's files (a process, timed from outside), its CSV
     checked equal to the single pass, against the single pass timed just before it; steady: the
     median events/s of its micro-batches after the first (the only one if there is one), from
@@ -113,7 +114,7 @@ def spark_whole_run(log_dir: str, log: pd.DataFrame, tmp: str, join_order: str |
     cmd = [sys.executable, "-m", "tefq", "run", os.path.join(tmp, "sliding.rspql"), "--stream", log_dir,
            "--engine", "spark", "--out", out, "--metrics", metrics, "--quiet"] + \
         (["--join-order", join_order] if join_order else []) + \
-        (["--max-files-per-trigger", str(files_per_trigger)] if files_per_trigger else [])
+        (["--max-files-per-trigger", str(files_per_trigger)] if files_per_trigger else []) + ["--ingest", ingest]
     secs, _ = timed(lambda: subprocess.run(cmd, check=True))
     got = pd.read_csv(out)
     rows = set(zip(got.iloc[:, 0].astype(np.int64), got.iloc[:, 1], got.iloc[:, 2].astype(np.int64)))
@@ -121,7 +122,7 @@ def spark_whole_run(log_dir: str, log: pd.DataFrame, tmp: str, join_order: str |
     assert rows == want, "Spark's run and the single pass disagree"
     batches = [b for b in json.loads(Path(metrics).read_text()).get("micro_batches", []) if b["rows"] and b["ms"]]
     steady = statistics.median(b["rows"] / b["ms"] * 1000 for b in (batches[1:] or batches)) if batches else 0.0
-    return {"events": len(log), "rows": len(got), "spark_s": secs, "limit_s": limit_s,
+    return {"ingest": ingest, "events": len(log), "rows": len(got), "spark_s": secs, "limit_s": limit_s,
             "spark_events_per_s": len(log) / secs, "share_of_limit": limit_s / secs,
             "micro_batches": len(batches), "steady_events_per_s": steady,
             "steady_share_of_limit": steady * limit_s / len(log)}
@@ -218,6 +219,9 @@ def main() -> None:
     ap.add_argument("--spark", action="store_true", help="also time Spark's whole `tefq run` of the sliding count")
     ap.add_argument("--spark-files-per-trigger", type=int, metavar="N",
                     help="Spark's micro-batches: N of the log's files each (default: one micro-batch)")
+    ap.add_argument("--spark-ingest", default="auto", metavar="PATHS",
+                    help="Spark's ingestion path(s), comma-separated, run in turn in this order (auto, direct, "
+                         "columnar, rows: `tefq run --ingest`; e.g. direct,rows for a same-run ratio)")
     ap.add_argument("--data", metavar="DIR", help="generate into (and reuse from) DIR")
     ap.add_argument("--plot", metavar="PNG", help="static vs adaptive throughput of Q7-Q9 per batch")
     ap.add_argument("--json", metavar="PATH", help="write the figures as JSON")
@@ -233,13 +237,15 @@ def main() -> None:
               f"({s['engine_events_per_s']:,.0f} ev/s, steady {s['steady_events_per_s']:,.0f} ev/s, "
               f"{s['batches']} batches) = {s['share_of_limit']:.2f} of the limit")
         if a.spark:
-            out["spark"] = spark_whole_run(os.path.join(a.data or tmp, f"iptv-{a.events}", "log"), log, tmp, None,
-                                           a.spark_files_per_trigger)
-            r = out["spark"]
-            print(f"Spark whole run (tefq run), {r['events']:,} events, {r['rows']:,} rows = the single pass: "
-                  f"{r['spark_s']:.1f} s ({r['spark_events_per_s']:,.0f} ev/s); single pass {r['limit_s']:.2f} s "
-                  f"= {r['share_of_limit']:.3f} of the limit; steady {r['steady_events_per_s']:,.0f} ev/s over "
-                  f"{r['micro_batches']} micro-batch(es) = {r['steady_share_of_limit']:.3f} of the limit")
+            runs = [spark_whole_run(os.path.join(a.data or tmp, f"iptv-{a.events}", "log"), log, tmp, None,
+                                    a.spark_files_per_trigger, ingest) for ingest in a.spark_ingest.split(",")]
+            out["spark"], out["spark_runs"] = runs[0], runs
+            for r in runs:
+                print(f"Spark whole run (tefq run --ingest {r['ingest']}), {r['events']:,} events, {r['rows']:,} rows "
+                      f"= the single pass: {r['spark_s']:.1f} s ({r['spark_events_per_s']:,.0f} ev/s); single pass "
+                      f"{r['limit_s']:.2f} s = {r['share_of_limit']:.3f} of the limit; steady "
+                      f"{r['steady_events_per_s']:,.0f} ev/s over {r['micro_batches']} micro-batch(es) = "
+                      f"{r['steady_share_of_limit']:.3f} of the limit")
         if a.per_window:
             out["per_window"] = window_by_window(log.iloc[:a.per_window], tmp)
             p = out["per_window"]

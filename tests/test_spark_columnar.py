@@ -123,11 +123,16 @@ def test_auto_takes_direct_for_file_inputs(spark, tmp_path):
     assert all(r.results[0].rows == want for r in runs)
     from tefq.analysis import load
 
+    from tefq.spark.planning import FallbackPlan, plan_document
+    from tefq.spark.runtime.ingest import choose_ingest
+
     windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
-    with pytest.raises(TefqError, match="--ingest columnar"):
-        run_spark(spark, windowed, [par], ingest="columnar")
-    with pytest.raises(TefqError, match="--ingest direct: query windowed is neither"):
-        run_spark(spark, windowed, [par], ingest="direct")
+    (plan,) = plan_document(windowed, 2)
+    assert [choose_ingest(i, plan, [par]) for i in ("auto", "columnar", "direct")] == ["direct", "columnar", "direct"]
+    fallback = FallbackPlan("q", 0, ("x",), 1000, "a shape no vectorised operator runs")
+    for ingest in ("columnar", "direct"):  # a plan no columnar mapper covers is refused, not run as rows
+        with pytest.raises(TefqError, match=f"--ingest {ingest}: query q is neither"):
+            choose_ingest(ingest, fallback, [par])
 
 
 def test_explain_physical_names_the_ingestion():
@@ -135,7 +140,7 @@ def test_explain_physical_names_the_ingestion():
     from tefq.spark.planning import explain_physical
 
     windowed = load(os.path.join(os.path.dirname(__file__), "..", "usecases", "uc1_csparql.rspql"))
-    assert "Ingestion: rows" in explain_physical(windowed)
+    assert "Ingestion (--ingest auto): direct when every --stream holds Parquet files" in explain_physical(windowed)
 
     assert "Ingestion (--ingest auto): direct when every --stream holds Parquet files" in explain_physical(sd.uc1())
     assert "read amplification = 3 buckets" in explain_physical(sd.uc1(), buckets=3)

@@ -127,26 +127,36 @@ def test_late_data_beyond_the_lateness_is_counted(spark, tmp_path) -> None:
     assert late_rows == {20_000}  # 15 s is in the windows closing at 16, 18, 20 s; only 20 s was still open
 
 
-def key_bucket(spark, term: str, buckets: int = 2) -> int:
-    """The join-key bucket Spark gives `term` (runtime/columns.project_windowed's hash)."""
+def key_bucket(spark, term: str, buckets: int = 2, ingest: str = "rows") -> int:
+    """The join-key bucket `term` goes to: on the rows path Spark's (runtime/columns.project_windowed's
+    xxhash64), on the direct path its SipHash code's (runtime/windowed_rows.term_buckets)."""
+    if ingest == "direct":
+        import numpy as np
+        import pyarrow as pa
+
+        from tefq.spark.runtime.columnar import term_codes
+
+        return int(term_codes(pa.array([term])).view(np.uint64)[0] % np.uint64(buckets))
     from pyspark.sql import functions as F
 
     return spark.range(1).select(F.pmod(F.xxhash64(F.lit(term)), F.lit(buckets))).first()[0]
 
 
-def test_late_events_are_summed_over_the_join_key_buckets(spark, tmp_path) -> None:
+@pytest.mark.parametrize("ingest", ["rows", "direct"])
+def test_late_events_are_summed_over_the_join_key_buckets(spark, tmp_path, ingest: str) -> None:
     """Late elements of two channels that live in two buckets: the run counts both (each bucket
-    counts its own; the driver adds them up)."""
+    counts its own; the driver adds them up), on either ingestion path."""
     from tefq.spark.engine import run as spark_run
 
     channels = [f"<{NS}ch{i}>" for i in range(20)]
-    by_bucket = {key_bucket(spark, c): c for c in channels}
+    by_bucket = {key_bucket(spark, c, ingest=ingest): c for c in channels}
     assert set(by_bucket) == {0, 1}
     doc = load_text(tmp_path, QUERIES["sliding-count"])
     first = [(t, f"<{NS}u1>", f"<{NS}join>", c) for t in range(0, 20_000, 500) for c in by_bucket.values()]
     second = [(15_000, f"<{NS}late>", f"<{NS}join>", c) for c in by_bucket.values()] + \
              [(30_000, f"<{NS}u2>", f"<{NS}join>", c) for c in by_bucket.values()]
     write_files(first + second, tmp_path / "log", [len(first)])
-    got = spark_run(doc, [str(tmp_path / "log")], spark=spark, progress=False, max_files_per_trigger=1)
+    got = spark_run(doc, [str(tmp_path / "log")], spark=spark, progress=False, max_files_per_trigger=1,
+                    ingest=ingest)
     assert got.metrics.late_events == 2
     assert got.metrics.extra["late_events_by_stream"] == {str(tmp_path / "log"): 2}

@@ -51,7 +51,8 @@ def write_parquet(rows: list, path: str) -> None:
     pq.write_table(pa.table({"ts": pa.array(ts, pa.int64()), "s": list(s), "p": list(p), "o": list(o)}), path)
 
 
-def test_escaped_iris_on_parquet_rows_equal_the_oracle(spark, tmp_path) -> None:
+@pytest.mark.parametrize("ingest", ["rows", "direct"])  # direct: each distinct cell checked (runtime/windowed_rows.py)
+def test_escaped_iris_on_parquet_rows_equal_the_oracle(spark, tmp_path, ingest: str) -> None:
     from tefq.analysis import load
     from tefq.io.readers import read_stream
     from tefq.oracle.windowed import run as oracle_run
@@ -69,7 +70,7 @@ def test_escaped_iris_on_parquet_rows_equal_the_oracle(spark, tmp_path) -> None:
     stream.mkdir()
     write_parquet(raw_rows(), str(stream / "part-000.parquet"))
     elements = list(read_stream(str(stream / "part-000.parquet")))
-    got = spark_run(doc, [str(stream)], spark=spark, buckets=2, progress=False, ingest="rows")
+    got = spark_run(doc, [str(stream)], spark=spark, buckets=2, progress=False, ingest=ingest)
     want = oracle_run(doc, elements)
     assert_same_as_oracle(got, want)
     assert len(want[0].rows) >= 16  # every user's rating joined its channel

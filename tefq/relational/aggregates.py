@@ -31,6 +31,9 @@ def _column(df: pd.DataFrame, var) -> np.ndarray:
 
 
 def _count(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) -> list:
+    if a.vars != "*" and not a.distinct:  # COUNT(?v): the bound values per group, by one bincount
+        bound = ~pd.isna(_column(df, a.vars))
+        return np.bincount(codes[bound], minlength=int(groups.max(initial=-1)) + 1)[groups].tolist()
     if a.vars == "*":
         sub = df.assign(**{"\x00g": codes})
         if a.distinct:

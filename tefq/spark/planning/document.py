@@ -12,7 +12,7 @@ from tefq.spark.planning.current import CurrentAggregatePlan, plan_current_aggre
 from tefq.spark.planning.fact import FactAggregatePlan, plan_fact_aggregate
 from tefq.spark.planning.fallback import FallbackPlan
 from tefq.spark.planning.general import GeneralPlan, plan_general
-from tefq.spark.planning.windowed import plan_windowed
+from tefq.spark.planning.windowed import WindowedPlan, plan_windowed
 
 SIMULATION_REFUSAL = Refusal("derived facts, fact patterns and WHILE in a simulation", suffix="")
 
@@ -81,10 +81,10 @@ def explain_physical(doc: Document, buckets: int | None = None, general: bool | 
 
 def reads_columnar(plan) -> bool:
     """Whether the plan's shape can take the columnar and direct ingestion paths
-    (runtime/columnar.py): the vectorised CURRENT aggregate, the fact aggregate and the general
-    aggregate, whose mappers they reproduce."""
+    (runtime/columnar.py): the vectorised CURRENT aggregate, the fact aggregate, the general
+    aggregate and the windowed plan, whose mappers they reproduce."""
     return (isinstance(plan, CurrentAggregatePlan) and plan.operator == "FactOperator"
-            or isinstance(plan, (FactAggregatePlan, GeneralPlan)))
+            or isinstance(plan, (FactAggregatePlan, GeneralPlan, WindowedPlan)))
 
 
 def ingestion(plan) -> str:
@@ -100,5 +100,5 @@ def ingestion(plan) -> str:
         return ("  Ingestion (--ingest auto): direct when every --stream holds Parquet files (text streams are staged "
                 "as Parquet first) and the run is bounded, else rows (the Project over the FileStreamSource above)"
                 f"\n{direct}\n{columnar}")
-    return ("  Ingestion: rows (columnar ingestion covers CURRENT and fact aggregates only; --ingest columnar and "
-            "direct are refused)")
+    return ("  Ingestion: rows (columnar ingestion covers CURRENT, fact, general aggregates and windowed queries "
+            "only; --ingest columnar and direct are refused)")

@@ -35,6 +35,7 @@ class WindowedPlan:
     buckets: int = 1
     key: JoinKey | None = None
     details: tuple[tuple[str, ...], ...] = ()  # per query: partitioning, state, rounds, join orders
+    t0: int = 0  # the run's (bound by runtime/pipelines): elements before it only advance time
 
     def explain(self) -> str:
         preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))

@@ -237,9 +237,10 @@ class FileBatch:
         return pa.concat_arrays([self.cols[c].norm.cast(pa.string()) for c in "spo"]), base
 
 
-def read_files(batches, ranks: dict[str, int], st: PartitionScan):
+def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | None = None):
     """The (path, flush) rows of a task -> FileBatches, file by file; bad rows diverted (or raised)
-    and the task's event-time range and counts noted in `st` on the way."""
+    and the task's event-time range and counts noted in `st` on the way. `since`: only good rows
+    at or after it are elements of the run (a windowed plan's t0; the others are not counted)."""
     import pyarrow.parquet as pq
 
     from tefq.io.readers import fast_term_patterns
@@ -270,7 +271,7 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan):
                 tsv = (ts.fill_null(0) if ts.null_count else ts).to_numpy(zero_copy_only=False)
                 if bad.any():
                     st.divert(bad_records(uri, batch, ts, bad, row0))
-                st.see_times(tsv[~bad], stream)
+                st.see_times(tsv[~bad] if since is None else tsv[~bad & (tsv >= since)], stream)
                 yield FileBatch(uri, row0, rank, cols, tsv, ~bad)
                 row0 += n
             st.rows_in += row0

@@ -24,8 +24,8 @@ def parquet_only(stream_paths: list[str]) -> bool:
 def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
     """None if the plan can take the columnar path over these inputs, else the reason."""
     if not reads_columnar(plan):
-        return (f"query {plan.query} is neither a CURRENT, a fact nor a general aggregate (the shapes the columnar "
-                "and direct paths cover)")
+        return (f"query {plan.query} is neither a CURRENT, a fact, a general aggregate nor a windowed query (the "
+                "shapes the columnar and direct paths cover)")
     if not parquet_only(stream_paths):
         return "a stream input is not Parquet files"
     return None

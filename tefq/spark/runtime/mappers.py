@@ -25,6 +25,7 @@ from tefq.spark.runtime.encodings import ENCODINGS, Encoding, wire_schema
 from tefq.spark.runtime.fact_buckets import route_batch
 from tefq.spark.runtime.normal_cells import NormalCells
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
+from tefq.spark.runtime.windowed_rows import WindowedRows
 
 class SparkRows:
     """Input: rows of Spark's projection (columns k, ts, o = the file's xxhash64, ..., x). `ranks`:
@@ -59,12 +60,12 @@ class ParquetFiles:
 
     profile = "columnar_mapper"
 
-    def __init__(self, ranks: dict[str, int]) -> None:
-        self.ranks = ranks
+    def __init__(self, ranks: dict[str, int], since: int | None = None) -> None:
+        self.ranks, self.since = ranks, since  # since: the first event time of the run's elements (windowed: t0)
 
     def rows(self, batches, scan: PartitionScan, enc: Encoding) -> Iterator[pa.RecordBatch]:
         order = FileTieOrder(scan.partition)
-        for fb in read_files(batches, self.ranks, scan):
+        for fb in read_files(batches, self.ranks, scan, self.since):
             out = enc.from_file(fb, order)
             if out is not None:
                 yield out
@@ -121,9 +122,10 @@ def make_mapper(plan, bad_rows: str | None, ranks: dict[int, int] | None = None,
     """The plan's mapper over rows of Spark's projection (`ranks`: tie order), or over (path, flush)
     rows when `files` (each file's stream rank, runtime/columnar.path_ranks) is given. `only`:
     emit bucket `only`'s rows alone (direct ingestion; bucket 0 records the bad rows)."""
-    fix = NormalCells(plan).fix if isinstance(plan, WindowedPlan) else None  # its cells decide buckets
-    reader = ParquetFiles(files) if files is not None else SparkRows(ranks or {}, fix)
-    encoding = ENCODINGS[type(plan)]
+    windowed = isinstance(plan, WindowedPlan)
+    fix = NormalCells(plan).fix if windowed else None  # its cells decide buckets
+    reader = ParquetFiles(files, plan.t0 if windowed else None) if files is not None else SparkRows(ranks or {}, fix)
+    encoding = WindowedRows if windowed and files is not None else ENCODINGS[type(plan)]
     return partition_mapper(reader, lambda: encoding(plan, only), Routing.of(plan, only), bad_rows)
 
 

@@ -20,7 +20,7 @@ from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.operators.fallback import make_fallback_operator
 from tefq.spark.operators.general import make_general_operator
-from tefq.spark.operators.windowed import make_windowed_operator
+from tefq.spark.operators.windowed import WINDOWED_EVENTS, make_windowed_operator
 from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, GeneralPlan, WindowedPlan
 from tefq.spark.planning.windowed import small_window
 from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
@@ -58,12 +58,14 @@ class Pipeline:
     operator: Callable  # (doc, plan, RunOptions) -> applyInPandasWithState function
     bind: Callable = lambda plan, run: plan  # (plan, RunOptions) -> the plan with what it needs of the run
     frames: Callable = lambda batches: (rb.to_pandas() for rb in batches)  # direct ingestion: mapper rows -> frames
+    events_metric: str = "events_in"  # direct ingestion: the operators' metric of the events a micro-batch read
 
 
 def coded_frames(batches) -> Iterator:
-    """Direct ingestion of a general plan: the mapper's rows as one frame whose term columns are
-    categorical (Arrow dictionaries: each distinct term one Python string), so the operator codes
-    each distinct term once (kernels/general/coding.code_categorical), not each row's string."""
+    """Direct ingestion of a general or windowed plan: the mapper's rows as one frame whose term
+    columns are categorical (Arrow dictionaries: each distinct term one Python string), so the
+    operator codes each distinct term once (kernels/general/coding.code_categorical; the windowed
+    engine's factorisation, tefq.relational.window_content), not each row's string."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -102,7 +104,8 @@ PIPELINES: dict[type, Pipeline] = {
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
         lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
-                                                      run.join_order)),
+                                                      run.join_order),
+        lambda plan, run: replace(plan, t0=run.t0), coded_frames, WINDOWED_EVENTS),
 }
 
 
@@ -185,8 +188,9 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     result = result.observe("tefq_out", sink_metric("rows_out").alias("rows"),
                             sink_metric("partial_rows").alias("partial"), sink_metric("ticks").alias("ticks"))
     if ingest == "direct":  # events read: bucket 0's count of its heartbeats (operators/base.see_time)
+        events = sink_metric(PIPELINES[type(plan)].events_metric)
         result = result.observe("tefq_in", F.max(F.when(F.col("kind") == "metric", F.col("tick"))).alias("event_time"),
-                                (sink_metric("events_in") + sink_metric("bad_rows")).alias("n"))
+                                (events + sink_metric("bad_rows")).alias("n"))
     pr = (ColumnarProgress if ingest != "rows" else Progress)(run.progress, plan.query)
 
     def start(**trigger):

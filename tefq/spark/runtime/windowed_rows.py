@@ -1,0 +1,77 @@
+"""The windowed plan's wire rows (`protocol.ELEMENT_WIRE`) from a Parquet file's batch
+(runtime/columnar.py), for the columnar and direct ingestion paths: the rows the projection
+(runtime/columns.project_windowed) and its mapper would send, made in numpy from the file's
+dictionaries (each distinct term checked and coded once, runtime/columnar.Column).
+
+The rules are the projection's: an element of the run is a good row at or after t0 (the
+mapper's heartbeats count it: `read_files(since=t0)`); it keeps its terms when a query can match
+its predicate (`WindowedPlan.predicates`), else it only advances time and is not sent; with a
+join key, it goes to the bucket of its key term's code (the subject or the object, by its
+predicate), a literal to bucket 0 (two spellings of one literal meet in one bucket). The bucket
+is the term's SipHash code mod B, not Spark's xxhash64: a checkpoint never switches paths
+(runtime/ingest.claim_ingest), and a join-key partitioned query's buckets need no merge."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tefq.spark.planning import WindowedPlan
+from tefq.spark.protocol import ELEMENT, FileTieOrder
+from tefq.spark.runtime.columnar import Column, FileBatch
+from tefq.spark.runtime.encodings import ElementRows
+
+
+def named(col: Column, terms: frozenset[str] | tuple[str, ...]) -> np.ndarray:
+    """Per row of `col`: its cell is one of `terms` (checked once per distinct value)."""
+    hit = np.isin(col.norm.to_numpy(zero_copy_only=False), sorted(terms))
+    return hit[np.maximum(col.idx, 0)] & (col.idx >= 0) if len(hit) else np.zeros(len(col.idx), bool)
+
+
+def term_buckets(col: Column, buckets: int) -> np.ndarray:
+    """Per distinct value of `col`: the bucket of its term (IRIs and blank nodes by their code,
+    literals and non-terms 0)."""
+    if not len(col.dict_codes):
+        return np.zeros(0, np.int32)
+    hashed = (col.dict_codes.view(np.uint64) % np.uint64(buckets)).astype(np.int32)
+    node = pc.or_(pc.starts_with(col.norm, "<"), pc.starts_with(col.norm, "_:")).fill_null(False)
+    return np.where(node.to_numpy(zero_copy_only=False), hashed, 0).astype(np.int32)
+
+
+class WindowedRows(ElementRows):
+    """The windowed plan's ELEMENT rows of a file's batch; `only`: bucket `only`'s alone."""
+
+    plan: WindowedPlan
+
+    def elements(self, fb: FileBatch) -> np.ndarray:
+        """Per row: an element of the run whose predicate a query can match."""
+        keep = fb.good & (fb.ts >= self.plan.t0)
+        return keep if self.plan.predicates is None else keep & named(fb.cols["p"], self.plan.predicates)
+
+    def buckets(self, fb: FileBatch, at: np.ndarray) -> np.ndarray:
+        """The join-key bucket of each element `at` (all 0 without a key)."""
+        plan = self.plan
+        if plan.key is None or plan.buckets <= 1:
+            return np.zeros(len(at), np.int32)
+        s, o = fb.cols["s"], fb.cols["o"]
+        by_subject = named(fb.cols["p"], plan.key.subject_predicates)[at]
+        from_s = term_buckets(s, plan.buckets)[s.idx[at]] if len(s.dict_codes) else np.zeros(len(at), np.int32)
+        from_o = term_buckets(o, plan.buckets)[o.idx[at]] if len(o.dict_codes) else np.zeros(len(at), np.int32)
+        return np.where(by_subject, from_s, from_o).astype(np.int32)
+
+    def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
+        at = np.flatnonzero(self.elements(fb))
+        bucket = self.buckets(fb, at)
+        if self.only is not None:  # the other buckets' rows are their operators' to encode
+            mine = bucket == self.only
+            at, bucket = at[mine], bucket[mine]
+        keys = order.keys(fb.rank, fb.row0 == 0, at, fb.n)
+        if not len(at):
+            return None
+        everything, base = fb.dictionaries()
+        n, zero = len(at), pa.array(np.zeros(len(at), np.int64))
+        cols = {"k": pa.array(np.full(n, int(ELEMENT), np.int32)), "ts": pa.array(fb.ts[at]), "o": pa.array(keys),
+                "f": zero, "n": zero, "b": pa.array(bucket)}
+        for c, name in (("s", "s"), ("p", "p"), ("o", "obj")):
+            cols[name] = everything.take(pa.array(fb.cols[c].idx[at] + base[c]))
+        return pa.RecordBatch.from_arrays([cols[name] for name in self.schema.names], schema=self.schema)
