@@ -396,12 +396,9 @@ def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: 
     normalises them in `lists` or reports the row (added to `bad`)."""
     import pyarrow.compute as pc
 
-    patterns = fast_term_patterns()
     for j, c in enumerate("spo", 1):
         values = pc.unique(cols[c])
-        ok = pc.match_substring_regex(values, patterns[c])
-        if c == "o":
-            ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
+        ok = in_normal_form(values, c)
         if pc.all(ok).as_py():
             continue
         badv = pc.filter(values, pc.invert(ok))
@@ -413,6 +410,17 @@ def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: 
             except Fault as fault:
                 _parquet_bad(_at_cell(fault, row0 + i + 1, c), lists, i, row0, path, log)
                 bad.add(i)
+
+
+def in_normal_form(values: "pa.Array", role: str) -> "pa.Array":
+    """Per string in `values`, whether it is an `role` term (s, p or o) the checker would take
+    unchanged (`fast_term_patterns`; an object ending in ^^xsd:string is rewritten: False)."""
+    import pyarrow.compute as pc
+
+    ok = pc.match_substring_regex(values, fast_term_patterns()[role])
+    if role == "o":
+        ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
+    return ok
 
 
 def fast_term_patterns() -> dict[str, str]:
