@@ -56,10 +56,13 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from live_oracle import oracle_agreement  # noqa: E402 (bench/live_oracle.py)
 from memory import PeakMemory, cpu_ticks  # noqa: E402 (bench/memory.py)
 TEFQ = [sys.executable, "-m", "tefq"]
 DIR_SOURCES = {"dir": "tsv", "dir-parquet": "parquet"}  # --source: a followed directory of these files
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
+GROWTH_LAST_WINDOW_MS = 1000.0  # nor one whose last window's median is this much above its first's
+WINDOW_S = 60  # the first and the last minute of a run of three minutes or more (else its thirds)
 
 
 def uc1_every_second(directory: str) -> str:
@@ -148,6 +151,20 @@ def growth_ms_per_s(points: list[tuple[int, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else float("nan")
 
 
+def first_and_last_window(points: list[tuple[int, float]], seconds: int) -> dict:
+    """The median delay of the first and of the last window of the measured ticks (a minute, or a
+    third of a run shorter than three minutes) and how much the last is above the first: a run that
+    falls behind shows it there whatever the slope's noise."""
+    window_ms = 1000 * (WINDOW_S if seconds >= 3 * WINDOW_S else max(seconds // 3, 1))
+    if not points:
+        return {"window_s": window_ms / 1000, "first_window_p50_ms": float("nan"),
+                "last_window_p50_ms": float("nan"), "window_growth_ms": float("nan")}
+    first = percentile([d for t, d in points if t < points[0][0] + window_ms], 0.5)
+    last = percentile([d for t, d in points if t > points[-1][0] - window_ms], 0.5)
+    return {"window_s": window_ms / 1000, "first_window_p50_ms": first, "last_window_p50_ms": last,
+            "window_growth_ms": last - first}
+
+
 @dataclass(frozen=True)
 class Batch:
     """A micro-batch as its progress record gives it (wall-clock ms): trigger, the sink's commit
@@ -202,27 +219,6 @@ def breakdown(first_seen: dict[int, float], batch_records: list[dict], phase_ms:
             "reported_by_a_later_batch": sum(1 for p in paths if p["reported_by_later_batch"])}
 
 
-def by_tick(path: str) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                head = line.split(",", 1)[0]
-                if head.isdigit():
-                    out.setdefault(int(head), []).append(line)
-    return {t: sorted(lines) for t, lines in out.items()}
-
-
-def oracle_agreement(doc: str, stream: str, rows_csv: str) -> tuple[int, int]:
-    """(ticks whose rows equal the oracle's, ticks reported): the oracle's bounded run over the
-    same input, in the same CSV format, compared line by line per tick."""
-    want_csv = rows_csv + ".oracle"
-    subprocess.run(TEFQ + ["run", doc, "--engine", "oracle", "--stream", stream, "--format", "csv", "--out",
-                           want_csv], check=True, stdout=subprocess.DEVNULL)
-    got, want = by_tick(rows_csv), by_tick(want_csv)
-    return sum(1 for t, lines in got.items() if lines == want.get(t)), len(got)
-
-
 class Ready(threading.Thread):
     """Echoes the run's progress lines and notes when its first micro-batch is done."""
 
@@ -251,8 +247,8 @@ def generated_log(rate: int, seconds: int, work: str) -> str:
 
     total = rate * (seconds + 5)
     data = os.path.join(work, f"data-{rate}")
-    if not os.path.exists(data):
-        generate(IptvConfig(events=total, users=max(100, total // 50), channels=20, seed=3), data, fmt="tsv")
+    if not os.path.exists(data):  # Parquet: what the publisher reads fastest (it writes the source's format)
+        generate(IptvConfig(events=total, users=max(100, total // 50), channels=20, seed=3), data, fmt="parquet")
     return os.path.join(data, "log")
 
 
@@ -292,8 +288,10 @@ class Setting:
     prelude: str = ""
 
 
-def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting()) -> dict:
-    """Run, warm up, feed for `seconds`, measure (see the module doc)."""
+def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting(),
+             check_seconds: int | None = None) -> dict:
+    """Run, warm up, feed for `seconds`, measure (see the module doc); `check_seconds`: compare
+    with the oracle the ticks of the input published by then (from the measured start) only."""
     name = f"{source}-{rate}-{setting.label}-{time.time_ns()}"
     log = generated_log(rate, seconds + warmup, work)
     stream = open_stream(source, work, name)
@@ -315,18 +313,20 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     tail.join()
     steady = {t: seen - t for t, seen in tail.first_seen.items() if started <= t <= published}
     m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
-    same, reported = oracle_agreement(doc, stream.target, rows)
+    until = None if check_seconds is None else started + check_seconds * 1000
+    same, reported = oracle_agreement(doc, stream.target, rows, until, work)
     stream.close()
     measured = {t: seen for t, seen in tail.first_seen.items() if t in steady}
     return {**summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks),
             "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / seconds,
+            "oracle_checked_seconds": check_seconds,
             "breakdown": breakdown(measured, m.get("micro_batches") or [], setting.phase_ms)}
 
 
 def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
             agreement: tuple[int, int], memory: dict[str, float]) -> dict:
     delays, over_time = list(steady.values()), sorted(steady.items())
-    growth = growth_ms_per_s(over_time)
+    growth, windows = growth_ms_per_s(over_time), first_and_last_window(over_time, seconds)
     batches = [b for b in metrics.get("micro_batches") or [] if isinstance(b, dict)]
     busy = [b for b in batches[1:] if b.get("rows")]  # the first is Spark's start-up
     for b in busy:  # the state store's own times beside Spark's phases
@@ -335,8 +335,9 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
     return {"source": source, "rate": rate, "seconds": seconds, "warmup": warmup, "ticks_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p95": percentile(delays, 0.95),
             "delay_ms_p99": percentile(delays, 0.99), "delay_ms_max": max(delays, default=float("nan")),
-            "delay_growth_ms_per_s": growth,
-            "sustained": len(delays) >= seconds - 2 and growth == growth and growth < GROWTH_MS_PER_S,
+            "delay_growth_ms_per_s": growth, **windows,
+            "sustained": (len(delays) >= seconds - 2 and growth == growth and growth < GROWTH_MS_PER_S
+                          and not windows["window_growth_ms"] > GROWTH_LAST_WINDOW_MS),
             "events_in": metrics.get("events_in"), "micro_batches": len(batches),
             "batch_rows_median": percentile([b["rows"] for b in busy], 0.5),
             "phases_ms_median": {k: percentile([b["durations_ms"].get(k, 0) for b in busy], 0.5) for k in phases},
@@ -345,7 +346,7 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
 
 
 def search(source: str, found: list[dict], seconds: int, warmup: int, work: str, steps: int,
-           setting: Setting = Setting()) -> list[dict]:
+           setting: Setting = Setting(), check_seconds: int | None = None) -> list[dict]:
     """Double the highest sustained rate until one is not sustained, then bisect `steps` times."""
     ok = max((r["rate"] for r in found if r["sustained"]), default=None)
     bad = min((r["rate"] for r in found if not r["sustained"] and (ok is None or r["rate"] > ok)), default=None)
@@ -354,7 +355,7 @@ def search(source: str, found: list[dict], seconds: int, warmup: int, work: str,
         rate = (ok * 2 if bad is None else (ok + bad) // 2) if ok else max(1000, (bad or 10000) // 2)
         if rate in (ok, bad) or rate <= 0:
             break
-        r = one_rate(source, rate, seconds, warmup, work, setting)
+        r = one_rate(source, rate, seconds, warmup, work, setting, check_seconds)
         tried.append(r)
         report(r)
         ok, bad = (rate, bad) if r["sustained"] else (ok, rate)
@@ -363,14 +364,16 @@ def search(source: str, found: list[dict], seconds: int, warmup: int, work: str,
 
 def report(r: dict) -> None:
     mem = r["peak_rss_mb"]
+    checked = f" (of the first {r['oracle_checked_seconds']} s)" if r.get("oracle_checked_seconds") else ""
     engine = (f"  engine p50 {r['delay_ms_p50'] - r['phase_ms']:.0f} p99 {r['delay_ms_p99'] - r['phase_ms']:.0f} ms"
               if r.get("phase_ms") is not None else "")
     print(f"{r.get('variant') or '-':>8} {r['source']:>5} {r['rate']:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  "
           f"p95 {r['delay_ms_p95']:.0f}  p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  "
-          f"growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
+          f"growth {r['delay_growth_ms_per_s']:.0f} ms/s, median of the first {r['window_s']:.0f} s "
+          f"{r['first_window_p50_ms']:.0f} ms, of the last {r['last_window_p50_ms']:.0f} ms  "
           f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} ticks)  "
           f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
-          f"{r['ticks_reported']}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
+          f"{r['ticks_reported']}{checked}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
           f"workers {mem['python_workers_mb']:.0f}  (load average {r['load_average']:.1f}){engine}", flush=True)
     phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
     cpu = f"; the run's CPU {r['run_cpu_s_per_s']:.2f} s per second of input" if "run_cpu_s_per_s" in r else ""
@@ -426,6 +429,9 @@ def main() -> None:
                     help="measure each rate under each variant: PYTHON runs in the run's process first "
                          "(e.g. patching tefq.spark.runtime.follow.TRIGGER); one LABEL= with nothing is the baseline")
     ap.add_argument("--pairs", type=int, default=1, help="with --variant: rounds of one run per variant, alternated")
+    ap.add_argument("--check-seconds", type=int, default=None, metavar="N",
+                    help="compare with the oracle only the ticks of the first N measured seconds of input "
+                         "(a directory source; for runs too long for the oracle's memory: bench/live_oracle.py)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
     args = ap.parse_args()
@@ -440,10 +446,11 @@ def main() -> None:
             found = []
             for rate in (int(r) for r in args.rates.split(",")):
                 for setting in settings * args.pairs:  # A B A B: same-run pairs under the same load
-                    found.append(one_rate(source, rate, args.seconds, args.warmup, work, setting))
+                    found.append(one_rate(source, rate, args.seconds, args.warmup, work, setting, args.check_seconds))
                     report(found[-1])
             if args.search:
-                found += search(source, found, args.seconds, args.warmup, work, args.search_steps, settings[0])
+                found += search(source, found, args.seconds, args.warmup, work, args.search_steps, settings[0],
+                                args.check_seconds)
             out += found
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
+import tefq.io.element_tables as element_tables
 import tefq.io.stager as stager
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT
@@ -22,7 +23,7 @@ def staged(tmp_path, text: bytes, column_wise: bool, monkeypatch) -> object:
     src = tmp_path / "in"
     src.mkdir(exist_ok=True)
     (src / "part-0.tsv").write_bytes(text)
-    monkeypatch.setattr(stager, "COLUMN_WISE_TSV", column_wise)
+    monkeypatch.setattr(element_tables, "COLUMN_WISE", column_wise)
     out = tmp_path / f"staged-{column_wise}"
     s = stager.Stager(str(src), str(out), STRICT)
     s.stage_file(str(src / "part-0.tsv"), str(out / "x.parquet"))

@@ -22,23 +22,17 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog
-from tefq.io.readers import read_stream_file, read_table, stream_files, stream_format
+from tefq.io.readers import read_table, stream_files, stream_format
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import EVENTS, StagedStreams, fresh_path
-from tefq.io.tsv_columns import plain_tsv_table
-from tefq.io.validate import HEADER
+from tefq.io.element_tables import element_table, file_tables, write_tables
 from tefq.vocabulary import Element
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 STAGED_FORMATS = ("tsv", "csv", "nq", "trig", "stream")  # read by tefq.io's readers, staged as Parquet
 STAGE_CHUNK = 1 << 18  # elements per Parquet write while staging
-COLUMN_WISE_TSV = True  # plain TSV files staged column-wise (tsv_columns); False: row by row (a benchmark's baseline)
 STAGE_INDEX = "_stage_order"  # a staged directory's source order (ignored by Spark: leading _)
 
 
@@ -86,31 +80,12 @@ def staged_in_order(directory: str) -> list[str]:
             if os.path.exists(os.path.join(directory, target))]
 
 
-def element_schema() -> "pa.Schema":
-    import pyarrow as pa
-
-    return pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string())])
-
-
 def write_parquet(elements: Iterable[Element], target: str) -> None:
     """`elements` as a Parquet file of (ts long, s, p, o), written in chunks (a file may not fit in
     memory as tuples)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = element_schema()
     elements = iter(elements)
-    with pq.ParquetWriter(target, schema) as out:
-        while chunk := list(itertools.islice(elements, STAGE_CHUNK)):
-            out.write_table(pa.table(dict(zip(HEADER, zip(*chunk))), schema))
-
-
-def write_parquet_table(table: "pa.Table", target: str) -> None:
-    """A table of checked elements (ts long, s, p, o) as `write_parquet` writes them."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetWriter(target, element_schema()) as out:
-        out.write_table(table.cast(element_schema()), row_group_size=STAGE_CHUNK)
+    write_tables((element_table(chunk) for chunk in iter(lambda: list(itertools.islice(elements, STAGE_CHUNK)), [])),
+                 target, STAGE_CHUNK)
 
 
 @dataclass
@@ -151,11 +126,7 @@ class Stager:
     def stage_file(self, source: str, target: str) -> None:
         tmp = os.path.join(self.directory, "." + os.path.basename(target) + ".tmp")
         try:
-            table = plain_tsv_table(source) if COLUMN_WISE_TSV else None
-            if table is not None:  # every row plain: read column-wise (tsv_columns), no row to report
-                write_parquet_table(table, tmp)
-            else:
-                write_parquet(read_stream_file(source, self.log), tmp)
+            write_tables(file_tables(source, self.log), tmp, STAGE_CHUNK)  # a plain file column-wise
         except TefqError as e:
             e.file = self.shown.get(e.file or "", e.file)
             raise
