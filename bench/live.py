@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -62,6 +63,7 @@ TEFQ = [sys.executable, "-m", "tefq"]
 DIR_SOURCES = {"dir": "tsv", "dir-parquet": "parquet"}  # --source: a followed directory of these files
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
 GROWTH_LAST_WINDOW_MS = 1000.0  # nor one whose last window's median is this much above its first's
+PUBLISHER_SLACK_S = 1.0  # nor one whose publisher fell further behind its schedule (the rate not delivered)
 WINDOW_S = 60  # the first and the last minute of a run of three minutes or more (else its thirds)
 
 
@@ -234,11 +236,16 @@ class Ready(threading.Thread):
                 print("   run: " + line.rstrip(), file=sys.stderr, flush=True)
 
 
-def publish(log: str, stream: Stream, rate: int, seconds: int, phase_ms: int | None = None) -> None:
+def publish(log: str, stream: Stream, rate: int, seconds: int, phase_ms: int | None = None) -> float:
+    """`tefq publish` for `seconds` at `rate`; returns how far behind its schedule it fell at most (s):
+    a publisher that cannot keep the rate (on two shared cores) does not test the run at that rate."""
     phase = [] if phase_ms is None else ["--phase", f"{phase_ms}ms"]
     fmt = ["--format", stream.fmt] if stream.fmt else []
-    subprocess.run(TEFQ + ["publish", log, "--to", stream.target, "--rate", str(rate), "--interval", "1s",
-                           "--restamp", "now", "--limit", str(rate * seconds), "--quiet", *phase, *fmt], check=True)
+    done = subprocess.run(TEFQ + ["publish", log, "--to", stream.target, "--rate", str(rate), "--interval", "1s",
+                                  "--restamp", "now", "--limit", str(rate * seconds), *phase, *fmt], check=True,
+                          stderr=subprocess.PIPE, text=True)
+    behind = re.search(r"at most ([0-9.]+) s behind", done.stderr.strip().rsplit("\n", 1)[-1])
+    return float(behind.group(1)) if behind else 0.0
 
 
 def generated_log(rate: int, seconds: int, work: str) -> str:
@@ -303,7 +310,7 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     warm_up(run, ready, log, stream)
     publish(log, stream, rate, warmup, setting.phase_ms)
     started, cpu_before = time.time() * 1000, cpu_ticks(run.pid)
-    publish(log, stream, rate, seconds, setting.phase_ms)
+    behind = publish(log, stream, rate, seconds, setting.phase_ms)
     published, cpu = time.time() * 1000, cpu_seconds(cpu_before, cpu_ticks(run.pid))
     time.sleep(5)
     run.send_signal(signal.SIGTERM)  # the run alone: its JVM stops with it
@@ -317,14 +324,19 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     same, reported = oracle_agreement(doc, stream.target, rows, until, work)
     stream.close()
     measured = {t: seen for t, seen in tail.first_seen.items() if t in steady}
-    return {**summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks),
+    expected = sum(1 for t in range(int(started) // 1000 * 1000 + 1000, int(published), 1000))
+    r = summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks, expected)
+    r["sustained"] = r["sustained"] and behind <= PUBLISHER_SLACK_S  # else the rate was not delivered
+    return {**r, "publisher_behind_s": behind,
             "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / seconds,
             "oracle_checked_seconds": check_seconds,
             "breakdown": breakdown(measured, m.get("micro_batches") or [], setting.phase_ms)}
 
 
 def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
-            agreement: tuple[int, int], memory: dict[str, float]) -> dict:
+            agreement: tuple[int, int], memory: dict[str, float], expected_ticks: int) -> dict:
+    """The figures of one run; `expected_ticks`: the ticks its measured span holds (each must be
+    reported for the rate to count as sustained: a run far behind reports only its early ones)."""
     delays, over_time = list(steady.values()), sorted(steady.items())
     growth, windows = growth_ms_per_s(over_time), first_and_last_window(over_time, seconds)
     batches = [b for b in metrics.get("micro_batches") or [] if isinstance(b, dict)]
@@ -336,7 +348,8 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p95": percentile(delays, 0.95),
             "delay_ms_p99": percentile(delays, 0.99), "delay_ms_max": max(delays, default=float("nan")),
             "delay_growth_ms_per_s": growth, **windows,
-            "sustained": (len(delays) >= seconds - 2 and growth == growth and growth < GROWTH_MS_PER_S
+            "ticks_expected": expected_ticks,
+            "sustained": (len(delays) >= expected_ticks - 2 and growth == growth and growth < GROWTH_MS_PER_S
                           and not windows["window_growth_ms"] > GROWTH_LAST_WINDOW_MS),
             "events_in": metrics.get("events_in"), "micro_batches": len(batches),
             "batch_rows_median": percentile([b["rows"] for b in busy], 0.5),
@@ -371,7 +384,9 @@ def report(r: dict) -> None:
           f"p95 {r['delay_ms_p95']:.0f}  p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  "
           f"growth {r['delay_growth_ms_per_s']:.0f} ms/s, median of the first {r['window_s']:.0f} s "
           f"{r['first_window_p50_ms']:.0f} ms, of the last {r['last_window_p50_ms']:.0f} ms  "
-          f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} ticks)  "
+          f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} of "
+          f"{r.get('ticks_expected', r['ticks_measured'])} ticks reported; publisher at most "
+          f"{r.get('publisher_behind_s', 0):.1f} s behind)  "
           f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
           f"{r['ticks_reported']}{checked}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
           f"workers {mem['python_workers_mb']:.0f}  (load average {r['load_average']:.1f}){engine}", flush=True)

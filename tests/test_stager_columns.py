@@ -72,3 +72,35 @@ def _write(tmp_path, data: bytes) -> str:
     path = tmp_path / "probe.tsv"
     path.write_bytes(data)
     return str(path)
+
+
+def _parquet(tmp_path, rows: list[tuple]) -> str:
+    import pyarrow as pa
+
+    path = tmp_path / "part-0.parquet"
+    pq.write_table(pa.table({"ts": pa.array([r[0] for r in rows], pa.int64()),
+                             **{c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate("spo", 1)}}),
+                   path)
+    return str(path)
+
+
+@pytest.mark.parametrize("odd", [
+    (5, f"<{X}u>", f"<{X}p>", "\"s\"^^<http://www.w3.org/2001/XMLSchema#string>"),  # rewritten by the reader
+    (5, f"<{X}u>", f"<{X}p>", None),  # a null cell: a bad row
+    (5, f"<{X}u>", "\"lit\"", f"<{X}o>"),  # a literal predicate: a bad row
+])
+def test_parquet_tables_are_the_parquet_readers_elements(tmp_path, monkeypatch, odd):
+    from tefq.io.element_tables import elements_of, stream_tables
+    from tefq.io.readers import read_stream
+
+    monkeypatch.setattr(element_tables, "CHUNK", 2)  # batches of two rows: one plain, one not
+    path = _parquet(tmp_path, [(1, f"<{X}a>", f"<{X}p>", f"<{X}b>"), (2, f"<{X}a>", f"<{X}p>", "\"x\""),
+                               (3, f"<{X}c>", f"<{X}p>", f"<{X}d>"), odd])
+    try:
+        want = list(read_stream(path))
+    except TefqError as e:
+        with pytest.raises(TefqError) as got:
+            [elements_of(t) for t in stream_tables(path)]
+        assert str(got.value) == str(e)
+        return
+    assert [e for t in stream_tables(path) for e in elements_of(t)] == want

@@ -5,7 +5,8 @@ same two cores).
 
 A file every row of which the row readers (tefq.io.readers) would take unchanged is read
 column-wise: a plain TSV file (tefq.io.tsv_columns), a Parquet file with no null, integer ts and
-every term already in normal form (`readers.in_normal_form`, the Parquet reader's own test).
+every term already in normal form (`readers.in_normal_form`, the Parquet reader's own test),
+batch by batch.
 Every other file goes through the row readers, so a bad row is found, located and recorded with
 `--bad-rows` exactly as before, and the tables are built from their elements in chunks.
 """
@@ -16,17 +17,18 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from tefq.io.bad_rows import STRICT, BadRowLog
-from tefq.io.readers import in_normal_form, read_stream_file, stream_files, stream_format
+from tefq.errors import TefqError
+from tefq.io.readers import batch_elements, terms_in_normal_form, read_stream_file, stream_files, stream_format
 from tefq.io.tsv_columns import plain_tsv_table
 from tefq.io.validate import HEADER
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 COLUMN_WISE = True  # plain files read column-wise; False: every file row by row (a benchmark's baseline)
 CHUNK = 1 << 18  # elements per table built from the row readers' tuples
-MAX_PARQUET_ROWS = 1 << 22  # a larger Parquet file goes through the row reader (its batches: bounded memory)
 
 
 def element_schema() -> "pa.Schema":
@@ -53,47 +55,64 @@ def stream_tables(path: str, bad_rows: BadRowLog = STRICT) -> Iterator["pa.Table
 
 
 def file_tables(path: str, bad_rows: BadRowLog = STRICT) -> Iterator["pa.Table"]:
-    """One file's elements as tables: one table if the file is plain (module doc), else chunks of
-    the row readers' elements (bad rows raised or recorded by `bad_rows`)."""
-    plain = plain_table(path) if COLUMN_WISE else None
-    if plain is not None:
-        yield plain
-        return
-    elements = read_stream_file(path, bad_rows)
+    """One file's elements as tables: column-wise where the file allows (module doc), else chunks
+    of the row readers' elements (bad rows raised or recorded by `bad_rows`)."""
+    tables = column_wise(path, bad_rows) if COLUMN_WISE else None
+    return tables if tables is not None else chunked(read_stream_file(path, bad_rows))
+
+
+def chunked(elements: Iterable[Element]) -> Iterator["pa.Table"]:
+    """Elements as tables of at most CHUNK rows."""
+    elements = iter(elements)
     while chunk := list(itertools.islice(elements, CHUNK)):
         yield element_table(chunk)
 
 
-def plain_table(path: str) -> "pa.Table | None":
-    fmt, gz = stream_format(path)
+def column_wise(path: str, bad_rows: BadRowLog) -> "Iterator[pa.Table] | None":
+    """A plain TSV file or a Parquet file as tables read column-wise; None: the row readers'."""
+    fmt = stream_format(path)[0]
     if fmt == "tsv":
-        return plain_tsv_table(path)
-    return plain_parquet_table(path) if fmt == "parquet" else None
+        table = plain_tsv_table(path)
+        return None if table is None else iter([table])
+    return parquet_tables(path, bad_rows) if fmt == "parquet" else None
 
 
-def plain_parquet_table(path: str) -> "pa.Table | None":
-    """A Parquet file's elements if the Parquet reader would take every row unchanged, else None."""
+def parquet_tables(path: str, bad_rows: BadRowLog) -> "Iterator[pa.Table] | None":
+    """A Parquet file's elements batch by batch: a batch the Parquet reader would take unchanged (no
+    null, every term in normal form) as it is, any other through the reader's own batch check
+    (`readers.batch_elements`, same rows numbers); None if its schema is not integer ts and string
+    terms (the row reader then says what is wrong, located)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
-        if pf.metadata.num_rows > MAX_PARQUET_ROWS or not all(c in pf.schema_arrow.names for c in HEADER):
+        schema = pf.schema_arrow
+        if not all(c in schema.names for c in HEADER):
             return None
-        table = pf.read(columns=list(HEADER))
+        types = [schema.field(c).type for c in HEADER]
     except (OSError, pa.ArrowException):
-        return None  # the row reader says what is wrong, located
-    ts = table.schema.field("ts").type
-    if not pa.types.is_integer(ts) or ts == pa.uint64() or any(table[c].null_count for c in HEADER):
         return None
+    ts, terms = types[0], [t.value_type if pa.types.is_dictionary(t) else t for t in types[1:]]
+    if not pa.types.is_integer(ts) or ts == pa.uint64() or not all(pa.types.is_string(t) for t in terms):
+        return None
+    return _parquet_batches(pf, path, bad_rows)
+
+
+def _parquet_batches(pf: "pq.ParquetFile", path: str, bad_rows: BadRowLog) -> Iterator["pa.Table"]:
+    import pyarrow as pa
+
+    row0 = 0
     try:
-        table = table.cast(element_schema())  # dictionary-encoded terms decoded
-    except (pa.ArrowException, ValueError):
-        return None
-    if not all(pc.all(in_normal_form(pc.unique(table[c]), c)).as_py() is not False for c in "spo"):
-        return None
-    return table
+        for batch in pf.iter_batches(batch_size=CHUNK, columns=list(HEADER)):
+            table = pa.Table.from_batches([batch]).cast(element_schema())  # dictionary terms decoded
+            if not any(table[c].null_count for c in HEADER) and terms_in_normal_form(table):
+                yield table
+            else:
+                yield element_table(list(batch_elements(batch, row0, path, bad_rows)))
+            row0 += batch.num_rows
+    except (OSError, pa.ArrowException) as e:
+        raise TefqError(f"cannot read the Parquet file: {e}", path, row0 + 1) from None
 
 
 def write_tables(tables: Iterable["pa.Table"], target: str, row_group: int = CHUNK) -> int:

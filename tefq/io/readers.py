@@ -324,7 +324,7 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
             return
         except (OSError, pa.ArrowException) as e:
             raise TefqError(f"cannot read the Parquet file: {e}", path, row0 + 1) from None
-        rows = _batch_elements(batch, row0, path, log)
+        rows = batch_elements(batch, row0, path, log)
         if where is not None:
             where[0] = row0  # the elements of this batch are rows row0 + 1, ...
         row0 += batch.num_rows
@@ -339,7 +339,7 @@ def read_table(table: "pa.Table", name: str, bad_rows: BadRowLog = STRICT) -> It
     def batches() -> Iterator[Iterator[Element]]:
         row0 = 0
         for batch in table.select(list(HEADER)).to_batches(max_chunksize=1 << 16):
-            yield _batch_elements(batch, row0, name, bad_rows)
+            yield batch_elements(batch, row0, name, bad_rows)
             row0 += batch.num_rows
 
     return itertools.chain.from_iterable(batches())
@@ -360,7 +360,7 @@ def check_event_types(schema: "pa.Schema", where: str) -> None:
             raise TefqError(f"column {c} must hold N-Triples terms as strings, found {t}", where)
 
 
-def _batch_elements(batch: "pa.RecordBatch", row0: int, path: str, log: BadRowLog) -> Iterator[Element]:
+def batch_elements(batch: "pa.RecordBatch", row0: int, path: str, log: BadRowLog) -> Iterator[Element]:
     """One batch's good rows (rows row0 + 1, ...); its bad rows are reported now, in row order."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -421,6 +421,13 @@ def in_normal_form(values: "pa.Array", role: str) -> "pa.Array":
     if role == "o":
         ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
     return ok
+
+
+def terms_in_normal_form(table: "pa.Table") -> bool:
+    """Whether every s, p and o of `table` (string columns) is in normal form (`in_normal_form`)."""
+    import pyarrow.compute as pc
+
+    return all(pc.all(in_normal_form(pc.unique(table[c]), c)).as_py() is not False for c in "spo")
 
 
 def fast_term_patterns() -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from tefq.io.readers import in_normal_form, stream_format
+from tefq.io.readers import stream_format, terms_in_normal_form
 from tefq.io.validate import HEADER
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def _plain(table: "pa.Table") -> bool:
         return False
     if pc.all(pc.match_substring_regex(table["ts"], PLAIN_TS)).as_py() is False:
         return False
-    return all(pc.all(in_normal_form(pc.unique(table[c]), c)).as_py() is not False for c in "spo")
+    return terms_in_normal_form(table)
 
 
 def _typed(table: "pa.Table") -> "pa.Table":
