@@ -189,7 +189,7 @@ class DirectorySink:
         self.next = max(taken, default=-1) + 1
 
     def write(self, chunk: "pa.Table") -> None:
-        from tefq.io.element_tables import elements_of, write_tables
+        from tefq.io.element_tables import elements_of, write_tables, write_tsv_table
         from tefq.io.stream_writers import write_stream
 
         name = f"part-{self.next:08d}.{self.fmt}"
@@ -197,6 +197,8 @@ class DirectorySink:
         try:
             if self.fmt == "parquet":  # the elements come from tefq's readers, checked: no second check
                 write_tables([chunk], tmp)
+            elif self.fmt == "tsv":
+                write_tsv_table(chunk, tmp)
             else:
                 write_stream(elements_of(chunk), tmp, self.fmt)
             os.replace(tmp, os.path.join(self.directory, name))

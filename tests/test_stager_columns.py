@@ -104,3 +104,13 @@ def test_parquet_tables_are_the_parquet_readers_elements(tmp_path, monkeypatch, 
         assert str(got.value) == str(e)
         return
     assert [e for t in stream_tables(path) for e in elements_of(t)] == want
+
+
+def test_a_published_tsv_table_is_what_write_stream_writes(tmp_path):
+    from tefq.io.element_tables import element_table, write_tsv_table
+    from tefq.io.stream_writers import write_stream
+
+    rows = [(1, f"<{X}a>", f"<{X}p>", "\"x, \\\"y\\\"\"@en"), (-2, "_:b", f"<{X}p>", f"<{X}o>")]
+    write_tsv_table(element_table(rows), str(tmp_path / "a.tsv"))
+    write_stream(rows, str(tmp_path / "b.tsv"))
+    assert (tmp_path / "a.tsv").read_bytes() == (tmp_path / "b.tsv").read_bytes()

@@ -127,6 +127,19 @@ def write_tables(tables: Iterable["pa.Table"], target: str, row_group: int = CHU
     return rows
 
 
+def write_tsv_table(table: "pa.Table", target: str) -> int:
+    """Checked elements as a TSV stream file (what `stream_writers.write_stream` writes: normal-form
+    terms hold no raw TAB or newline), line by line in Arrow; returns the rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lines = pc.binary_join_element_wise(table["ts"].cast(pa.string()), table["s"], table["p"], table["o"], "\t")
+    with open(target, "w", encoding="utf-8", newline="") as out:
+        out.write("\t".join(HEADER) + "\n")
+        out.writelines(line + "\n" for line in lines.to_pylist())
+    return table.num_rows
+
+
 class TableQueue:
     """Tables taken `n` rows at a time, whatever their own sizes (a publisher's intervals)."""
 
