@@ -415,10 +415,14 @@ def plot(results: list[dict], prefix: str) -> None:
     for r in results:
         pts = r["delay_over_time"]
         if pts:
-            t0 = pts[0][0]
-            ax.plot([(t - t0) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
-                    label=f"{r['source']} {r['rate']:,}/s")
-    ax.set(xlabel="measured seconds", ylabel="tick delay (s)", title="tefq live UC1: delay over time")
+            t0, end = pts[0][0], (pts[-1][0] - pts[0][0]) / 1000
+            line, = ax.plot([(t - t0) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
+                            label=f"{r['source']} {r['rate']:,}/s {r.get('variant') or ''}".rstrip())
+            w = r["window_s"]  # the first and the last window's median: does the delay grow?
+            ax.plot([0, w], [r["first_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(), linewidth=2.5)
+            ax.plot([end - w, end], [r["last_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(), linewidth=2.5)
+    ax.set(xlabel="tick time (s after the first measured tick)", ylabel="tick delay (s)",
+           title="tefq live UC1: delay over time (dashed: first and last window's median)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(f"{prefix}-delay-over-time.png", dpi=120)
