@@ -29,12 +29,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
 from tefq.errors import TefqError
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 DIR_FORMATS = ("tsv", "csv", "parquet")
@@ -133,6 +132,8 @@ class Restamper:
 
     def __call__(self, chunk: list[Element], wall_ms: int) -> list[Element]:
         """The elements of one interval, restamped."""
+        import numpy as np
+
         if self.mode == "keep" or not chunk:
             return chunk
         stamps = self.stamps(np.fromiter((e[0] for e in chunk), np.int64, len(chunk)), wall_ms).tolist()
@@ -147,8 +148,10 @@ class Restamper:
         ts = self.stamps(chunk["ts"].to_numpy(), wall_ms)
         return chunk.set_column(0, "ts", pa.array(ts, pa.int64()))
 
-    def stamps(self, ts: np.ndarray, wall_ms: int) -> np.ndarray:
+    def stamps(self, ts: "np.ndarray", wall_ms: int) -> "np.ndarray":
         """New timestamps for one interval's (`ts`: not empty)."""
+        import numpy as np
+
         if self.mode == "shift":
             if self.offset is None:
                 self.offset = wall_ms - int(ts[0])

@@ -5,9 +5,8 @@ same two cores).
 
 A file every row of which the row readers (tefq.io.readers) would take unchanged is read
 column-wise: a plain TSV file (tefq.io.tsv_columns), a Parquet file with no null, integer ts and
-every term already in normal form (`readers.in_normal_form`, the Parquet reader's own test),
-batch by batch.
-Every other file goes through the row readers, so a bad row is found, located and recorded with
+every term already in normal form (`readers.terms_in_normal_form`, the Parquet reader's own
+test), batch by batch. Every other file goes through the row readers, so a bad row is found, located and recorded with
 `--bad-rows` exactly as before, and the tables are built from their elements in chunks.
 """
 from __future__ import annotations
@@ -16,9 +15,9 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from tefq.io.bad_rows import STRICT, BadRowLog
 from tefq.errors import TefqError
-from tefq.io.readers import batch_elements, terms_in_normal_form, read_stream_file, stream_files, stream_format
+from tefq.io.bad_rows import STRICT, BadRowLog
+from tefq.io.readers import batch_elements, read_stream_file, stream_files, stream_format, terms_in_normal_form
 from tefq.io.tsv_columns import plain_tsv_table
 from tefq.io.validate import HEADER
 from tefq.vocabulary import Element
@@ -80,7 +79,7 @@ def column_wise(path: str, bad_rows: BadRowLog) -> "Iterator[pa.Table] | None":
 def parquet_tables(path: str, bad_rows: BadRowLog) -> "Iterator[pa.Table] | None":
     """A Parquet file's elements batch by batch: a batch the Parquet reader would take unchanged (no
     null, every term in normal form) as it is, any other through the reader's own batch check
-    (`readers.batch_elements`, same rows numbers); None if its schema is not integer ts and string
+    (`readers.batch_elements`, the same row numbers); None if its schema is not integer ts and string
     terms (the row reader then says what is wrong, located)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
