@@ -3,7 +3,7 @@ measures an engine under test (a benchmark, not a test).
 
     python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir,dir-parquet]
                          [--phase 500|random] [--variant LABEL=PYTHON ... --pairs N]
-                         [--search] [--json OUT] [--plot PREFIX]
+                         [--search] [--check-seconds N] [--json OUT] [--plot PREFIX]
 
 Per source and rate: an IPTV log is generated (TSV); the stream is a private redis-server on a
 loopback port (`--source redis`) or a directory (`--source dir`, one TSV file per second, written
@@ -26,11 +26,15 @@ run's process (patch `tefq.spark.runtime.follow.TRIGGER`, or a Spark setting thr
 input is printed beside the phases: under load it compares where wall-clock delay cannot.
 
 Sustained: the rate asked is sustained when the delay does not grow over the measured seconds
-(least-squares slope of delay over time below `GROWTH_MS_PER_S`) and every measured tick was
-reported. `--search` then doubles the highest sustained rate until one is not, and bisects
-between the two (`--search-steps`). Correctness: the rows of every reported tick against the
-oracle's over the same input (a bounded `tefq run --engine oracle` after the run). Memory: the
-resident set of the run's driver (Python), its JVM and its Python workers, sampled every 0.5 s.
+(least-squares slope of delay over time below `GROWTH_MS_PER_S`, and the median of the last minute
+at most `GROWTH_LAST_WINDOW_MS` above the first's; thirds of a run under three minutes), every
+measured tick but two was reported within 5 s of the publisher's end, and the publisher kept its
+schedule (within `PUBLISHER_SLACK_S`). `--search` then doubles the highest sustained rate until
+one is not, and bisects between the two (`--search-steps`). Correctness: the rows of every
+reported tick against the oracle's over the same input (a bounded `tefq run --engine oracle` after
+the run; with `--check-seconds N` the ticks of the first N measured seconds' files:
+bench/live_oracle.py). Memory: the resident set of the run's driver (Python), its JVM and its
+Python workers, sampled every 0.5 s.
 Profile: the median of each phase of Spark's `durationMs` and of the state store's times over the
 micro-batches with input (stage by stage: bench/event_log_stages.py).
 Per tick (`breakdown`, with a fixed --phase): the micro-batch that made it final (the first whose
