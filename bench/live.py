@@ -3,7 +3,7 @@ measures an engine under test (a benchmark, not a test).
 
     python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir,dir-parquet]
                          [--phase 500|random] [--variant LABEL=PYTHON ... --pairs N]
-                         [--search] [--json OUT] [--plot PREFIX]
+                         [--search] [--check-seconds N] [--json OUT] [--plot PREFIX]
 
 Per source and rate: an IPTV log is generated (TSV); the stream is a private redis-server on a
 loopback port (`--source redis`) or a directory (`--source dir`, one TSV file per second, written
@@ -26,11 +26,15 @@ run's process (patch `tefq.spark.runtime.follow.TRIGGER`, or a Spark setting thr
 input is printed beside the phases: under load it compares where wall-clock delay cannot.
 
 Sustained: the rate asked is sustained when the delay does not grow over the measured seconds
-(least-squares slope of delay over time below `GROWTH_MS_PER_S`) and every measured tick was
-reported. `--search` then doubles the highest sustained rate until one is not, and bisects
-between the two (`--search-steps`). Correctness: the rows of every reported tick against the
-oracle's over the same input (a bounded `tefq run --engine oracle` after the run). Memory: the
-resident set of the run's driver (Python), its JVM and its Python workers, sampled every 0.5 s.
+(least-squares slope of delay over time below `GROWTH_MS_PER_S`, and the median of the last minute
+at most `GROWTH_LAST_WINDOW_MS` above the first's; thirds of a run under three minutes), every
+measured tick but two was reported within 5 s of the publisher's end, and the publisher kept its
+schedule (within `PUBLISHER_SLACK_S`). `--search` then doubles the highest sustained rate until
+one is not, and bisects between the two (`--search-steps`). Correctness: the rows of every
+reported tick against the oracle's over the same input (a bounded `tefq run --engine oracle` after
+the run; with `--check-seconds N` the ticks of the first N measured seconds' files:
+bench/live_oracle.py). Memory: the resident set of the run's driver (Python), its JVM and its
+Python workers, sampled every 0.5 s.
 Profile: the median of each phase of Spark's `durationMs` and of the state store's times over the
 micro-batches with input (stage by stage: bench/event_log_stages.py).
 Per tick (`breakdown`, with a fixed --phase): the micro-batch that made it final (the first whose
@@ -44,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -56,10 +61,14 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from live_oracle import oracle_agreement  # noqa: E402 (bench/live_oracle.py)
 from memory import PeakMemory, cpu_ticks  # noqa: E402 (bench/memory.py)
 TEFQ = [sys.executable, "-m", "tefq"]
 DIR_SOURCES = {"dir": "tsv", "dir-parquet": "parquet"}  # --source: a followed directory of these files
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
+GROWTH_LAST_WINDOW_MS = 1000.0  # nor one whose last window's median is this much above its first's
+PUBLISHER_SLACK_S = 1.0  # nor one whose publisher fell further behind its schedule (the rate not delivered)
+WINDOW_S = 60  # the first and the last minute of a run of three minutes or more (else its thirds)
 
 
 def uc1_every_second(directory: str) -> str:
@@ -148,6 +157,20 @@ def growth_ms_per_s(points: list[tuple[int, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else float("nan")
 
 
+def first_and_last_window(points: list[tuple[int, float]], seconds: int) -> dict:
+    """The median delay of the first and of the last window of the measured ticks (a minute, or a
+    third of a run shorter than three minutes) and how much the last is above the first: a run that
+    falls behind shows it there whatever the slope's noise."""
+    window_ms = 1000 * (WINDOW_S if seconds >= 3 * WINDOW_S else max(seconds // 3, 1))
+    if not points:
+        return {"window_s": window_ms / 1000, "first_window_p50_ms": float("nan"),
+                "last_window_p50_ms": float("nan"), "window_growth_ms": float("nan")}
+    first = percentile([d for t, d in points if t < points[0][0] + window_ms], 0.5)
+    last = percentile([d for t, d in points if t > points[-1][0] - window_ms], 0.5)
+    return {"window_s": window_ms / 1000, "first_window_p50_ms": first, "last_window_p50_ms": last,
+            "window_growth_ms": last - first}
+
+
 @dataclass(frozen=True)
 class Batch:
     """A micro-batch as its progress record gives it (wall-clock ms): trigger, the sink's commit
@@ -202,27 +225,6 @@ def breakdown(first_seen: dict[int, float], batch_records: list[dict], phase_ms:
             "reported_by_a_later_batch": sum(1 for p in paths if p["reported_by_later_batch"])}
 
 
-def by_tick(path: str) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                head = line.split(",", 1)[0]
-                if head.isdigit():
-                    out.setdefault(int(head), []).append(line)
-    return {t: sorted(lines) for t, lines in out.items()}
-
-
-def oracle_agreement(doc: str, stream: str, rows_csv: str) -> tuple[int, int]:
-    """(ticks whose rows equal the oracle's, ticks reported): the oracle's bounded run over the
-    same input, in the same CSV format, compared line by line per tick."""
-    want_csv = rows_csv + ".oracle"
-    subprocess.run(TEFQ + ["run", doc, "--engine", "oracle", "--stream", stream, "--format", "csv", "--out",
-                           want_csv], check=True, stdout=subprocess.DEVNULL)
-    got, want = by_tick(rows_csv), by_tick(want_csv)
-    return sum(1 for t, lines in got.items() if lines == want.get(t)), len(got)
-
-
 class Ready(threading.Thread):
     """Echoes the run's progress lines and notes when its first micro-batch is done."""
 
@@ -238,11 +240,16 @@ class Ready(threading.Thread):
                 print("   run: " + line.rstrip(), file=sys.stderr, flush=True)
 
 
-def publish(log: str, stream: Stream, rate: int, seconds: int, phase_ms: int | None = None) -> None:
+def publish(log: str, stream: Stream, rate: int, seconds: int, phase_ms: int | None = None) -> float:
+    """`tefq publish` for `seconds` at `rate`; returns how far behind its schedule it fell at most (s):
+    a publisher that cannot keep the rate (on two shared cores) does not test the run at that rate."""
     phase = [] if phase_ms is None else ["--phase", f"{phase_ms}ms"]
     fmt = ["--format", stream.fmt] if stream.fmt else []
-    subprocess.run(TEFQ + ["publish", log, "--to", stream.target, "--rate", str(rate), "--interval", "1s",
-                           "--restamp", "now", "--limit", str(rate * seconds), "--quiet", *phase, *fmt], check=True)
+    done = subprocess.run(TEFQ + ["publish", log, "--to", stream.target, "--rate", str(rate), "--interval", "1s",
+                                  "--restamp", "now", "--limit", str(rate * seconds), *phase, *fmt], check=True,
+                          stderr=subprocess.PIPE, text=True)
+    behind = re.search(r"at most ([0-9.]+) s behind", done.stderr.strip().rsplit("\n", 1)[-1])
+    return float(behind.group(1)) if behind else 0.0
 
 
 def generated_log(rate: int, seconds: int, work: str) -> str:
@@ -251,8 +258,8 @@ def generated_log(rate: int, seconds: int, work: str) -> str:
 
     total = rate * (seconds + 5)
     data = os.path.join(work, f"data-{rate}")
-    if not os.path.exists(data):
-        generate(IptvConfig(events=total, users=max(100, total // 50), channels=20, seed=3), data, fmt="tsv")
+    if not os.path.exists(data):  # Parquet: what the publisher reads fastest (it writes the source's format)
+        generate(IptvConfig(events=total, users=max(100, total // 50), channels=20, seed=3), data, fmt="parquet")
     return os.path.join(data, "log")
 
 
@@ -292,8 +299,10 @@ class Setting:
     prelude: str = ""
 
 
-def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting()) -> dict:
-    """Run, warm up, feed for `seconds`, measure (see the module doc)."""
+def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting(),
+             check_seconds: int | None = None) -> dict:
+    """Run, warm up, feed for `seconds`, measure (see the module doc); `check_seconds`: compare
+    with the oracle the ticks of the input published by then (from the measured start) only."""
     name = f"{source}-{rate}-{setting.label}-{time.time_ns()}"
     log = generated_log(rate, seconds + warmup, work)
     stream = open_stream(source, work, name)
@@ -305,9 +314,10 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     warm_up(run, ready, log, stream)
     publish(log, stream, rate, warmup, setting.phase_ms)
     started, cpu_before = time.time() * 1000, cpu_ticks(run.pid)
-    publish(log, stream, rate, seconds, setting.phase_ms)
+    behind = publish(log, stream, rate, seconds, setting.phase_ms)
     published, cpu = time.time() * 1000, cpu_seconds(cpu_before, cpu_ticks(run.pid))
     time.sleep(5)
+    stopped = time.time() * 1000  # a tick reported after this waited for the run's last micro-batch
     run.send_signal(signal.SIGTERM)  # the run alone: its JVM stops with it
     run.wait(timeout=300)
     tail.done.set()
@@ -315,18 +325,28 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     tail.join()
     steady = {t: seen - t for t, seen in tail.first_seen.items() if started <= t <= published}
     m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
-    same, reported = oracle_agreement(doc, stream.target, rows)
+    until = None if check_seconds is None else started + check_seconds * 1000
+    same, reported = oracle_agreement(doc, stream.target, rows, until, work)
     stream.close()
     measured = {t: seen for t, seen in tail.first_seen.items() if t in steady}
-    return {**summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks),
+    expected = sum(1 for t in range(int(started) // 1000 * 1000 + 1000, int(published), 1000))
+    in_time = sum(1 for t, seen in measured.items() if seen <= stopped)
+    r = summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks, (in_time, expected))
+    r["sustained"] = r["sustained"] and behind <= PUBLISHER_SLACK_S  # else the rate was not delivered
+    return {**r, "publisher_behind_s": behind,
             "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / seconds,
+            "oracle_checked_seconds": check_seconds,
             "breakdown": breakdown(measured, m.get("micro_batches") or [], setting.phase_ms)}
 
 
 def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
-            agreement: tuple[int, int], memory: dict[str, float]) -> dict:
+            agreement: tuple[int, int], memory: dict[str, float], ticks: tuple[int, int]) -> dict:
+    """The figures of one run; `ticks`: those reported within 5 s of the publisher's end, and those
+    its measured span holds. A run that keeps up reports them all by then; one that falls behind
+    reports its last ticks only through the micro-batch it finishes when stopped (their delays then
+    fall towards the end: the slope alone would call it sustained)."""
     delays, over_time = list(steady.values()), sorted(steady.items())
-    growth = growth_ms_per_s(over_time)
+    growth, windows = growth_ms_per_s(over_time), first_and_last_window(over_time, seconds)
     batches = [b for b in metrics.get("micro_batches") or [] if isinstance(b, dict)]
     busy = [b for b in batches[1:] if b.get("rows")]  # the first is Spark's start-up
     for b in busy:  # the state store's own times beside Spark's phases
@@ -335,8 +355,10 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
     return {"source": source, "rate": rate, "seconds": seconds, "warmup": warmup, "ticks_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p95": percentile(delays, 0.95),
             "delay_ms_p99": percentile(delays, 0.99), "delay_ms_max": max(delays, default=float("nan")),
-            "delay_growth_ms_per_s": growth,
-            "sustained": len(delays) >= seconds - 2 and growth == growth and growth < GROWTH_MS_PER_S,
+            "delay_growth_ms_per_s": growth, **windows,
+            "ticks_expected": ticks[1], "ticks_in_time": ticks[0],
+            "sustained": (ticks[0] >= ticks[1] - 2 and growth == growth and growth < GROWTH_MS_PER_S
+                          and not windows["window_growth_ms"] > GROWTH_LAST_WINDOW_MS),
             "events_in": metrics.get("events_in"), "micro_batches": len(batches),
             "batch_rows_median": percentile([b["rows"] for b in busy], 0.5),
             "phases_ms_median": {k: percentile([b["durations_ms"].get(k, 0) for b in busy], 0.5) for k in phases},
@@ -345,7 +367,7 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
 
 
 def search(source: str, found: list[dict], seconds: int, warmup: int, work: str, steps: int,
-           setting: Setting = Setting()) -> list[dict]:
+           setting: Setting = Setting(), check_seconds: int | None = None) -> list[dict]:
     """Double the highest sustained rate until one is not sustained, then bisect `steps` times."""
     ok = max((r["rate"] for r in found if r["sustained"]), default=None)
     bad = min((r["rate"] for r in found if not r["sustained"] and (ok is None or r["rate"] > ok)), default=None)
@@ -354,7 +376,7 @@ def search(source: str, found: list[dict], seconds: int, warmup: int, work: str,
         rate = (ok * 2 if bad is None else (ok + bad) // 2) if ok else max(1000, (bad or 10000) // 2)
         if rate in (ok, bad) or rate <= 0:
             break
-        r = one_rate(source, rate, seconds, warmup, work, setting)
+        r = one_rate(source, rate, seconds, warmup, work, setting, check_seconds)
         tried.append(r)
         report(r)
         ok, bad = (rate, bad) if r["sustained"] else (ok, rate)
@@ -363,14 +385,18 @@ def search(source: str, found: list[dict], seconds: int, warmup: int, work: str,
 
 def report(r: dict) -> None:
     mem = r["peak_rss_mb"]
+    checked = f" (of the first {r['oracle_checked_seconds']} s)" if r.get("oracle_checked_seconds") else ""
     engine = (f"  engine p50 {r['delay_ms_p50'] - r['phase_ms']:.0f} p99 {r['delay_ms_p99'] - r['phase_ms']:.0f} ms"
               if r.get("phase_ms") is not None else "")
     print(f"{r.get('variant') or '-':>8} {r['source']:>5} {r['rate']:>8,}/s  delay p50 {r['delay_ms_p50']:.0f} ms  "
           f"p95 {r['delay_ms_p95']:.0f}  p99 {r['delay_ms_p99']:.0f}  max {r['delay_ms_max']:.0f}  "
-          f"growth {r['delay_growth_ms_per_s']:.0f} ms/s  "
-          f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} ticks)  "
+          f"growth {r['delay_growth_ms_per_s']:.0f} ms/s, median of the first {r['window_s']:.0f} s "
+          f"{r['first_window_p50_ms']:.0f} ms, of the last {r['last_window_p50_ms']:.0f} ms  "
+          f"({'sustained' if r['sustained'] else 'NOT sustained'}, {r['ticks_measured']} of "
+          f"{r.get('ticks_expected', r['ticks_measured'])} ticks reported, {r.get('ticks_in_time', '?')} in time; publisher at most "
+          f"{r.get('publisher_behind_s', 0):.1f} s behind)  "
           f"{r['micro_batches']} micro-batches  ticks equal to the oracle {r['ticks_equal_to_oracle']}/"
-          f"{r['ticks_reported']}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
+          f"{r['ticks_reported']}{checked}  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
           f"workers {mem['python_workers_mb']:.0f}  (load average {r['load_average']:.1f}){engine}", flush=True)
     phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
     cpu = f"; the run's CPU {r['run_cpu_s_per_s']:.2f} s per second of input" if "run_cpu_s_per_s" in r else ""
@@ -393,10 +419,14 @@ def plot(results: list[dict], prefix: str) -> None:
     for r in results:
         pts = r["delay_over_time"]
         if pts:
-            t0 = pts[0][0]
-            ax.plot([(t - t0) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
-                    label=f"{r['source']} {r['rate']:,}/s")
-    ax.set(xlabel="measured seconds", ylabel="tick delay (s)", title="tefq live UC1: delay over time")
+            t0, end = pts[0][0], (pts[-1][0] - pts[0][0]) / 1000
+            line, = ax.plot([(t - t0) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
+                            label=f"{r['source']} {r['rate']:,}/s {r.get('variant') or ''}".rstrip())
+            w = r["window_s"]  # the first and the last window's median: does the delay grow?
+            ax.plot([0, w], [r["first_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(), linewidth=2.5)
+            ax.plot([end - w, end], [r["last_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(), linewidth=2.5)
+    ax.set(xlabel="tick time (s after the first measured tick)", ylabel="tick delay (s)",
+           title="tefq live UC1: delay over time (dashed: first and last window's median)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(f"{prefix}-delay-over-time.png", dpi=120)
@@ -426,6 +456,9 @@ def main() -> None:
                     help="measure each rate under each variant: PYTHON runs in the run's process first "
                          "(e.g. patching tefq.spark.runtime.follow.TRIGGER); one LABEL= with nothing is the baseline")
     ap.add_argument("--pairs", type=int, default=1, help="with --variant: rounds of one run per variant, alternated")
+    ap.add_argument("--check-seconds", type=int, default=None, metavar="N",
+                    help="compare with the oracle only the ticks of the first N measured seconds of input "
+                         "(a directory source; for runs too long for the oracle's memory: bench/live_oracle.py)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
     args = ap.parse_args()
@@ -440,10 +473,11 @@ def main() -> None:
             found = []
             for rate in (int(r) for r in args.rates.split(",")):
                 for setting in settings * args.pairs:  # A B A B: same-run pairs under the same load
-                    found.append(one_rate(source, rate, args.seconds, args.warmup, work, setting))
+                    found.append(one_rate(source, rate, args.seconds, args.warmup, work, setting, args.check_seconds))
                     report(found[-1])
             if args.search:
-                found += search(source, found, args.seconds, args.warmup, work, args.search_steps, settings[0])
+                found += search(source, found, args.seconds, args.warmup, work, args.search_steps, settings[0],
+                                args.check_seconds)
             out += found
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -60,16 +60,24 @@ def follow(d, out_csv, later: dict[str, list], first_tick: int, last_tick: int) 
     return code
 
 
+A, B = "<http://x/a>", "<http://x/b>"
+EARLY = [(1000, "<http://x/u1>", J, A), (3000, "<http://x/u2>", J, B)]
+LATER_EARLY = [(12000, "<http://x/u3>", J, A), (21000, "<http://x/u1>", Q, A)]
+
+
 @pytest.mark.spark
-def test_ties_across_later_files_of_one_micro_batch_follow_file_order(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("start", [
+    {"part-0000.parquet": EARLY, "part-0001.parquet": LATER_EARLY},  # ranked: two files at the start
+    {"part-0000.parquet": EARLY + LATER_EARLY},  # one file at the start: ranked too (a follow run)
+], ids=["two-files-at-start", "one-file-at-start"])
+def test_ties_across_later_files_of_one_micro_batch_follow_file_order(spark, tmp_path, monkeypatch, start):
     """u9 quits `a` (part-0002, small) and joins it (part-0003, large) at 31000: in file order the
     quit (of nobody) comes first and u9 watches `a` at tick 40000; the other way round u9 would
-    not. --out is the oracle's rows over the same files the event time passed."""
+    not. --out is the oracle's rows over the same files the event time passed, whether the run
+    started with two files or one."""
     from tefq.io.result_writers import results_text
 
-    a, b = "<http://x/a>", "<http://x/b>"
-    start = {"part-0000.parquet": [(1000, "<http://x/u1>", J, a), (3000, "<http://x/u2>", J, b)],
-             "part-0001.parquet": [(12000, "<http://x/u3>", J, a), (21000, "<http://x/u1>", Q, a)]}
+    a, b = A, B
     padding = [(30000 + i % 1000, f"<http://x/pad/{i}>", "<http://x/other>", f"<http://x/v/{i}>")
                for i in range(30_000)]  # what no clause matches: size only
     later = {"part-0002.parquet": [(31000, "<http://x/u9>", Q, a)],

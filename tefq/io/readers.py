@@ -324,7 +324,7 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
             return
         except (OSError, pa.ArrowException) as e:
             raise TefqError(f"cannot read the Parquet file: {e}", path, row0 + 1) from None
-        rows = _batch_elements(batch, row0, path, log)
+        rows = batch_elements(batch, row0, path, log)
         if where is not None:
             where[0] = row0  # the elements of this batch are rows row0 + 1, ...
         row0 += batch.num_rows
@@ -339,7 +339,7 @@ def read_table(table: "pa.Table", name: str, bad_rows: BadRowLog = STRICT) -> It
     def batches() -> Iterator[Iterator[Element]]:
         row0 = 0
         for batch in table.select(list(HEADER)).to_batches(max_chunksize=1 << 16):
-            yield _batch_elements(batch, row0, name, bad_rows)
+            yield batch_elements(batch, row0, name, bad_rows)
             row0 += batch.num_rows
 
     return itertools.chain.from_iterable(batches())
@@ -360,7 +360,7 @@ def check_event_types(schema: "pa.Schema", where: str) -> None:
             raise TefqError(f"column {c} must hold N-Triples terms as strings, found {t}", where)
 
 
-def _batch_elements(batch: "pa.RecordBatch", row0: int, path: str, log: BadRowLog) -> Iterator[Element]:
+def batch_elements(batch: "pa.RecordBatch", row0: int, path: str, log: BadRowLog) -> Iterator[Element]:
     """One batch's good rows (rows row0 + 1, ...); its bad rows are reported now, in row order."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -396,12 +396,9 @@ def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: 
     normalises them in `lists` or reports the row (added to `bad`)."""
     import pyarrow.compute as pc
 
-    patterns = fast_term_patterns()
     for j, c in enumerate("spo", 1):
         values = pc.unique(cols[c])
-        ok = pc.match_substring_regex(values, patterns[c])
-        if c == "o":
-            ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
+        ok = in_normal_form(values, c)
         if pc.all(ok).as_py():
             continue
         badv = pc.filter(values, pc.invert(ok))
@@ -413,6 +410,24 @@ def _check_terms(cols: dict, lists: list[list], bad: set[int], row0: int, path: 
             except Fault as fault:
                 _parquet_bad(_at_cell(fault, row0 + i + 1, c), lists, i, row0, path, log)
                 bad.add(i)
+
+
+def in_normal_form(values: "pa.Array", role: str) -> "pa.Array":
+    """Per string in `values`, whether it is an `role` term (s, p or o) the checker would take
+    unchanged (`fast_term_patterns`; an object ending in ^^xsd:string is rewritten: False)."""
+    import pyarrow.compute as pc
+
+    ok = pc.match_substring_regex(values, fast_term_patterns()[role])
+    if role == "o":
+        ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
+    return ok
+
+
+def terms_in_normal_form(table: "pa.Table") -> bool:
+    """Whether every s, p and o of `table` (string columns) is in normal form (`in_normal_form`)."""
+    import pyarrow.compute as pc
+
+    return all(pc.all(in_normal_form(pc.unique(table[c]), c)).as_py() is not False for c in "spo")
 
 
 def fast_term_patterns() -> dict[str, str]:

@@ -17,7 +17,6 @@ finds what it staged before. Parquet files and Redis streams are read as they ar
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -25,14 +24,13 @@ from dataclasses import dataclass, field
 
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog
-from tefq.io.readers import read_stream_file, read_table, stream_files, stream_format
+from tefq.io.readers import read_table, stream_files, stream_format
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import EVENTS, StagedStreams, fresh_path
-from tefq.io.validate import HEADER
+from tefq.io.element_tables import chunked, file_tables, write_tables
 from tefq.vocabulary import Element
 
 STAGED_FORMATS = ("tsv", "csv", "nq", "trig", "stream")  # read by tefq.io's readers, staged as Parquet
-STAGE_CHUNK = 1 << 18  # elements per Parquet write while staging
 STAGE_INDEX = "_stage_order"  # a staged directory's source order (ignored by Spark: leading _)
 
 
@@ -83,14 +81,7 @@ def staged_in_order(directory: str) -> list[str]:
 def write_parquet(elements: Iterable[Element], target: str) -> None:
     """`elements` as a Parquet file of (ts long, s, p, o), written in chunks (a file may not fit in
     memory as tuples)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string())])
-    elements = iter(elements)
-    with pq.ParquetWriter(target, schema) as out:
-        while chunk := list(itertools.islice(elements, STAGE_CHUNK)):
-            out.write_table(pa.table(dict(zip(HEADER, zip(*chunk))), schema))
+    write_tables(chunked(elements), target)
 
 
 @dataclass
@@ -131,7 +122,7 @@ class Stager:
     def stage_file(self, source: str, target: str) -> None:
         tmp = os.path.join(self.directory, "." + os.path.basename(target) + ".tmp")
         try:
-            write_parquet(read_stream_file(source, self.log), tmp)
+            write_tables(file_tables(source, self.log), tmp)  # a plain file column-wise
         except TefqError as e:
             e.file = self.shown.get(e.file or "", e.file)
             raise

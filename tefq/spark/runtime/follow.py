@@ -121,7 +121,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         staging = stage_streams(stream_paths, workdir, log)
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
-        ranks = file_ranks(spark, paths)  # the files there at the start
+        ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
         running = []
         for plan in plans:
             start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, run, ranks=ranks)

@@ -10,6 +10,7 @@ from tefq.io.redis_stream import RedisStream, head, is_redis_url
 from tefq.io.stager import files_in_stream_order
 from tefq.spark.operators.base import StreamLimits
 from tefq.spark.runtime.pipelines import RunOptions
+from tefq.spark.runtime.ranks import is_ranked
 from tefq.spark.runtime.sources import StreamInput
 
 
@@ -43,5 +44,5 @@ def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> S
         else:
             m = run.max_files_per_trigger
             batches.append(-(-len(files) // m) if m else min(len(files), 1))
-    # file_ranks ranks two files or more: then ties go by (t, stream order) across micro-batches
-    return replace(run.limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=rank >= 2)
+    # as file_ranks ranks them: then ties go by (t, stream order) across micro-batches
+    return replace(run.limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=is_ranked(rank, follow))

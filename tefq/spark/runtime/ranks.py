@@ -42,11 +42,18 @@ def path_hash(uri: str, stream: int, mtime_ms: int = 0) -> int:
             | (stream << STREAM_SHIFT))
 
 
-def file_ranks(spark: SparkSession, paths: list[str]) -> dict[int, int]:
+def is_ranked(files: int, follow: bool) -> bool:
+    """Whether a run ranks the `files` there at its start: two or more (the rows of one file are in
+    order by partition and row), and in a follow run one too: ranks are what key the files that
+    arrive later by arrival (protocol.TieOrder), whatever partition Spark packs them in."""
+    return files >= (1 if follow else 2)
+
+
+def file_ranks(spark: SparkSession, paths: list[str], follow: bool = False) -> dict[int, int]:
     """sources.file_ranks without a Spark job: the hash of each file's path (`fh`) -> its rank in
-    the oracle's order; {} for fewer than two files. Files that arrive later (follow mode) are not
+    the oracle's order; {} when `is_ranked` says no. Files that arrive later (follow mode) are not
     ranked: their ties go by arrival (protocol.TieOrder)."""
     uris = spark_file_uris(spark, paths)
-    if len(uris) < 2:
+    if not is_ranked(len(uris), follow):
         return {}
     return {path_hash(u, s, m): r for r, (u, s, m) in enumerate(uris[:MAX_RANKED])}
