@@ -230,7 +230,8 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
                    help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "
-                        "with pyarrow) for CURRENT and fact aggregates over Parquet files in a bounded run, else rows; "
+                        "with pyarrow) for every planned aggregate and windowed query over Parquet files in a bounded "
+                        "run, else rows (the fallback, --follow); "
                         "columnar: each map task reads its files (docs/cli.md) (default: auto)")
 
 

@@ -85,6 +85,7 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
         metrics.events_in = m.get("events_in", 0)
     metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
     metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
+    metrics.extra.setdefault("ingest", m.get("ingest", "rows"))
     late = metrics.extra.setdefault("late_by_index", {})
     for i, n in late_by_index(m).items():
         late[i] = late.get(i, 0) + n
