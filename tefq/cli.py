@@ -227,7 +227,7 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-timeout", metavar="DURATION",
                    help="--follow: a stream silent this long stops holding the event time back (spec §6.1; "
                         "default 10s; 0: never)")
-    p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files")
+    p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files (default: a bounded run reads about 2M events a micro-batch)")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
                    help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "
                         "with pyarrow) for every planned aggregate and windowed query over Parquet files in a bounded "

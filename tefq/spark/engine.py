@@ -36,7 +36,7 @@ from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
-from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
+from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
@@ -237,6 +237,11 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
     staging = stage_streams(stream_paths, workdir, log)
     staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False)
     record_redis_ends(workdir, staging.paths)  # a finished checkpoint refuses entries past these
+    if run.max_files_per_trigger is None:  # memory follows the micro-batch, not the input
+        run = replace(run, max_files_per_trigger=files_per_trigger(staging.paths))
+        if run.max_files_per_trigger:
+            say(run.progress, f"micro-batches of {run.max_files_per_trigger} file(s) per stream "
+                              f"(about {BATCH_EVENTS:,} events; --max-files-per-trigger N to change)")
     run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pyarrow.parquet as pq
+
 from tefq.io.redis_stream import RedisStream, head, is_redis_url
 from tefq.io.stager import files_in_stream_order
 from tefq.spark.operators.base import StreamLimits
@@ -25,6 +27,27 @@ def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool) -> list[
             end = head(stream.connect(), stream)
         out.append(StreamInput(p, i, end, bad_rows))
     return out
+
+
+BATCH_EVENTS = 2_000_000  # a bounded run's micro-batch when --max-files-per-trigger is not given
+
+
+def files_per_trigger(paths: list[str], batch_events: int = BATCH_EVENTS) -> int | None:
+    """A bounded run's micro-batch in files when the user gives none: as many files as keep the
+    largest ones within `batch_events` rows (at least one), so that a bucket's memory follows the
+    micro-batch, not the input (10M events: worker RSS 2.3 GB in one micro-batch, 0.75 GB in
+    2M-event ones, for 5% more wall time; docs/spark.md "Micro-batches"). None (one micro-batch,
+    every file) for inputs of at most `batch_events` rows, a Redis stream, or a file whose
+    Parquet footer cannot be read (its own error is the reader's to report)."""
+    if any(is_redis_url(p) for p in paths):
+        return None
+    try:
+        rows = [pq.read_metadata(f).num_rows for f in files_in_stream_order(list(paths))]
+    except (OSError, ValueError):  # pyarrow: ArrowInvalid is a ValueError
+        return None
+    if sum(rows) <= batch_events:
+        return None
+    return max(1, batch_events // max(rows))
 
 
 def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> StreamLimits:
