@@ -19,6 +19,7 @@ import io
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 
@@ -314,7 +315,7 @@ def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str,
             columns.append(col)
         else:  # a general expression: row by row with the oracle's semantics
             columns.append(_Column.of_cells(_general_column(e, rows, terms, group_vars)))
-    with no_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
+    with paused_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
         if not columns:
             ticks = np.sort(rows.ticks) if ordered else rows.ticks
             return [(t, ()) for t in ticks.tolist()]
@@ -324,8 +325,9 @@ def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str,
 
 
 @contextmanager
-def no_gc():
-    """The cyclic collector off while millions of row tuples are made (it would rescan them)."""
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off inside the block (restored after it): code that makes
+    millions of tuples (rows) and no cycles would otherwise have them rescanned again and again."""
     enabled = gc.isenabled()
     gc.disable()
     try:

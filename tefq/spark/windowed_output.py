@@ -13,17 +13,16 @@ once, at the end. Metrics and warnings travel as JSON (`tefq.spark.output.json_r
 """
 from __future__ import annotations
 
-import gc
 import io
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from tefq.results import QueryResult, Row, order_key
+from tefq.spark.output import paused_gc
 
 WINDOWED_ROWS = "wrows"  # + the windowed query's index
 CUMULATIVE = ("ticks", "events_in", "feedback_triples")  # a bucket state's running totals: the largest is the run's
@@ -110,19 +109,6 @@ def ordered_rows(parts: list[CodedRows]) -> list[Row]:
             table[:] = cells
             taken.append(table[index[perm]].tolist())
         return list(zip(ticks[perm].tolist(), zip(*taken) if taken else [()] * len(perm)))
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector off inside the block (restored after it): code that makes
-    millions of tuples (rows) and no cycles would otherwise have them rescanned again and again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass

@@ -24,7 +24,7 @@ from tefq.spark.kernels.general.expressions import Env, NotVectorised, Values, v
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.sums import CellSums
 from tefq.spark.kernels.joins import key_ranks
-from tefq.spark.output import cell_ranks, in_value_order, no_gc, number_terms
+from tefq.spark.output import cell_ranks, in_value_order, number_terms, paused_gc
 
 
 @dataclass
@@ -220,7 +220,7 @@ def format_rows(cq: CompiledQuery, rows: BucketRows) -> list[Row]:
     cols = [c for c, _ in selected]
     rank_cols = [_ranks(c) if ranked is None else ranked for c, ranked in selected]
     perm = np.lexsort(tuple(reversed(rank_cols)) + (rows.ticks,)) if rank_cols else np.argsort(rows.ticks, kind="stable")
-    with no_gc():
+    with paused_gc():
         ticks = rows.ticks[perm].tolist()
         cells = [c[perm].tolist() for c in cols]
         return list(zip(ticks, zip(*cells))) if cells else [(t, ()) for t in ticks]
