@@ -53,7 +53,7 @@ def _cells(data: bytes) -> "pa.Table | None":
                                   null_values=[], check_utf8=True)
     try:
         return pcsv.read_csv(pa.py_buffer(data), read, parse, convert)
-    except (pa.ArrowInvalid, pa.ArrowException):
+    except pa.ArrowException:  # ArrowInvalid included
         return None
 
 
