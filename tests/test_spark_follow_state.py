@@ -11,14 +11,13 @@ import threading
 import time
 from types import SimpleNamespace
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spark_helpers import spark  # noqa: E402,F401 (spark: the fixture)
 
 import spark_docs as sd  # noqa: E402
+from test_spark_follow import commit_records  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
 from tefq.plan.logical import Var  # noqa: E402
 from tefq.spark.output import json_record  # noqa: E402
@@ -28,18 +27,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IPTV = sd.IPTV
 
 
-def commit_metrics(out, batch: int, per_bucket: list[dict]) -> None:
-    """One micro-batch of a Parquet sink holding only the buckets' metric records."""
-    kind, tick, payload = zip(*(json_record("metric", 0, m) for m in per_bucket))
-    data = out / f"part-{batch:05d}.parquet"
-    pq.write_table(pa.table({"kind": list(kind), "tick": pa.array(tick, pa.int64()),
-                             "payload": pa.array(payload, pa.binary())}), data)
-    log = out / "_spark_metadata"
-    log.mkdir(exist_ok=True)
-    (log / str(batch)).write_text('v1\n{"path":"file://%s","size":1,"isDir":false,"modificationTime":0,'
-                                  '"blockReplication":1,"blockSize":1,"action":"add"}\n' % data)
-
-
 def test_sink_tail_sums_the_state_size_of_each_operator_call_over_buckets(tmp_path):
     plan = SimpleNamespace(group_vars=("channel",), projections=(("CHANNEL", Var("group:channel")),
                                                                  ("USER", Var("USER"))))
@@ -47,8 +34,9 @@ def test_sink_tail_sums_the_state_size_of_each_operator_call_over_buckets(tmp_pa
     out.mkdir()
     tail = SinkTail(plan, str(out))
     for batch, open_facts in ((1, (3, 4)), (2, (5, 1))):
-        commit_metrics(out, batch, [{"batch": batch, "state_bytes": 100 * n, "open_facts": n, "rows_out": 2,
-                                     "events_in": 10 * n} for n in open_facts])
+        sizes = [{"batch": batch, "state_bytes": 100 * n, "open_facts": n, "rows_out": 2, "events_in": 10 * n}
+                 for n in open_facts]
+        commit_records(out, batch, [json_record("metric", 0, m) for m in sizes])
         tail.poll()
     assert tail.state_by_batch() == [{"batch": 1, "state_bytes": 700, "open_facts": 7},
                                      {"batch": 2, "state_bytes": 600, "open_facts": 6}]
