@@ -3,9 +3,12 @@ measures an engine under test (a benchmark, not a test).
 
     python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir,dir-parquet]
                          [--phase 500|random] [--variant LABEL=PYTHON ... --pairs N]
-                         [--search] [--check-seconds N] [--json OUT] [--plot PREFIX]
+                         [--search] [--check-seconds N] [--cycle-seconds S] [--json OUT] [--plot PREFIX]
 
-Per source and rate: an IPTV log is generated (TSV); the stream is a private redis-server on a
+Per source and rate: an IPTV log is generated (Parquet, one user per 50 events; a run longer than
+`--cycle-seconds`, default 60, gets the log of that many seconds in rounds, each ending with a quit
+for every open fact, so that its audience and state do not grow with its length: bench/live_log.py);
+the stream is a private redis-server on a
 loopback port (`--source redis`) or a directory (`--source dir`, one TSV file per second, written
 hidden then renamed; `dir-parquet`: Parquet files, which the run reads without staging).
 `tefq run UC1 --every 1s --follow --stream …` is started (Spark; before its publisher: an absent
@@ -37,6 +40,9 @@ bench/live_oracle.py). Memory: the resident set of the run's driver (Python), it
 Python workers, sampled every 0.5 s.
 Profile: the median of each phase of Spark's `durationMs` and of the state store's times over the
 micro-batches with input (stage by stage: bench/event_log_stages.py).
+State: the open facts, the state's bytes, the store's rows and RocksDB's sizes, and the state
+store's work per 100,000 events, first third of the micro-batches against the last
+(bench/live_state.py): whether a run's state grows with it.
 Per tick (`breakdown`, with a fixed --phase): the micro-batch that made it final (the first whose
 event time passed it, from the run's progress records) and where its delay went: the phase, the
 wait for the micro-batch running when its interval was sent, the trigger's wait, that micro-batch,
