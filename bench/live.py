@@ -3,9 +3,12 @@ measures an engine under test (a benchmark, not a test).
 
     python bench/live.py --rates 5000,50000 --seconds 30 [--warmup 10] [--source redis,dir,dir-parquet]
                          [--phase 500|random] [--variant LABEL=PYTHON ... --pairs N]
-                         [--search] [--check-seconds N] [--json OUT] [--plot PREFIX]
+                         [--search] [--check-seconds N] [--cycle-seconds S] [--json OUT] [--plot PREFIX]
 
-Per source and rate: an IPTV log is generated (TSV); the stream is a private redis-server on a
+Per source and rate: an IPTV log is generated (Parquet, one user per 50 events; a run longer than
+`--cycle-seconds`, default 60, gets the log of that many seconds in rounds, each ending with a quit
+for every open fact, so that its audience and state do not grow with its length: bench/live_log.py);
+the stream is a private redis-server on a
 loopback port (`--source redis`) or a directory (`--source dir`, one TSV file per second, written
 hidden then renamed; `dir-parquet`: Parquet files, which the run reads without staging).
 `tefq run UC1 --every 1s --follow --stream …` is started (Spark; before its publisher: an absent
@@ -37,6 +40,9 @@ bench/live_oracle.py). Memory: the resident set of the run's driver (Python), it
 Python workers, sampled every 0.5 s.
 Profile: the median of each phase of Spark's `durationMs` and of the state store's times over the
 micro-batches with input (stage by stage: bench/event_log_stages.py).
+State: the open facts, the state's bytes, the store's rows and RocksDB's sizes, and the state
+store's work per 100,000 events, first third of the micro-batches against the last
+(bench/live_state.py): whether a run's state grows with it.
 Per tick (`breakdown`, with a fixed --phase): the micro-batch that made it final (the first whose
 event time passed it, from the run's progress records) and where its delay went: the phase, the
 wait for the micro-batch running when its interval was sent, the trigger's wait, that micro-batch,
@@ -61,13 +67,16 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from live_log import generated_log  # noqa: E402 (bench/live_log.py)
 from live_oracle import oracle_agreement  # noqa: E402 (bench/live_oracle.py)
+from live_state import state_trend, trend_line  # noqa: E402 (bench/live_state.py)
 from memory import PeakMemory, cpu_ticks  # noqa: E402 (bench/memory.py)
 TEFQ = [sys.executable, "-m", "tefq"]
 DIR_SOURCES = {"dir": "tsv", "dir-parquet": "parquet"}  # --source: a followed directory of these files
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
 GROWTH_LAST_WINDOW_MS = 1000.0  # nor one whose last window's median is this much above its first's
 PUBLISHER_SLACK_S = 1.0  # nor one whose publisher fell further behind its schedule (the rate not delivered)
+CYCLE_S = 60  # the generated log goes in rounds of this many seconds of input (bench/live_log.py)
 WINDOW_S = 60  # the first and the last minute of a run of three minutes or more (else its thirds)
 
 
@@ -252,17 +261,6 @@ def publish(log: str, stream: Stream, rate: int, seconds: int, phase_ms: int | N
     return float(behind.group(1)) if behind else 0.0
 
 
-def generated_log(rate: int, seconds: int, work: str) -> str:
-    from tefq.iptv.generator import IptvConfig
-    from tefq.iptv.writer import generate
-
-    total = rate * (seconds + 5)
-    data = os.path.join(work, f"data-{rate}")
-    if not os.path.exists(data):  # Parquet: what the publisher reads fastest (it writes the source's format)
-        generate(IptvConfig(events=total, users=max(100, total // 50), channels=20, seed=3), data, fmt="parquet")
-    return os.path.join(data, "log")
-
-
 def run_command(prelude: str) -> list[str]:
     """`python -m tefq`, or with a variant's `prelude` (Python run first in the run's process, e.g.
     patching a constant) the same entry point after it."""
@@ -297,6 +295,7 @@ class Setting:
     phase_ms: int | None = 500
     label: str = ""
     prelude: str = ""
+    cycle_s: int = 0  # the generated log goes in rounds of this many seconds (bench/live_log.py; 0: one log)
 
 
 def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting(),
@@ -304,7 +303,7 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     """Run, warm up, feed for `seconds`, measure (see the module doc); `check_seconds`: compare
     with the oracle the ticks of the input published by then (from the measured start) only."""
     name = f"{source}-{rate}-{setting.label}-{time.time_ns()}"
-    log = generated_log(rate, seconds + warmup, work)
+    log = generated_log(rate, seconds + warmup, work, setting.cycle_s)
     stream = open_stream(source, work, name)
     rows, metrics = os.path.join(work, f"rows-{name}.csv"), os.path.join(work, f"metrics-{name}.json")
     doc = uc1_every_second(work)
@@ -363,7 +362,7 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
             "batch_rows_median": percentile([b["rows"] for b in busy], 0.5),
             "phases_ms_median": {k: percentile([b["durations_ms"].get(k, 0) for b in busy], 0.5) for k in phases},
             "ticks_equal_to_oracle": agreement[0], "ticks_reported": agreement[1],
-            "peak_rss_mb": memory, "load_average": os.getloadavg()[0], "delay_over_time": over_time}
+            "state_trend": state_trend(metrics), "peak_rss_mb": memory, "load_average": os.getloadavg()[0], "delay_over_time": over_time}
 
 
 def search(source: str, found: list[dict], seconds: int, warmup: int, work: str, steps: int,
@@ -401,6 +400,8 @@ def report(r: dict) -> None:
     phases = ", ".join(f"{k} {v:.0f}" for k, v in r["phases_ms_median"].items() if v)
     cpu = f"; the run's CPU {r['run_cpu_s_per_s']:.2f} s per second of input" if "run_cpu_s_per_s" in r else ""
     print(f"        a micro-batch with input (median, {r['batch_rows_median']:.0f} events): {phases} ms{cpu}", flush=True)
+    if r.get("state_trend"):
+        print(f"        state, first -> last third of the micro-batches: {trend_line(r['state_trend'])}", flush=True)
     bd = r.get("breakdown")
     if bd and bd["ticks"]:
         parts = ", ".join(f"{k} {bd['median_ms'][k]:.0f} / {bd['p99_ms'][k]:.0f}" for k in bd["median_ms"])
@@ -459,6 +460,10 @@ def main() -> None:
     ap.add_argument("--check-seconds", type=int, default=None, metavar="N",
                     help="compare with the oracle only the ticks of the first N measured seconds of input "
                          "(a directory source; for runs too long for the oracle's memory: bench/live_oracle.py)")
+    ap.add_argument("--cycle-seconds", type=int, default=CYCLE_S, metavar="S",
+                    help=f"a longer run is fed the log of its first S seconds in rounds, each ending with a quit for "
+                         f"every open fact: the audience, and the state, of S seconds (default {CYCLE_S}; 0: one "
+                         f"log for the whole run, its audience growing with it; bench/live_log.py)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
     args = ap.parse_args()
@@ -466,7 +471,8 @@ def main() -> None:
     if "redis" in sources and shutil.which("redis-server") is None:
         raise SystemExit("--source redis needs redis-server (Debian: apt-get install redis-server)")
     phase = None if args.phase == "random" else int(args.phase)
-    settings = [Setting(phase, *v.split("=", 1)) for v in args.variant] or [Setting(phase)]
+    settings = ([Setting(phase, *v.split("=", 1), cycle_s=args.cycle_seconds) for v in args.variant]
+                or [Setting(phase, cycle_s=args.cycle_seconds)])
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tefq-live-") as work:
         for source in sources:

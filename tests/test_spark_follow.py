@@ -36,8 +36,15 @@ def commit_batch(out, batch: int, rows: int) -> list[tuple]:
     ticks = np.repeat(np.arange(rows // 2, dtype=np.int64) * 1000 + batch * 10_000_000, 2)
     groups = np.tile(np.array([[11], [22]], np.int64), (rows // 2, 1))
     counts = np.arange(rows, dtype=np.int64)
-    records = [rows_record(NumericRows(ticks, groups, {"USER": counts})), terms_record({11: "<http://x/a>",
-                                                                                      22: "<http://x/b>"})]
+    commit_records(out, batch, [rows_record(NumericRows(ticks, groups, {"USER": counts})),
+                                terms_record({11: "<http://x/a>", 22: "<http://x/b>"})])
+    return [(int(t), ("<http://x/a>" if g == 11 else "<http://x/b>", f'"{c}"^^<http://www.w3.org/2001/XMLSchema#integer>'))
+            for t, g, c in zip(ticks.tolist(), groups[:, 0].tolist(), counts.tolist())]
+
+
+def commit_records(out, batch: int, records: list[tuple]) -> None:
+    """Commit (kind, tick, payload) records as micro-batch `batch` of a Parquet sink (a data file,
+    then its `_spark_metadata` log entry), as Spark's file sink does."""
     data = out / f"part-{batch:05d}.parquet"
     kind, tick, payload = zip(*records)
     pq.write_table(pa.table({"kind": list(kind), "tick": pa.array(tick, pa.int64()),
@@ -46,8 +53,6 @@ def commit_batch(out, batch: int, rows: int) -> list[tuple]:
     log.mkdir(exist_ok=True)
     (log / str(batch)).write_text('v1\n{"path":"file://%s","size":1,"isDir":false,"modificationTime":0,'
                                   '"blockReplication":1,"blockSize":1,"action":"add"}\n' % data)
-    return [(int(t), ("<http://x/a>" if g == 11 else "<http://x/b>", f'"{c}"^^<http://www.w3.org/2001/XMLSchema#integer>'))
-            for t, g, c in zip(ticks.tolist(), groups[:, 0].tolist(), counts.tolist())]
 
 
 def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):

@@ -302,6 +302,8 @@ def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
     metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
     metrics.extra["duplicates"] = int(m.get("duplicates", 0))  # equal elements at one time, applied once
     metrics.extra["micro_batches"] = m.get("micro_batches", [])
+    if "state_by_batch" in m:  # a follow run's state size per micro-batch (runtime/follow.SinkTail)
+        metrics.extra["state_by_batch"] = m["state_by_batch"]
     metrics.extra["collect_seconds"] = m.get("collect_seconds")
     metrics.extra["ingest"] = m.get("ingest", "rows")
     metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")

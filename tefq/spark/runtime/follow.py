@@ -30,7 +30,7 @@ from tefq.io.stager import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
-from tefq.spark.output import TERMS, Collector, summed
+from tefq.spark.output import SIZE_FIGURES, TERMS, Collector, summed
 from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
@@ -54,6 +54,7 @@ class SinkTail:
         self.rows: list = []  # only with `keep`
         self.rows_out = 0
         self.metrics: dict = {}  # summed over the micro-batches
+        self.sizes: dict[int, dict] = {}  # the operator's call (batch) -> its state's size figures, over buckets
 
     def poll(self) -> tuple[list, list[str]]:
         files = [f for f in committed_files(self.out) if f not in self.seen]
@@ -76,7 +77,22 @@ class SinkTail:
         if self.keep:
             self.rows.extend(rows)
         self.metrics = summed([self.metrics, *col.metrics])
+        for d in col.metrics:
+            add_sizes(self.sizes, d)
         return rows, col.warnings
+
+    def state_by_batch(self) -> list[dict]:
+        """Per operator call: the state's bytes and open facts (or rows) summed over the buckets:
+        whether a live run's state stays bounded (bench/live.py)."""
+        return [{"batch": b, **figures} for b, figures in sorted(self.sizes.items())]
+
+
+def add_sizes(sizes: dict[int, dict], record: dict) -> None:
+    """Add one bucket's size figures (`output.SIZE_FIGURES`) to those of its operator call."""
+    at = sizes.setdefault(int(record.get("batch", 0)), {})
+    for k in SIZE_FIGURES:
+        if k != "batch" and k in record:
+            at[k] = at.get(k, 0) + int(record[k])
 
 
 class _Signals:
@@ -153,6 +169,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
     metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input)
     metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
     metrics["micro_batches"] = running[0][3].batches
+    metrics["state_by_batch"] = running[0][2].state_by_batch()
     return results, metrics
 
 

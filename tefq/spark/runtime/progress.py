@@ -37,16 +37,20 @@ def epoch_ms(timestamp: str | None) -> int | None:
 
 STATE_TIMES = ("allUpdatesTimeMs", "commitTimeMs", "rocksdbCommitFlushLatency", "rocksdbCommitCheckpointLatency",
                "rocksdbCommitFileSyncLatencyMs", "rocksdbCommitWriteBatchLatency", "rocksdbCommitCompactLatency",
-               "rocksdbCommitPauseLatency")
+               "rocksdbCommitPauseLatency", "rocksdbPutLatency", "rocksdbGetLatency", "rocksdbLoadLatencyMs",
+               "rocksdbWriterStallLatencyMs", "rocksdbTotalCompactionLatencyMs")
+# What the state holds and writes (rows, bytes): whether a run's state grows (issue 24, docs/live.md).
+STATE_SIZES = ("numRowsTotal", "numRowsUpdated", "memoryUsedBytes", "rocksdbSstFileSize", "rocksdbTotalBytesWritten",
+               "rocksdbTotalBytesWrittenByFlush", "rocksdbPinnedBlocksMemoryUsage", "rocksdbNumReplayChangelogFiles")
 
 
-def state_times(operators: list) -> dict[str, int]:
-    """A micro-batch's state-store times (ms, summed over its stateful operators and their
-    partitions): where its fixed cost goes (docs/live.md)."""
+def state_figures(operators: list, names: tuple[str, ...] = STATE_TIMES) -> dict[str, int]:
+    """A micro-batch's state-store figures `names` (summed over its stateful operators and their
+    partitions): its times (ms) say where its fixed cost goes, its sizes whether the state grows."""
     out: dict[str, int] = {}
     for op in operators:
         found = {**dict(op), **dict(op.get("customMetrics") or {})}
-        for name in STATE_TIMES:
+        for name in names:
             out[name] = out.get(name, 0) + int(found.get(name) or 0)
     return out
 
@@ -70,7 +74,8 @@ class Progress:
                              "start_ms": epoch_ms(p.get("timestamp")), "event_time": obs.get("event_time"),
                              "durations_ms": dict(p.get("durationMs", {})),
                              "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", [])),
-                             "state_ms": state_times(p.get("stateOperators", []))})
+                             "state_ms": state_figures(p.get("stateOperators", [])),
+                             "state_sizes": state_figures(p.get("stateOperators", []), STATE_SIZES)})
         if not self.enabled:
             return
         state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
