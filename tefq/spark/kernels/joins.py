@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.kernels.exact import members
+from tefq.spark.kernels.exact import expand
 from tefq.spark.kernels.intervals import OPEN
 
 
@@ -85,13 +85,6 @@ def time_ranks(*arrays: np.ndarray) -> tuple[np.ndarray | None, list[np.ndarray]
         return None, [a.astype(np.int64) for a in arrays]
     times = np.unique(np.concatenate(arrays))
     return times, [np.searchsorted(times, a) for a in arrays]
-
-
-def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ranges `[lo_i, hi_i)`: (owner i, position) of every member, owners in order."""
-    n = np.maximum(hi - lo, 0)
-    owner = np.repeat(np.arange(len(lo), dtype=np.int64), n)
-    return owner, members(lo, n)
 
 
 def interval_join(a: Relation, b: Relation) -> Relation:
