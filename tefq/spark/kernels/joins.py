@@ -87,41 +87,36 @@ def dense_key(codes: np.ndarray) -> np.ndarray:
 @dataclass
 class TimeRanks:
     """Order-preserving ranks below 2^31 of instants, to pack with a key into one int64, and back.
-    Instants near OPEN (open ends, OPEN plus a period) form a second band above the finite ones:
-    each band's ranks are offsets from its least instant, no sort needed. When the bands span
-    2^31 ms or more (about 25 days), the ranks index a sorted vocabulary of the instants."""
+    Instants fall into bands of 2^61 ms (`v >> 61`): the finite times, open ends near OPEN (and
+    OPEN plus a period), "always" starts near -OPEN. Each band's ranks are offsets from its least
+    instant, the bands one after the other: no sort needed. When the bands together span 2^31 ms
+    or more (about 25 days), the ranks index a sorted vocabulary of the instants instead."""
 
-    finite_lo: int
-    finite_span: int  # ranks below this are finite instants
-    open_lo: int
+    band_lo: np.ndarray  # per band (8 of them, by `v >> 61`): its least instant
+    band_offset: np.ndarray  # per band: the rank of its least instant
     vocabulary: np.ndarray | None = None
 
     @staticmethod
     def of(*arrays: np.ndarray) -> tuple["TimeRanks", list[np.ndarray]]:
-        present = [a for a in arrays if len(a)]
-        finite = [a[a < OPEN // 2] for a in present]
-        opened = [a[a >= OPEN // 2] for a in present]
-        f_lo, f_hi = _bounds(finite)
-        o_lo, o_hi = _bounds(opened)
-        span = f_hi - f_lo + 1
-        if span + (o_hi - o_lo) < 1 << 31:
-            tr = TimeRanks(f_lo, span, o_lo)
-            return tr, [np.where(a < OPEN // 2, a - f_lo, a - o_lo + span) for a in arrays]
-        times = np.unique(np.concatenate(arrays))
-        return TimeRanks(0, 0, 0, times), [np.searchsorted(times, a) for a in arrays]
+        allv = np.concatenate(arrays)
+        band = (allv >> 61) + 4  # 0..7
+        lo = np.zeros(8, np.int64)
+        span = np.zeros(8, np.int64)
+        for b in np.nonzero(np.bincount(band, minlength=8))[0]:
+            vals = allv[band == b]
+            lo[b], span[b] = vals.min(), int(vals.max()) - int(vals.min()) + 1
+        if int(span.sum()) < 1 << 31:
+            offset = np.cumsum(span) - span
+            tr = TimeRanks(lo, offset)
+            return tr, [a - lo[(a >> 61) + 4] + offset[(a >> 61) + 4] for a in arrays]
+        times = np.unique(allv)
+        return TimeRanks(lo, span, times), [np.searchsorted(times, a) for a in arrays]
 
     def times(self, ranks: np.ndarray) -> np.ndarray:
         if self.vocabulary is not None:
             return self.vocabulary[ranks]
-        return np.where(ranks < self.finite_span, ranks + self.finite_lo, ranks - self.finite_span + self.open_lo)
-
-
-def _bounds(parts: list[np.ndarray]) -> tuple[int, int]:
-    """(least, greatest) of the values of `parts`; (0, -1) when there are none."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return 0, -1
-    return min(int(p.min()) for p in parts), max(int(p.max()) for p in parts)
+        band = np.searchsorted(self.band_offset, ranks, side="right") - 1
+        return ranks - self.band_offset[band] + self.band_lo[band]
 
 
 def interval_join(a: Relation, b: Relation) -> Relation:
