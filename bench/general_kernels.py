@@ -8,7 +8,8 @@ every channel a genre and a rank as background, codes the elements once (as a ma
 per shape: the evaluator's ingest + advance per micro-batch of --batch events (the kernel time:
 what a bucket operator would spend), and the formatting of the rows (what the driver would spend).
 UC1 (specialised) runs `tefq.spark.kernels.intervals` the way the current-aggregate operator does.
-Figures: events / kernel second, rows, and the peak state rows.
+Figures: events / kernel second (CPU seconds of this process: on a shared machine wall time measures
+the load), rows, and the peak state rows.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ from tefq.spark.kernels.general.coding import Elements, code_columns  # noqa: E4
 from tefq.spark.kernels.general.local import LocalRun, coded_background  # noqa: E402
 from tefq.spark.kernels.general.rows import concat, format_rows  # noqa: E402
 from tefq.spark.kernels.intervals import Events, Intervals, apply_sorted_events, current_aggregates  # noqa: E402
+from tefq.spark.kernels.joins import Relation  # noqa: E402
+from tefq.spark.kernels.tick_aggregates import TickSpec, tick_rows  # noqa: E402
 from tefq.spark.planning.general import plan_general  # noqa: E402
 from tefq.syntax import parse  # noqa: E402
 
@@ -102,46 +105,61 @@ def run_shape(name: str, data, coded, bg, batch: int) -> dict:
     peak, kernel = 0, 0.0
     for lo, hi, final in batches(ts, batch, cq.every):
         el, terms = coded[lo // batch]
-        started = time.perf_counter()
+        started = time.process_time()
         run.ingest(el, terms)
         run.report_through(final)
-        kernel += time.perf_counter() - started
+        kernel += time.process_time() - started
         size = run.states[0].size()
         peak = max(peak, size["open_facts"] + size["closed_facts"] + size["events"] + size["pending"])
-    started = time.perf_counter()
+    started = time.process_time()
     rows = format_rows(cq, concat(run.out, cq))
-    return {"kernel_s": kernel, "format_s": time.perf_counter() - started, "rows": len(rows), "peak_state_rows": peak}
+    return {"kernel_s": kernel, "format_s": time.process_time() - started, "rows": len(rows), "peak_state_rows": peak}
 
 
-def run_uc1_specialised(data, coded, batch: int) -> dict:
-    """UC1 on `tefq.spark.kernels.intervals`, as the current-aggregate operator runs it per batch."""
+def watching_events(el: Elements, join: int, quit_: int) -> Events:
+    """UserFact's SINCE (join) / UNTIL (quit) events of a coded batch: identity (user, channel)."""
+    keep = np.nonzero((el.spo[:, 1] == join) | (el.spo[:, 1] == quit_))[0]
+    s, o = el.spo[keep, 0], el.spo[keep, 2]
+    return Events((el.spo[keep, 1] == quit_).astype(np.int64), el.ts[keep], el.order[keep], s * 1_000_003 + o,
+                  np.stack([s, o], axis=1), s ^ o)
+
+
+def run_specialised(data, coded, batch: int, spec: TickSpec | None) -> dict:
+    """UserFact on `tefq.spark.kernels.intervals`, as the specialised operators run it per batch:
+    spec None: UC1's counts (`current_aggregates`, the CURRENT operator); else the fact operator's
+    `tick_rows` (its seconds also alone, `ticks_s`)."""
     every = 60_000
     ts = data[0]
     join, quit_ = (int(code_columns(np.zeros(1), np.array([f"<{IPTV}{k}>"], object), np.array(["x"], object),
                                     np.array(["x"], object))[0].spo[0, 0]) for k in ("join", "quit"))
-    base, pending = Intervals.empty(1), None
+    base, pending = Intervals.empty(2), None
     done = tick_range(int(ts[0]), int(ts[-1]), 0, every)[0] - 1
-    kernel, rows = 0.0, 0
+    kernel, ticks_s, rows = 0.0, 0.0, 0
     for lo, hi, final in batches(ts, batch, every):
-        el: Elements = coded[lo // batch][0]
-        started = time.perf_counter()
-        keep = np.nonzero((el.spo[:, 1] == join) | (el.spo[:, 1] == quit_))[0]
-        s, o = el.spo[keep, 0], el.spo[keep, 2]
-        ev = Events((el.spo[keep, 1] == quit_).astype(np.int64), el.ts[keep], el.order[keep], s * 1_000_003 + o,
-                    o.reshape(-1, 1), s ^ o)
+        started = time.process_time()
+        ev = watching_events(coded[lo // batch][0], join, quit_)
         pending = ev if pending is None else Events.concat([pending, ev])
         if final > done:
             ticks = np.arange(done + 1, final + 1, dtype=np.int64) * every
-            now = pending.ts <= ticks[-1]
-            cur = apply_sorted_events(base, pending.take(pending.apply_order()).take(
-                np.nonzero(now[pending.apply_order()])[0])).intervals
-            agg = current_aggregates(cur, ticks)
-            rows += int((agg.count > 0).sum())
+            order = pending.apply_order()
+            now = pending.ts[order] <= ticks[-1]
+            cur = apply_sorted_events(base, pending.take(order[now])).intervals
+            tick_started = time.process_time()
+            if spec is None:
+                rows += int((current_aggregates(Intervals(cur.fid, cur.start, cur.end, cur.groups[:, 1:]),
+                                                ticks).count > 0).sum())
+            else:
+                rows += len(tick_rows(Relation(("user", "channel"), cur.groups, cur.start, cur.end), spec, None,
+                                      ticks))
+            ticks_s += time.process_time() - tick_started
             base = cur.take(np.nonzero(cur.end > ticks[-1])[0])
-            pending = pending.take(np.nonzero(~now)[0])
+            pending = pending.take(np.nonzero(pending.ts > ticks[-1])[0])
             done = final
-        kernel += time.perf_counter() - started
-    return {"kernel_s": kernel, "format_s": 0.0, "rows": rows, "peak_state_rows": len(base)}
+        kernel += time.process_time() - started
+    return {"kernel_s": kernel, "format_s": 0.0, "rows": rows, "peak_state_rows": len(base), "ticks_s": ticks_s}
+
+
+FACT_SUM = TickSpec(False, 60_000, (1,), (("t", "sum_duration", -1),))
 
 
 def main() -> None:
@@ -162,16 +180,18 @@ def main() -> None:
              for lo in range(0, n, args.batch)]
     bg = background(data[3][data[2] == f"<{IPTV}join>"])
     print(f"{n:,} elements (log + EPG), micro-batches of {args.batch:,}, EVERY PT1M, single process")
-    results = {"UC1 (specialised kernels)": run_uc1_specialised(data, coded, args.batch)}
+    results = {"UC1 (specialised kernels)": run_specialised(data, coded, args.batch, None),
+               "fact operator, SUM DURATION": run_specialised(data, coded, args.batch, FACT_SUM)}
     for name in SHAPES:
         if not args.only or any(o in name for o in args.only):
             results[name] = run_shape(name, data, coded, bg, args.batch)
     base = n / results["UC1 (specialised kernels)"]["kernel_s"]
-    print(f"{'shape':32s} {'kernel s':>9s} {'events/s':>11s} {'x UC1':>6s} {'format s':>9s} {'rows':>8s} {'state':>8s}")
+    print(f"{'shape':32s} {'kernel s':>9s} {'events/s':>11s} {'x UC1':>6s} {'format s':>9s} {'rows':>8s} {'state':>8s}"
+          f" {'ticks s':>8s}")
     for name, r in results.items():
         rate = n / r["kernel_s"]
         print(f"{name:32s} {r['kernel_s']:9.2f} {rate:11,.0f} {rate / base:6.2f} {r['format_s']:9.2f} {r['rows']:8,d}"
-              f" {r['peak_state_rows']:8,d}")
+              f" {r['peak_state_rows']:8,d} {r.get('ticks_s', float('nan')):8.2f}")
 
 
 if __name__ == "__main__":

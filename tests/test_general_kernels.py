@@ -20,7 +20,7 @@ from tefq.syntax import parse
 
 IPTV = "http://example.org/iptv#"
 EVERY = 10  # ms: the streams' times straddle many ticks
-AGED_EVERY = 250  # a multiple of 125 ms: open durations are summed as ages (sums.age_limbs), not per tick
+AGED_EVERY = 250  # a multiple of 125 ms: open durations are summed as ages (exact.age_limbs), not per tick
 PREFIX = f"PREFIX : <{IPTV}>\n"
 USER_FACT = "CONSTRUCT FACT UserFact {?user :watching ?channel .} (UNION (SINCE ?user :join ?channel) (UNTIL ?user :quit ?channel))\n"
 PROGRAM_FACT = ("CONSTRUCT FACT ProgramFact {?channel :showing ?program .}"

@@ -1,4 +1,4 @@
-"""The exact sums of the general kernels (tefq.spark.kernels.general.sums) against the oracle's
+"""The exact sums of the general kernels (tefq.spark.kernels.general.sums, kernels.exact) against the oracle's
 `aggregate`: SUM and AVG of any mix of numbers and non-numbers, split into partial totals and
 added back (the driver's merge); the age identity that sums open durations without a (fact, tick)
 pair; dense and sparse difference arrays alike."""
@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from tefq.oracle.expr import aggregate
-from tefq.spark.kernels.exact import limbs
-from tefq.spark.kernels.general.sums import (BINADE_VALUES, ExactTotal, age_limbs, binade, range_sums)
+from tefq.spark.kernels.exact import BINADE_VALUES, age_limbs, binade, limbs, range_sums
+from tefq.spark.kernels.general.sums import ExactTotal
 from tefq.spark.kernels.tick_aggregates import Layout
 
 # (doubles near the largest overflow the oracle's own fsum: left out)

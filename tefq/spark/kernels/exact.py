@@ -1,5 +1,10 @@
 """Exact sums of durations in seconds, bit for bit the oracle's `math.fsum`: each duration double
-is split into integer limbs, limbs are summed per cell, and the total is rounded once. Numpy only."""
+is split into integer limbs, limbs are summed per cell, and the total is rounded once. Numpy only.
+
+Sums over tick ranges are difference arrays (`range_sums`); the ages of open facts (`tau - start`
+at every tick of a range) sum per binade segment when every tick is the same instant modulo
+125 ms (`age_limbs`: O(ranges + cells)), else one term per (fact, tick) pair
+(`range_duration_limbs`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +18,13 @@ def members(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
     """The positions `lo_i, lo_i + 1, ..., lo_i + n_i - 1` of every range, concatenated."""
     first = np.cumsum(n) - n
     return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - first, n)
+
+
+def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges `[lo_i, hi_i)`: (owner i, position) of every member, owners in order."""
+    n = np.maximum(hi - lo, 0)
+    owner = np.repeat(np.arange(len(lo), dtype=np.int64), n)
+    return owner, members(lo, n)
 
 
 
@@ -86,5 +98,86 @@ def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.n
                         nt: int, chunk: int = 4_000_000) -> np.ndarray:
     """(ng, nt): per (group, tick index), the correctly rounded exact sum of `(tau - start) / 1000.0`
     over the facts of group `g` valid at ticks `lo <= k < hi` (`tau = t_first + k * every`, `rel =
-    start - t_first`)."""
-    return rounded(range_duration_limbs(g * nt, lo, hi - lo, rel, every, ng * nt, chunk)).reshape(ng, nt)
+    start - t_first`). Ticks the same instant modulo 125 ms: as ages (`age_limbs`), not per pair."""
+    if every % 125 == 0:
+        cells = np.arange(ng * nt, dtype=np.int64)
+        sums = age_limbs(lambda gi, k: gi * nt + k, g, lo, hi, rel, 0, every, cells, cells % nt, ng * nt)
+    else:
+        sums = range_duration_limbs(g * nt, lo, hi - lo, rel, every, ng * nt, chunk)
+    return rounded(sums).reshape(ng, nt)
+
+
+def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, at: np.ndarray,
+               size: int | None = None) -> np.ndarray:
+    """(k, len(at)): per cell of `at` (sorted), the sums of `values` (k, n) int64 over the ranges
+    [cells_lo, cells_hi) that cover it, exactly. Dense difference arrays over the `size` cells
+    when they are few next to the ranges, else sparse ones (sorted boundaries, running sums, a
+    search per cell): the cost follows the ranges."""
+    n = len(cells_lo)
+    if not n:
+        return np.zeros((len(values), len(at)), np.int64)
+    if size is not None and size <= 8 * n:
+        step = 2**53 // max(int(np.abs(values).max(initial=0)), 1)  # ranges whose float sums stay exact
+        if step >= min(n, 1 << 16):
+            return dense_range_sums(cells_lo, cells_hi, values, size, step)[:, at]
+    pos = np.concatenate([cells_lo, cells_hi])
+    order = np.argsort(pos, kind="stable")
+    run = np.cumsum(np.concatenate([values, -values], axis=1)[:, order], axis=1)
+    idx = np.searchsorted(pos[order], at, side="right") - 1
+    return np.where(idx >= 0, run[:, np.maximum(idx, 0)], 0)
+
+
+def dense_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, size: int,
+                     step: int) -> np.ndarray:
+    """(k, size): `range_sums` at every cell, by bincount over `step` ranges at a time (float64
+    sums of at most 2^53 in magnitude: exact), added up in int64."""
+    diff = np.zeros((len(values), size + 1), np.int64)
+    for first in range(0, len(cells_lo), step):
+        part = slice(first, first + step)
+        lo, hi = cells_lo[part], cells_hi[part]
+        for j, w in enumerate(values[:, part].astype(np.float64)):
+            diff[j] += (np.bincount(lo, w, minlength=size + 1) - np.bincount(hi, w, minlength=size + 1)).astype(np.int64)
+    return np.cumsum(diff[:, :size], axis=1)
+
+
+# ---------------------------------------------------------------- ages of open facts, exactly
+# An age of m ms is the double fl(m / 1000). In its binade j (2^j <= m/1000 < 2^(j+1), -10 <= j < 50)
+# that double times 2^62 (the limbs' scale) is exactly 2^59 * floor(m / 125) + V[j, m mod 125]
+# (no ties: 125 is odd). When every tick is the same instant modulo 125 ms, m mod 125 is one
+# number per open fact, so a range of ticks sums as: 2^59 * (count * tau - sum of u) / 125 with
+# u = start + (m mod 125), plus V per binade segment — difference arrays, no (fact, tick) pairs.
+LOWEST_BINADE = -10
+BINADE_BOUNDS = np.array([-(-1000 * 2**j // 1) if j >= 0 else -(-1000 // 2**-j)
+                          for j in range(LOWEST_BINADE, 51)], np.int64)  # ceil(1000 * 2^j)
+BINADE_VALUES = np.array([[(((r << (50 - j)) + 125) // 250) << (j + 10) for r in range(125)]
+                          for j in range(LOWEST_BINADE, 50)], np.int64)
+
+
+def binade(m: np.ndarray) -> np.ndarray:
+    """Row of BINADE_VALUES for ages of m ms (m = 0: the lowest; its value is 0 anyway)."""
+    return np.maximum(np.searchsorted(BINADE_BOUNDS, m, side="right") - 1, 0)
+
+
+def age_limbs(cell_of, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndarray, t_first: int,
+              every: int, at: np.ndarray, at_tick: np.ndarray, size: int | None = None) -> np.ndarray:
+    """(3, len(at)) limb sums, per cell `at` (tick index `at_tick`), of the ages `(tau - start) / 1000`
+    of open ranges (group g, ticks [ka, kb), tau = t_first + k * every); `cell_of(g, k)` gives a cell.
+    Requires `every % 125 == 0`."""
+    rho = (t_first - start) % 125
+    u_rel = start + rho - t_first  # (tau - u) / 125 = floor(age / 125)
+    lo, hi = cell_of(g, ka), cell_of(g, kb)
+    cnt, su = range_sums(lo, hi, np.stack([np.ones(len(ka), np.int64), u_rel]), at, size)
+    a = (cnt * (at_tick * every) - su) // 125
+    first = binade(t_first + ka * every - start)
+    last = binade(t_first + (kb - 1) * every - start)
+    r, j = expand(first, last + 1)
+    k1 = np.where(j == first[r], ka[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j]) // every), ka[r], kb[r]))
+    k2 = np.where(j == last[r], kb[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j + 1]) // every), ka[r], kb[r]))
+    seg = k1 < k2
+    r, j, k1, k2 = r[seg], j[seg], k1[seg], k2[seg]
+    v = BINADE_VALUES[j, rho[r]]
+    total = np.zeros((3, len(at)), np.int64)
+    total[:2] = range_sums(cell_of(g[r], k1), cell_of(g[r], k2), np.stack([v & 0xFFFFFFFF, v >> 32]), at, size)
+    total[1] += (a & 31) << 27
+    total[2] += a >> 5
+    return total

@@ -295,7 +295,8 @@ def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray,
                    chunk: int = 4_000_000) -> np.ndarray:
     """Per (group, tick): the correctly rounded exact sum of the facts' durations
     `(tau - start) / 1000.0` in seconds — bit for bit the oracle's `math.fsum` — with integer limbs
-    (tefq.spark.kernels.tick_aggregates) over every (fact, tick) pair, in chunks. `group_codes` are
+    (`exact.exact_duration_sums`: as ages per binade segment when the period is a multiple of
+    125 ms, else over every (fact, tick) pair, in chunks). `group_codes` are
     `current_aggregates(iv, ticks).group_codes`. Used only when `durations_exact` is False."""
     nt, ng = len(ticks), len(group_codes)
     if nt == 0 or ng == 0 or len(iv) == 0:

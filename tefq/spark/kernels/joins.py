@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.kernels.exact import members
+from tefq.spark.kernels.exact import expand
 from tefq.spark.kernels.intervals import OPEN
 
 
@@ -76,22 +76,47 @@ def key_ranks(*keys: np.ndarray) -> list[np.ndarray]:
     return np.split(inv, np.cumsum(sizes)[:-1])
 
 
-def time_ranks(*arrays: np.ndarray) -> tuple[np.ndarray | None, list[np.ndarray]]:
-    """(vocabulary, ranks of each array in it): order-preserving ranks below 2^32, to pack with a
-    key into one int64. Values already in [0, 2^31) (tick indices) are their own ranks: no
-    vocabulary (None)."""
-    present = [a for a in arrays if len(a)]
-    if present and min(int(a.min()) for a in present) >= 0 and max(int(a.max()) for a in present) < 1 << 31:
-        return None, [a.astype(np.int64) for a in arrays]
-    times = np.unique(np.concatenate(arrays))
-    return times, [np.searchsorted(times, a) for a in arrays]
+def dense_key(codes: np.ndarray) -> np.ndarray:
+    """An int64 key per row below 2^31, equal for equal rows, in the rows' order: one column
+    already in [0, 2^31) (row numbers, ranks) is its own key; else `key_ranks`."""
+    if codes.shape[1] == 1 and len(codes) and int(codes.min()) >= 0 and int(codes.max()) < 1 << 31:
+        return codes[:, 0].astype(np.int64)
+    return key_ranks(codes)[0]
 
 
-def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ranges `[lo_i, hi_i)`: (owner i, position) of every member, owners in order."""
-    n = np.maximum(hi - lo, 0)
-    owner = np.repeat(np.arange(len(lo), dtype=np.int64), n)
-    return owner, members(lo, n)
+@dataclass
+class TimeRanks:
+    """Order-preserving ranks below 2^31 of instants, to pack with a key into one int64, and back.
+    Instants fall into bands of 2^61 ms (`v >> 61`): the finite times, open ends near OPEN (and
+    OPEN plus a period), "always" starts near -OPEN. Each band's ranks are offsets from its least
+    instant, the bands one after the other: no sort needed. When the bands together span 2^31 ms
+    or more (about 25 days), the ranks index a sorted vocabulary of the instants instead."""
+
+    band_lo: np.ndarray  # per band (8 of them, by `v >> 61`): its least instant
+    band_offset: np.ndarray  # per band: the rank of its least instant
+    vocabulary: np.ndarray | None = None
+
+    @staticmethod
+    def of(*arrays: np.ndarray) -> tuple["TimeRanks", list[np.ndarray]]:
+        allv = np.concatenate(arrays)
+        band = (allv >> 61) + 4  # 0..7
+        lo = np.zeros(8, np.int64)
+        span = np.zeros(8, np.int64)
+        for b in np.nonzero(np.bincount(band, minlength=8))[0]:
+            vals = allv[band == b]
+            lo[b], span[b] = vals.min(), int(vals.max()) - int(vals.min()) + 1
+        if int(span.sum()) < 1 << 31:
+            offset = np.cumsum(span) - span
+            tr = TimeRanks(lo, offset)
+            return tr, [a - lo[(a >> 61) + 4] + offset[(a >> 61) + 4] for a in arrays]
+        times = np.unique(allv)
+        return TimeRanks(lo, span, times), [np.searchsorted(times, a) for a in arrays]
+
+    def times(self, ranks: np.ndarray) -> np.ndarray:
+        if self.vocabulary is not None:
+            return self.vocabulary[ranks]
+        band = np.searchsorted(self.band_offset, ranks, side="right") - 1
+        return ranks - self.band_offset[band] + self.band_lo[band]
 
 
 def interval_join(a: Relation, b: Relation) -> Relation:
@@ -104,21 +129,17 @@ def interval_join(a: Relation, b: Relation) -> Relation:
     if not len(a) or not len(b):
         return Relation.empty(names)
     ka, kb = key_ranks(a.columns(shared), b.columns(shared))
-    # Times as ranks in one vocabulary, so that (key, time) packs into one int64 sort key.
-    times = np.unique(np.concatenate([a.start, a.end, b.start, b.end]))
-
-    def packed(k: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return (k << 32) | np.searchsorted(times, t)
-
-    a_order = np.argsort(packed(ka, a.start), kind="stable")
-    b_order = np.argsort(packed(kb, b.start), kind="stable")
-    a, ka = a.take(a_order), ka[a_order]
-    b, kb = b.take(b_order), kb[b_order]
-    a_keys, b_keys = packed(ka, a.start), packed(kb, b.start)
+    # Times as order-preserving ranks, so that (key, time) packs into one int64 sort key.
+    _, (a_start, a_end, b_start, b_end) = TimeRanks.of(a.start, a.end, b.start, b.end)
+    a_keys, b_keys = (ka << 32) | a_start, (kb << 32) | b_start
+    a_order = np.argsort(a_keys, kind="stable")
+    b_order = np.argsort(b_keys, kind="stable")
+    a, a_keys, a_ends = a.take(a_order), a_keys[a_order], ((ka << 32) | a_end)[a_order]
+    b, b_keys, b_ends = b.take(b_order), b_keys[b_order], ((kb << 32) | b_end)[b_order]
     # b starting in [a.start, a.end)
-    o1, p1 = expand(np.searchsorted(b_keys, a_keys, "left"), np.searchsorted(b_keys, packed(ka, a.end), "left"))
+    o1, p1 = expand(np.searchsorted(b_keys, a_keys, "left"), np.searchsorted(b_keys, a_ends, "left"))
     # a starting in (b.start, b.end)
-    o2, p2 = expand(np.searchsorted(a_keys, b_keys, "right"), np.searchsorted(a_keys, packed(kb, b.end), "left"))
+    o2, p2 = expand(np.searchsorted(a_keys, b_keys, "right"), np.searchsorted(a_keys, b_ends, "left"))
     ia = np.concatenate([o1, p2])
     ib = np.concatenate([p1, o2])
     extra = [b.vars.index(v) for v in b.vars if v not in a.vars]
@@ -132,8 +153,8 @@ def coalesce(r: Relation) -> Relation:
     r = r.nonempty()
     if len(r) < 2:
         return r
-    key = key_ranks(r.codes)[0]
-    times, (srank, erank) = time_ranks(r.start, r.end)
+    key = dense_key(r.codes)
+    times, (srank, erank) = TimeRanks.of(r.start, r.end)
     order = np.argsort((key << 32) | srank, kind="stable")
     key, srank, erank = key[order], srank[order], erank[order]
     reach = np.maximum.accumulate((key << 32) | erank)  # running max end within a key (keys ascend)
@@ -142,7 +163,7 @@ def coalesce(r: Relation) -> Relation:
     firsts = np.nonzero(new)[0]
     ends = np.maximum.reduceat(erank, firsts)
     pick = order[firsts]
-    return Relation(r.vars, r.codes[pick], r.start[pick], ends if times is None else times[ends])
+    return Relation(r.vars, r.codes[pick], r.start[pick], times.times(ends))
 
 
 def derive(bodies: list[Relation], identity: tuple[str, ...], carried: Relation | None = None) -> Relation:

@@ -13,7 +13,8 @@ solution is *active* at the ticks of a set of time intervals:
 
 Activity intervals become tick-index ranges; COUNT and COUNT DISTINCT are difference arrays over
 the ranges merged per solution (per distinct value); SUM of `DURATION(?S, ?E)` (`?E` = tau while
-open) is summed exactly: each duration double is split into integer limbs, so the per-(group,
+open) is summed exactly: each duration double is split into integer limbs (open facts: as ages per
+binade segment, `exact.age_limbs`, when the ticks share their instant modulo 125 ms), so the per-(group,
 tick) sum is the correctly rounded exact sum — bit for bit the oracle's `math.fsum`.
 """
 from __future__ import annotations
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.kernels.exact import cell_sums, limbs, range_duration_limbs, rounded
+from tefq.spark.kernels.exact import age_limbs, limbs, range_duration_limbs, range_sums, rounded
+from tefq.spark.kernels.intervals import group_index
 from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.output import NumericRows
 
@@ -129,11 +131,7 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
     else:
         sid = idx
     gcodes = sol.codes[:, list(spec.group_cols)].reshape(len(sol), ngv)
-    if ngv:
-        codes, g = np.unique(gcodes[sid], axis=0, return_inverse=True)
-        g = g.reshape(-1).astype(np.int64)
-    else:
-        codes, g = np.zeros((1, 0), np.int64), np.zeros(len(sid), np.int64)
+    codes, g = group_index(gcodes[sid])  # groups in the order of their codes, as np.unique(axis=0)
     ng = len(codes)
     lay = Layout.of(g, ka, kb, ng)
     count = lay.counts(g, ka, kb)
@@ -150,7 +148,7 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
             values[alias] = lay.counts(mk[:, 0], ma, mb)[report]
         else:
             if sums is None:
-                sums = _duration_sums(sol, sid, g, ka, kb, ticks, d, lay)[:, report]
+                sums = _duration_sums(sol, sid, g, ka, kb, ticks, d, lay, report, ki)
             if spec.partial:
                 values.update(partial_sum(alias, op, sums, count[report]))
                 continue
@@ -170,19 +168,21 @@ def partial_sum(alias: str, op: str, sums: np.ndarray, count: np.ndarray) -> dic
 
 
 def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray, kb: np.ndarray,
-                   ticks: np.ndarray, d: int, lay: Layout, chunk: int = 4_000_000) -> np.ndarray:
-    """(3, cells) limb sums of `DURATION(?S, ?E)` in seconds over the active solutions, `?E` = tau
-    while the fact is open at tau. Ticks at or after the fact's end add the constant
-    `(e - s) / 1000` (difference arrays of limbs); earlier ticks add `(tau - s) / 1000`, summed
-    per (solution, tick) pair."""
-    s, e = sol.start[sid], sol.end[sid]
-    kc = np.clip(-((int(ticks[0]) - e) // d), ka, kb)  # first tick index at or after the end
+                   ticks: np.ndarray, d: int, lay: Layout, report: np.ndarray, report_k: np.ndarray) -> np.ndarray:
+    """(3, len(report)) limb sums of `DURATION(?S, ?E)` in seconds over the active solutions per
+    reported cell (tick index `report_k`), `?E` = tau while the fact is open at tau. Ticks at or
+    after the fact's end add the constant `(e - s) / 1000` (difference arrays of limbs); earlier
+    ticks add the age `(tau - s) / 1000`: when every tick is the same instant modulo 125 ms, as
+    ages summed per binade segment (`exact.age_limbs`: O(facts + cells)), else per (fact, tick) pair."""
+    s, e, t_first = sol.start[sid], sol.end[sid], int(ticks[0])
+    kc = np.clip(-((t_first - e) // d), ka, kb)  # first tick index at or after the end
     closed = kc < kb
-    lim = limbs((e[closed] - s[closed]) / 1000.0)
     gc = g[closed]
-    total = np.cumsum(cell_sums(lay.cell(gc, kc[closed]), lim, lay.size)
-                      - cell_sums(lay.cell(gc, kb[closed]), lim, lay.size), axis=1)
-    # The open part, in chunks of whole ranges so that the (solution, tick) pairs stay bounded.
+    total = range_sums(lay.cell(gc, kc[closed]), lay.cell(gc, kb[closed]),
+                       limbs((e[closed] - s[closed]) / 1000.0), report, lay.size)
     opened = kc > ka
+    if d % 125 == 0:
+        return total + age_limbs(lay.cell, g[opened], ka[opened], kc[opened], s[opened], t_first, d, report,
+                                 report_k, lay.size)
     return total + range_duration_limbs((lay.base - lay.lo)[g[opened]], ka[opened], (kc - ka)[opened],
-                                        s[opened] - int(ticks[0]), d, lay.size, chunk)
+                                        s[opened] - t_first, d, lay.size)[:, report]

@@ -20,10 +20,11 @@ import numpy as np
 
 from tefq.oracle.expr import aggregate
 from tefq.plan.logical import Aggregate
+from tefq.spark.kernels.exact import age_limbs, range_sums
 from tefq.spark.kernels.general.contributions import Aged, Contributions
 from tefq.spark.kernels.general.expressions import Values
-from tefq.spark.kernels.general.sums import (SMALL_INT, CellSums, ExactTotal, age_limbs, double_limbs, int_range_sums,
-                                             numeric_kinds, range_sums)
+from tefq.spark.kernels.general.sums import (SMALL_INT, CellSums, ExactTotal, double_limbs, int_range_sums,
+                                             numeric_kinds)
 from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.kernels.tick_aggregates import Layout
 

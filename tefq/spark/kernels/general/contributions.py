@@ -9,7 +9,7 @@ open (`?E = tau` while `tau < end`), so each solution splits in two:
 - **open** ticks before that: one contribution per (solution, tick) with `?E = min(end, tau)` —
   the bounded explosion, only for solutions whose dynamic FILTER or argument reads an open end.
   One case needs no explosion: SUM/AVG of `DURATION(?S, ?E)` of one item when every tick is the
-  same instant modulo 125 ms (`sums.age_limbs`): the open range stays one contribution, its
+  same instant modulo 125 ms (`exact.age_limbs`): the open range stays one contribution, its
   argument an *age* (`Aged`), summed exactly per tick from the start alone.
 
 Dynamic FILTERs drop contributions; the arguments are evaluated per contribution

@@ -112,17 +112,27 @@ class Env:
 def evaluate(expr: Expr, env: Env) -> Values:
     """`expr` at every row, as the oracle evaluates it."""
     if isinstance(expr, Var) and expr.name in env.terms and expr.name not in env.values:
-        vals, inv = env.decoded(expr.name)  # a term variable: its values, decoded once per distinct term
-        ok = np.array([x is not None for x in vals.tolist()], dtype=bool)
-        out = typed(Values("object", vals, ok)).take(inv)
-        out.inputs = inv
-        out.inputs_are_values = all(isinstance(x, (IRI, BNode)) for x in vals.tolist())
-        return out
+        return term_values(*env.decoded(expr.name))  # a term variable: decoded once per distinct term
     try:
         with np.errstate(all="ignore"):
             return vectorised(expr, env)
     except NotVectorised:
         return per_distinct(expr, env)
+
+
+def term_values(vals: np.ndarray, inv: np.ndarray) -> Values:
+    """A term column's values per row from its distinct values `vals` (None: unbound) and each
+    row's index `inv` among them. Only IRIs and blank nodes (one value per term, the usual key
+    column) need no pass per value beyond the type check."""
+    kinds = set(map(type, vals.tolist()))
+    if kinds <= {IRI, BNode}:
+        out = Values("object", vals, np.ones(len(vals), bool)).take(inv)
+        out.inputs, out.inputs_are_values = inv, True
+        return out
+    ok = np.array([x is not None for x in vals.tolist()], dtype=bool)
+    out = typed(Values("object", vals, ok)).take(inv)
+    out.inputs, out.inputs_are_values = inv, False
+    return out
 
 
 def passes(expr: Expr, env: Env) -> np.ndarray:

@@ -19,8 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from tefq.oracle.expr import arith
-from tefq.spark.kernels.exact import SCALE, limbs, rounded
-from tefq.spark.kernels.joins import expand
+from tefq.spark.kernels.exact import SCALE, limbs, range_sums, rounded
 from tefq.spark.kernels.general.expressions import Values
 
 _EXACT = Context(prec=1000)
@@ -111,28 +110,6 @@ def double_limbs(v: Values, kinds: np.ndarray) -> np.ndarray | None:
         return limbs(x)  # exact whenever it does not raise
     except ValueError:
         return None
-
-
-def range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, values: np.ndarray, at: np.ndarray,
-               size: int | None = None) -> np.ndarray:
-    """(k, len(at)): per cell of `at` (sorted), the sums of `values` (k, n) int64 over the ranges
-    [cells_lo, cells_hi) that cover it, exactly. Dense difference arrays over the `size` cells
-    when they are few next to the ranges (bincount: exact while the sums stay below 2^53), else
-    sparse ones (sorted boundaries, running sums, a search per cell): the cost follows the ranges."""
-    n = len(cells_lo)
-    if not n:
-        return np.zeros((len(values), len(at)), np.int64)
-    if size is not None and size <= 8 * n and int(np.abs(values).max(initial=0)) * n < 2**53:
-        out = np.empty((len(values), len(at)), np.int64)
-        for j, w in enumerate(values.astype(np.float64)):
-            d = np.bincount(cells_lo, w, minlength=size + 1) - np.bincount(cells_hi, w, minlength=size + 1)
-            out[j] = np.cumsum(d.astype(np.int64))[at]
-        return out
-    pos = np.concatenate([cells_lo, cells_hi])
-    order = np.argsort(pos, kind="stable")
-    run = np.cumsum(np.concatenate([values, -values], axis=1)[:, order], axis=1)
-    idx = np.searchsorted(pos[order], at, side="right") - 1
-    return np.where(idx >= 0, run[:, np.maximum(idx, 0)], 0)
 
 
 def int_range_sums(cells_lo: np.ndarray, cells_hi: np.ndarray, x: np.ndarray, at: np.ndarray,
@@ -238,46 +215,3 @@ def _objects(items: list) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
     out[:] = items
     return out
-
-
-# ---------------------------------------------------------------- ages of open facts, exactly
-# An age of m ms is the double fl(m / 1000). In its binade j (2^j <= m/1000 < 2^(j+1), -10 <= j < 50)
-# that double times 2^62 (the limbs' scale) is exactly 2^59 * floor(m / 125) + V[j, m mod 125]
-# (no ties: 125 is odd). When every tick is the same instant modulo 125 ms, m mod 125 is one
-# number per open fact, so a range of ticks sums as: 2^59 * (count * tau - sum of u) / 125 with
-# u = start + (m mod 125), plus V per binade segment — difference arrays, no (fact, tick) pairs.
-LOWEST_BINADE = -10
-BINADE_BOUNDS = np.array([-(-1000 * 2**j // 1) if j >= 0 else -(-1000 // 2**-j)
-                          for j in range(LOWEST_BINADE, 51)], np.int64)  # ceil(1000 * 2^j)
-BINADE_VALUES = np.array([[(((r << (50 - j)) + 125) // 250) << (j + 10) for r in range(125)]
-                          for j in range(LOWEST_BINADE, 50)], np.int64)
-
-
-def binade(m: np.ndarray) -> np.ndarray:
-    """Row of BINADE_VALUES for ages of m ms (m = 0: the lowest; its value is 0 anyway)."""
-    return np.maximum(np.searchsorted(BINADE_BOUNDS, m, side="right") - 1, 0)
-
-
-def age_limbs(cell_of, g: np.ndarray, ka: np.ndarray, kb: np.ndarray, start: np.ndarray, t_first: int,
-              every: int, at: np.ndarray, at_tick: np.ndarray, size: int | None = None) -> np.ndarray:
-    """(3, len(at)) limb sums, per cell `at` (tick index `at_tick`), of the ages `(tau - start) / 1000`
-    of open ranges (group g, ticks [ka, kb), tau = t_first + k * every); `cell_of(g, k)` gives a cell.
-    Requires `every % 125 == 0`."""
-    rho = (t_first - start) % 125
-    u_rel = start + rho - t_first  # (tau - u) / 125 = floor(age / 125)
-    lo, hi = cell_of(g, ka), cell_of(g, kb)
-    cnt, su = range_sums(lo, hi, np.stack([np.ones(len(ka), np.int64), u_rel]), at, size)
-    a = (cnt * (at_tick * every) - su) // 125
-    first = binade(t_first + ka * every - start)
-    last = binade(t_first + (kb - 1) * every - start)
-    r, j = expand(first, last + 1)
-    k1 = np.where(j == first[r], ka[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j]) // every), ka[r], kb[r]))
-    k2 = np.where(j == last[r], kb[r], np.clip(-((t_first - start[r] - BINADE_BOUNDS[j + 1]) // every), ka[r], kb[r]))
-    seg = k1 < k2
-    r, j, k1, k2 = r[seg], j[seg], k1[seg], k2[seg]
-    v = BINADE_VALUES[j, rho[r]]
-    total = np.zeros((3, len(at)), np.int64)
-    total[:2] = range_sums(cell_of(g[r], k1), cell_of(g[r], k2), np.stack([v & 0xFFFFFFFF, v >> 32]), at, size)
-    total[1] += (a & 31) << 27
-    total[2] += a >> 5
-    return total
