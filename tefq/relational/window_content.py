@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tefq.oracle.windowed.r2r import to_nt, to_rdflib
+from tefq.relational.literal_forms import rdflib_spelling
 
 WINDOW = "\x00w"  # the window-id column of every solution table (not a SPARQL variable)
 COLUMNS = ["ts", "s", "p", "o"]
@@ -98,7 +99,8 @@ def _assign(parts: Sequence[Part], instants: np.ndarray, t0: int, closed: bool) 
 
 class TermNormaliser:
     """rdflib's spelling of each literal (IRIs and blank nodes come back unchanged), remembered
-    across batches: windows overlap, so a batch meets most literals of the one before."""
+    across batches: windows overlap, so a batch meets most literals of the one before. Plain
+    doubles and dateTimes are spelled without building an rdflib term (`literal_forms`)."""
 
     def __init__(self, limit: int = 1_000_000) -> None:
         self.known: dict[str, str] = {}
@@ -109,7 +111,7 @@ class TermNormaliser:
             return term
         got = self.known.get(term)
         if got is None:
-            got = to_nt(to_rdflib(term))
+            got = rdflib_spelling(term) or to_nt(to_rdflib(term))
             if len(self.known) >= self.limit:
                 self.known.clear()
             self.known[term] = got
