@@ -109,6 +109,7 @@ class _BatchRun:
         self.batch = batch
         self.x = ev.expressions
         self._by_p: dict[str, pd.DataFrame] = {}
+        self._coded_by_p: dict[str, pd.DataFrame] = {}
 
     def unit(self) -> pd.DataFrame:
         """One empty solution per window (the join identity)."""
@@ -143,7 +144,8 @@ class _BatchRun:
         triples = list(node.triples or [])
         if not triples:
             return self.unit()
-        tables = [self.pattern(t) for t in triples]
+        coded = self.coded_patterns(triples)
+        tables = coded[0] if coded else [self.pattern(t) for t in triples]
         order = self.ev.orders.choose(self.ev.bgp_ids[id(node)], triples, [len(t) for t in tables]) \
             if len(tables) > 1 else [0]
         restore = order != sorted(order) and self.ev.order_sensitive
@@ -160,7 +162,31 @@ class _BatchRun:
         if restore:  # the rows as the query's own left-deep order gives them (merges keep left order)
             ids = [out[f"{_ROW_ID}{i}"].to_numpy() for i in reversed(range(len(tables)))]
             out = out.iloc[np.lexsort(ids)]
+        if coded:  # the terms back in place of their codes
+            return pd.DataFrame({c: out[c].to_numpy() if c == WINDOW else coded[1][out[c].to_numpy()]
+                                 for c in columns})
         return out[columns].reset_index(drop=True)
+
+    def coded_patterns(self, triples: list) -> tuple[list[pd.DataFrame], np.ndarray] | None:
+        """The patterns' solutions as int64 term codes (`Batch.coded_triples`: joins on integers
+        instead of strings), when every predicate is a constant, there is more than one pattern
+        and no background; None otherwise."""
+        if len(triples) < 2 or len(self.ev.background) or any(variable_name(t[1]) is not None for t in triples):
+            return None
+        shared = self.batch.coded_triples()
+        if shared is None:
+            return None
+        table, terms = shared
+        code = {nt: int(hits[0]) if len(hits) else -1
+                for nt in {to_nt(x) for t in triples for x in t if variable_name(x) is None}
+                for hits in [np.flatnonzero(terms == nt)]}
+        tables = []
+        for t in triples:
+            key = to_nt(t[1])
+            if key not in self._coded_by_p:
+                self._coded_by_p[key] = self.batch.with_predicate(key, table)
+            tables.append(_match(self._coded_by_p[key], t, [WINDOW], code.__getitem__))
+        return tables, terms
 
     def _triples_of(self, p) -> pd.DataFrame:
         if p is None:
@@ -326,12 +352,13 @@ def _columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return normalised(df.reindex(columns=columns))
 
 
-def _match(triples: pd.DataFrame, t, keys: list[str]) -> pd.DataFrame:
-    """The rows of a triple table matching pattern `t`, as solutions (`keys` kept)."""
+def _match(triples: pd.DataFrame, t, keys: list[str], cell=lambda nt: nt) -> pd.DataFrame:
+    """The rows of a triple table matching pattern `t`, as solutions (`keys` kept); `cell`: a
+    constant's N-Triples term as the table holds it (its code in a coded table)."""
     df = triples
     for col, x in (("s", t[0]), ("p", t[1]), ("o", t[2])):
         if variable_name(x) is None:
-            df = df[df[col] == to_nt(x)]
+            df = df[df[col] == cell(to_nt(x))]
     names: dict[str, str] = {}
     for col, x in (("s", t[0]), ("p", t[1]), ("o", t[2])):
         n = variable_name(x)
