@@ -27,6 +27,7 @@ from rdflib.term import Variable
 
 from tefq.errors import TefqError
 from tefq.oracle.windowed.r2r import Answer, to_nt
+from tefq.relational import coded_bgp
 from tefq.relational.aggregates import aggregate_columns
 from tefq.relational.algebra import bgp_nodes, correlated_aggregate, order_sensitive
 from tefq.relational.expressions import Expressions, calls_timestamp
@@ -145,7 +146,9 @@ class _BatchRun:
         if not triples:
             return self.unit()
         coded = self.coded_patterns(triples)
-        tables = coded[0] if coded else [self.pattern(t) for t in triples]
+        if coded is not None:
+            return self.coded_bgp(node, triples, *coded)
+        tables = [self.pattern(t) for t in triples]
         order = self.ev.orders.choose(self.ev.bgp_ids[id(node)], triples, [len(t) for t in tables]) \
             if len(tables) > 1 else [0]
         restore = order != sorted(order) and self.ev.order_sensitive
@@ -162,12 +165,27 @@ class _BatchRun:
         if restore:  # the rows as the query's own left-deep order gives them (merges keep left order)
             ids = [out[f"{_ROW_ID}{i}"].to_numpy() for i in reversed(range(len(tables)))]
             out = out.iloc[np.lexsort(ids)]
-        if coded:  # the terms back in place of their codes
-            return pd.DataFrame({c: out[c].to_numpy() if c == WINDOW else coded[1][out[c].to_numpy()]
-                                 for c in columns})
         return out[columns].reset_index(drop=True)
 
-    def coded_patterns(self, triples: list) -> tuple[list[pd.DataFrame], np.ndarray] | None:
+    def coded_bgp(self, node, triples: list, tables: list[coded_bgp.Columns], terms: np.ndarray) -> pd.DataFrame:
+        """`_BGP` on int64 term codes (`coded_bgp`): the same order, joins and row order."""
+        order = self.ev.orders.choose(self.ev.bgp_ids[id(node)], triples, [coded_bgp.size(t) for t in tables])
+        restore = order != sorted(order) and self.ev.order_sensitive
+        if restore:
+            tables = [{**t, f"{_ROW_ID}{i}": np.arange(coded_bgp.size(t))} for i, t in enumerate(tables)]
+        columns = list(dict.fromkeys(c for t in tables for c in t if not c.startswith(_ROW_ID)))
+        out = tables[order[0]]
+        for i in order[1:]:
+            if not coded_bgp.size(out):
+                break
+            out = coded_bgp.join(out, tables[i])
+        if not coded_bgp.size(out):
+            return empty(columns)
+        if restore:  # the rows as the query's own left-deep order gives them (merges keep left order)
+            out = coded_bgp.rows(out, np.lexsort([out[f"{_ROW_ID}{i}"] for i in reversed(range(len(tables)))]))
+        return coded_bgp.decoded(out, columns, terms, {WINDOW})
+
+    def coded_patterns(self, triples: list) -> tuple[list[coded_bgp.Columns], np.ndarray] | None:
         """The patterns' solutions as int64 term codes (`Batch.coded_triples`: joins on integers
         instead of strings), when every predicate is a constant, there is more than one pattern
         and no background; None otherwise."""
@@ -184,8 +202,9 @@ class _BatchRun:
         for t in triples:
             key = to_nt(t[1])
             if key not in self._coded_by_p:
-                self._coded_by_p[key] = self.batch.with_predicate(key, table)
-            tables.append(_match(self._coded_by_p[key], t, [WINDOW], code.__getitem__))
+                mask = self.batch.predicate_mask(key)
+                self._coded_by_p[key] = table if mask is None else coded_bgp.rows(table, np.flatnonzero(mask))
+            tables.append(coded_bgp.match(self._coded_by_p[key], t, [WINDOW], code.__getitem__, variable_name))
         return tables, terms
 
     def _triples_of(self, p) -> pd.DataFrame:
@@ -352,13 +371,12 @@ def _columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return normalised(df.reindex(columns=columns))
 
 
-def _match(triples: pd.DataFrame, t, keys: list[str], cell=lambda nt: nt) -> pd.DataFrame:
-    """The rows of a triple table matching pattern `t`, as solutions (`keys` kept); `cell`: a
-    constant's N-Triples term as the table holds it (its code in a coded table)."""
+def _match(triples: pd.DataFrame, t, keys: list[str]) -> pd.DataFrame:
+    """The rows of a triple table matching pattern `t`, as solutions (`keys` kept)."""
     df = triples
     for col, x in (("s", t[0]), ("p", t[1]), ("o", t[2])):
         if variable_name(x) is None:
-            df = df[df[col] == cell(to_nt(x))]
+            df = df[df[col] == to_nt(x)]
     names: dict[str, str] = {}
     for col, x in (("s", t[0]), ("p", t[1]), ("o", t[2])):
         n = variable_name(x)

@@ -40,7 +40,7 @@ class Batch:
     p_terms: np.ndarray | None = None
     coded: list[tuple[np.ndarray, np.ndarray]] | None = None
     rows: np.ndarray | None = None
-    shared: tuple[pd.DataFrame, np.ndarray] | None = field(default=None, repr=False)
+    shared: tuple[dict[str, np.ndarray], np.ndarray] | None = field(default=None, repr=False)
 
     def predicate_mask(self, p: str) -> np.ndarray | None:
         """Which triples have predicate `p` (None: all of them)."""
@@ -50,21 +50,19 @@ class Batch:
         mask = np.isin(self.p_codes, hits) if len(hits) else np.zeros(len(self.p_codes), bool)
         return None if mask.all() else mask
 
-    def with_predicate(self, p: str, table: pd.DataFrame | None = None) -> pd.DataFrame:
-        """The triples (or the rows of `table`, aligned with them) whose predicate is `p`."""
-        table = self.triples if table is None else table
+    def with_predicate(self, p: str) -> pd.DataFrame:
+        """The triples whose predicate is `p`."""
         mask = self.predicate_mask(p)
-        return table if mask is None else table[mask].reset_index(drop=True)
+        return self.triples if mask is None else self.triples[mask].reset_index(drop=True)
 
-    def coded_triples(self) -> tuple[pd.DataFrame, np.ndarray] | None:
+    def coded_triples(self) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
         """The triples as int64 codes into one array of terms (a term has one code in every
         position, so codes join as the terms do), made on first use; None without codes."""
         if self.coded is None or self.rows is None:
             return None
         if self.shared is None:
             codes, terms = shared_codes(self.coded)
-            table = pd.DataFrame({WINDOW: self.triples[WINDOW].to_numpy(),
-                                  **{c: k[self.rows] for c, k in zip(("s", "p", "o"), codes)}})
+            table = {WINDOW: self.triples[WINDOW].to_numpy(), **{c: k[self.rows] for c, k in zip(("s", "p", "o"), codes)}}
             self.shared = table, terms
         return self.shared
 
