@@ -17,6 +17,16 @@
    with a mix that changes phase four times (a structurally unstable stream), static against
    adaptive join order: whole-run and steady (median per batch) elements/s, rows checked equal.
    `--plot` draws the per-batch throughput of Q7-Q9 over event time, as Strider's Fig. 7/8.
+3. `--sensor-spark`: the sensor queries named by `--sensor-queries` (default a star, a chain, the
+   UNION and the 9-pattern one) on Spark against their limit, on the same files. The limit of a
+   sensor query is the in-process multi-window run (tefq.relational.multiwindow_run.run_batched,
+   the evaluator the operator runs, 2,000,000 assigned elements a pass, adaptive join order)
+   over the whole stream as one table, read before the timing (reading and writing are not
+   timed): no Spark, no process, no state between micro-batches. Then Spark's whole
+   `tefq run --engine spark` (a process, timed from outside), its CSV checked byte for byte
+   equal to the limit run's, its steady elements/s (its micro-batches' own times) and the
+   windowed operator's own compute seconds (TEFQ_SPARK_PROFILE). `--events 0` skips the sliding
+   count; `--sensor-data DIR` reuses a `tefq gen sensors` output (DIR/observations).
 The load average is printed at the start and the end: the machine is shared.
 """
 from __future__ import annotations
@@ -34,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tefq.analysis import load
@@ -58,6 +69,14 @@ def load_average() -> str:
 def read_parquet_dir(directory: str) -> pd.DataFrame:
     files = sorted(glob.glob(os.path.join(directory, "*.parquet")))
     return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+
+
+def read_categorical(directory: str) -> pd.DataFrame:
+    """The Parquet files of `directory` in name order (their tie order) as one table whose terms
+    are categorical, as the operator's direct ingestion hands them to the engine."""
+    files = sorted(glob.glob(os.path.join(directory, "*.parquet")))
+    table = pa.concat_tables([pq.read_table(f, read_dictionary=["s", "p", "o"]) for f in files])
+    return table.unify_dictionaries().combine_chunks().to_pandas()
 
 
 def single_pass(log: pd.DataFrame, range_ms: int = 60_000, step_ms: int = 10_000) -> pd.Series:
@@ -121,7 +140,7 @@ def spark_whole_run(log_dir: str, log: pd.DataFrame, tmp: str, join_order: str |
     want = {(w, o[1:-1] if o.startswith("<") else o, n) for w, o, n in limit_rows(counts)}  # CSV: IRIs bare
     assert rows == want, "Spark's run and the single pass disagree"
     batches = [b for b in json.loads(Path(metrics).read_text()).get("micro_batches", []) if b["rows"] and b["ms"]]
-    steady = statistics.median(b["rows"] / b["ms"] * 1000 for b in (batches[1:] or batches)) if batches else 0.0
+    steady = steady_rate(batches)
     return {"ingest": ingest, "events": len(log), "rows": len(got), "spark_s": secs, "limit_s": limit_s,
             "spark_events_per_s": len(log) / secs, "share_of_limit": limit_s / secs,
             "micro_batches": len(batches), "steady_events_per_s": steady,
@@ -167,6 +186,70 @@ def sensor_queries(stream: pd.DataFrame, batch_rows: int) -> tuple[list[dict], d
     return results, logs
 
 
+def sensor_spark(path: Path, stream_dir: str, stream: pd.DataFrame, repeat: int, tmp: str) -> dict:
+    """One sensor query: its limit (the in-process multi-window run, best of `repeat`), then
+    Spark's whole `tefq run` on the stream's files, CSVs checked byte for byte equal."""
+    import subprocess
+
+    from tefq.io.result_writers import results_text
+
+    doc = load(str(path))
+    runs = [timed(lambda: run_batched(doc, stream)) for _ in range(repeat)]
+    limit_s, want = min(secs for secs, _ in runs), results_text(list(runs[0][1]), "csv")
+    out, metrics = os.path.join(tmp, f"{path.stem}.csv"), os.path.join(tmp, f"{path.stem}-metrics.json")
+    profile = os.path.join(tmp, f"{path.stem}-profile.jsonl")
+    cmd = [sys.executable, "-m", "tefq", "run", str(path), "--stream", stream_dir, "--engine", "spark",
+           "--out", out, "--metrics", metrics, "--quiet"]
+    secs, _ = timed(lambda: subprocess.run(cmd, check=True, env={**os.environ, "TEFQ_SPARK_PROFILE": profile}))
+    with open(out, encoding="utf-8", newline="") as f:  # CSV rows end in CRLF
+        assert f.read() == want, f"{path.stem}: Spark's CSV and the limit run's differ"
+    batches = [b for b in json.loads(Path(metrics).read_text()).get("micro_batches", []) if b["rows"] and b["ms"]]
+    steady = steady_rate(batches)
+    return {"query": path.stem, "events": len(stream), "rows": len(runs[0][1][0].rows), "limit_s": limit_s,
+            "limit_events_per_s": len(stream) / limit_s, "spark_s": secs, "spark_events_per_s": len(stream) / secs,
+            "share_of_limit": limit_s / secs, "micro_batches": len(batches), "steady_events_per_s": steady,
+            "steady_share_of_limit": steady * limit_s / len(stream),
+            "operator_compute_s": sum(c["compute_s"] for c in operator_calls(profile))}
+
+
+def steady_rate(batches: list[dict]) -> float:
+    """Elements/s of the micro-batches after the first (all of them if there is one): their
+    input rows over their own durations (Spark's triggerExecution)."""
+    later = batches[1:] or batches
+    return sum(b["rows"] for b in later) / sum(b["ms"] for b in later) * 1000 if later else 0.0
+
+
+def operator_calls(profile: str) -> list[dict]:
+    """The windowed operator's calls in a TEFQ_SPARK_PROFILE file."""
+    if not os.path.exists(profile):
+        return []
+    with open(profile, encoding="utf-8") as f:
+        calls = [json.loads(line) for line in f if line.strip()]
+    return [c for c in calls if c.get("where") == "windowed_operator"]
+
+
+def sensor_spark_queries(a: argparse.Namespace, tmp: str) -> list[dict]:
+    base = a.sensor_data or os.path.join(a.data or tmp, f"sensors-{a.sensor_events}")
+    if not os.path.isdir(base):
+        from tefq.sensors.generator import SensorsConfig
+        from tefq.sensors.writer import generate
+
+        generate(SensorsConfig(events=a.sensor_events, mix=UNSTABLE, seed=1), base)
+    directory = os.path.join(base, "observations")
+    stream = read_categorical(directory)
+    results = []
+    for q in a.sensor_queries.split(","):
+        for path in sorted((ROOT / "examples" / "sensors").glob(f"{q}-*.rspql")):
+            r = sensor_spark(path, directory, stream, a.repeat, tmp)
+            results.append(r)
+            print(f"{r['query']:<26} {r['events']:,} el, {r['rows']:,} rows = the limit run's: limit "
+                  f"{r['limit_s']:.1f} s ({r['limit_events_per_s']:,.0f} el/s); Spark whole run {r['spark_s']:.1f} s "
+                  f"({r['spark_events_per_s']:,.0f} el/s) = {r['share_of_limit']:.3f} of the limit; steady "
+                  f"{r['steady_events_per_s']:,.0f} el/s over {r['micro_batches']} micro-batch(es) = "
+                  f"{r['steady_share_of_limit']:.3f}; operator compute {r['operator_compute_s']:.1f} s", flush=True)
+    return results
+
+
 def plot(logs: dict, path: str) -> None:
     import matplotlib
 
@@ -196,18 +279,21 @@ def data(args: argparse.Namespace, tmp: str) -> tuple[pd.DataFrame, pd.DataFrame
 
     base = args.data or tmp
     iptv, sensors = os.path.join(base, f"iptv-{args.events}"), os.path.join(base, f"sensors-{args.sensor_events}")
-    if not os.path.isdir(iptv):
+    if args.events and not os.path.isdir(iptv):
         gen_iptv(IptvConfig(events=args.events), iptv)
-    if not args.sensor_events:
-        return read_parquet_dir(os.path.join(iptv, "log")), pd.DataFrame()
+    log = read_parquet_dir(os.path.join(iptv, "log")) if args.events else pd.DataFrame()
+    if not (args.sensor_events and args.sensor_in_process):
+        return log, pd.DataFrame()
+    if args.sensor_data:
+        return log, read_parquet_dir(os.path.join(args.sensor_data, "observations"))
     if not os.path.isdir(sensors):
         gen_sensors(SensorsConfig(events=args.sensor_events, mix=UNSTABLE, seed=1), sensors)
-    return read_parquet_dir(os.path.join(iptv, "log")), read_parquet_dir(os.path.join(sensors, "observations"))
+    return log, read_parquet_dir(os.path.join(sensors, "observations"))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=1_000_000, help="IPTV log events")
+    ap.add_argument("--events", type=int, default=1_000_000, help="IPTV log events (0: skip the sliding count)")
     ap.add_argument("--sensor-events", type=int, default=1_000_000, help="sensor stream elements (0: skip)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--batch-rows", type=int, default=500_000, help="elements assigned to windows per pass")
@@ -222,6 +308,14 @@ def main() -> None:
     ap.add_argument("--spark-ingest", default="auto", metavar="PATHS",
                     help="Spark's ingestion path(s), comma-separated, run in turn in this order (auto, direct, "
                          "columnar, rows: `tefq run --ingest`; e.g. direct,rows for a same-run ratio)")
+    ap.add_argument("--sensor-spark", action="store_true",
+                    help="the sensor queries on Spark against their limit (the in-process multi-window run)")
+    ap.add_argument("--sensor-queries", default="q1,q2,q5,q9", metavar="QS",
+                    help="--sensor-spark's queries, examples/sensors by prefix (default: a star, a chain, the "
+                         "UNION, the 9-pattern one)")
+    ap.add_argument("--sensor-in-process", action=argparse.BooleanOptionalAction, default=True,
+                    help="the in-process static against adaptive comparison of every sensor query")
+    ap.add_argument("--sensor-data", metavar="DIR", help="a `tefq gen sensors` output to reuse (DIR/observations)")
     ap.add_argument("--data", metavar="DIR", help="generate into (and reuse from) DIR")
     ap.add_argument("--plot", metavar="PNG", help="static vs adaptive throughput of Q7-Q9 per batch")
     ap.add_argument("--json", metavar="PATH", help="write the figures as JSON")
@@ -229,41 +323,48 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="tefq-mw-")
     try:
         print(f"load average at start: {load_average()}", file=sys.stderr)
+        out = {"load_start": load_average()}
         log, stream = data(a, tmp)
-        out = {"load_start": load_average(), "sliding": sliding_count(log, a.repeat, a.batch_rows, tmp)}
-        s = out["sliding"]
-        print(f"sliding count, {s['events']:,} events, {s['rows']:,} rows: single pass {s['limit_s']:.2f} s "
-              f"({s['limit_events_per_s']:,.0f} ev/s), multi-window {s['engine_s']:.2f} s "
-              f"({s['engine_events_per_s']:,.0f} ev/s, steady {s['steady_events_per_s']:,.0f} ev/s, "
-              f"{s['batches']} batches) = {s['share_of_limit']:.2f} of the limit")
-        if a.spark:
-            runs = [spark_whole_run(os.path.join(a.data or tmp, f"iptv-{a.events}", "log"), log, tmp, None,
-                                    a.spark_files_per_trigger, ingest) for ingest in a.spark_ingest.split(",")]
-            out["spark"], out["spark_runs"] = runs[0], runs
-            for r in runs:
-                print(f"Spark whole run (tefq run --ingest {r['ingest']}), {r['events']:,} events, {r['rows']:,} rows "
-                      f"= the single pass: {r['spark_s']:.1f} s ({r['spark_events_per_s']:,.0f} ev/s); single pass "
-                      f"{r['limit_s']:.2f} s = {r['share_of_limit']:.3f} of the limit; steady "
-                      f"{r['steady_events_per_s']:,.0f} ev/s over {r['micro_batches']} micro-batch(es) = "
-                      f"{r['steady_share_of_limit']:.3f} of the limit")
-        if a.per_window:
-            out["per_window"] = window_by_window(log.iloc[:a.per_window], tmp)
-            p = out["per_window"]
-            print(f"first {p['events']:,} events: window by window {p['per_window_s']:.1f} s, multi-window "
-                  f"{p['engine_s']:.2f} s (x{p['per_window_s'] / p['engine_s']:.0f})")
-        if a.sensor_events:
+        if a.events:
+            sliding_part(a, log, tmp, out)
+        if a.sensor_events and a.sensor_in_process:
             out["sensors"], logs = sensor_queries(stream, a.sensor_batch_rows)
             for r in out["sensors"]:
                 print(f"{r['query']:<28} {r['rows']:>8,} rows  static {r['static_events_per_s']:>10,.0f} ev/s  "
                       f"adaptive {r['adaptive_events_per_s']:>10,.0f} ev/s  ({', '.join(r['adaptive_strategies'])})")
             if a.plot:
                 plot(logs, a.plot)
+        if a.sensor_spark:
+            out["sensors_spark"] = sensor_spark_queries(a, tmp)
         out["load_end"] = load_average()
         print(f"load average at end: {out['load_end']}", file=sys.stderr)
         if a.json:
             Path(a.json).write_text(json.dumps(out, indent=1))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sliding_part(a: argparse.Namespace, log: pd.DataFrame, tmp: str, out: dict) -> None:
+    """The sliding count in process, then (--spark) on Spark, --per-window against the oracle's loop."""
+    out["sliding"] = s = sliding_count(log, a.repeat, a.batch_rows, tmp)
+    print(f"sliding count, {s['events']:,} events, {s['rows']:,} rows: single pass {s['limit_s']:.2f} s "
+          f"({s['limit_events_per_s']:,.0f} ev/s), multi-window {s['engine_s']:.2f} s "
+          f"({s['engine_events_per_s']:,.0f} ev/s, steady {s['steady_events_per_s']:,.0f} ev/s, "
+          f"{s['batches']} batches) = {s['share_of_limit']:.2f} of the limit")
+    if a.spark:
+        runs = [spark_whole_run(os.path.join(a.data or tmp, f"iptv-{a.events}", "log"), log, tmp, None,
+                                a.spark_files_per_trigger, ingest) for ingest in a.spark_ingest.split(",")]
+        out["spark"], out["spark_runs"] = runs[0], runs
+        for r in runs:
+            print(f"Spark whole run (tefq run --ingest {r['ingest']}), {r['events']:,} events, {r['rows']:,} rows "
+                  f"= the single pass: {r['spark_s']:.1f} s ({r['spark_events_per_s']:,.0f} ev/s); single pass "
+                  f"{r['limit_s']:.2f} s = {r['share_of_limit']:.3f} of the limit; steady "
+                  f"{r['steady_events_per_s']:,.0f} ev/s over {r['micro_batches']} micro-batch(es) = "
+                  f"{r['steady_share_of_limit']:.3f} of the limit")
+    if a.per_window:
+        out["per_window"] = p = window_by_window(log.iloc[:a.per_window], tmp)
+        print(f"first {p['events']:,} events: window by window {p['per_window_s']:.1f} s, multi-window "
+              f"{p['engine_s']:.2f} s (x{p['per_window_s'] / p['engine_s']:.0f})")
 
 
 if __name__ == "__main__":

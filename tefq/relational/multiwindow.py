@@ -27,6 +27,7 @@ from rdflib.term import Variable
 
 from tefq.errors import TefqError
 from tefq.oracle.windowed.r2r import Answer, to_nt
+from tefq.relational import coded_bgp
 from tefq.relational.aggregates import aggregate_columns
 from tefq.relational.algebra import bgp_nodes, correlated_aggregate, order_sensitive
 from tefq.relational.expressions import Expressions, calls_timestamp
@@ -109,6 +110,7 @@ class _BatchRun:
         self.batch = batch
         self.x = ev.expressions
         self._by_p: dict[str, pd.DataFrame] = {}
+        self._coded_by_p: dict[str, pd.DataFrame] = {}
 
     def unit(self) -> pd.DataFrame:
         """One empty solution per window (the join identity)."""
@@ -143,6 +145,9 @@ class _BatchRun:
         triples = list(node.triples or [])
         if not triples:
             return self.unit()
+        coded = self.coded_patterns(triples)
+        if coded is not None:
+            return self.coded_bgp(node, triples, *coded)
         tables = [self.pattern(t) for t in triples]
         order = self.ev.orders.choose(self.ev.bgp_ids[id(node)], triples, [len(t) for t in tables]) \
             if len(tables) > 1 else [0]
@@ -161,6 +166,46 @@ class _BatchRun:
             ids = [out[f"{_ROW_ID}{i}"].to_numpy() for i in reversed(range(len(tables)))]
             out = out.iloc[np.lexsort(ids)]
         return out[columns].reset_index(drop=True)
+
+    def coded_bgp(self, node, triples: list, tables: list[coded_bgp.Columns], terms: np.ndarray) -> pd.DataFrame:
+        """`_BGP` on int64 term codes (`coded_bgp`): the same order, joins and row order."""
+        order = self.ev.orders.choose(self.ev.bgp_ids[id(node)], triples, [coded_bgp.size(t) for t in tables])
+        restore = order != sorted(order) and self.ev.order_sensitive
+        if restore:
+            tables = [{**t, f"{_ROW_ID}{i}": np.arange(coded_bgp.size(t))} for i, t in enumerate(tables)]
+        columns = list(dict.fromkeys(c for t in tables for c in t if not c.startswith(_ROW_ID)))
+        out = tables[order[0]]
+        for i in order[1:]:
+            if not coded_bgp.size(out):
+                break
+            out = coded_bgp.join(out, tables[i])
+        if not coded_bgp.size(out):
+            return empty(columns)
+        if restore:  # the rows as the query's own left-deep order gives them (merges keep left order)
+            out = coded_bgp.rows(out, np.lexsort([out[f"{_ROW_ID}{i}"] for i in reversed(range(len(tables)))]))
+        return coded_bgp.decoded(out, columns, terms, {WINDOW})
+
+    def coded_patterns(self, triples: list) -> tuple[list[coded_bgp.Columns], np.ndarray] | None:
+        """The patterns' solutions as int64 term codes (`Batch.coded_triples`: joins on integers
+        instead of strings), when every predicate is a constant, there is more than one pattern
+        and no background; None otherwise."""
+        if len(triples) < 2 or len(self.ev.background) or any(variable_name(t[1]) is not None for t in triples):
+            return None
+        shared = self.batch.coded_triples()
+        if shared is None:
+            return None
+        table, terms = shared
+        code = {nt: int(hits[0]) if len(hits) else -1
+                for nt in {to_nt(x) for t in triples for x in t if variable_name(x) is None}
+                for hits in [np.flatnonzero(terms == nt)]}
+        tables = []
+        for t in triples:
+            key = to_nt(t[1])
+            if key not in self._coded_by_p:
+                mask = self.batch.predicate_mask(key)
+                self._coded_by_p[key] = table if mask is None else coded_bgp.rows(table, np.flatnonzero(mask))
+            tables.append(coded_bgp.match(self._coded_by_p[key], t, [WINDOW], code.__getitem__, variable_name))
+        return tables, terms
 
     def _triples_of(self, p) -> pd.DataFrame:
         if p is None:

@@ -13,13 +13,14 @@ one-window evaluator gives them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from tefq.oracle.windowed.r2r import to_nt, to_rdflib
+from tefq.relational.literal_forms import rdflib_spelling
 
 WINDOW = "\x00w"  # the window-id column of every solution table (not a SPARQL variable)
 COLUMNS = ["ts", "s", "p", "o"]
@@ -29,23 +30,49 @@ COLUMNS = ["ts", "s", "p", "o"]
 class Batch:
     """The distinct triples of each window (`WINDOW`, s, p, o: N-Triples terms as rdflib prints
     them), every window id evaluated (empty windows included), and per window the latest
-    timestamp of each triple when the query calls `timestamp()`."""
+    timestamp of each triple when the query calls `timestamp()`. `coded`: per column (s, p, o)
+    each element's code and the terms, `rows`: each triple's element (`coded_triples`)."""
 
     triples: pd.DataFrame
     windows: np.ndarray
     stamps: dict[int, dict] | None = None
     p_codes: np.ndarray | None = None  # each triple's predicate, as an index into `p_terms`
     p_terms: np.ndarray | None = None
+    coded: list[tuple[np.ndarray, np.ndarray]] | None = None
+    rows: np.ndarray | None = None
+    shared: tuple[dict[str, np.ndarray], np.ndarray] | None = field(default=None, repr=False)
+
+    def predicate_mask(self, p: str) -> np.ndarray | None:
+        """Which triples have predicate `p` (None: all of them)."""
+        if self.p_codes is None or self.p_terms is None:
+            return (self.triples["p"] == p).to_numpy()
+        hits = np.flatnonzero(self.p_terms == p)
+        mask = np.isin(self.p_codes, hits) if len(hits) else np.zeros(len(self.p_codes), bool)
+        return None if mask.all() else mask
 
     def with_predicate(self, p: str) -> pd.DataFrame:
         """The triples whose predicate is `p`."""
-        if self.p_codes is None or self.p_terms is None:
-            return self.triples[self.triples["p"] == p].reset_index(drop=True)
-        hits = np.flatnonzero(self.p_terms == p)
-        if not len(hits):
-            return self.triples.iloc[:0]
-        mask = np.isin(self.p_codes, hits)
-        return self.triples if mask.all() else self.triples[mask].reset_index(drop=True)
+        mask = self.predicate_mask(p)
+        return self.triples if mask is None else self.triples[mask].reset_index(drop=True)
+
+    def coded_triples(self) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+        """The triples as int64 codes into one array of terms (a term has one code in every
+        position, so codes join as the terms do), made on first use; None without codes."""
+        if self.coded is None or self.rows is None:
+            return None
+        if self.shared is None:
+            codes, terms = shared_codes(self.coded)
+            table = {WINDOW: self.triples[WINDOW].to_numpy(), **{c: k[self.rows] for c, k in zip(("s", "p", "o"), codes)}}
+            self.shared = table, terms
+        return self.shared
+
+
+def shared_codes(coded: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Columns coded each into its own terms, recoded into one array of terms."""
+    merged, terms = pd.factorize(np.concatenate([t for _, t in coded]), use_na_sentinel=False)
+    merged = merged.astype(np.int64)
+    offsets = np.cumsum([0] + [len(t) for _, t in coded[:-1]])
+    return [merged[off + codes] for (codes, _), off in zip(coded, offsets)], np.asarray(terms, dtype=object)
 
 
 @dataclass(frozen=True)
@@ -98,7 +125,8 @@ def _assign(parts: Sequence[Part], instants: np.ndarray, t0: int, closed: bool) 
 
 class TermNormaliser:
     """rdflib's spelling of each literal (IRIs and blank nodes come back unchanged), remembered
-    across batches: windows overlap, so a batch meets most literals of the one before."""
+    across batches: windows overlap, so a batch meets most literals of the one before. Plain
+    doubles and dateTimes are spelled without building an rdflib term (`literal_forms`)."""
 
     def __init__(self, limit: int = 1_000_000) -> None:
         self.known: dict[str, str] = {}
@@ -109,7 +137,7 @@ class TermNormaliser:
             return term
         got = self.known.get(term)
         if got is None:
-            got = to_nt(to_rdflib(term))
+            got = rdflib_spelling(term) or to_nt(to_rdflib(term))
             if len(self.known) >= self.limit:
                 self.known.clear()
             self.known[term] = got
@@ -160,7 +188,7 @@ def batch(parts: Sequence[Part], instants: np.ndarray, t0: int = 0, predicates: 
     first = first_of_each(which * max(1, len(triple)) + triple[rows])  # a window's content is a set of triples
     rows, which = rows[first], which[first]
     triples = pd.DataFrame({WINDOW: instants[which], **_terms(coded, rows)})
-    return Batch(triples, instants, stamps, coded[1][0][rows], coded[1][1])
+    return Batch(triples, instants, stamps, coded[1][0][rows], coded[1][1], coded, rows)
 
 
 def first_of_each(key: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ Terms are in the oracle's normal form (tefq.io.validate.check_term), as the orac
 from __future__ import annotations
 
 import os
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -148,8 +149,17 @@ class Column:
                     self.faults[i] = f
                     norm[i] = None
             self.norm = pa.array(norm, pa.string())
-        self.dict_codes = term_codes(self.norm)
-        self.codes = self.dict_codes[self.idx] if len(self.dict_codes) else np.zeros(len(self.idx), np.int64)
+
+    # made on first use: a windowed plan without a join key never needs them (no hashing per term)
+    @cached_property
+    def dict_codes(self) -> np.ndarray:
+        """Per distinct value: its term's code (`term_codes`)."""
+        return term_codes(self.norm)
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        """Per row: its term's code."""
+        return self.dict_codes[self.idx] if len(self.dict_codes) else np.zeros(len(self.idx), np.int64)
 
     def equals(self, term: str) -> np.ndarray:
         import pyarrow.compute as pc
@@ -161,7 +171,7 @@ class Column:
         """Per row: the cell is null or not a term."""
         bad = self.idx < 0
         if self.faults:
-            flag = np.zeros(len(self.dict_codes), bool)
+            flag = np.zeros(len(self.norm), bool)
             flag[list(self.faults)] = True
             bad |= flag[np.maximum(self.idx, 0)] & (self.idx >= 0)
         return bad
