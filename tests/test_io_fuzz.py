@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tefq.errors import TefqError
@@ -36,6 +36,7 @@ cells = st.one_of(st.sampled_from(FRAGMENTS[:7] + ["<rel>", '"x"^^<http://www.w3
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.tuples(cells, cells, cells), min_size=1, max_size=5))
+@example(rows=[("<http://x/s>", "<http://x/s>", "<http://x/s> ")])  # spaces around a cell: found by CI
 def test_parquet_vectorised_check_agrees_with_the_term_parser(tmp_path, rows) -> None:
     """The Parquet reader's regex fast path and the Python parser accept and normalise alike."""
     import pyarrow as pa
@@ -49,7 +50,8 @@ def test_parquet_vectorised_check_agrees_with_the_term_parser(tmp_path, rows) ->
     expected: list | None = []
     for i, row in enumerate(rows):
         try:
-            terms = [normalise_term(t) for t in row]
+            # Spaces around a cell carry nothing, in every format (validate.check_term).
+            terms = [normalise_term(t.strip(" ")) for t in row]
             for t, role in zip(terms, "spo"):
                 check_position(t, role)
             expected.append((i, *terms))
