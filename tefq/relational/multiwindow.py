@@ -110,7 +110,7 @@ class _BatchRun:
         self.batch = batch
         self.x = ev.expressions
         self._by_p: dict[str, pd.DataFrame] = {}
-        self._coded_by_p: dict[str, pd.DataFrame] = {}
+        self._coded_by_p: dict[str, coded_bgp.Columns] = {}  # a predicate's coded triples
 
     def unit(self) -> pd.DataFrame:
         """One empty solution per window (the join identity)."""
