@@ -6,6 +6,7 @@ caret under the column.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -102,6 +103,9 @@ def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     if "Wrong basePath" in text:  # a checkpoint older than its identity record, moved (checkpoint_identity)
         return ("tefq: error: this checkpoint was moved or copied from where it was written (Spark's logs in it "
                 "name files by absolute path): move it back, or use a fresh --checkpoint")
+    if "JAVA_GATEWAY_EXITED" in text:  # pyspark's launcher: the JVM ended before it gave its port
+        return ("tefq: error: the Spark JVM stopped while starting (it was killed, ran out of memory, or Java "
+                "refused its options: see its messages above, `java -version` and JAVA_HOME)")
     if jvm_gone(e, text):
         resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
         return ("tefq: error: the Spark JVM stopped during the run (it was killed, or ran out of memory: see "
@@ -159,11 +163,31 @@ def free_bytes(path: str) -> int:
     return st.f_bavail * st.f_frsize
 
 
+# py4j's answer to a call whose connection broke: it logs the network error and raises this bare
+# line, with no Java trace (a Java exception always carries one).
+NO_ANSWER = re.compile(r"An error occurred while calling \S+")
+
+
 def jvm_gone(e: BaseException, text: str) -> bool:
-    """py4j lost its connection to the JVM (pyspark's EOFError, a refused or reset connection)."""
-    names = {type(x).__name__ for x in chain(e)}
+    """py4j lost its connection to the JVM (pyspark's EOFError, a refused or reset connection, a call
+    left without an answer), or the gateway's JVM process has exited."""
+    errors = chain(e)
+    names = {type(x).__name__ for x in errors}
     return bool(names & {"Py4JNetworkError", "EOFError", "ConnectionRefusedError", "ConnectionResetError",
-                         "BrokenPipeError"}) or "Answer from Java side is empty" in text
+                         "BrokenPipeError"}) or "Answer from Java side is empty" in text \
+        or any(type(x).__name__ == "Py4JError" and NO_ANSWER.fullmatch(str(x).strip()) for x in errors) \
+        or gateway_exited()
+
+
+def gateway_exited() -> bool:
+    """Whether this process started a Spark JVM that is no longer running (pyspark keeps the
+    launched process as `SparkContext._gateway.proc`)."""
+    import sys
+
+    pyspark = sys.modules.get("pyspark")  # never import Spark to explain a failure
+    gateway = getattr(getattr(pyspark, "SparkContext", None), "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    return proc is not None and proc.poll() is not None
 
 
 def chain(e: BaseException) -> list[BaseException]:

@@ -31,6 +31,10 @@ class Py4JNetworkError(Exception):
     pass
 
 
+class Py4JError(Exception):
+    """py4j's bare error: its answer to a call whose connection broke carries no Java trace."""
+
+
 def test_a_full_disk_names_the_option_and_path_on_the_full_device(tmp_path) -> None:
     err = Py4JJavaError("An error occurred while calling o51.awaitTermination.\n: java.io.IOException: No space "
                         "left on device\n\tat java.base/sun.nio.ch.FileDispatcherImpl.write0(Native Method)\n" * 20)
@@ -41,6 +45,12 @@ def test_a_full_disk_names_the_option_and_path_on_the_full_device(tmp_path) -> N
 def test_a_lost_jvm_and_other_failures_are_one_line() -> None:
     lost = Py4JNetworkError("Error while sending or receiving")
     assert "the Spark JVM stopped" in failure_message(lost)
+    unanswered = Py4JError("An error occurred while calling z:org.apache.spark.sql.streaming.Trigger.AvailableNow")
+    assert "the Spark JVM stopped" in failure_message(unanswered)  # CI, stop 34: killed between two calls
+    answered = Py4JError("An error occurred while calling o3.x. Trace:\npy4j.Py4JException: Method x does not exist")
+    assert failure_message(answered).startswith("tefq: internal error: Py4JError: An error occurred")
+    starting = RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
+    assert failure_message(starting).startswith("tefq: error: the Spark JVM stopped while starting")
     wrapped = RuntimeError("stopped")
     wrapped.__context__ = EOFError()
     assert "the Spark JVM stopped" in failure_message(wrapped)
