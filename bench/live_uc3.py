@@ -24,7 +24,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from live import TEFQ, by_tick, open_stream  # noqa: E402  (bench/live.py: the same streams and CSV reading)
+from live import TEFQ, open_stream  # noqa: E402  (bench/live.py: the same streams)
+from live_oracle import by_tick  # noqa: E402  (the CSV read by tick)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -160,8 +160,8 @@ class Restamper:
                                                                       wall_ms)
         span, n = wall_ms - low, len(ts)
         # Stamps in (low, wall_ms]: with more elements than milliseconds, none ties with the last
-        # stamp of the interval before (a tie across files is ordered by file, which a live Spark
-        # run reading two files in one micro-batch may not see: docs/live.md).
+        # stamp of the interval before (a tie across files is ordered by the files' arrival, which
+        # two files written in the same millisecond do not settle: docs/live.md, "Ties between files").
         out = low + 1 + ((span - 1) * np.arange(1, n + 1, dtype=np.int64)) // n
         self.last = int(out[-1])
         return out

@@ -229,7 +229,8 @@ def read_range(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBa
 
 def entry_batch(rows: list, url: str) -> pa.RecordBatch:
     """(row, element) pairs -> one Arrow batch (ts, s, p, o, file, row). Column by column: `zip(*rows)`
-    over a page of 10,000 pairs took twice as long (median 57.8 against 28.0 ms, docs/live.md)."""
+    over a page of 10,000 pairs took twice as long (median 57.8 against 28.0 ms,
+    docs/bench/2026-11-26-live-passes.md)."""
     columns = [pa.array([e[i] for _, e in rows], pa.int64() if i == 0 else pa.string()) for i in range(4)]
     return pa.RecordBatch.from_arrays(
         [*columns, pa.array([url] * len(rows), pa.string()), pa.array([n for n, _ in rows], pa.int64())],
