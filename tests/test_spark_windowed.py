@@ -92,7 +92,9 @@ def test_explain_physical_shows_partitioning_and_static_orders() -> None:
     sliding = explain_physical(load(str(ROOT / "examples" / "rspql" / "new-viewers.rspql")))
     assert "partitioning: by join key ?channel" in sliding and "Exchange hashpartitioning" in sliding
     q8 = explain_physical(load(str(ROOT / "examples" / "sensors" / "q8-chlorine-by-zone.rspql")))
-    assert "partitioning: one key" in q8 and "BGP 0, 8 pattern(s)" in q8
+    # no join key, one RSTREAM window: split by windows (RANGE 60 s / STEP 10 s: 4 x 6 windows a slab)
+    assert "partitioning: by window: 24 consecutive windows a slab" in q8 and "Exchange by window slab" in q8
+    assert "BGP 0, 8 pattern(s)" in q8
     order = q8.split("static order: ")[1].splitlines()[0].split("; ")
     assert len(order) == 8 and order[0].startswith("?obs")  # the observation star first, the zone chain last
     uc1 = explain_physical(load(str(ROOT / "usecases" / "uc1_csparql.rspql")))

@@ -12,6 +12,7 @@ in the state too, so backward AQP works across micro-batches wherever the operat
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +26,9 @@ from tefq.relational.multiwindow import MultiWindowEvaluator
 from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, SMALL_WINDOW, Source, WindowBatches, element_table
 from tefq.relational.window_content import COLUMNS
 from tefq.relational.windowed import IncrementalRun, Report, RunProgress
+
+
+Owned = Callable[[np.ndarray], np.ndarray]  # window closes -> whether this run evaluates each
 
 
 @dataclass
@@ -119,12 +123,14 @@ class IncrementalBatchedRun(IncrementalRun):
             st.external = appended(st.external, element_table(batch))
         return late
 
-    def due(self, st: FrameState, upto: int | None) -> list[np.ndarray]:
-        """Each query's windows closing after `done` and at or before `upto` (None: all)."""
+    def due(self, st: FrameState, upto: int | None, own: Owned | None = None) -> list[np.ndarray]:
+        """Each query's windows closing after `done` and at or before `upto` (None: all); `own`:
+        only the closes it keeps (a run split by windows, tefq.relational.partitioning.WindowSlabs)."""
         out = []
         for q in self.queries:
             closes = [due_closes(st.first, st.last, w.range_ms, w.step_ms, self.t0, st.done, upto) for w in q.windows]
-            out.append(np.unique(np.concatenate(closes)) if closes else np.zeros(0, np.int64))
+            mine = np.unique(np.concatenate(closes)) if closes else np.zeros(0, np.int64)
+            out.append(mine if own is None else mine[own(mine)])
         return out
 
     def advance(self, st: FrameState, upto: int | None) -> list[Report]:
@@ -132,12 +138,13 @@ class IncrementalBatchedRun(IncrementalRun):
         return [Report(r.query, r.tick, [tuple(canonical_cell(x) for x in row) for row in r.rows])
                 for r in self.evaluate_due(st, upto)]
 
-    def evaluate_due(self, st: FrameState, upto: int | None) -> list[Report]:
+    def evaluate_due(self, st: FrameState, upto: int | None, own: Owned | None = None) -> list[Report]:
         """`advance`, its rows' cells as SPARQL gave them (not yet canonical: a caller that
-        dictionary-encodes them canonicalises each distinct cell once, tefq.spark.windowed_output)."""
+        dictionary-encodes them canonicalises each distinct cell once, tefq.spark.windowed_output).
+        `own`: the windows this run evaluates, by their closes (`due`); the others are another's."""
         if st.first is None or st.last is None or st.flushed:
             return []
-        instants = self.due(st, upto)
+        instants = self.due(st, upto, own)
         self.attach(st)
         reports = []
         for c, i, ans in self.batches.due(instants):

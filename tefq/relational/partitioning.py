@@ -14,11 +14,19 @@ of elements that agree on the term at `?v`:
 * DISTINCT and RSP-QL's ISTREAM/DSTREAM compare whole rows: `?v` must be projected.
 Joins, OPTIONAL and MINUS then only combine solutions with the same `?v` term; SUM/AVG of doubles
 still add in the same row order (a group lives in one evaluator, its rows in their order).
+
+Without a join key, a query is split by its **windows** (`WindowSlabs`) when no window's report
+depends on another's: the document has one windowed query, with one window, reporting RSTREAM
+(ISTREAM/DSTREAM compare a window with the one before), that neither registers nor reads a
+stream. Windows are cut into slabs of consecutive ids, slab j evaluated by evaluator j mod B; an
+element goes to the evaluators of the windows it falls in (one, or two at a slab's edge). Each
+window is then evaluated whole, by one evaluator, on the same elements in the same order.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from rdflib.term import URIRef, Variable
 
 from tefq.relational.algebra import bgp_nodes, walk
@@ -81,4 +89,50 @@ def _positions(v: str, triples: list) -> JoinKey | None:
                    tuple(sorted(p for p, w in where.items() if w == "o")))
 
 
-__all__ = ["JoinKey", "join_key", "SPLITTABLE"]
+SLAB_RANGES = 4  # a slab spans this many RANGEs of windows: an element is in two slabs about 1/4 of the time
+
+
+@dataclass(frozen=True)
+class WindowSlabs:
+    """Window k (close `t0 + k·STEP + RANGE`, `t0` the run's) belongs to slab `k // per_slab`,
+    slab j to bucket j mod `buckets`."""
+
+    range_ms: int
+    step_ms: int
+    per_slab: int
+    buckets: int
+
+    def describe(self) -> str:
+        return (f"by window: {self.per_slab} consecutive windows a slab, slab j to bucket j mod {self.buckets} "
+                "(an element at a slab's edge to both)")
+
+    def bucket_of_windows(self, k: np.ndarray) -> np.ndarray:
+        return ((np.maximum(k, 0) // self.per_slab) % self.buckets).astype(np.int64)
+
+    def bucket_of_closes(self, closes: np.ndarray, t0: int) -> np.ndarray:
+        """The bucket that evaluates each window closing at `closes`."""
+        return self.bucket_of_windows((np.asarray(closes, np.int64) - t0 - self.range_ms) // self.step_ms)
+
+    def element_buckets(self, ts: np.ndarray, t0: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per element time: the bucket of its first window and of its last (equal unless the
+        element sits at a slab's edge). Windows are taken closed at both ends, whatever the
+        report semantics: an element at a close goes where that window is evaluated."""
+        rel = np.asarray(ts, np.int64) - t0
+        first = -((self.range_ms - rel) // self.step_ms)  # ceil((t - t0 - RANGE) / STEP)
+        last = rel // self.step_ms
+        return self.bucket_of_windows(first), self.bucket_of_windows(np.maximum(last, first))
+
+
+def window_slabs(queries, buckets: int) -> WindowSlabs | None:
+    """How the document's windowed queries split by windows (see the module's doc), or None."""
+    if buckets <= 1 or len(queries) != 1:
+        return None
+    q = queries[0]
+    if q.r2s != "rstream" or q.registers_stream or len(q.windows) != 1:
+        return None
+    w = q.windows[0]
+    per_range = -(-w.range_ms // w.step_ms)
+    return WindowSlabs(w.range_ms, w.step_ms, SLAB_RANGES * per_range, buckets)
+
+
+__all__ = ["JoinKey", "join_key", "SPLITTABLE", "WindowSlabs", "window_slabs"]

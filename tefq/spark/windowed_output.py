@@ -25,7 +25,7 @@ from tefq.results import QueryResult, Row, order_key
 from tefq.spark.output import paused_gc
 
 WINDOWED_ROWS = "wrows"  # + the windowed query's index
-CUMULATIVE = ("ticks", "events_in", "feedback_triples")  # a bucket state's running totals: the largest is the run's
+CUMULATIVE = ("events_in", "feedback_triples")  # a bucket state's running totals: the largest is the run's
 SUMMED = ("late_events", "bad_rows")  # per micro-batch and bucket: added up
 LATE_STREAM = "late_stream."  # + an input's index: its late elements in one micro-batch and bucket (added up)
 
@@ -135,10 +135,14 @@ class WindowedCollector:
                 for i, (name, cols) in enumerate(zip(self.names, self.columns))]
 
     def run_metrics(self) -> dict:
-        """The states' running totals (the largest seen: every bucket sees every heartbeat, and
-        windows are counted by bucket 0), the per-batch counts summed over micro-batches and
+        """The states' running totals (the largest seen: every bucket sees every heartbeat; the
+        windows, each bucket's largest added up), the per-batch counts summed over micro-batches and
         buckets (late elements, also per input: `late_stream.<index>`), and the join orders."""
         metrics: dict = {k: max((m.get(k, 0) for m in self.metrics), default=0) for k in CUMULATIVE}
+        ticks: dict[int, int] = {}  # per bucket its windows' running total (bucket 0's alone unless split by windows)
+        for m in self.metrics:
+            ticks[m.get("bucket", 0)] = max(ticks.get(m.get("bucket", 0), 0), m.get("ticks", 0))
+        metrics["ticks"] = sum(ticks.values())
         metrics.update(dict.fromkeys(SUMMED, 0))
         for m in self.metrics:
             for k, v in m.items():

@@ -15,6 +15,7 @@ micro-batch and per input stream (`late_stream.<index>`), the driver adds them u
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,9 @@ from tefq.spark.operators.base import Batch, BucketLogic, BucketState, StreamLim
 from tefq.spark.protocol import ELEMENT, Heartbeats, streams_of_keys
 from tefq.spark.windowed_output import paused_gc, windowed_rows_record
 from tefq.vocabulary import RunLimits
+
+if TYPE_CHECKING:
+    from tefq.relational.partitioning import WindowSlabs
 
 ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column -> IncrementalRun's
 WINDOWED_EVENTS = "events_read"  # bucket 0's events of this micro-batch (events_in is the state's running total)
@@ -47,8 +51,10 @@ class WindowedLogic(BucketLogic):
 
     data_kinds = ()
 
-    def __init__(self, doc: Document, t0: int, small: int, join_order: str = "adaptive") -> None:
+    def __init__(self, doc: Document, t0: int, small: int, join_order: str = "adaptive",
+                 slabs: WindowSlabs | None = None) -> None:
         self.doc, self.t0, self.small, self.join_order = doc, t0, small, join_order
+        self.slabs = slabs  # split by windows: a bucket evaluates its slabs' windows alone
 
     @cached_property
     def run(self):
@@ -82,6 +88,9 @@ class WindowedLogic(BucketLogic):
             keys = pdf["o"].to_numpy(np.int64)[at]
         elements = pdf.iloc[at][list(ELEMENT_COLUMNS)].rename(columns=ELEMENT_COLUMNS)
         late = self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0)
+        if self.slabs is not None and late.any():  # an element at a slab's edge is in two buckets: count it once
+            first, _ = self.slabs.element_buckets(elements["ts"].to_numpy(np.int64), self.t0)
+            late &= first == batch.bucket
         if late.any():
             count_late(st.windows, keys[late], batch)
 
@@ -91,16 +100,25 @@ class WindowedLogic(BucketLogic):
 
     def report_due(self, st: WindowedBucket, batch: Batch, lateness_ms: int) -> None:
         w = st.windows
-        reports = self.run.evaluate_due(w, None if batch.flush else (w.last - lateness_ms if w.last is not None
-                                                                     else None))
+        upto = None if batch.flush else (w.last - lateness_ms if w.last is not None else None)
+        reports = self.run.evaluate_due(w, upto, self.owned(batch.bucket))
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).append(r)
         batch.out.extend(windowed_rows_record(i, rs) for i, rs in by_query.items())
         batch.metrics["rows_out"] = sum(len(r.rows) for r in reports)
         batch.metrics["join_orders"] = self.run.join_orders(w)  # taken out before the state is saved
-        # the windows' running total, once: every bucket evaluates every window (the driver takes the largest)
-        batch.metrics["ticks"] = w.ticks if batch.bucket == 0 else 0
+        # the windows' running total: a bucket's own windows when split by windows, else every window
+        # (counted by bucket 0); the driver adds up each bucket's latest
+        batch.metrics["ticks"] = w.ticks if batch.bucket == 0 or self.slabs is not None else 0
+        batch.metrics["bucket"] = batch.bucket
+
+    def owned(self, bucket: int):
+        """The windows (by their closes) that `bucket` evaluates: all, unless split by windows."""
+        slabs, t0 = self.slabs, self.t0
+        if slabs is None:
+            return None
+        return lambda closes: slabs.bucket_of_closes(closes, t0) == bucket
 
     def snapshot(self, st: WindowedBucket, metrics: dict) -> None:
         w = st.windows  # running totals in the state: the driver keeps the largest
@@ -118,8 +136,9 @@ def count_late(w, keys: np.ndarray, batch: Batch) -> None:
 
 
 def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, small: int, limits: RunLimits = RunLimits(),
-                           join_order: str = "adaptive"):
+                           join_order: str = "adaptive", slabs: WindowSlabs | None = None):
     """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`.
-    `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches)."""
-    return bucket_operator(WindowedLogic(doc, t0, small, join_order), t0, lateness_ms, "windowed_operator",
+    `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches);
+    `slabs`: the plan's split by windows (tefq.relational.partitioning), if any."""
+    return bucket_operator(WindowedLogic(doc, t0, small, join_order, slabs), t0, lateness_ms, "windowed_operator",
                            limits=limits)

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 
 from tefq.plan.logical import Document
-from tefq.relational.partitioning import JoinKey
+from tefq.relational.partitioning import JoinKey, WindowSlabs
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -24,7 +24,8 @@ def small_window() -> int:
 @dataclass(frozen=True)
 class WindowedPlan:
     """Every windowed query of a document, run by one stateful operator. `key`: the join key the
-    elements are hash-partitioned by (over `buckets` buckets), or None: one bucket."""
+    elements are hash-partitioned by (over `buckets` buckets); else `slabs`: the windows are split
+    over the buckets, each element sent where its windows are evaluated; else one bucket."""
 
     queries: tuple[str, ...]
     windows: tuple[str, ...]  # per query, for explain
@@ -34,6 +35,7 @@ class WindowedPlan:
     query: str = "windowed"  # the pipeline's name (its directory under the checkpoint)
     buckets: int = 1
     key: JoinKey | None = None
+    slabs: WindowSlabs | None = None
     details: tuple[tuple[str, ...], ...] = ()  # per query: partitioning, state, rounds, join orders
     t0: int = 0  # the run's (bound by runtime/pipelines): elements before it only advance time
 
@@ -41,7 +43,10 @@ class WindowedPlan:
         preds = "any" if self.predicates is None else ", ".join(sorted(self.predicates))
         exchange = (f"  Exchange hashpartitioning(term at ?{self.key.variable}, {self.buckets}) (IRIs and blank "
                     "nodes by their hash, literals to bucket 0: one spelling, one bucket)"
-                    if self.key is not None else "  Exchange SinglePartition (bucket 0)")
+                    if self.key is not None else
+                    f"  Exchange by window slab ({self.slabs.per_slab} windows a slab, {self.buckets} buckets; "
+                    "an element at a slab's edge to both its buckets)" if self.slabs is not None
+                    else "  Exchange SinglePartition (bucket 0)")
         lines = [f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL / RSP-QL, spec §8) — report at window close",
                  SINK,
                  "  WindowedOperator: applyInPandasWithState; at event time >= close, every due window of a query in"
@@ -61,32 +66,33 @@ KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.docume
 def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
     """`buckets`: how many a join key spreads over (the session's shuffle partitions)."""
     from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
-    from tefq.relational.partitioning import join_key
+    from tefq.relational.partitioning import join_key, window_slabs
 
     run = IncrementalBatchedRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
     evaluators = run.batches.evaluators
     key = join_key(run.queries[0], evaluators[0].algebra) if len(run.queries) == 1 else None
+    slabs = window_slabs(run.queries, buckets or KEY_BUCKETS) if key is None else None
     descr, details = [], []
     for q, ev in zip(run.queries, evaluators):
         descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
                                 for w in q.windows) + f" -> {q.form.upper()}, {q.r2s.upper()}")
-        details.append(query_details(run, q, ev, key))
+        details.append(query_details(run, q, ev, key, slabs))
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
                         tuple(q.name for q in run.queries if q.registers_stream),
                         tuple(tuple(c) for c in run.columns),
-                        buckets=(buckets or KEY_BUCKETS) if key is not None else 1, key=key,
-                        details=tuple(details))
+                        buckets=slabs.buckets if slabs is not None else (buckets or KEY_BUCKETS) if key is not None
+                        else 1, key=key, slabs=slabs, details=tuple(details))
 
 
-def query_details(run, q, ev, key: JoinKey | None) -> tuple[str, ...]:
+def query_details(run, q, ev, key: JoinKey | None, slabs: WindowSlabs | None) -> tuple[str, ...]:
     """What explain says of one query: partitioning, state, rounds, each BGP's static order."""
     from tefq.relational.algebra import bgp_nodes
     from tefq.relational.join_order import static_order
 
     feedback = any(p.registers_stream for p in run.queries)
-    part = key.describe() if key is not None else \
+    part = key.describe() if key is not None else slabs.describe() if slabs is not None else \
         "one key (REGISTER STREAM feedback orders the windows)" if feedback else \
-        "one key (no join key: a variable in every pattern, in every GROUP BY, projected where rows are compared)"
+        "one key (no join key, and windows that depend on each other: ISTREAM/DSTREAM, several windows or queries)"
     out = [f"partitioning: {part}",
            f"state: elements with ts >= last close - {run.max_range} ms (windows not yet closed)",
            "rounds: by feedback (a window after the windows whose output it reads)" if feedback

@@ -25,7 +25,7 @@ from tefq.spark.runtime.encodings import ENCODINGS, Encoding, wire_schema
 from tefq.spark.runtime.fact_buckets import route_batch
 from tefq.spark.runtime.normal_cells import NormalCells
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
-from tefq.spark.runtime.windowed_rows import WindowedRows
+from tefq.spark.runtime.windowed_rows import WindowedRows, route_by_window
 
 class SparkRows:
     """Input: rows of Spark's projection (columns k, ts, o = the file's xxhash64, ..., x). `ranks`:
@@ -81,10 +81,13 @@ class Routing:
     only: int | None = None
     routes: tuple[int, ...] | None = None
 
+    windows: WindowedPlan | None = None  # a windowed plan split by its windows (`slabs`)
+
     @staticmethod
     def of(plan, only: int | None = None) -> "Routing":
         routes = plan.event_routes if isinstance(plan, FactAggregatePlan) else None
-        return Routing(plan.buckets, only, routes)
+        split = plan if isinstance(plan, WindowedPlan) and plan.slabs is not None else None
+        return Routing(plan.buckets, only, routes, split)
 
     @property
     def targets(self) -> list[int]:
@@ -92,6 +95,8 @@ class Routing:
         return list(range(self.buckets)) if self.only is None else [self.only]
 
     def route(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        if self.windows is not None:
+            return route_by_window(self.windows, rb, self.only)
         return rb if self.routes is None else route_batch(self.routes, self.buckets, rb, self.only)
 
 

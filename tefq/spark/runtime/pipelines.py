@@ -104,7 +104,7 @@ PIPELINES: dict[type, Pipeline] = {
     WindowedPlan: Pipeline(  # every C-SPARQL query of the document
         lambda df, plan, run: project_windowed(df, plan, run.t0),
         lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
-                                                      run.join_order),
+                                                      run.join_order, plan.slabs),
         lambda plan, run: replace(plan, t0=run.t0), coded_frames, WINDOWED_EVENTS),
 }
 

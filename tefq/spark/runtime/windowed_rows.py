@@ -38,6 +38,27 @@ def term_buckets(col: Column, buckets: int) -> np.ndarray:
     return np.where(node.to_numpy(zero_copy_only=False), hashed, 0).astype(np.int32)
 
 
+def route_by_window(plan: WindowedPlan, rb: pa.RecordBatch, only: int | None = None) -> pa.RecordBatch:
+    """`rb` with column `b` set for a plan split by windows (`plan.slabs`): each element to the
+    bucket of its first window, and a second copy to its last window's when that differs (a slab's
+    edge). Other rows keep theirs. `only`: bucket `only`'s rows alone (direct ingestion)."""
+    n = rb.num_rows
+    if plan.slabs is None or not n:
+        return rb
+    element = rb.column("k").to_numpy(zero_copy_only=False) == int(ELEMENT)
+    first, last = plan.slabs.element_buckets(rb.column("ts").to_numpy(zero_copy_only=False), plan.t0)
+    bucket = np.where(element, first, rb.column("b").to_numpy(zero_copy_only=False))
+    edge = np.flatnonzero(element & (last != first))
+    rows = np.concatenate([np.arange(n), edge])
+    b = np.concatenate([bucket, last[edge]])
+    if only is not None:
+        rows, b = rows[b == only], b[b == only]
+    order = np.argsort(rows, kind="stable")  # copies beside their originals: rows stay in stream order
+    out = rb.take(pa.array(rows[order]))
+    at = out.schema.get_field_index("b")
+    return out.set_column(at, out.schema.field(at), pa.array(b[order], out.schema.field(at).type))
+
+
 class WindowedRows(ElementRows):
     """The windowed plan's ELEMENT rows of a file's batch; `only`: bucket `only`'s alone."""
 
@@ -62,7 +83,8 @@ class WindowedRows(ElementRows):
     def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
         at = np.flatnonzero(self.elements(fb))
         bucket = self.buckets(fb, at)
-        if self.only is not None:  # the other buckets' rows are their operators' to encode
+        if self.only is not None and self.plan.slabs is None:  # the other buckets' rows are their operators'
+            # to encode (split by windows: the routing keeps this bucket's, route_by_window)
             mine = bucket == self.only
             at, bucket = at[mine], bucket[mine]
         keys = order.keys(fb.rank, fb.row0 == 0, at, fb.n)
