@@ -27,6 +27,10 @@
    equal to the limit run's, its steady elements/s (its micro-batches' own times) and the
    windowed operator's own compute seconds (TEFQ_SPARK_PROFILE). `--events 0` skips the sliding
    count; `--sensor-data DIR` reuses a `tefq gen sensors` output (DIR/observations).
+   `--sensor-warm-runs N`: also N runs of each query in one Spark session kept by this process
+   (tefq.spark.engine.run, after one run that starts the session's workers, not counted): the
+   steady rate of a micro-batch after the first when a run is a single micro-batch, as a
+   long-lived session (the tefq.spark API) sees it; each run's rows checked equal to the limit's.
 The load average is printed at the start and the end: the machine is shared.
 """
 from __future__ import annotations
@@ -212,6 +216,23 @@ def sensor_spark(path: Path, stream_dir: str, stream: pd.DataFrame, repeat: int,
             "operator_compute_s": sum(c["compute_s"] for c in operator_calls(profile))}
 
 
+def sensor_warm(path: Path, stream_dir: str, want_csv: str, runs: int) -> dict:
+    """`runs` runs of one sensor query in one Spark session, after one that starts its Python
+    workers (not counted): per run its micro-batches' elements/s (`steady_rate`), rows checked."""
+    from tefq.io.result_writers import results_text
+    from tefq.spark.engine import run
+    from tefq.spark.runtime.session import get_session
+
+    spark, doc, rates = get_session(), load(str(path)), []
+    for i in range(runs + 1):
+        got = run(doc, [stream_dir], spark=spark, progress=False)
+        assert results_text(got.results, "csv") == want_csv, f"{path.stem}: a warm run's CSV differs from the limit's"
+        batches = [b for b in got.metrics.extra.get("micro_batches", []) if b["rows"] and b["ms"]]
+        if i:
+            rates.append(steady_rate(batches))
+    return {"warm_runs": runs, "warm_steady_events_per_s": statistics.median(rates), "warm_steady_each": rates}
+
+
 def steady_rate(batches: list[dict]) -> float:
     """Elements/s of the micro-batches after the first (all of them if there is one): their
     input rows over their own durations (Spark's triggerExecution)."""
@@ -247,6 +268,13 @@ def sensor_spark_queries(a: argparse.Namespace, tmp: str) -> list[dict]:
                   f"({r['spark_events_per_s']:,.0f} el/s) = {r['share_of_limit']:.3f} of the limit; steady "
                   f"{r['steady_events_per_s']:,.0f} el/s over {r['micro_batches']} micro-batch(es) = "
                   f"{r['steady_share_of_limit']:.3f}; operator compute {r['operator_compute_s']:.1f} s", flush=True)
+            if a.sensor_warm_runs:
+                with open(os.path.join(tmp, f"{path.stem}.csv"), encoding="utf-8", newline="") as f:
+                    r.update(sensor_warm(path, directory, f.read(), a.sensor_warm_runs))
+                r["warm_steady_share_of_limit"] = r["warm_steady_events_per_s"] * r["limit_s"] / r["events"]
+                print(f"{'':<26} warm session, {a.sensor_warm_runs} runs: steady {r['warm_steady_events_per_s']:,.0f} "
+                      f"el/s (median; each {', '.join(f'{x:,.0f}' for x in r['warm_steady_each'])}) = "
+                      f"{r['warm_steady_share_of_limit']:.3f} of the limit", flush=True)
     return results
 
 
@@ -316,6 +344,9 @@ def main() -> None:
     ap.add_argument("--sensor-in-process", action=argparse.BooleanOptionalAction, default=True,
                     help="the in-process static against adaptive comparison of every sensor query")
     ap.add_argument("--sensor-data", metavar="DIR", help="a `tefq gen sensors` output to reuse (DIR/observations)")
+    ap.add_argument("--sensor-warm-runs", type=int, default=0, metavar="N",
+                    help="--sensor-spark: also N runs in one Spark session kept by this process, after one that "
+                         "starts it (the steady rate of a one-micro-batch run on a warm session)")
     ap.add_argument("--data", metavar="DIR", help="generate into (and reuse from) DIR")
     ap.add_argument("--plot", metavar="PNG", help="static vs adaptive throughput of Q7-Q9 per batch")
     ap.add_argument("--json", metavar="PATH", help="write the figures as JSON")
