@@ -269,6 +269,14 @@ class StreamTimes:
     elements: int
 
 
+def routed_rows(rb: pa.RecordBatch, rows: np.ndarray, buckets: np.ndarray) -> pa.RecordBatch:
+    """Rows `rows` of `rb` (a row repeated once per bucket it goes to), column `b` set to `buckets`."""
+    out = rb.take(pa.array(rows))
+    at = out.schema.get_field_index("b")
+    field = out.schema.field(at)
+    return out.set_column(at, field, pa.array(buckets, field.type))
+
+
 def heartbeat_rows(schema: pa.Schema, buckets: list[int], lo: int | None, hi: int | None, elements: int, bad: int,
                    streams: list[StreamTimes] | None = None) -> pa.RecordBatch:
     """Per bucket in `buckets`, one heartbeat per input stream the partition read (`streams`; by

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from tefq.spark.protocol import EVENT_KINDS, RowKind
+from tefq.spark.protocol import EVENT_KINDS, RowKind, routed_rows
 
 
 def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only: int | None = None) -> pa.RecordBatch:
@@ -37,7 +37,4 @@ def route_batch(routes: tuple[int, ...], buckets: int, rb: pa.RecordBatch, only:
         every = np.nonzero(bucket < 0)[0]
         rows = np.concatenate([single, np.tile(every, buckets)])
         b = np.concatenate([bucket[single], np.repeat(np.arange(buckets, dtype=np.int64), len(every))])
-    out = rb.take(pa.array(rows))
-    at = out.schema.get_field_index("b")
-    field = out.schema.field(at)
-    return out.set_column(at, field, pa.array(b, field.type))
+    return routed_rows(rb, rows, b)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tefq.spark.planning import WindowedPlan
-from tefq.spark.protocol import ELEMENT, FileTieOrder
+from tefq.spark.protocol import ELEMENT, FileTieOrder, routed_rows
 from tefq.spark.runtime.columnar import Column, FileBatch
 from tefq.spark.runtime.encodings import ElementRows
 
@@ -54,9 +54,7 @@ def route_by_window(plan: WindowedPlan, rb: pa.RecordBatch, only: int | None = N
     if only is not None:
         rows, b = rows[b == only], b[b == only]
     order = np.argsort(rows, kind="stable")  # copies beside their originals: rows stay in stream order
-    out = rb.take(pa.array(rows[order]))
-    at = out.schema.get_field_index("b")
-    return out.set_column(at, out.schema.field(at), pa.array(b[order], out.schema.field(at).type))
+    return routed_rows(rb, rows[order], b[order])
 
 
 class WindowedRows(ElementRows):
