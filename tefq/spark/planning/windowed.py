@@ -64,14 +64,15 @@ KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.docume
 
 
 def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
-    """`buckets`: how many a join key spreads over (the session's shuffle partitions)."""
+    """`buckets`: how many a split query spreads over (the session's shuffle partitions)."""
     from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
     from tefq.relational.partitioning import join_key, window_slabs
 
     run = IncrementalBatchedRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
     evaluators = run.batches.evaluators
+    split = buckets or KEY_BUCKETS  # the buckets a split query spreads over
     key = join_key(run.queries[0], evaluators[0].algebra) if len(run.queries) == 1 else None
-    slabs = window_slabs(run.queries, buckets or KEY_BUCKETS) if key is None else None
+    slabs = window_slabs(run.queries, split) if key is None else None
     descr, details = [], []
     for q, ev in zip(run.queries, evaluators):
         descr.append(" + ".join(f"FROM STREAM <{w.iri or 'default'}> [RANGE {w.range_ms} ms STEP {w.step_ms} ms]"
@@ -80,8 +81,8 @@ def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
                         tuple(q.name for q in run.queries if q.registers_stream),
                         tuple(tuple(c) for c in run.columns),
-                        buckets=slabs.buckets if slabs is not None else (buckets or KEY_BUCKETS) if key is not None
-                        else 1, key=key, slabs=slabs, details=tuple(details))
+                        buckets=split if key is not None or slabs is not None else 1, key=key, slabs=slabs,
+                        details=tuple(details))
 
 
 def query_details(run, q, ev, key: JoinKey | None, slabs: WindowSlabs | None) -> tuple[str, ...]:
