@@ -6,7 +6,7 @@
 1. The sliding count (RSP-QL, [RANGE PT60S STEP PT10S], COUNT of joins per channel) on
    `tefq gen iptv --events N`: the single pandas pass — keep the joins, assign each to its six
    windows, drop repeats inside a window (a window's content is a set), group by window and
-   channel — is the limit; then the multi-window run (tefq.relational.multiwindow_run) on the
+   channel — is the limit; then the multi-window run (tefq.spark.kernels.windowed.multiwindow_run) on the
    same table, rows checked equal. Best of --repeat, the two interleaved; the Parquet files are
    read once, before either (reading is not timed). `--spark` also times Spark's whole
    `tefq run --engine spark` (a process: start-up, reading, the windowed operator, the CSV) on
@@ -19,7 +19,7 @@
    `--plot` draws the per-batch throughput of Q7-Q9 over event time, as Strider's Fig. 7/8.
 3. `--sensor-spark`: the sensor queries named by `--sensor-queries` (default a star, a chain, the
    UNION and the 9-pattern one) on Spark against their limit, on the same files. The limit of a
-   sensor query is the in-process multi-window run (tefq.relational.multiwindow_run.run_batched,
+   sensor query is the in-process multi-window run (tefq.spark.kernels.windowed.multiwindow_run.run_batched,
    the evaluator the operator runs, 2,000,000 assigned elements a pass, adaptive join order)
    over the whole stream as one table, read before the timing (reading and writing are not
    timed): no Spark, no process, no state between micro-batches. Then Spark's whole
@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tefq.analysis import load
-from tefq.relational.multiwindow_run import run_batched
+from tefq.spark.kernels.windowed.multiwindow_run import run_batched
 
 ROOT = Path(__file__).resolve().parents[1]
 IPTV = "http://example.org/iptv#"
@@ -154,7 +154,7 @@ def spark_whole_run(log_dir: str, log: pd.DataFrame, tmp: str, join_order: str |
 def window_by_window(log: pd.DataFrame, tmp: str) -> dict:
     """Today's engine loop (the oracle's run() with the one-window vectorised R2R) vs the batches."""
     from tefq.oracle.windowed.runner import run
-    from tefq.relational.sparql import VectorEvaluator
+    from tefq.spark.kernels.windowed.sparql import VectorEvaluator
 
     doc = load(os.path.join(tmp, "sliding.rspql"))
     elements = list(log[["ts", "s", "p", "o"]].itertuples(index=False, name=None))

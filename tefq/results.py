@@ -1,7 +1,7 @@
 """What an engine run produces: rows per query, and the metrics of spec §7.
 
 A cell is an N-Triples term (see `tefq.terms`) or None for unbound. Numeric cells are canonical
-(`tefq.oracle.values.to_term`), so the oracle's and Spark's rows compare with `==`.
+(`tefq.semantics.values.to_term`), so the oracle's and Spark's rows compare with `==`.
 """
 from __future__ import annotations
 

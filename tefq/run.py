@@ -4,14 +4,14 @@
 `Query.run` (tefq.api) describe a run as a `RunRequest`; `execute` does the rest, once for all:
 
 1. the inputs checked: stream paths and the background file exist; in-memory events become an
-   Arrow table (tefq.io.staging);
+   Arrow table (tefq.io.run_inputs);
 2. the engine chosen (`--engine auto`: `choose_engine`);
 3. the options settled (`settle`): durations in ms, the tick bound checked (`RunLimits`),
    options the chosen engine would silently drop refused;
 4. the background read once (its predicates bind the document; its triples feed the oracle, its
    graph Spark) and the document bound;
 5. the inputs staged (standard input, `--stream-format`, tables; for Spark, as Parquet by the one
-   stager, tefq.io.stager) with ONE bad-row log for the run, and ONE of four runs (`RUNS`): the
+   stager, tefq.io.staging) with ONE bad-row log for the run, and ONE of four runs (`RUNS`): the
    oracle or Spark, native or simulated;
 6. the metrics completed (bad rows, wall time, rows out) and, when the request says where, the
    results and metrics written.
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tefq.io.rdf import Background
-    from tefq.io.staging import StagedStreams
+    from tefq.io.run_inputs import StagedStreams
 
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
@@ -154,7 +154,7 @@ class RunOutcome:
 # ---------------------------------------------------------------- the sequence
 def execute(request: RunRequest) -> RunOutcome:
     """Run `request` (see the module doc); bad input raises a located TefqError."""
-    from tefq.io.staging import stage
+    from tefq.io.run_inputs import stage
 
     paths, table = check_inputs(request)
     engine = choose_engine(request)
@@ -181,7 +181,7 @@ def execute(request: RunRequest) -> RunOutcome:
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
     """The stream paths (each must exist; `-` is standard input) or the in-memory events as a
     table; the background file must exist."""
-    from tefq.io.staging import events_table, is_paths
+    from tefq.io.run_inputs import events_table, is_paths
 
     if isinstance(request.t0, bool) or not isinstance(request.t0, int):
         raise TefqError(f"--t0 expects integer milliseconds, got {type(request.t0).__name__}", file="--t0")
@@ -203,7 +203,7 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
 
 def stream_paths(events: Any) -> list[str]:
     """The stream paths `events` names (`-`: standard input); none for in-memory events."""
-    from tefq.io.staging import is_paths
+    from tefq.io.run_inputs import is_paths
 
     if not is_paths(events):
         return []
@@ -360,7 +360,7 @@ class Job:
     log: BadRowLog  # the run's one log of bad rows: every engine and the stager record and count theirs here
 
     def spark_paths(self) -> list[str]:
-        from tefq.io.stager import as_parquet
+        from tefq.io.staging import as_parquet
 
         return as_parquet(self.staged, self.workdir, self.log)
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tefq.analysis import bind_text
 from tefq.errors import TefqError
 from tefq.oracle import run
-from tefq.oracle.allen import holds
+from tefq.semantics.allen import holds
 from tefq.plan.allen import RELATIONS, TOLERANCES
 from tefq.plan.explain import explain
 

@@ -1,4 +1,4 @@
-"""`tefq.relational.coded_bgp`: the coded join gives pandas.merge's rows in pandas.merge's order."""
+"""`tefq.spark.kernels.windowed.coded_bgp`: the coded join gives pandas.merge's rows in pandas.merge's order."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from rdflib import URIRef, Variable
 
-from tefq.relational import coded_bgp
-from tefq.relational.multiwindow import variable_name
+from tefq.spark.kernels.windowed import coded_bgp
+from tefq.spark.kernels.windowed.multiwindow import variable_name
 
 
 @pytest.mark.parametrize("keys", [1, 2, 3])

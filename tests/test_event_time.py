@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
 from spark_helpers import run_spark, spark  # noqa: E402,F401 (spark: the fixture)
 
-from tefq.io.staging import StagedStreams  # noqa: E402
+from tefq.io.run_inputs import StagedStreams  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
 from tefq.oracle import run as oracle_run  # noqa: E402
 from tefq.io.arrival import Arrival  # noqa: E402

@@ -10,7 +10,7 @@ from decimal import Decimal
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tefq.oracle.expr import aggregate
+from tefq.semantics.expressions import aggregate
 from tefq.spark.kernels.exact import BINADE_VALUES, age_limbs, binade, limbs, range_sums
 from tefq.spark.kernels.general.sums import ExactTotal
 from tefq.spark.kernels.tick_aggregates import Layout

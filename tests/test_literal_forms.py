@@ -1,11 +1,11 @@
-"""The plain xsd:double and xsd:dateTime spellings of `tefq.relational.literal_forms` are rdflib's."""
+"""The plain xsd:double and xsd:dateTime spellings of `tefq.spark.kernels.windowed.literal_forms` are rdflib's."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tefq.oracle.windowed.r2r import to_nt, to_rdflib
-from tefq.relational.literal_forms import rdflib_spelling
+from tefq.spark.kernels.windowed.literal_forms import rdflib_spelling
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 DIGITS = st.text("0123456789", min_size=1, max_size=20)

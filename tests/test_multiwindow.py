@@ -1,4 +1,4 @@
-"""The multi-window evaluator (tefq.relational.multiwindow, run by tefq.relational.multiwindow_run)
+"""The multi-window evaluator (tefq.spark.kernels.windowed.multiwindow, run by tefq.spark.kernels.windowed.multiwindow_run)
 against the windowed oracle, window by window: hypothesis-generated streams on sliding and
 tumbling windows with elements on the window borders, OPTIONAL / UNION / MINUS / subqueries /
 aggregates / ORDER BY + LIMIT / CONSTRUCT / feedback; every query of the one-window evaluator's
@@ -21,11 +21,11 @@ from tefq.errors import TefqError
 from tefq.oracle.windowed.runner import run
 from tefq.oracle.windowed.secret import DEFAULT
 from tefq.plan.logical import Document, StreamWindow, WindowedQuery
-from tefq.relational.join_order import JoinOrders, adaptive_order, edge_weights, shape_weight, static_order
-from tefq.relational.multiwindow import MultiWindowEvaluator
-from tefq.relational.multiwindow_run import element_table, run_batched
-from tefq.relational.sparql import VectorEvaluator
-from tefq.relational.window_content import Part, batch
+from tefq.spark.kernels.windowed.join_order import JoinOrders, adaptive_order, edge_weights, shape_weight, static_order
+from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator
+from tefq.spark.kernels.windowed.multiwindow_run import element_table, run_batched
+from tefq.spark.kernels.windowed.sparql import VectorEvaluator
+from tefq.spark.kernels.windowed.window_content import Part, batch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_sparql_vectorised import CSRBENCH, QUERIES, csrbench_doc, iptv_log  # noqa: E402
@@ -273,7 +273,7 @@ WN = "PREFIX sosa: <http://www.w3.org/ns/sosa/>\nPREFIX qudt: <http://qudt.org/s
 
 def _bgp(text: str) -> list:
     ev = MultiWindowEvaluator(WN + f"SELECT * WHERE {{ {text} }}")
-    from tefq.relational.algebra import bgp_nodes
+    from tefq.spark.kernels.windowed.algebra import bgp_nodes
 
     (node,) = bgp_nodes(ev.algebra)
     return list(node.triples)
@@ -340,8 +340,8 @@ def _drive(run, els: list, cuts: list[int]) -> list:
        path=st.sampled_from(["usecases/uc1_csparql.rspql", "examples/rspql/busy-channels.rspql",
                              "examples/rspql/new-viewers.rspql"]))
 def test_incremental_batched_run_equals_incremental_run(seed: int, cuts: list[int], path: str) -> None:
-    from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
-    from tefq.relational.windowed import IncrementalRun
+    from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
+    from tefq.spark.kernels.windowed.windowed import IncrementalRun
 
     d = load(str(ROOT / path))
     els = iptv_log(seed)

@@ -1,5 +1,5 @@
 """The planner's facts for the Spark windowed operator, Spark-free: which queries split by a join
-key (tefq.relational.partitioning), and the incremental run's state between micro-batches (the
+key (tefq.spark.kernels.windowed.partitioning), and the incremental run's state between micro-batches (the
 join-order memory survives a pickle, as it does in Spark's state store; only open windows'
 elements stay)."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_multiwindow import doc, ex, query  # noqa: E402
-from tefq.relational.multiwindow import MultiWindowEvaluator  # noqa: E402
-from tefq.relational.multiwindow_incremental import IncrementalBatchedRun, due_closes  # noqa: E402
-from tefq.relational.partitioning import join_key  # noqa: E402
+from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator  # noqa: E402
+from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun, due_closes  # noqa: E402
+from tefq.spark.kernels.windowed.partitioning import join_key  # noqa: E402
 
 
 def key_of(sparql: str, registers: bool = False):

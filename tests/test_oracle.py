@@ -9,9 +9,9 @@ import pytest
 from oracle_docs import (NS, SPEC_10_EVENTS, USER_FACT, CHANNEL, USER, c, document, ev, integer, iri, uc1, uc2,
                          uc3_doc, uc_doc)
 from tefq.oracle import prepare, run
-from tefq.oracle.expr import EvalError, aggregate, evaluate
+from tefq.semantics.expressions import EvalError, aggregate, evaluate
 from tefq.oracle.facts import TripleIndex, build_store
-from tefq.oracle.values import DateTime, IRI, to_term, to_value
+from tefq.semantics.values import DateTime, IRI, to_term, to_value
 from tefq.plan.logical import (Aggregate, AggregateQuery, Call, Clause, EventFact, Pattern, Projection, Term, Var,
                                WherePattern)
 from tefq.terms import XSD
@@ -288,7 +288,7 @@ def test_sum_and_avg_skip_non_numbers() -> None:
 
 
 def test_grouping_by_an_end_variable_regroups_every_tick() -> None:
-    from tefq.oracle.values import datetime_term
+    from tefq.semantics.values import datetime_term
 
     s, e = Var("S"), Var("E")
     q = _q((WherePattern("fact", Pattern(USER, c("watching"), CHANNEL), ("UserFact",), (s, e)),),
@@ -300,7 +300,7 @@ def test_grouping_by_an_end_variable_regroups_every_tick() -> None:
 
 
 def test_compiled_duration_agrees_with_evaluate() -> None:
-    from tefq.oracle.expr import compile_expr
+    from tefq.semantics.expressions import compile_expr
 
     expr = Call("DURATION", (Var("a"), Var("b")))
     env = {"a": f'"1970-01-01T00:00:01Z"^^<{XSD}dateTime>', "b": DateTime(3500)}

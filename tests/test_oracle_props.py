@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from oracle_docs import document, iri, uc1, uc2, uc3, USER_FACT, PROGRAM_FACT, VIEWSHIP_FACT
 from tefq.oracle import prepare, run
 from tefq.oracle.facts import TripleIndex, build_store
-from tefq.oracle.values import datetime_term, to_term  # noqa: F401  (cells are compared as terms)
+from tefq.semantics.values import datetime_term, to_term  # noqa: F401  (cells are compared as terms)
 
 INF = math.inf
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,7 +12,7 @@ from tefq.analysis import load
 from tefq.errors import TefqError
 from tefq.io.readers import read_stream
 from tefq.oracle.windowed.runner import run
-from tefq.relational.multiwindow_run import run_batched
+from tefq.spark.kernels.windowed.multiwindow_run import run_batched
 from tefq.sensors import model as m
 from tefq.sensors.generator import SensorsConfig
 from tefq.sensors.mix import parse_mix
@@ -150,8 +150,8 @@ def test_example_queries_parse_and_equal_the_oracle(path: Path, small_stream) ->
 
 
 def test_examples_cover_two_to_nine_patterns_stars_chains_and_a_union() -> None:
-    from tefq.relational.algebra import bgp_nodes
-    from tefq.relational.multiwindow import MultiWindowEvaluator
+    from tefq.spark.kernels.windowed.algebra import bgp_nodes
+    from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator
 
     sizes = []
     for path in EXAMPLES:

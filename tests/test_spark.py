@@ -58,7 +58,7 @@ def test_worked_example_uc2(spark, tmp_path):
     dbl = lambda x: f'"{x}"^^<{XSD}double>'  # noqa: E731
     integer = lambda x: f'"{x}"^^<{XSD}integer>'  # noqa: E731
     A, B = f"<{sd.IPTV}chA>", f"<{sd.IPTV}chB>"
-    from tefq.oracle.values import to_term
+    from tefq.semantics.values import to_term
 
     want_table = [(5000, A, 1, 4.0), (5000, B, 1, 2.0), (10000, A, 1, 9.0), (10000, B, 2, 2.5),
                   (15000, A, 1, 4.0), (15000, B, 3, 6.0)]

@@ -109,7 +109,7 @@ def test_bad_row_stops_the_run_with_file_and_row(spark, tmp_path, ingest):
 
 
 def test_auto_takes_direct_for_file_inputs(spark, tmp_path):
-    """Parquet files, and text files once staged as Parquet (tefq.io.stager.Stager), take direct
+    """Parquet files, and text files once staged as Parquet (tefq.io.staging.Stager), take direct
     ingestion for a CURRENT aggregate; `--ingest rows` the row path; all give the oracle's rows."""
     elements = random_stream(5, 60)
     (tmp_path / "t").mkdir()

@@ -11,7 +11,7 @@ from decimal import Decimal
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from tefq.oracle.expr import aggregate
+from tefq.semantics.expressions import aggregate
 from tefq.spark.kernels.exact import cell_sums, limbs
 from tefq.spark.kernels.general.expressions import Values
 from tefq.spark.kernels.general.rows import merged_extremes

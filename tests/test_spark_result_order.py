@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tefq.io.result_writers import csv_cell, plain_lexical
-from tefq.oracle.values import to_term
+from tefq.semantics.values import to_term
 from tefq.plan.logical import Call, Var
 from tefq.results import QueryResult, order_key
 from tefq.spark.kernels.general.rows import value_cells

@@ -19,7 +19,7 @@ import spark_docs as sd  # noqa: E402
 from spark_helpers import run_spark, spark  # noqa: E402,F401 (spark: the fixture)
 from test_spark_validate import write  # noqa: E402
 
-from tefq.io.staging import StagedStreams  # noqa: E402
+from tefq.io.run_inputs import StagedStreams  # noqa: E402
 from tefq.oracle import run as oracle_run  # noqa: E402
 from tefq.spark.operators.base import UnnamedElements  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402

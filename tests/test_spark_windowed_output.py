@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tefq.oracle.windowed.runner import canonical_cell
-from tefq.relational.windowed import Report
+from tefq.spark.kernels.windowed.windowed import Report
 from tefq.results import QueryResult
 from tefq.spark.windowed_output import WindowedCollector, ordered_rows, read_coded_rows, windowed_rows_record
 

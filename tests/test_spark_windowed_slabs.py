@@ -1,5 +1,5 @@
 """A windowed query without a join key, split by its windows over two buckets
-(tefq.relational.partitioning.WindowSlabs) on real Spark, against the windowed oracle: slabs of a
+(tefq.spark.kernels.windowed.partitioning.WindowSlabs) on real Spark, against the windowed oracle: slabs of a
 few windows so that a short log crosses several slab edges, timestamps on and next to window
 borders, several micro-batches, both ingestion paths, an aggregate without GROUP BY (its empty
 windows still report, once), and a late element at a slab's edge counted once."""

@@ -1,4 +1,4 @@
-"""The vectorised SPARQL evaluator (tefq.relational.sparql) against rdflib (the windowed oracle's R2R)
+"""The vectorised SPARQL evaluator (tefq.spark.kernels.windowed.sparql) against rdflib (the windowed oracle's R2R)
 window by window: every algebra construct on fixed windows, then hypothesis-generated windows, then
 whole windowed runs (UC1 in C-SPARQL with feedback, CSRBench Q1-Q7) through the oracle's `run()`."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tefq.errors import TefqError
 from tefq.oracle.windowed.r2r import Evaluator
-from tefq.relational.sparql import VectorEvaluator
+from tefq.spark.kernels.windowed.sparql import VectorEvaluator
 
 E = "http://e.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -92,7 +92,7 @@ def test_construct_equals_rdflib(name: str, window: str) -> None:
 
 def test_vectorised_paths_are_taken() -> None:
     """The common expressions do not go through rdflib's row-by-row evaluation."""
-    from tefq.relational import sparql
+    from tefq.spark.kernels.windowed import sparql
 
     calls = []
     original = sparql._Run._rowwise

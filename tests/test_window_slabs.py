@@ -1,4 +1,4 @@
-"""A windowed query split by its windows (tefq.relational.partitioning.WindowSlabs): every window
+"""A windowed query split by its windows (tefq.spark.kernels.windowed.partitioning.WindowSlabs): every window
 an element falls in is evaluated in one of the (at most two) buckets it is sent to, the split
 applies only where no window's report depends on another's, and the mapper's routing
 (runtime/windowed_rows.route_by_window) copies exactly the elements at a slab's edge."""
@@ -9,7 +9,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tefq.relational.partitioning import WindowSlabs, window_slabs
+from tefq.spark.kernels.windowed.partitioning import WindowSlabs, window_slabs
 
 
 def windows_holding(t: int, t0: int, range_ms: int, step_ms: int) -> list[int]:
@@ -41,7 +41,7 @@ def test_consecutive_windows_fill_a_slab_then_move_to_the_next_bucket() -> None:
 
 def test_only_queries_whose_windows_stand_alone_are_split(tmp_path) -> None:
     from tefq.analysis import load
-    from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
+    from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
 
     def queries(text: str):
         path = tmp_path / "q.rspql"

@@ -38,7 +38,7 @@ def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
 def fact_engine(engine: str, events: Any) -> str:
     """`engine`, or for "auto" the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events, else Spark
     (as `tefq facts --engine auto` and `Query.run` pick)."""
-    from tefq.io.staging import is_paths
+    from tefq.io.run_inputs import is_paths
     from tefq.run import AUTO_ORACLE_EVENTS, stream_paths
 
     if engine not in FACT_ENGINES:
@@ -57,8 +57,8 @@ def spark_inputs(events: Any) -> Iterator[list[str]]:
     TefqError naming it) and written as one Parquet file in a directory removed afterwards."""
     from tefq import cleanup
     from tefq.io.readers import read_table
-    from tefq.io.stager import write_parquet
-    from tefq.io.staging import EVENTS, events_table, is_paths
+    from tefq.io.staging import write_parquet
+    from tefq.io.run_inputs import EVENTS, events_table, is_paths
     from tefq.run import stream_paths
 
     if is_paths(events):

@@ -87,7 +87,7 @@ def fact_table(doc: Document, elements: Iterable[Element], background=None) -> F
 def event_elements(events: Any) -> list[Element]:
     """Stream paths or in-memory events as elements; bad rows are TefqErrors naming them."""
     from tefq.io.readers import read_stream, read_table
-    from tefq.io.staging import events_table, is_paths
+    from tefq.io.run_inputs import events_table, is_paths
     from tefq.run import stream_paths
 
     if is_paths(events):

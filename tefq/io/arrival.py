@@ -1,5 +1,5 @@
 """How a run's elements arrived (spec §6.1): in rounds of batches, each batch from one stream. The
-input layer (tefq.io.staging) describes it, the oracle's lateness rule (tefq.oracle.late) reads it."""
+input layer (tefq.io.run_inputs) describes it, the oracle's lateness rule (tefq.oracle.late) reads it."""
 from __future__ import annotations
 
 from collections.abc import Sequence

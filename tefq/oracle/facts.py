@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
-from tefq.oracle.expr import filters_pass
+from tefq.semantics.expressions import filters_pass
 from tefq.plan.logical import Clause, DerivedFact, Document, EventFact, Node, Pattern, Var, WherePattern
 from tefq.results import Metrics
 from tefq.vocabulary import Triple

@@ -25,9 +25,9 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from tefq.errors import TefqError
-from tefq.oracle.expr import EvalError, aggregate, compile_expr, evaluate, filters_pass, to_double
+from tefq.semantics.expressions import EvalError, aggregate, compile_expr, evaluate, filters_pass, to_double
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
-from tefq.oracle.values import DateTime, datetime_term, is_numeric, to_term, to_value
+from tefq.semantics.values import DateTime, datetime_term, is_numeric, to_term, to_value
 from tefq.plan.logical import AggregateQuery, Call, Expr, Var, WherePattern
 from tefq.plan.ticks import tick_index_at_or_after, tick_range
 from tefq.results import QueryResult, Row, order_key

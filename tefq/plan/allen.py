@@ -2,7 +2,7 @@
 
 A relation call in the logical plan is `Call("ALLEN:<REL>", (as, ae, bs, be, *tolerances))`: the
 four times are expressions; the tolerances, checked by the bind step, are integer-millisecond
-terms. The oracle (`tefq.oracle.allen`) gives them their meaning; this module only names them.
+terms. The oracle (`tefq.semantics.allen`) gives them their meaning; this module only names them.
 """
 from __future__ import annotations
 

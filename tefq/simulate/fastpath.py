@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from tefq.oracle.expr import EvalError, aggregate, evaluate
-from tefq.oracle.values import DateTime, datetime_term, to_term, to_value
+from tefq.semantics.expressions import EvalError, aggregate, evaluate
+from tefq.semantics.values import DateTime, datetime_term, to_term, to_value
 from tefq.plan.logical import AggregateQuery, Call, Document, Pattern, Term, Var
 from tefq.results import order_key
 

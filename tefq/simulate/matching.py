@@ -5,7 +5,7 @@ from collections import defaultdict
 from typing import Callable, Iterable, Iterator
 
 from tefq.plan.logical import Clause, EventFact, Fact, Node, Pattern, Term, Var
-from tefq.oracle.expr import filters_pass
+from tefq.semantics.expressions import filters_pass
 from tefq.oracle.facts import unify
 from tefq.vocabulary import Triple
 

@@ -17,8 +17,8 @@ from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, Fact, Var, WherePattern
 from tefq.plan.ticks import run_ticks
 from tefq.results import Metrics, QueryResult
-from tefq.oracle.expr import EvalError, aggregate, evaluate
-from tefq.oracle.values import DateTime, to_term
+from tefq.semantics.expressions import EvalError, aggregate, evaluate
+from tefq.semantics.values import DateTime, to_term
 from tefq.results import order_key
 from tefq.simulate.fastpath import compile_simple, start_terms
 from tefq.oracle.facts import unify

@@ -27,7 +27,7 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
 from tefq.io.redis_stream import is_redis_url
-from tefq.io.stager import Staging, stage_streams
+from tefq.io.staging import Staging, stage_streams
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
@@ -101,7 +101,7 @@ INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, eac
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, run: RunOptions, *,
                 operator: Callable | None = None,
                 ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
-    """The one driver loop of a bounded run over staged streams (`tefq.io.stager.stage_streams`): run
+    """The one driver loop of a bounded run over staged streams (`tefq.io.staging.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
     `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
     `ingest`: auto | columnar | direct | rows (runtime/ingest.choose_ingest, per plan)."""

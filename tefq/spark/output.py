@@ -5,7 +5,7 @@ value per aggregate alias (int64: an xsd:integer count; float64: an xsd:double) 
 with `rows_record`, together with the `code -> term` pairs it learnt (`terms_record`). Metrics,
 warnings and the fallback's ready-made rows travel as JSON (`json_record`). The driver feeds every
 record of the sink to a `Collector`, which formats the cells with the oracle's canonical terms
-(`tefq.oracle.values.to_term`) and the SELECT projections.
+(`tefq.semantics.values.to_term`) and the SELECT projections.
 
 Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`. The windowed operator's
 rows are columnar records of their own (tefq.spark.windowed_output: `WindowedCollector`). A plan
@@ -192,7 +192,7 @@ class Collector:
 
 
 def _to_term(v) -> str | None:
-    from tefq.oracle.values import to_term
+    from tefq.semantics.values import to_term
 
     return None if v is None else to_term(v)
 
@@ -253,14 +253,14 @@ def cell_ranks(cells: list) -> np.ndarray:
 
 
 def number_terms(uniq: np.ndarray) -> list[str]:
-    """Canonical terms (`tefq.oracle.values.to_term`) of int64 or float64 values, written by
+    """Canonical terms (`tefq.semantics.values.to_term`) of int64 or float64 values, written by
     Arrow's casts: integers exactly; doubles by their shortest round-trip digits, which are
     Python's repr wherever both are positional (repr is for 1e-4 <= |x| < 1e16); the rest by
     `to_term`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tefq.oracle.values import to_term
+    from tefq.semantics.values import to_term
     from tefq.terms import XSD_DOUBLE, XSD_INTEGER
 
     lexical = pc.cast(pa.array(uniq), pa.string())
@@ -338,7 +338,7 @@ def paused_gc() -> Iterator[None]:
 
 
 def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:
-    from tefq.oracle.expr import EvalError, evaluate
+    from tefq.semantics.expressions import EvalError, evaluate
 
     group_cols = {name: rows.groups[:, j].tolist() for j, name in enumerate(group_vars)}
     value_cols = {alias: (arr.tolist() if _is_int(arr) else [float(v) for v in arr.tolist()])

@@ -74,7 +74,7 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
     """Run every aggregate query of `doc` on Spark with facts simulated by `strategy`: the engine's
     driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators. `bad_row_log`:
     the run's one log of bad rows (as `engine.run`'s)."""
-    from tefq.io.stager import stage_streams
+    from tefq.io.staging import stage_streams
     from tefq.spark.engine import counted, run_bounded
     from tefq.spark.runtime.pipelines import RunOptions
     from tefq.spark.runtime.session import get_session

@@ -45,7 +45,7 @@ def windowed_rows_kind(query: int) -> str:
 
 
 def coded_rows(reports: Sequence) -> CodedRows:
-    """Reports (`tefq.relational.windowed.Report`: a tick and its rows, cells as SPARQL gave
+    """Reports (`tefq.spark.kernels.windowed.windowed.Report`: a tick and its rows, cells as SPARQL gave
     them) dictionary-encoded per column, each distinct cell made canonical once."""
     from tefq.oracle.windowed.runner import canonical_cell
 

@@ -10,8 +10,8 @@ import pytest
 
 import tefq
 from tefq.io.bad_rows import BadRow
-from tefq.io.stager import as_parquet
-from tefq.io.staging import events_table, stage
+from tefq.io.staging import as_parquet
+from tefq.io.run_inputs import events_table, stage
 
 pytestmark = pytest.mark.reliability
 
@@ -103,7 +103,7 @@ def test_uint64_timestamps_beyond_int64_are_a_timestamp_range_bad_row(query) -> 
 
 
 def test_the_table_staged_for_spark_is_checked_the_same_way(tmp_path) -> None:
-    """Spark reads in-memory events from a Parquet file tefq writes (tefq.io.stager.as_parquet):
+    """Spark reads in-memory events from a Parquet file tefq writes (tefq.io.staging.as_parquet):
     the same bad row, not an OverflowError while writing it."""
     staged = stage([], None, str(tmp_path), events_table(uint64_frame()))
     with pytest.raises(BadRow) as e:

@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from tefq.oracle.expr import aggregate, arith, double_sum, exact_sum
-from tefq.oracle.values import to_term
+from tefq.semantics.expressions import aggregate, arith, double_sum, exact_sum
+from tefq.semantics.values import to_term
 
 pytestmark = pytest.mark.reliability
 

@@ -28,7 +28,7 @@ Row = tuple[str | None, ...]
 
 _TIMESTAMP_FN = URIRef("urn:tefq:fn:timestamp")
 _timestamps: contextvars.ContextVar[dict] = contextvars.ContextVar("tefq_window_timestamps", default={})
-TIMESTAMP_FN, window_timestamps = _TIMESTAMP_FN, _timestamps  # public: tefq.relational.sparql evaluates windows too
+TIMESTAMP_FN, window_timestamps = _TIMESTAMP_FN, _timestamps  # public: tefq.spark.kernels.windowed.sparql evaluates windows too
 
 
 def _timestamp(s: Node, p: Node, o: Node) -> Literal:

@@ -132,7 +132,7 @@ def _agenda(queries: list[OracleQuery], first: int, last: int, t0: int, sem: Sem
 def report_instants(queries: list[OracleQuery], first: int, last: int, t0: int, sem: Semantics, max_ticks: int,
                     source: str) -> list[list[int]]:
     """Each query's report instants (sorted) over the events' span [first, last]: the agenda of
-    the oracle's loop and of the batched runs (tefq.relational.multiwindow_run)."""
+    the oracle's loop and of the batched runs (tefq.spark.kernels.windowed.multiwindow_run)."""
     out = []
     for q in queries:
         instants: set[int] = set()
@@ -153,7 +153,7 @@ def canonical_cell(cell: str | None) -> str | None:
     if cell is None or not cell.startswith('"') or "^^<http://www.w3.org/2001/XMLSchema#" not in cell:
         return cell
     try:
-        from tefq.oracle.values import is_numeric, to_term, to_value
+        from tefq.semantics.values import is_numeric, to_term, to_value
     except ImportError:
         return cell
     v = to_value(cell)
@@ -183,7 +183,7 @@ def r2s_rows(cells_list: list, previous: dict | None, op: str) -> tuple[list, di
     return ([] if previous is None else [cells for k, cells in previous.items() if k not in keyed]), keyed
 
 
-# The public seam for the incremental evaluator (tefq.relational.windowed): the same objects.
+# The public seam for the incremental evaluator (tefq.spark.kernels.windowed.windowed): the same objects.
 Stream, result_columns, names_stream = _Stream, _columns, _names_stream
 
 __all__ = ["run", "r2s_rows", "canonical_cell", "WindowedResults", "Stream", "result_columns", "names_stream",

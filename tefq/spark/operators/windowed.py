@@ -5,8 +5,8 @@ Its input is whole elements (`protocol.ELEMENT`, only those whose predicate some
 runtime/columns.project_windowed) and the heartbeats, which carry the event time every element
 read advances. The operator keeps the elements of the windows not yet closed (as tables); when
 event time (minus the lateness) passes window closes it evaluates every due window of a query in
-one vectorised pass, the window id one more join and group key (tefq.relational.multiwindow, run
-by tefq.relational.multiwindow_incremental), and feeds REGISTER STREAM output back round after
+one vectorised pass, the window id one more join and group key (tefq.spark.kernels.windowed.multiwindow, run
+by tefq.spark.kernels.windowed.multiwindow_incremental), and feeds REGISTER STREAM output back round after
 round, as the oracle's `run()` orders them. BGPs are joined in Strider's order (`join_order`:
 static or adaptive); each micro-batch's choices go out in its metrics (`join_orders`). The rows go
 out as one columnar record per query (tefq.spark.windowed_output); late elements are counted per
@@ -28,7 +28,7 @@ from tefq.spark.windowed_output import paused_gc, windowed_rows_record
 from tefq.vocabulary import RunLimits
 
 if TYPE_CHECKING:
-    from tefq.relational.partitioning import WindowSlabs
+    from tefq.spark.kernels.windowed.partitioning import WindowSlabs
 
 ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column -> IncrementalRun's
 WINDOWED_EVENTS = "events_read"  # bucket 0's events of this micro-batch (events_in is the state's running total)
@@ -39,7 +39,7 @@ class WindowedBucket(BucketState):
 
     def __init__(self) -> None:
         super().__init__()
-        from tefq.relational.multiwindow_incremental import FrameState
+        from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
 
         self.windows = FrameState()
 
@@ -59,7 +59,7 @@ class WindowedLogic(BucketLogic):
     @cached_property
     def run(self):
         """The parsed queries, once per operator instance (made where the operator runs)."""
-        from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
+        from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
 
         return IncrementalBatchedRun(self.doc, self.t0, small=self.small, join_order=self.join_order)
 
@@ -139,6 +139,6 @@ def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, small: int,
                            join_order: str = "adaptive", slabs: WindowSlabs | None = None):
     """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`.
     `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches);
-    `slabs`: the plan's split by windows (tefq.relational.partitioning), if any."""
+    `slabs`: the plan's split by windows (tefq.spark.kernels.windowed.partitioning), if any."""
     return bucket_operator(WindowedLogic(doc, t0, small, join_order, slabs), t0, lateness_ms, "windowed_operator",
                            limits=limits)

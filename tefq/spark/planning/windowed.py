@@ -1,7 +1,7 @@
 """The windowed plan: every C-SPARQL / RSP-QL (spec §8) query of a document, run by one stateful
 operator (`tefq.spark.operators.windowed`) that evaluates all due windows of a micro-batch in one
-vectorised pass (tefq.relational.multiwindow). Planning parses every query (syntax errors and
-unsupported algebra fail here), decides the partitioning (tefq.relational.partitioning: by a join
+vectorised pass (tefq.spark.kernels.windowed.multiwindow). Planning parses every query (syntax errors and
+unsupported algebra fail here), decides the partitioning (tefq.spark.kernels.windowed.partitioning: by a join
 key where sound, else one key) and computes each BGP's static join order for `explain`."""
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import os
 from dataclasses import dataclass
 
 from tefq.plan.logical import Document
-from tefq.relational.partitioning import JoinKey, WindowSlabs
+from tefq.spark.kernels.windowed.partitioning import JoinKey, WindowSlabs
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
 def small_window() -> int:
-    """The rdflib threshold of a lone due window (tefq.relational.window_batches.SMALL_WINDOW), or
+    """The rdflib threshold of a lone due window (tefq.spark.kernels.windowed.window_batches.SMALL_WINDOW), or
     TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
-    from tefq.relational.window_batches import SMALL_WINDOW
+    from tefq.spark.kernels.windowed.window_batches import SMALL_WINDOW
 
     return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
 
@@ -50,7 +50,7 @@ class WindowedPlan:
         lines = [f"SparkQuery {', '.join(self.queries)}: windowed (C-SPARQL / RSP-QL, spec §8) — report at window close",
                  SINK,
                  "  WindowedOperator: applyInPandasWithState; at event time >= close, every due window of a query in"
-                 " one vectorised pass, the window id one more join and group key (tefq.relational.multiwindow);"
+                 " one vectorised pass, the window id one more join and group key (tefq.spark.kernels.windowed.multiwindow);"
                  f" REGISTER STREAM feedback {', '.join(self.feedback) or '(none)'}"]
         for name, w, detail in zip(self.queries, self.windows, self.details or [()] * len(self.queries)):
             lines.append(f"    {name}: {w}")
@@ -65,8 +65,8 @@ KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.docume
 
 def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
     """`buckets`: how many a split query spreads over (the session's shuffle partitions)."""
-    from tefq.relational.multiwindow_incremental import IncrementalBatchedRun
-    from tefq.relational.partitioning import join_key, window_slabs
+    from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
+    from tefq.spark.kernels.windowed.partitioning import join_key, window_slabs
 
     run = IncrementalBatchedRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
     evaluators = run.batches.evaluators
@@ -87,8 +87,8 @@ def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
 
 def query_details(run, q, ev, key: JoinKey | None, slabs: WindowSlabs | None) -> tuple[str, ...]:
     """What explain says of one query: partitioning, state, rounds, each BGP's static order."""
-    from tefq.relational.algebra import bgp_nodes
-    from tefq.relational.join_order import static_order
+    from tefq.spark.kernels.windowed.algebra import bgp_nodes
+    from tefq.spark.kernels.windowed.join_order import static_order
 
     feedback = any(p.registers_stream for p in run.queries)
     part = key.describe() if key is not None else slabs.describe() if slabs is not None else \

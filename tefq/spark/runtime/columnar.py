@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from tefq.io.paths import local_path
-from tefq.io.stager import files_in_stream_order
+from tefq.io.staging import files_in_stream_order
 from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob
 

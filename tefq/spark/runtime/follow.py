@@ -26,7 +26,7 @@ from typing import Callable
 from pyspark.sql import SparkSession
 
 from tefq.io.bad_rows import BadRowLog
-from tefq.io.stager import stage_streams, wait_for_files
+from tefq.io.staging import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record

@@ -15,7 +15,7 @@ INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote i
 
 def parquet_only(stream_paths: list[str]) -> bool:
     """Every stream path holds Parquet files only (`stream_paths` after staging: text inputs are
-    staged as Parquet by then, tefq.io.stager.stage_streams)."""
+    staged as Parquet by then, tefq.io.staging.stage_streams)."""
     from tefq.io.readers import stream_files, stream_format
 
     return all({stream_format(f) for f in stream_files(p)} == {("parquet", False)} for p in stream_paths)

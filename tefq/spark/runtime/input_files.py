@@ -113,7 +113,7 @@ def input_files(stream_paths: list[str]) -> list[str]:
     directory with no file yet (--follow may start on one) has none, a Redis stream no file."""
     from tefq.io.readers import stream_files
     from tefq.io.redis_stream import is_redis_url
-    from tefq.io.stager import has_files
+    from tefq.io.staging import has_files
 
     return [os.path.abspath(f) for p in stream_paths
             if not is_redis_url(p) and (not os.path.isdir(p) or has_files(p)) for f in stream_files(p)]

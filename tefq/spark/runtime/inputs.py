@@ -9,7 +9,7 @@ from dataclasses import replace
 import pyarrow.parquet as pq
 
 from tefq.io.redis_stream import RedisStream, head, is_redis_url
-from tefq.io.stager import files_in_stream_order
+from tefq.io.staging import files_in_stream_order
 from tefq.spark.operators.base import StreamLimits
 from tefq.spark.runtime.pipelines import RunOptions
 from tefq.spark.runtime.ranks import is_ranked

@@ -46,7 +46,7 @@ class RunOptions:
     progress: bool = False
     background: list | None = None  # the background's rdflib triples (the fallback operator joins them)
     limits: RunLimits = RunLimits()
-    join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.relational.join_order)
+    join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.spark.kernels.windowed.join_order)
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
 
 
@@ -65,7 +65,7 @@ def coded_frames(batches) -> Iterator:
     """Direct ingestion of a general or windowed plan: the mapper's rows as one frame whose term
     columns are categorical (Arrow dictionaries: each distinct term one Python string), so the
     operator codes each distinct term once (kernels/general/coding.code_categorical; the windowed
-    engine's factorisation, tefq.relational.window_content), not each row's string."""
+    engine's factorisation, tefq.spark.kernels.windowed.window_content), not each row's string."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -10,7 +10,7 @@ import os
 
 from pyspark.sql import SparkSession
 
-from tefq.io.stager import files_in_stream_order
+from tefq.io.staging import files_in_stream_order
 from tefq.spark.protocol import MTIME_MASK, MTIME_SHIFT, PATH_HASH_MASK, STREAM_SHIFT
 from tefq.spark.runtime.spark_hash import xxhash64
 

@@ -2,7 +2,7 @@
 fh, row), plus a control source the engine uses to flush at the end of input.
 
 Spark reads Parquet files itself. Text streams (TSV, CSV, N-Quads, TriG, YABench `.stream`, also
-`.gz`) reach it staged as Parquet by the one stager, tefq.io.stager (checked by tefq's readers on
+`.gz`) reach it staged as Parquet by the one stager, tefq.io.staging (checked by tefq's readers on
 the driver, bad rows in the run's one log)."""
 from __future__ import annotations
 

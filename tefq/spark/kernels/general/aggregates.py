@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from tefq.oracle.expr import aggregate
+from tefq.semantics.expressions import aggregate
 from tefq.plan.logical import Aggregate
 from tefq.spark.kernels.exact import age_limbs, range_sums
 from tefq.spark.kernels.general.contributions import Aged, Contributions

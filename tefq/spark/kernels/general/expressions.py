@@ -5,7 +5,7 @@ Two tiers, one meaning:
   `&& || !`, `DURATION` — with SPARQL's errors as a mask (an error is an unbound cell: a FILTER
   rejects it, an aggregate skips it);
 - **per distinct input**: any other expression is evaluated by the oracle's own evaluator
-  (`tefq.oracle.expr.compile_expr`) once per distinct combination of the columns it reads, and the
+  (`tefq.semantics.expressions.compile_expr`) once per distinct combination of the columns it reads, and the
   results are spread back. Exact by construction; the cost follows the distinct values.
 
 A tier-1 evaluation that meets something it does not model raises `NotVectorised` and the whole
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from tefq.oracle.allen import RELATIONS as ALLEN_RELATIONS
-from tefq.oracle.expr import EvalError, compile_expr
-from tefq.oracle.values import IRI, BNode, DateTime, to_value
+from tefq.semantics.allen import RELATIONS as ALLEN_RELATIONS
+from tefq.semantics.expressions import EvalError, compile_expr
+from tefq.semantics.values import IRI, BNode, DateTime, to_value
 from tefq.plan.allen import relation_of
 from tefq.plan.logical import Call, Expr, Term, Var
 from tefq.spark.kernels.general.coding import TermDictionary
@@ -359,7 +359,7 @@ def ebv(v: Values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ebv_objects(v: Values) -> tuple[np.ndarray, np.ndarray]:
-    from tefq.oracle.expr import ebv as oracle_ebv
+    from tefq.semantics.expressions import ebv as oracle_ebv
 
     ok = v.ok.copy()
     truth = np.zeros(len(v), bool)

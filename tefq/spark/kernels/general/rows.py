@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tefq.oracle.expr import EvalError, compile_expr
-from tefq.oracle.values import datetime_term, to_term
+from tefq.semantics.expressions import EvalError, compile_expr
+from tefq.semantics.values import datetime_term, to_term
 from tefq.plan.logical import Var
 from tefq.results import Row
 from tefq.spark.kernels.general.aggregates import ranks

@@ -1,4 +1,4 @@
-"""SUM and AVG per cell exactly as the oracle computes them (`tefq.oracle.expr.exact_sum`): a cell
+"""SUM and AVG per cell exactly as the oracle computes them (`tefq.semantics.expressions.exact_sum`): a cell
 of integers sums to an integer, with a decimal to an exact decimal, with a double to the correctly
 rounded sum of every value as a double (`math.fsum`); AVG divides that by the count with the
 oracle's arithmetic. A group whose values are all non-numbers sums to the double 0.
@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tefq.oracle.expr import arith
+from tefq.semantics.expressions import arith
 from tefq.spark.kernels.exact import SCALE, limbs, range_sums, rounded
 from tefq.spark.kernels.general.expressions import Values
 

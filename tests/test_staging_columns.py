@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tefq.io.element_tables as element_tables
-import tefq.io.stager as stager
+import tefq.io.staging as staging
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT
 from tefq.io.tsv_columns import plain_tsv_table
@@ -25,7 +25,7 @@ def staged(tmp_path, text: bytes, column_wise: bool, monkeypatch) -> object:
     (src / "part-0.tsv").write_bytes(text)
     monkeypatch.setattr(element_tables, "COLUMN_WISE", column_wise)
     out = tmp_path / f"staged-{column_wise}"
-    s = stager.Stager(str(src), str(out), STRICT)
+    s = staging.Stager(str(src), str(out), STRICT)
     s.stage_file(str(src / "part-0.tsv"), str(out / "x.parquet"))
     return pq.read_table(out / "x.parquet")
 

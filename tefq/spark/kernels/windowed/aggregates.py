@@ -17,8 +17,8 @@ from rdflib import Literal, URIRef
 from rdflib.term import Variable
 
 from tefq.oracle.windowed.r2r import to_nt
-from tefq.relational.expressions import Expressions, calls_timestamp
-from tefq.relational.sparql import XSD
+from tefq.spark.kernels.windowed.expressions import Expressions, calls_timestamp
+from tefq.spark.kernels.windowed.sparql import XSD
 
 DOUBLE, INTEGER = f"{XSD}double", f"{XSD}integer"
 _NUMERIC_AGGREGATES = ("Aggregate_Sum", "Aggregate_Avg", "Aggregate_Min", "Aggregate_Max")

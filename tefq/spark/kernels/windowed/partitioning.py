@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from rdflib.term import URIRef, Variable
 
-from tefq.relational.algebra import bgp_nodes, walk
+from tefq.spark.kernels.windowed.algebra import bgp_nodes, walk
 
 PATTERN_OPERATORS = {"SelectQuery", "ConstructQuery", "AskQuery", "DescribeQuery", "Project", "Distinct",
                      "Reduced", "Slice", "OrderBy", "Extend", "Filter", "Join", "LeftJoin", "Union", "Minus",

@@ -32,8 +32,8 @@ from rdflib.term import Variable
 
 from tefq.errors import TefqError
 from tefq.oracle.windowed.r2r import TIMESTAMP_FN, Answer, Evaluator, to_nt, to_rdflib, window_timestamps
-from tefq.relational.algebra import correlated_aggregate
-from tefq.relational.solutions import ROW, by_mask, empty, join, normalised
+from tefq.spark.kernels.windowed.algebra import correlated_aggregate
+from tefq.spark.kernels.windowed.solutions import ROW, by_mask, empty, join, normalised
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 _INT_TYPES = {f"{XSD}{t}" for t in ("integer", "int", "long", "short", "byte", "nonNegativeInteger",

@@ -21,7 +21,7 @@ from tefq.oracle.windowed.runner import Stream, names_stream, r2s_rows, result_c
 from tefq.oracle.windowed.runner import canonical_cell as canonical
 from tefq.oracle.windowed.windows import close_instants
 from tefq.plan.logical import Document, WindowedQuery
-from tefq.relational.sparql import VectorEvaluator
+from tefq.spark.kernels.windowed.sparql import VectorEvaluator
 
 COLUMNS = ["ts", "s", "p", "o"]
 

@@ -1,6 +1,6 @@
-"""`IncrementalRun`'s contract (tefq.relational.windowed: `add` a micro-batch, `advance` to an event
+"""`IncrementalRun`'s contract (tefq.spark.kernels.windowed.windowed: `add` a micro-batch, `advance` to an event
 time, a picklable state) with the due windows evaluated in rounds and multi-window batches
-(tefq.relational.window_batches) instead of one at a time: the Spark windowed operator's engine.
+(tefq.spark.kernels.windowed.window_batches) instead of one at a time: the Spark windowed operator's engine.
 Same agenda, content, R2S, feedback, counters and pruning as `IncrementalRun.advance`.
 
 Its state (`FrameState`) keeps the elements as tables (ts int64 + three term columns, sorted by
@@ -21,11 +21,11 @@ from pandas.api.types import union_categoricals
 
 from tefq.oracle.windowed.runner import canonical_cell
 from tefq.oracle.windowed.secret import DEFAULT
-from tefq.relational.join_order import JoinOrders
-from tefq.relational.multiwindow import MultiWindowEvaluator
-from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, SMALL_WINDOW, Source, WindowBatches, element_table
-from tefq.relational.window_content import COLUMNS
-from tefq.relational.windowed import IncrementalRun, Report, RunProgress
+from tefq.spark.kernels.windowed.join_order import JoinOrders
+from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator
+from tefq.spark.kernels.windowed.window_batches import DEFAULT_BATCH_ROWS, SMALL_WINDOW, Source, WindowBatches, element_table
+from tefq.spark.kernels.windowed.window_content import COLUMNS
+from tefq.spark.kernels.windowed.windowed import IncrementalRun, Report, RunProgress
 
 
 Owned = Callable[[np.ndarray], np.ndarray]  # window closes -> whether this run evaluates each
@@ -93,7 +93,7 @@ def pruned(table: pd.DataFrame, keep_from: int) -> pd.DataFrame:
 
 class IncrementalBatchedRun(IncrementalRun):
     """The document's windowed queries, evaluated in batches of windows as event time advances.
-    `join_order`: static | adaptive (Strider's, tefq.relational.join_order); `interval_s`: the
+    `join_order`: static | adaptive (Strider's, tefq.spark.kernels.windowed.join_order); `interval_s`: the
     trigger interval the decision maker's γ is measured against (default: each query's STEP);
     `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches)."""
 
@@ -125,7 +125,7 @@ class IncrementalBatchedRun(IncrementalRun):
 
     def due(self, st: FrameState, upto: int | None, own: Owned | None = None) -> list[np.ndarray]:
         """Each query's windows closing after `done` and at or before `upto` (None: all); `own`:
-        only the closes it keeps (a run split by windows, tefq.relational.partitioning.WindowSlabs)."""
+        only the closes it keeps (a run split by windows, tefq.spark.kernels.windowed.partitioning.WindowSlabs)."""
         out = []
         for q in self.queries:
             closes = [due_closes(st.first, st.last, w.range_ms, w.step_ms, self.t0, st.done, upto) for w in q.windows]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tefq.oracle.windowed.r2r import to_nt, to_rdflib
-from tefq.relational.literal_forms import rdflib_spelling
+from tefq.spark.kernels.windowed.literal_forms import rdflib_spelling
 
 WINDOW = "\x00w"  # the window-id column of every solution table (not a SPARQL variable)
 COLUMNS = ["ts", "s", "p", "o"]

@@ -1,4 +1,4 @@
-"""SPARQL 1.1 expression and aggregate evaluation over Python values (`tefq.oracle.values`).
+"""SPARQL 1.1 expression and aggregate evaluation over Python values (`tefq.semantics.values`).
 
 `evaluate(expr, env)` raises `EvalError` for a SPARQL error (type error, unbound variable,
 division by zero, ...); callers turn it into "filter fails", "skip this value" or "unbound cell".
@@ -13,8 +13,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
-from tefq.oracle.allen import holds as allen_holds
-from tefq.oracle.values import (BNode, DateTime, IRI, LangString, Typed, Value, decimal_of, is_numeric,
+from tefq.semantics.allen import holds as allen_holds
+from tefq.semantics.values import (BNode, DateTime, IRI, LangString, Typed, Value, decimal_of, is_numeric,
                                 to_term, to_value)
 from tefq.plan.allen import RELATIONS, allen_op
 from tefq.plan.logical import Expr, Term, Var

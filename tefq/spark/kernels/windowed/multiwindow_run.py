@@ -1,6 +1,6 @@
 """A document's windowed queries over whole streams, many windows per vectorised pass: the windowed
 oracle's `run()` (tefq.oracle.windowed.runner: same agenda, windows, R2S, feedback and rows),
-evaluated by tefq.relational.multiwindow in rounds and batches (tefq.relational.window_batches)
+evaluated by tefq.spark.kernels.windowed.multiwindow in rounds and batches (tefq.spark.kernels.windowed.window_batches)
 instead of window by window.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from tefq.errors import TefqError
 from tefq.oracle.windowed.query import from_windowed
 from tefq.oracle.windowed.runner import WindowedResults, canonical_cell, report_instants, result_columns
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
-from tefq.relational.multiwindow import MultiWindowEvaluator
-from tefq.relational.window_batches import DEFAULT_BATCH_ROWS, Source, WindowBatches, element_table
+from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator
+from tefq.spark.kernels.windowed.window_batches import DEFAULT_BATCH_ROWS, Source, WindowBatches, element_table
 from tefq.results import QueryResult
 
 

@@ -1,6 +1,6 @@
 """A windowed query's SPARQL algebra over many windows at once (issue 23): the window id is one
 more column of every solution table, so one pass of relational operators answers every window
-of a batch (tefq.relational.window_content builds the batch).
+of a batch (tefq.spark.kernels.windowed.window_content builds the batch).
 
 Every operator keeps the window id: BGP patterns carry it from the window's triples, joins,
 OPTIONAL and MINUS match on it as on a shared variable that is always bound (but it never makes
@@ -10,7 +10,7 @@ solution gives, in each window without solutions, one empty solution (with GROUP
 aggregates of the empty group (without). Per window, the rows equal — in the same order —
 `VectorEvaluator.evaluate(that window's content)`, i.e. the windowed oracle's.
 
-BGPs are joined in Strider's order (tefq.relational.join_order, `static` or `adaptive`); when an
+BGPs are joined in Strider's order (tefq.spark.kernels.windowed.join_order, `static` or `adaptive`); when an
 order-sensitive operator follows (LIMIT, ORDER BY ties, ...), the BGP's rows are put back in the
 order the query's own join order gives, so rows never depend on the chosen order.
 """
@@ -27,14 +27,14 @@ from rdflib.term import Variable
 
 from tefq.errors import TefqError
 from tefq.oracle.windowed.r2r import Answer, to_nt
-from tefq.relational import coded_bgp
-from tefq.relational.aggregates import aggregate_columns
-from tefq.relational.algebra import bgp_nodes, correlated_aggregate, order_sensitive
-from tefq.relational.expressions import Expressions, calls_timestamp
-from tefq.relational.join_order import JoinOrders
-from tefq.relational.solutions import empty, first_rows, group_codes, join, left_join, minus, normalised
-from tefq.relational.sparql import FALSE, TRUE, VectorEvaluator
-from tefq.relational.window_content import WINDOW, Batch
+from tefq.spark.kernels.windowed import coded_bgp
+from tefq.spark.kernels.windowed.aggregates import aggregate_columns
+from tefq.spark.kernels.windowed.algebra import bgp_nodes, correlated_aggregate, order_sensitive
+from tefq.spark.kernels.windowed.expressions import Expressions, calls_timestamp
+from tefq.spark.kernels.windowed.join_order import JoinOrders
+from tefq.spark.kernels.windowed.solutions import empty, first_rows, group_codes, join, left_join, minus, normalised
+from tefq.spark.kernels.windowed.sparql import FALSE, TRUE, VectorEvaluator
+from tefq.spark.kernels.windowed.window_content import WINDOW, Batch
 
 _ROW_ID = "\x00r"  # + pattern index: a BGP row's position in each pattern's table
 

@@ -1,6 +1,6 @@
 """Evaluating a document's due windows in rounds and multi-window batches, over streams the
 caller keeps: the scheduling and evaluation shared by the whole-stream run
-(tefq.relational.multiwindow_run) and the incremental one (tefq.relational.multiwindow_incremental).
+(tefq.spark.kernels.windowed.multiwindow_run) and the incremental one (tefq.spark.kernels.windowed.multiwindow_incremental).
 
 Feedback orders the work. A `REGISTER STREAM` query's CONSTRUCT triples are stamped with its
 window's close `c'` and read by the windows closing in `(c', c' + RANGE]` of every query that
@@ -24,8 +24,8 @@ from tefq.errors import TefqError
 from tefq.oracle.windowed.query import OracleQuery
 from tefq.oracle.windowed.runner import names_stream, r2s_rows
 from tefq.oracle.windowed.secret import Semantics
-from tefq.relational.multiwindow import MultiWindowEvaluator
-from tefq.relational.window_content import COLUMNS, Part, TermNormaliser, batch, contents_size
+from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator
+from tefq.spark.kernels.windowed.window_content import COLUMNS, Part, TermNormaliser, batch, contents_size
 
 DEFAULT_BATCH_ROWS = 2_000_000  # elements assigned to windows per pass: bounds the memory of one batch
 # A round in which a query has one window due, with fewer relevant elements than this, goes to

@@ -2,9 +2,9 @@
 
 A solution sequence is a DataFrame: one column per variable, N-Triples terms as cells, None for
 unbound. A column whose name starts with NUL is not a variable but a key the caller carries
-along (the window id of `tefq.relational.multiwindow`): always bound, it joins like a variable.
+along (the window id of `tefq.spark.kernels.windowed.multiwindow`): always bound, it joins like a variable.
 
-These are the primitives of tefq.relational.sparql's one-window evaluator, made window-agnostic
+These are the primitives of tefq.spark.kernels.windowed.sparql's one-window evaluator, made window-agnostic
 (phase 2 of issue 23: sparql.py imports them from here instead of keeping its own copies).
 """
 from __future__ import annotations

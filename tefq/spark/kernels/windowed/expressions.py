@@ -1,4 +1,4 @@
-"""SPARQL expressions over a solution table (tefq.relational.solutions), vectorised where that
+"""SPARQL expressions over a solution table (tefq.spark.kernels.windowed.solutions), vectorised where that
 is exact, else rdflib's own code once per distinct combination of the variables they read.
 
 Vectorised: variables, constants, BOUND, COALESCE, IF, && || ! (with SPARQL's error semantics),
@@ -7,7 +7,7 @@ Vectorised: variables, constants, BOUND, COALESCE, IF, && || ! (with SPARQL's er
 it evaluates it. C-SPARQL's `timestamp()` reads the window's latest timestamp of a triple: with
 several windows in one table (`stamps` per window id), it is evaluated window by window.
 
-This is the expression half of tefq.relational.sparql's one-window evaluator, made usable with
+This is the expression half of tefq.spark.kernels.windowed.sparql's one-window evaluator, made usable with
 a window column (phase 2 of issue 23: sparql.py delegates to it instead of keeping a copy).
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from rdflib.plugins.sparql.sparql import FrozenBindings, QueryContext, SPARQLErr
 from rdflib.term import Variable
 
 from tefq.oracle.windowed.r2r import TIMESTAMP_FN, to_nt, to_rdflib, window_timestamps
-from tefq.relational.solutions import normalised
-from tefq.relational.sparql import FALSE, TRUE, XSD
+from tefq.spark.kernels.windowed.solutions import normalised
+from tefq.spark.kernels.windowed.sparql import FALSE, TRUE, XSD
 
 INT_TYPES = frozenset(f"{XSD}{t}" for t in (
     "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger", "negativeInteger",
