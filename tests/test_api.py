@@ -3,7 +3,6 @@ Result.to_pandas / to_arrow / metrics, located errors; and the README's example 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -11,8 +10,8 @@ import pytest
 
 import tefq
 from tefq.api import python_value
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SPEC10 = ROOT / "examples" / "spec10"
 NS = "http://example.org/iptv#"
 
@@ -24,7 +23,7 @@ def events_tuples() -> list[tuple[int, str, str, str]]:
 
 
 def expected_table() -> pd.DataFrame:
-    """The CLI's oracle rows for spec §10's UC1 (tests/test_cli.py checks them by hand)."""
+    """The CLI's oracle rows for spec §10's UC1 (tests/cli/test_cli.py checks them by hand)."""
     return pd.DataFrame({"tick": [5000, 5000, 10000, 10000, 15000, 15000],
                          "CHANNEL": [NS + c for c in "ABABAB"], "USER": [1, 1, 1, 2, 1, 3]})
 
