@@ -3,7 +3,7 @@ variables, names, fact dependencies, pattern classification (spec §4.2), durati
 static SPARQL text of windowed queries."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 from urllib.parse import urljoin
 
@@ -18,6 +18,10 @@ from tefq.terms import PREDECLARED_PREFIXES, XSD_DATETIME, XSD_DURATION, iri as 
 # SPARQL text of a windowed query (rdflib has no `timestamp` built-in); engines register it.
 TIMESTAMP_FUNCTION = "urn:tefq:fn:timestamp"
 
+# The paper's queries use `:` without declaring it (spec §1, §9): they bind with `:` in this
+# namespace and run once `--prefix :=IRI` (or a PREFIX) maps it (Document.unmapped says where).
+UNMAPPED_NAMESPACE = "urn:tefq:unmapped-prefix:"
+
 # RSP-QL's REGISTER forms and the R2S operator each one names.
 RSPQL_R2S = {"RSTREAM": "rstream", "ISTREAM": "istream", "DSTREAM": "dstream"}
 
@@ -26,6 +30,7 @@ RSPQL_R2S = {"RSTREAM": "rstream", "ISTREAM": "istream", "DSTREAM": "dstream"}
 class _Where:
     file: str
     source: str
+    unmapped: list[Span] = field(default_factory=list)  # where `:` was used without a declaration
 
     def err(self, message: str, span: Span) -> TefqError:
         return TefqError(message, self.file, span.line, span.column).located(self.file, self.source)
@@ -58,6 +63,9 @@ class _Scope:
     def iri(self, node: ast.Iri) -> str:
         if isinstance(node, ast.IriRef):
             return self._abs(node.iri, self.base)
+        if node.prefix == "" and "" not in self.prefixes:  # the paper's `:`: an error only when run
+            self.where.unmapped.append(node.span)
+            return UNMAPPED_NAMESPACE + node.local
         if node.prefix not in self.prefixes:
             shown = node.prefix + ":"
             raise self.where.err(f"undeclared prefix '{shown}' (declare it with PREFIX {shown} <...>"
@@ -483,6 +491,8 @@ class _Binder:
         if scope.base:
             head.append(f"BASE <{scope.base}>")
         head += [f"PREFIX {p}: <{ns}>" for p, ns in scope.prefixes.items()]
+        if self.where.unmapped and "" not in scope.prefixes:
+            head.append(f"PREFIX : <{UNMAPPED_NAMESPACE}>")
         edits = [(s.start, s.end, "") for s in q.streams]
         edits += [(w.start, w.end, "") for w in q.window_patterns]  # RSP-QL: `WINDOW <w> {P}` -> `{P}`
         edits += [(a, b, f"<{TIMESTAMP_FUNCTION}>") for a, b in q.timestamp_calls]
@@ -529,7 +539,18 @@ class _Binder:
                 queries.append(self.bind_aggregate(name, q))
             else:
                 queries.append(self.bind_windowed(name, q, extra_prefixes))
-        return L.Document(self.where.file, self.base, tuple(self.root.prefixes.items()), facts, tuple(queries))
+        prefixes = dict(self.root.prefixes)
+        if self.where.unmapped:
+            prefixes.setdefault("", UNMAPPED_NAMESPACE)  # explain shows `:join`, as written
+        return L.Document(self.where.file, self.base, tuple(prefixes.items()), facts, tuple(queries),
+                          self._unmapped())
+
+    def _unmapped(self) -> TefqError | None:
+        """The error a run of this document raises when it used `:` undeclared (at its first use)."""
+        if not self.where.unmapped:
+            return None
+        return self.where.err("the prefix ':' is not declared: add PREFIX : <IRI> to the document or run it "
+                              "with --prefix :=IRI (e.g. --prefix :=http://example.org/iptv#)", self.where.unmapped[0])
 
 
 def bind(ast_doc: ast.Document, filename: str, source: str, extra_prefixes: dict[str, str] | None = None,
