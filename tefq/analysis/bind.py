@@ -378,6 +378,7 @@ class _Binder:
                 raise self.err(f"two aggregates bind ?{alias}", a.span)
             aggregates.append(L.Aggregate(a.func, scope.expr(a.arg) if a.arg is not None else None, a.distinct, alias))
         known = set(group_names) | {x.alias for x in aggregates}
+        having = tuple(self._having(scope, e, group_names, aggregates) for e in b.having)
         projections: list[L.Projection] = []
         for item in q.select:
             for v in _expr_vars(item.expr):
@@ -397,7 +398,16 @@ class _Binder:
         if not projections:
             raise self.err("SELECT names no output", q.span)
         return L.AggregateQuery(name, tuple(projections), tuple(L.Var(n) for n in group_names), tuple(aggregates),
-                                tuple(where), tuple(filters), while_, every_ms, q.span)
+                                tuple(where), tuple(filters), while_, every_ms, q.span, having)
+
+    def _having(self, scope: _Scope, e: ast.Expr, group_names: list[str], aggregates: list[L.Aggregate]) -> L.Expr:
+        """One HAVING constraint (spec §4): over group variables and aggregate results only."""
+        aliases = [a.alias for a in aggregates]
+        for v in _expr_vars(e):
+            if v.name not in group_names and v.name not in aliases:
+                raise self.err(f"?{v.name} in HAVING is neither a group variable ({_pretty(group_names) or 'none'})"
+                               f" nor an aggregate ({_pretty(aliases)}): HAVING sees each group's values", v.span)
+        return scope.expr(e)
 
     def duration(self, scope: _Scope, d: ast.Duration, what: str) -> int:
         if d.datatype is not None:

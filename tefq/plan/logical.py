@@ -179,6 +179,7 @@ class AggregateQuery:
     while_: WherePattern | None  # kind `fact`
     every_ms: int
     span: Span = field(default=Span(), compare=False)
+    having: tuple[Expr, ...] = ()  # spec §4: a group is reported at a tick only if every one is true
 
 
 # ---------------------------------------------------------------- windowed queries (spec §8)
