@@ -54,6 +54,14 @@ def test_every_input_kind_gives_the_same_rows(kind):
     pd.testing.assert_frame_equal(q.run(events).to_pandas(), expected_table())
 
 
+def test_an_iterator_gives_rows_and_facts():
+    """An iterator is read once (issue 38): its rows, and the fact table from the same events."""
+    q = tefq.load(SPEC10 / "uc1.tef")
+    result = q.run(iter(events_tuples()))
+    pd.testing.assert_frame_equal(result.to_pandas(), expected_table())
+    assert len(result.facts.rows) == len(q.facts(events_tuples()).rows) == 6
+
+
 def test_not_an_ntriples_term_names_row_and_column():
     q = tefq.load(SPEC10 / "uc1.tef")
     rows = events_tuples()
