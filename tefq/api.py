@@ -5,7 +5,7 @@
     result = q.run(events_df, engine="oracle")  # pandas / pyarrow / (ts, s, p, o) tuples / paths
     result.to_pandas()                          # tick + one column per SELECT name
 
-This module wraps values: `Query.run` describes its run to the run service (`tefq.run`), which
+This module wraps values: `Query.run` describes its run to the run service (`tefq.service`), which
 runs it as `tefq run` would. Events are checked by the same rules as `tefq run --stream`
 (in-memory events as a Parquet file's rows, in memory): a cell that is not an N-Triples term is a
 TefqError naming its row and column. With `engine="spark"` in-memory events are handed to Spark
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tefq.errors import TefqError
 from tefq.results import QueryResult, RunResult, python_value  # python_value: part of the API
-from tefq.run import RunRequest, execute
+from tefq.service import RunRequest, execute
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,6 +1,6 @@
 """The `tefq` command line (contract: ../shared/spec/CLI-AND-FORMATS.md).
 
-This module parses options and prints: `tefq run` describes its run as a `tefq.run.RunRequest`
+This module parses options and prints: `tefq run` describes its run as a `tefq.service.RunRequest`
 and the run service does the rest; `parse` and `explain` bind the document and print it; the
 other commands are registered by their subsystems (`SUBSYSTEM_COMMANDS`). Every bad input
 surfaces as a TefqError and leaves with exit code 2 and a located message; anything else is an
@@ -26,7 +26,7 @@ from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
 from tefq.publish import register as register_publish
 from tefq.results import TERM_FORMS
-from tefq.run import ENGINES, Output, QueryFile, RunRequest, SparkOptions, execute, prefix_mappings
+from tefq.service import ENGINES, Output, QueryFile, RunRequest, SparkOptions, execute, prefix_mappings
 from tefq.sensors.cli import register as register_sensors
 from tefq.simulate.names import STRATEGIES
 
@@ -122,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_request(args: argparse.Namespace) -> RunRequest:
-    """The run `tefq run` describes (tefq.run does it)."""
+    """The run `tefq run` describes (tefq.service does it)."""
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
                          join_order=args.join_order, idle_timeout=args.idle_timeout)

@@ -8,7 +8,7 @@ import sys
 
 from tefq.errors import TefqError
 from tefq.iptv.model import NS as IPTV_NS
-from tefq.run import QueryFile, bind, prefix_mappings, read_background
+from tefq.service import QueryFile, bind, prefix_mappings, read_background
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
 _UNITS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}

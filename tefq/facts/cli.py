@@ -48,7 +48,7 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
 
 
 def _document(args: argparse.Namespace):
-    from tefq.run import QueryFile, bind, prefix_mappings, read_background
+    from tefq.service import QueryFile, bind, prefix_mappings, read_background
 
     background = read_background(args.background)
     return bind(QueryFile(args.query, prefix_mappings(args.prefix)), background), background
@@ -108,7 +108,7 @@ def _stream_table(args: argparse.Namespace, doc, background):
 def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float) -> int:
     """`tefq facts ... --stream PATH --follow`: the live fact table (`tefq.facts.live`), on Spark."""
     from tefq.facts.live import LiveFactWriter, follow_fact_table, open_snapshot_path
-    from tefq.run import STDIN
+    from tefq.service import STDIN
 
     if args.facts:
         raise TefqError("--follow watches --stream inputs: a stored fact table (--facts) does not grow", "--follow")

@@ -88,7 +88,7 @@ def event_elements(events: Any) -> list[Element]:
     """Stream paths or in-memory events as elements; bad rows are TefqErrors naming them."""
     from tefq.io.readers import read_stream, read_table
     from tefq.io.run_inputs import events_table, is_paths
-    from tefq.run import stream_paths
+    from tefq.service import stream_paths
 
     if is_paths(events):
         return [e for path in stream_paths(events) for e in read_stream(path)]

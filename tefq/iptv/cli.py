@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from tefq.errors import TefqError
-from tefq.run import Output, QueryFile, RunRequest, execute
+from tefq.service import Output, QueryFile, RunRequest, execute
 
 DEFAULT_DATA = os.path.join("data", "iptv-default")
 USECASES = ("uc1", "uc2", "uc3")

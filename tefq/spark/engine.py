@@ -140,7 +140,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
     to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
-    event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.run
+    event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.service
     passes its own; default: one for `bad_rows`, the --bad-rows directory)."""
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
