@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +88,8 @@ class Query:
 
         `background`: a file (Turtle, N-Triples, TriG) or an rdflib Graph. `lateness`: ms or a
         duration such as "5s" (on the oracle each input file is one arrival batch: docs/semantics.md)."""
+        if isinstance(events, Iterator):  # read once: the rows now, the fact table later
+            events = list(events)
         request = RunRequest(self, events, background=background, engine=engine, t0=t0, lateness=lateness,
                              progress=False)
         return Result(execute(request).run, facts=functools.partial(self.facts, events, background=background,

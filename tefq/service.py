@@ -445,12 +445,15 @@ def plan_kinds(run: RunResult, doc: Document) -> None:
 
 
 def write(run: RunResult, output: Output, *, appended: bool) -> None:
-    """The results (unless follow mode appended them as they came) and the metrics file."""
+    """The results (unless follow mode appended them as they came) and the metrics file, also when
+    writing the results failed (`tefq run ... --metrics m.json | head` closes standard output early)."""
     from tefq.io.result_writers import write_metrics, write_results
 
-    if not appended:
-        write_results(run.results, output.format, output.out, output.tick_format, output.terms)
-    write_metrics(run.metrics, output.metrics)
+    try:
+        if not appended:
+            write_results(run.results, output.format, output.out, output.tick_format, output.terms)
+    finally:
+        write_metrics(run.metrics, output.metrics)
 
 
 __all__ = ["RunRequest", "RunOutcome", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute", "choose_engine",
