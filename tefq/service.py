@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
-SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout")
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
+                      "driver_memory")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
@@ -84,6 +85,33 @@ class QueryFile:
 
 
 @dataclass(frozen=True)
+class QueryText:
+    """A document given as text (`tefq run -` reads it from standard input, `-e TEXT` inline), with
+    the prefixes the command line maps."""
+
+    text: str
+    name: str
+    prefixes: Mapping[str, str] = field(default_factory=dict)
+
+    def document(self, background_predicates: frozenset[str] = frozenset()) -> Document:
+        from tefq.analysis import bind_text
+
+        return bind_text(self.text, self.name, self.prefixes, background_predicates)
+
+
+def query_source(path: str | None, text: str | None, prefixes: Mapping[str, str]) -> QueryFile | QueryText:
+    """The document a command line names: FILE.tef, `-` (standard input, read now) or `-e TEXT`."""
+    if (path is None) == (text is None):
+        raise TefqError("give the query as FILE.tef, as - (standard input) or with -e TEXT (one of them)",
+                        file="query")
+    if text is not None:
+        return QueryText(text, "<-e>", prefixes)
+    if path == STDIN:
+        return QueryText(sys.stdin.read(), "<stdin>", prefixes)
+    return QueryFile(path, prefixes)
+
+
+@dataclass(frozen=True)
 class SparkOptions:
     """What only the Spark engine reads (refused with the oracle, which would drop it)."""
 
@@ -95,6 +123,8 @@ class SparkOptions:
     join_order: str | None = None  # windowed BGPs: static | adaptive (None: adaptive)
     idle_timeout: int | str | None = None  # --follow: spec §6.1's idle timeout (default 10 s)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
+    conf: tuple[tuple[str, str], ...] | None = None  # --conf KEY=VALUE: a session started for the run gets them
+    driver_memory: str | None = None  # --driver-memory (default: TEFQ_SPARK_DRIVER_MEMORY or 2g)
 
     def given(self) -> list[str]:
         """The Spark-only options set, spelled as on the command line."""
@@ -385,10 +415,22 @@ class Job:
     def spark_options(self) -> dict[str, Any]:
         """The keyword options both Spark runs take."""
         r, s = self.request, self.request.spark
-        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms,
-                    master=s.master or os.environ.get("TEFQ_SPARK_MASTER"),
+        master = s.master or os.environ.get("TEFQ_SPARK_MASTER")
+        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms, master=master,
                     max_files_per_trigger=s.max_files_per_trigger, bad_row_log=self.log, progress=r.progress,
-                    max_ticks=self.settings.limits.max_ticks, spark=s.session)
+                    max_ticks=self.settings.limits.max_ticks, spark=s.session or self.configured_session(master))
+
+    def configured_session(self, master: str | None) -> Any:
+        """A session started with the user's Spark settings (--conf, --driver-memory); None without
+        them (the engine starts its own)."""
+        s = self.request.spark
+        if not s.conf and s.driver_memory is None:
+            return None
+        from tefq.spark.runtime.progress import say
+        from tefq.spark.runtime.session import SessionSettings, default_master, get_session
+
+        say(self.request.progress, f"starting Spark ({default_master(master)}) with your settings…")
+        return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property
     def graph(self) -> Any:
