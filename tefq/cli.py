@@ -85,8 +85,13 @@ def _query_file(args: argparse.Namespace) -> QueryFile:
 def cmd_parse(args: argparse.Namespace) -> int:
     from tefq.analysis import summary
 
-    for line in summary(_query_file(args).document()):
+    doc = _query_file(args).document()
+    for line in summary(doc):
         print(line)
+    if doc.unmapped is not None:  # spec §1: it parses as printed; a run needs the prefix mapped
+        e = doc.unmapped
+        print(TefqError("the prefix ':' is not declared: to run the document, map it with --prefix :=IRI",
+                        e.file, e.line, e.column, kind="note").render(), file=sys.stderr)
     return 0
 
 

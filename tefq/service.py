@@ -343,10 +343,12 @@ def read_background(source: Any) -> "Background | None":
 
 
 def bind(query: DocumentSource | Document, background: "Background | None") -> Document:
-    """The document, bound with the background's predicates (a bound Document is taken as is)."""
-    if isinstance(query, Document):
-        return query
-    return query.document(background.predicates if background is not None else frozenset())
+    """The document, bound with the background's predicates (a bound Document is taken as is),
+    ready to run: a `:` it uses undeclared is an error now (spec §1: it parses, it runs once mapped)."""
+    doc = query if isinstance(query, Document) else query.document(
+        background.predicates if background is not None else frozenset())
+    doc.require_mapped()
+    return doc
 
 
 # ---------------------------------------------------------------- the four runs

@@ -188,10 +188,13 @@ def decoded(func: Callable, plan, kinds: list[str]) -> Callable:
 def document_of(query: Any) -> Document:
     """The document of a compiled query (anything with `.document()`, as tefq.Query) or of query text."""
     if hasattr(query, "document"):
-        return query.document()
-    if isinstance(query, str):
+        doc = query.document()
+    elif isinstance(query, str):
         from tefq.analysis import bind
         from tefq.syntax import parse
 
-        return bind(parse(query, QUERY_TEXT), QUERY_TEXT, query, {}, frozenset())
-    raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")
+        doc = bind(parse(query, QUERY_TEXT), QUERY_TEXT, query, {}, frozenset())
+    else:
+        raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")
+    doc.require_mapped()
+    return doc
