@@ -21,7 +21,7 @@ from tefq.compare.cli import register as register_compare
 from tefq.errors import TefqError, failure_message
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
-from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS, check_term_output
+from tefq.io.result_writers import FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
 from tefq.publish import register as register_publish
@@ -115,9 +115,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.at is not None or args.facts is not None:  # spec §12: as of given instants (oracle)
         args.stream = [_stream_arg(v).path for v in args.stream or ()]
-        if args.terms != "ntriples":
-            raise TefqError("--terms typed is not applied to --at/--facts output yet", file="--terms")
-        return run_as_of(args)
+        return run_as_of(args, _output(args))
     if not args.stream:
         raise TefqError("tefq run needs --stream PATH (or --facts FILE with --at)", file="--stream")
     outcome = execute(run_request(args))
@@ -137,13 +135,9 @@ def run_request(args: argparse.Namespace) -> RunRequest:
 
 
 def _output(args: argparse.Namespace) -> Output:
-    """People at a terminal get a table, pipes and files CSV; --follow appends, so its format must."""
-    fmt = args.format or ("text" if args.out is None and not args.follow and sys.stdout.isatty() else "csv")
-    if args.follow and fmt not in APPENDABLE_FORMATS:
-        raise TefqError(f"--follow appends rows as they come: use --format {', '.join(APPENDABLE_FORMATS)}",
-                        file="--format")
-    check_term_output(fmt, args.terms)  # before the run, not after it
-    return Output(fmt, args.out, args.tick_format, args.metrics, args.terms)
+    """People at a terminal get a table, pipes CSV, files the format their extension names."""
+    return Output.chosen(args.format, args.out, "tefq run", tick_format=args.tick_format, metrics=args.metrics,
+                         terms=args.terms, follow=args.follow)
 
 
 # ---------------------------------------------------------------- the parser
@@ -214,15 +208,17 @@ def _add_run_command(sub: argparse._SubParsersAction) -> None:
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
-                   help=f"result format: {'|'.join(RESULT_FORMATS)} (default: text on a terminal, else csv)")
-    p.add_argument("--tick-format", choices=("ms", "iso"), default="ms",
-                   help="ticks as integer ms or as xsd:dateTime (parquet/arrow: always a timestamp)")
-    p.add_argument("--out", metavar="PATH", help="result file, or a directory for one file per query "
-                                                  "(default: standard output)")
+                   help=f"result format: {'|'.join(RESULT_FORMATS)} (default: the one --out's extension names; "
+                        "on a terminal a text table, else csv)")
+    p.add_argument("--tick-format", choices=("ms", "iso"),
+                   help="ticks as integer ms or as ISO-8601 xsd:dateTime (default: iso in the text table, else ms; "
+                        "parquet/arrow: always a timestamp)")
+    p.add_argument("--out", metavar="PATH", help="result file, its format named by its extension (res.parquet), "
+                                                  "or a directory for one file per query (default: standard output)")
     p.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
-    p.add_argument("--terms", choices=TERM_FORMS, default="ntriples",
-                   help="parquet/arrow cells: N-Triples strings, or typed columns (counts long, sums and averages "
-                        "double, IRIs without brackets; docs/formats.md)")
+    p.add_argument("--terms", choices=TERM_FORMS,
+                   help="parquet/arrow cells: typed columns (counts long, sums and averages double, IRIs without "
+                        "brackets; docs/formats.md) or N-Triples strings (default: typed)")
 
 
 def _add_spark_options(p: argparse.ArgumentParser) -> None:

@@ -113,6 +113,22 @@ class Output:
     metrics: str | None = None
     terms: str = "ntriples"  # parquet / arrow: "typed" columns (tefq.results.typed_column)
 
+    @staticmethod
+    def chosen(fmt: str | None, out: str | None, command: str, *, tick_format: str | None = None,
+               metrics: str | None = None, terms: str | None = None, follow: bool = False) -> "Output":
+        """The output a command line asks for, its unset options settled by one rule
+        (tefq.io.output_format: --out's extension, the terminal; --follow appends, so its format must)."""
+        from tefq.io.output_format import chosen_format, chosen_terms, chosen_tick_format
+        from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS, check_term_output
+
+        fmt = chosen_format(fmt, out, FORMATS, command, terminal="csv" if follow else "text")
+        if follow and fmt not in APPENDABLE_FORMATS:
+            raise TefqError(f"--follow appends rows as they come: use --format {', '.join(APPENDABLE_FORMATS)}",
+                            file="--format")
+        terms = chosen_terms(terms, fmt)
+        check_term_output(fmt, terms)  # before the run, not after it
+        return Output(fmt, out, chosen_tick_format(tick_format, fmt), metrics, terms)
+
 
 @dataclass(frozen=True)
 class RunRequest:

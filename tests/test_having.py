@@ -40,7 +40,7 @@ def rows(having: str) -> list[tuple]:
     """(tick, channel's local name, viewers) of UC1 with `having` over spec §10's events."""
     q = tefq.compile(UC1.replace("HAVING_CLAUSE", having))
     table = q.run(os.path.join(SPEC10, "events.tsv")).to_pandas()
-    return [(int(t), c.rsplit("#")[1], n) for t, c, n in table.itertuples(index=False)]
+    return [(int(t.timestamp() * 1000), c.rsplit("#")[1], n) for t, c, n in table.itertuples(index=False)]
 
 
 def test_having_keeps_the_groups_it_holds_for_at_each_tick() -> None:
