@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tefq import cleanup
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
+from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
 from tefq.results import RunResult
 from tefq.vocabulary import RunLimits
@@ -231,6 +232,8 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
 
     if isinstance(request.t0, bool) or not isinstance(request.t0, int):
         raise TefqError(f"--t0 expects integer milliseconds, got {type(request.t0).__name__}", file="--t0")
+    if not TS_MIN <= request.t0 <= TS_MAX:
+        raise TefqError(f"--t0 {request.t0} is {RANGE_HINT}", file="--t0")
     bg = request.background
     if isinstance(bg, (str, os.PathLike)) and not os.path.exists(bg):
         raise TefqError(f"no such background file: {os.fspath(bg)}", file="--background")
