@@ -92,7 +92,8 @@ class Progress:
         """A micro-batch in a reader's words: what it read (up to which event time), what it reported."""
         t = obs.get("event_time")
         upto = f" (up to {format_iso_ms(int(t))})" if t is not None else ""
-        out = f"{plural(obs_out.get('ticks') or 0, 'tick')}, {plural(obs_out.get('rows') or 0, 'row')} reported"
+        rows = obs_out.get("rows") or 0  # a plan whose records carry rows of their own counts none here
+        out = f"{plural(obs_out.get('ticks') or 0, 'tick')}{', ' + plural(rows, 'row') if rows else ''} reported"
         seconds = p.get("durationMs", {}).get("triggerExecution", 0) / 1000
         return (f"[spark {self.name}] micro-batch {p['batchId'] + 1}: {plural(p.get('numInputRows', 0) or 0, 'event')} "
                 f"read{upto}, {out}, {seconds:.1f} s")
