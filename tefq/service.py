@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tefq import cleanup
+from tefq import cleanup, progress
+from tefq.progress import plural
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
@@ -189,13 +190,17 @@ class RunOutcome:
 
     engine: str
     run: RunResult
+    facts: bool = True  # the document defines facts (else the summary does not count them)
 
     def summary(self) -> str:
-        """The one line the command line prints on stderr."""
+        """The one line the command line prints on stderr, in a reader's words."""
         m = self.run.metrics
-        return (f"tefq: {m.events_in} events, {m.ticks} ticks, {m.rows_out} rows, facts created "
-                f"{m.facts_created}, closed {m.facts_closed}, late {m.late_events}, {m.wall_seconds:.2f} s "
-                f"({self.engine})")
+        parts = [f"{plural(m.events_in, 'event')} in, {plural(m.rows_out, 'row')} out at {plural(m.ticks, 'tick')}"]
+        if self.facts:
+            parts.append(f"{plural(m.facts_created, 'fact')} ({m.facts_closed:,} closed)")
+        if m.late_events:
+            parts.append(f"{plural(m.late_events, 'late event')} not applied")
+        return f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on {'Spark' if self.engine == 'spark' else 'the oracle'}"
 
 
 # ---------------------------------------------------------------- the sequence
@@ -210,7 +215,7 @@ def execute(request: RunRequest) -> RunOutcome:
     doc = bind(request.query, background)
     # registered: removed however the run ends (tefq.cleanup), also when memory ran out and
     # the block's own clean-up could not run
-    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir:
+    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir, progress.showing(request.progress):
         job = Job(request, settings, doc, background, stage(paths, request.stream_format, workdir, table), workdir,
                   BadRowLog(request.bad_rows))
         started = time.perf_counter()
@@ -218,11 +223,11 @@ def execute(request: RunRequest) -> RunOutcome:
             run = RUNS[settings.engine, request.simulate is not None](job)
         finally:
             job.log.close()
-    finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
-    plan_kinds(run, doc)
-    if request.output is not None:
-        write(run, request.output, appended=request.spark.follow)
-    return RunOutcome(settings.engine, run)
+        finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
+        plan_kinds(run, doc)
+        if request.output is not None:
+            write(run, request.output, appended=request.spark.follow)
+    return RunOutcome(settings.engine, run, bool(doc.facts))
 
 
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
