@@ -7,13 +7,12 @@ import io
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from tefq import progress
 from tefq.cli import run_command
 from tefq.spark.runtime.progress import Progress
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SPEC10 = ROOT / "examples" / "spec10"
 
 
