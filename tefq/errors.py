@@ -91,12 +91,17 @@ NEARLY_FULL_BYTES = 64 << 20
 WORKER_REFUSAL = "TEFQ_WORKER_REFUSAL"
 
 
+def is_refusal(e: BaseException) -> bool:
+    """Whether `e` carries a worker's refusal of what it read (exit 2, like any bad input)."""
+    return WORKER_REFUSAL + ": " in str(e)
+
+
 def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     """An internal failure (exit 1) in one sentence: a worker's refusal, a full disk (naming the
     option and path that ran out of space), a Spark JVM that died, else the exception's first line
     (never a Spark plan dump or a Java stack)."""
     text = str(e)
-    if WORKER_REFUSAL + ": " in text:
+    if is_refusal(e):
         return "tefq: error: " + shown(text.split(WORKER_REFUSAL + ": ", 1)[1].splitlines()[0])
     if full_disk(e, text):
         return full_disk_message(e, argv)
