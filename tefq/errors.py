@@ -81,6 +81,16 @@ def warn(message: str, file: str | None = None, line: int = 0, column: int = 0) 
     print(TefqError(message, file, line, column, kind="warning").render(), file=sys.stderr)
 
 
+# The Spark engine is an extra (`pip install 'tefq[spark]'`): without pyspark the oracle still runs.
+SPARK_MISSING = ("the Spark engine needs pyspark (and Java 17): pip install 'tefq[spark]'; or run on the "
+                 "oracle: --engine oracle")
+
+
+def spark_missing(e: BaseException) -> bool:
+    """Whether `e` is pyspark's absence (an oracle-only install)."""
+    return isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] in ("pyspark", "py4j")
+
+
 # ---------------------------------------------------------------- failures that are not the input's
 PATH_OPTIONS = ("--checkpoint", "--out", "--bad-rows", "--metrics")  # where a run writes
 NEARLY_FULL_BYTES = 64 << 20
