@@ -108,9 +108,14 @@ class WindowedLogic(BucketLogic):
             self.report_due(st, batch, lateness_ms)
 
     def report_due(self, st: WindowedBucket, batch: Batch, lateness_ms: int) -> None:
+        """Every window whose close the run's event time (spec §6.1: the minimum over the active
+        streams), minus the lateness, has reached; all of them at the end of input."""
         w = st.windows
-        upto = None if batch.flush else (w.last - lateness_ms if w.last is not None else None)
-        reports = self.run.evaluate_due(w, upto, self.owned(batch.bucket))
+        if batch.held and not batch.flush:  # an active stream has read nothing yet: nothing is final
+            reports = []
+        else:
+            upto = None if batch.flush else batch.event_time - lateness_ms
+            reports = self.run.evaluate_due(w, upto, self.owned(batch.bucket))
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).append(r)
