@@ -7,7 +7,6 @@ Kept apart from `tefq.io.readers` because both libraries are slow to import.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import pathlib
 import warnings
@@ -23,7 +22,8 @@ from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, normalise_term
 from tefq.io.elements import statement, timestamp_graphs
-from tefq.io.sniff import HEAD_BYTES, refuse_binary
+from tefq.io.limits import open_input
+from tefq.io.sniff import HEAD_BYTES, refuse_binary, refuse_special
 from tefq.vocabulary import Element, Triple
 
 
@@ -42,12 +42,8 @@ def _read_bytes(path: str, gz: bool, fmt: str) -> bytes:
     """The (decompressed) bytes of an RDF file; one that starts like a binary format is refused
     (tefq.io.sniff)."""
     try:
-        if gz:
-            with gzip.open(path, "rb") as f:
-                data = f.read()
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
+        with open_input(path, gz) as f:
+            data = f.read()
     except (OSError, EOFError, zlib.error) as e:
         raise TefqError(f"cannot read the file: {getattr(e, 'strerror', None) or e}", path) from None
     refuse_binary(data[:HEAD_BYTES], path, fmt)
@@ -176,6 +172,7 @@ _BACKGROUND_FORMATS = {"ttl": "turtle", "turtle": "turtle", "nt": "nt", "n3": "n
 def read_background(path: str) -> rdflib.Graph:
     """A static background graph (Turtle, N-Triples, TriG, N-Quads by extension; `.gz` too).
     TriG/N-Quads give a Dataset; their named graphs all count as background."""
+    refuse_special(path, "background")
     if not os.path.isfile(path):
         raise TefqError("no such background file", path)
     name = os.path.basename(path).lower()
