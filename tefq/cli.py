@@ -19,7 +19,7 @@ from typing import Sequence
 from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
-from tefq.errors import SPARK_MISSING, TefqError, failure_message, is_refusal, spark_missing
+from tefq.errors import SPARK_MISSING, TOO_DEEP, TefqError, failure_message, is_refusal, spark_missing, too_deep
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import FORMATS as RESULT_FORMATS
@@ -316,6 +316,9 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
             return stopped(signals)
+        if too_deep(e):  # nested past the parser's checks (tefq.syntax.nesting), here or in a worker
+            print(f"tefq: error: {TOO_DEEP}", file=sys.stderr)
+            return 2
         if spark_missing(e):  # an oracle-only install asked for Spark (tefq facts, run --at, ...)
             print(TefqError(SPARK_MISSING, file="--engine").render(), file=sys.stderr)
             return 2

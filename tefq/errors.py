@@ -118,6 +118,15 @@ NEARLY_FULL_BYTES = 64 << 20
 WORKER_REFUSAL = "TEFQ_WORKER_REFUSAL"
 
 
+TOO_DEEP = ("the query is nested or chained too deeply to evaluate (Python's recursion limit): split the "
+            "expression or pattern (docs/language.md, \"Limits\")")
+
+
+def too_deep(e: BaseException) -> bool:
+    """Whether `e` is a RecursionError, raised here or in a Spark worker (its text)."""
+    return isinstance(e, RecursionError) or "RecursionError: maximum recursion depth" in str(e)
+
+
 def is_refusal(e: BaseException) -> bool:
     """Whether `e` carries a worker's refusal of what it read (exit 2, like any bad input)."""
     return WORKER_REFUSAL + ": " in str(e)

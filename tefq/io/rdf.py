@@ -183,8 +183,28 @@ def read_background(path: str) -> rdflib.Graph:
         raise TefqError(f"unknown background file type {os.path.basename(path)!r}: expected .ttl, .nt, "
                         ".n3, .trig or .nq (optionally .gz)", path)
     graph: rdflib.Graph = rdflib.Dataset() if fmt in ("trig", "nquads") else rdflib.Graph()
-    _parse_rdf(_read_bytes(path, gz, fmt), fmt, path, graph)
+    data = _read_bytes(path, gz, fmt)
+    _parse_rdf(data, fmt, path, graph)
+    if fmt == "n3":
+        _refuse_formulas(graph, data.decode("utf-8"), path)
     return graph
+
+
+def _refuse_formulas(graph: rdflib.Graph, text: str, path: str) -> None:
+    """Exit 2, at the first `{` (or `=>`), if an N3 background holds more than triples: a formula
+    `{ … }`, a rule `=>`, a variable. A background is a set of triples."""
+    plain = (rdflib.URIRef, rdflib.BNode, rdflib.Literal)
+    if all(isinstance(t, plain) for triple in graph for t in triple):
+        return
+    from tefq.syntax.nesting import first_bracket
+
+    offset = first_bracket(text, "{")
+    if offset is None:
+        offset = max(text.find("=>"), 0)
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    raise TefqError("an N3 formula, rule or variable ({ … }, =>, ?x): tefq uses a background as a set of "
+                    "triples; give the triples alone (Turtle or N-Triples)", path, line, offset - start + 1).located(path, text)
 
 
 def background_as_ntriples(background: object) -> list[Triple]:
