@@ -21,6 +21,7 @@ arguments carry the same names.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -28,9 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tefq import cleanup
+from tefq import cleanup, progress
 from tefq.plan.absent import warn_absent
-from tefq.errors import TefqError
+from tefq.progress import plural
+from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
@@ -45,8 +47,8 @@ if TYPE_CHECKING:
 
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
-SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout",
-                      "accept_gaps")
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
+                      "driver_memory", "accept_gaps")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
@@ -87,6 +89,33 @@ class QueryFile:
 
 
 @dataclass(frozen=True)
+class QueryText:
+    """A document given as text (`tefq run -` reads it from standard input, `-e TEXT` inline), with
+    the prefixes the command line maps."""
+
+    text: str
+    name: str
+    prefixes: Mapping[str, str] = field(default_factory=dict)
+
+    def document(self, background_predicates: frozenset[str] = frozenset()) -> Document:
+        from tefq.analysis import bind_text
+
+        return bind_text(self.text, self.name, self.prefixes, background_predicates)
+
+
+def query_source(path: str | None, text: str | None, prefixes: Mapping[str, str]) -> QueryFile | QueryText:
+    """The document a command line names: FILE.tef, `-` (standard input, read now) or `-e TEXT`."""
+    if (path is None) == (text is None):
+        raise TefqError("give the query as FILE.tef, as - (standard input) or with -e TEXT (one of them)",
+                        file="query")
+    if text is not None:
+        return QueryText(text, "<-e>", prefixes)
+    if path == STDIN:
+        return QueryText(sys.stdin.read(), "<stdin>", prefixes)
+    return QueryFile(path, prefixes)
+
+
+@dataclass(frozen=True)
 class SparkOptions:
     """What only the Spark engine reads (refused with the oracle, which would drop it)."""
 
@@ -99,6 +128,8 @@ class SparkOptions:
     idle_timeout: int | str | None = None  # --follow: spec §6.1's idle timeout (default 10 s)
     accept_gaps: bool | None = None  # Redis: read on after entries removed before they were read (None: stop)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
+    conf: tuple[tuple[str, str], ...] | None = None  # --conf KEY=VALUE: a session started for the run gets them
+    driver_memory: str | None = None  # --driver-memory (default: TEFQ_SPARK_DRIVER_MEMORY or 2g)
 
     def given(self) -> list[str]:
         """The Spark-only options set, spelled as on the command line."""
@@ -162,13 +193,17 @@ class RunOutcome:
 
     engine: str
     run: RunResult
+    facts: bool = True  # the document defines facts (else the summary does not count them)
 
     def summary(self) -> str:
-        """The one line the command line prints on stderr."""
+        """The one line the command line prints on stderr, in a reader's words."""
         m = self.run.metrics
-        return (f"tefq: {m.events_in} events, {m.ticks} ticks, {m.rows_out} rows, facts created "
-                f"{m.facts_created}, closed {m.facts_closed}, late {m.late_events}, {m.wall_seconds:.2f} s "
-                f"({self.engine})")
+        parts = [f"{plural(m.events_in, 'event')} in, {plural(m.rows_out, 'row')} out at {plural(m.ticks, 'tick')}"]
+        if self.facts:
+            parts.append(f"{plural(m.facts_created, 'fact')} ({m.facts_closed:,} closed)")
+        if m.late_events:
+            parts.append(f"{plural(m.late_events, 'late event')} not applied")
+        return f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on {'Spark' if self.engine == 'spark' else 'the oracle'}"
 
 
 # ---------------------------------------------------------------- the sequence
@@ -177,13 +212,16 @@ def execute(request: RunRequest) -> RunOutcome:
     from tefq.io.run_inputs import stage
 
     paths, table = check_inputs(request)
+    check_outputs(request)
     engine = choose_engine(request)
+    if engine == "spark" and importlib.util.find_spec("pyspark") is None:
+        raise TefqError(SPARK_MISSING, file="--engine")
     settings = settle(request, engine)
     background = read_background(request.background)
     doc = bind(request.query, background)
     # registered: removed however the run ends (tefq.cleanup), also when memory ran out and
     # the block's own clean-up could not run
-    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir:
+    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir, progress.showing(request.progress):
         job = Job(request, settings, doc, background, stage(paths, request.stream_format, workdir, table), workdir,
                   BadRowLog(request.bad_rows))
         started = time.perf_counter()
@@ -191,11 +229,11 @@ def execute(request: RunRequest) -> RunOutcome:
             run = RUNS[settings.engine, request.simulate is not None](job)
         finally:
             job.log.close()
-    finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
-    plan_kinds(run, doc)
-    if request.output is not None:
-        write(run, request.output, appended=request.spark.follow)
-    return RunOutcome(settings.engine, run)
+        finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
+        plan_kinds(run, doc)
+        if request.output is not None:
+            write(run, request.output, appended=request.spark.follow)
+    return RunOutcome(settings.engine, run, bool(doc.facts))
 
 
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
@@ -221,6 +259,19 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
         elif path != STDIN and not os.path.exists(path):
             raise TefqError(f"no such stream file or directory: {path}", file="--stream")
     return paths, None
+
+
+def check_outputs(request: RunRequest) -> None:
+    """Exit 2 before the run, naming the option, if a file it ends by writing could not be written
+    (tefq.io.atomic.check_writable)."""
+    from tefq.io.atomic import check_writable
+    from tefq.io.result_writers import is_directory_target
+
+    out = request.output
+    if out is not None:
+        check_writable(out.out, "--out", is_directory_target(out.out))
+        check_writable(out.metrics, "--metrics")
+    check_writable(request.bad_rows, "--bad-rows", directory_target=True)
 
 
 def stream_paths(events: Any) -> list[str]:
@@ -391,10 +442,22 @@ class Job:
     def spark_options(self) -> dict[str, Any]:
         """The keyword options both Spark runs take."""
         r, s = self.request, self.request.spark
-        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms,
-                    master=s.master or os.environ.get("TEFQ_SPARK_MASTER"),
+        master = s.master or os.environ.get("TEFQ_SPARK_MASTER")
+        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms, master=master,
                     max_files_per_trigger=s.max_files_per_trigger, bad_row_log=self.log, progress=r.progress,
-                    max_ticks=self.settings.limits.max_ticks, spark=s.session)
+                    max_ticks=self.settings.limits.max_ticks, spark=s.session or self.configured_session(master))
+
+    def configured_session(self, master: str | None) -> Any:
+        """A session started with the user's Spark settings (--conf, --driver-memory); None without
+        them (the engine starts its own)."""
+        s = self.request.spark
+        if not s.conf and s.driver_memory is None:
+            return None
+        from tefq.spark.runtime.progress import say
+        from tefq.spark.runtime.session import SessionSettings, default_master, get_session
+
+        say(self.request.progress, f"starting Spark ({default_master(master)}) with your settings…")
+        return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property
     def graph(self) -> Any:

@@ -100,16 +100,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def usecase_file(name: str) -> Path:
-    """The use-case document shipped inside the package (tefq/usecases/, package data), else
-    usecases/<name>.tef of the working directory."""
-    import tefq
+    """The use-case document shipped inside the package (tefq.simulate.usecases)."""
+    from tefq.simulate.usecases import usecase_path
 
-    for base in (Path(tefq.__file__).resolve().parent, Path.cwd()):
-        f = base / "usecases" / f"{name}.tef"
-        if f.is_file():
-            return f
-    raise TefqError(f"cannot find usecases/{name}.tef: the package was installed without its data "
-                    "(reinstall tefq)", file=name)
+    return Path(usecase_path(name))
 
 
 def ensure_default_data(data: str) -> None:

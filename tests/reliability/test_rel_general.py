@@ -17,11 +17,9 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from spark_helpers import spark  # noqa: E402,F401 (spark: the fixture)
-from test_general_kernels import BACKGROUND, PREFIX, SHAPES, iri, with_every  # noqa: E402
-from test_rel_kills import first_lines  # noqa: E402
-from test_spark_general import ISSUE_SHAPES, check_against_the_oracle  # noqa: E402
+from tests.support.general_shapes import BACKGROUND, PREFIX, SHAPES, iri, with_every
+from tests.support.general_spark import ISSUE_SHAPES, check_against_the_oracle
+from tests.support.kills import first_lines
 
 LONG = os.environ.get("TEFQ_FAULTS_LONG") == "1"
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
