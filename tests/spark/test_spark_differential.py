@@ -1,9 +1,10 @@
 """The Spark engine against the oracle on generated streams, batched (issue 38): per plan kind one
-document holding every query of that kind in tests/spark/test_differential.py, run once on real Spark
-(2 buckets) over the union of 20 generated streams (each with names of its own; shared literals,
-one time base), dealt into 2 --stream inputs of several files, one micro-batch or one file per
-stream per micro-batch. Random (hypothesis prints the failing example); TEFQ_PROPS_SCALE=10
-(make test-props) checks ten such unions per kind."""
+document holding every query of that kind in tests/spark/test_differential.py, run once on real
+Spark (2 buckets) over the union of 20 generated streams (each with names of its own; shared
+literals, one time base), dealt into 2 --stream inputs of several files, one micro-batch or one file
+per stream per micro-batch, read by direct ingestion or as rows through Spark SQL. Random
+(hypothesis prints the failing example); TEFQ_PROPS_SCALE=10 (make test-props) checks ten such
+unions per kind."""
 from __future__ import annotations
 
 import tempfile
@@ -49,7 +50,7 @@ def unions(draw, kind: str):
         els += [(e[0], renamed(e[1], i), e[2], renamed(e[3], i)) for e in drawn]
     files_per_trigger = draw(st.sampled_from([None, 1]))
     return t.every, draw(ts.split_streams(els, in_time_order=files_per_trigger is not None, max_files=4)), \
-        files_per_trigger
+        files_per_trigger, draw(st.sampled_from(["auto", "rows"]))
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -57,13 +58,13 @@ def test_spark_equals_the_oracle_on_generated_streams(spark, kind):
     @SPARK_PROPS
     @given(unions(kind))
     def run(union):
-        every, streams, files_per_trigger = union
+        every, streams, files_per_trigger, ingest = union
         query = tefq.compile(kind_document(kind, every))
         doc = query.document()
         with tempfile.TemporaryDirectory(prefix="tefq-spark-diff-") as tmp:
             paths = ts.write_streams(tmp, streams)
             want = query.run(paths, engine="oracle")
-            got = run_spark(spark, doc, paths, max_files_per_trigger=files_per_trigger, max_ticks=0)
+            got = run_spark(spark, doc, paths, max_files_per_trigger=files_per_trigger, max_ticks=0, ingest=ingest)
         assert [r.sorted_rows() for r in got.results] == [r.sorted_rows() for r in want.results]
         assert (got.metrics.ticks, got.metrics.events_in) == (want.metrics["ticks"], want.metrics["events_in"])
     run()
