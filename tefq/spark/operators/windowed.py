@@ -108,14 +108,12 @@ class WindowedLogic(BucketLogic):
             self.report_due(st, batch, lateness_ms)
 
     def report_due(self, st: WindowedBucket, batch: Batch, lateness_ms: int) -> None:
-        """Every window whose close the run's event time (spec §6.1: the minimum over the active
-        streams), minus the lateness, has reached; all of them at the end of input."""
         w = st.windows
-        if batch.held and not batch.flush:  # an active stream has read nothing yet: nothing is final
-            reports = []
-        else:
-            upto = None if batch.flush else batch.event_time - lateness_ms
-            reports = self.run.evaluate_due(w, upto, self.owned(batch.bucket))
+        # spec §6.1: windows close by the run's event time (the least among the active streams),
+        # not by the latest element seen (a stream running ahead made the others' elements late)
+        held = not batch.flush and (batch.event_time is None or w.last is None)
+        upto = None if batch.flush or held else batch.event_time - lateness_ms
+        reports = [] if held else self.run.evaluate_due(w, upto, self.owned(batch.bucket))
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).append(r)

@@ -59,5 +59,5 @@ def listed_inputs(spark: SparkSession, inputs: list[StreamInput], workdir: str) 
         files = files_in_stream_order([p])
         directory = os.path.join(workdir, "staged", f"listed-{given.stream}")
         write_listing(directory, spark_uris(spark, files), [os.path.getsize(f) for f in files])
-        out.append(StreamInput(p, given.stream, given.end, given.bad_rows, directory))
+        out.append(StreamInput(p, given.stream, given.end, given.bad_rows, given.accept_gaps, listing=directory))
     return out
