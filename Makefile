@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	@test -d $(DEMO) || $(BIN)/tefq gen iptv --out $(DEMO) --events 20000 --users 2000 --channels 40 --seed 7
 	$(BIN)/tefq stats $(DEMO)
-	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --out $(DEMO)-uc1.csv --metrics $(DEMO)-uc1.metrics.json
+	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --engine spark --out $(DEMO)-uc1.csv --metrics $(DEMO)-uc1.metrics.json
 	@echo "--- UC1 (viewers per channel), first rows of $(DEMO)-uc1.csv:"
 	@head -n 15 $(DEMO)-uc1.csv
 	@echo "--- metrics:"
