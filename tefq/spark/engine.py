@@ -281,7 +281,8 @@ def refuse_colons(stream_paths: list[str]) -> None:
 
 def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> tuple[list[QueryResult], Metrics]:
     """Every plan's results, and the run's metrics: those of the first fact query (every query reads
-    the same input and the facts are shared) plus the windowed pipeline's."""
+    the same input and the facts are shared), its `ticks` summed over the aggregate queries
+    (docs/semantics.md, as the oracle counts them), plus the windowed pipeline's."""
     results, metrics, first = [], Metrics(), True
     for plan, qrs, m in runs:
         results.extend(qrs)
@@ -291,6 +292,8 @@ def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> t
         if first:
             fill_metrics(m, metrics)
             first = False
+        else:
+            metrics.ticks += int(m.get("ticks", 0))
         metrics.rows_out += sum(len(r.rows) for r in qrs)
     return results, metrics
 
