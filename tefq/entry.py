@@ -12,7 +12,7 @@ import signal
 import sys
 
 from tefq.server import client
-from tefq.spark.runtime.session_source import SESSION_SOURCE, HandOver
+from tefq.spark.runtime.session_source import SESSION_SOURCE, HandOver, runtime_key
 
 
 class HandOverSource:
@@ -23,12 +23,12 @@ class HandOverSource:
     def __init__(self, master: str) -> None:
         self.master = master
 
-    def __call__(self, master: str):
-        if master == self.master:
+    def __call__(self, master: str, settings):
+        if master == self.master and settings.driver_memory is None and all(runtime_key(k) for k, _ in settings.conf):
             raise HandOver(master)
         from tefq.spark.runtime.session import start_session
 
-        return start_session(master)
+        return start_session(master, settings=settings)
 
 
 def here() -> None:

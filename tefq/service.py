@@ -471,9 +471,10 @@ class Job:
         if not s.conf and s.driver_memory is None:
             return None
         from tefq.spark.runtime.progress import say
-        from tefq.spark.runtime.session import SessionSettings, default_master, get_session
+        from tefq.spark.runtime.session import SessionSettings, get_session
+        from tefq.spark.runtime.session_source import starting_line
 
-        say(self.request.progress, f"starting Spark ({default_master(master)}) with your settings…")
+        say(self.request.progress, f"{starting_line(master).rstrip('…')} with your settings…")
         return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property

@@ -53,7 +53,7 @@ class Warm:
 
     warm = True
 
-    def __call__(self, master: str):
+    def __call__(self, master: str, settings=None):
         raise AssertionError("no session is taken while choosing")
 
 

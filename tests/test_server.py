@@ -23,6 +23,9 @@ from tefq.server.place import Place, PlaceError, identity, key_of, runtime_dir
 ROOT = Path(__file__).resolve().parents[1]
 UC1, UC2 = str(ROOT / "usecases" / "uc1.tef"), str(ROOT / "usecases" / "uc2.tef")
 MASTER = "local[2]"
+# A Spark SQL setting one run takes in its own session (the other runs keep RocksDB's store)
+HDFS_STATE = "spark.sql.streaming.stateStore.providerClass=" \
+             "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 
 def tefq(args: list[str], env: dict, **kw) -> subprocess.CompletedProcess:
@@ -96,7 +99,7 @@ def test_runs_at_once_equal_the_oracle_and_a_failing_one_harms_none(engine, data
     before = status(engine)["served"]
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     runs = [start(["run", UC1, "--stream", log, "--engine", "spark", "--out", str(a)], engine),
-            start(["run", UC2, "--stream", log, "--engine", "spark", "--out", str(b)], engine),
+            start(["run", UC2, "--stream", log, "--engine", "spark", "--out", str(b), "--conf", HDFS_STATE], engine),
             start(["run", UC1, "--stream", str(data / "bad"), "--engine", "spark", "--quiet"], engine)]
     done = [(p.wait(timeout=600), *p.communicate()) for p in runs]
     assert done[0][0] == 0 and done[1][0] == 0, [d[2][-2000:] for d in done]
@@ -202,4 +205,6 @@ def test_no_engine_when_switched_off_or_asked_for_another_master(tmp_path) -> No
     assert not (tmp_path / "e").exists() or not list((tmp_path / "e").iterdir()), done.stderr
     assert eligible_master(["run", "q.tef", "--master", "spark://h:7077"]) is None
     assert eligible_master(["run", "q.tef", "--driver-memory", "8g"]) is None
+    assert eligible_master(["run", "q.tef", "--conf", "spark.executor.cores=2"]) is None
+    assert eligible_master(["run", "q.tef", "--conf", "spark.sql.shuffle.partitions=3"]) == "local[*]"
     assert eligible_master(["gen", "iptv"]) is None

@@ -15,12 +15,12 @@ from contextlib import contextmanager
 
 from tefq.server import wire
 from tefq.server.place import Place, PlaceError, enabled, identity, key_of, runtime_dir
-from tefq.spark.runtime.session_source import default_master, is_local
+from tefq.spark.runtime.session_source import default_master, is_local, runtime_key
 
 # The commands a warm engine runs (the others gain nothing, or manage the engine itself).
 DELEGATED = ("run", "facts", "usecase", "compare", "parse", "explain")
-# A command line that sets the driver JVM itself starts its own Spark.
-OWN_JVM_OPTIONS = ("--driver-memory", "--conf")
+# A command line that sets the driver JVM itself starts its own Spark (--conf: unless Spark SQL's).
+OWN_JVM_OPTIONS = ("--driver-memory",)
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 REPLY_TIMEOUT_S = 30.0  # an engine that does not answer this fast is hung: replaced
 START_TIMEOUT_S = 600.0  # Spark's start and first run on a loaded machine
@@ -45,10 +45,21 @@ def eligible_master(argv: Sequence[str]) -> str | None:
     """The embedded master a warm engine would run this command line on, or None when it runs here."""
     if not enabled() or command_of(argv) not in DELEGATED:
         return None
-    if any(a.split("=", 1)[0] in OWN_JVM_OPTIONS for a in argv):
+    if any(a.split("=", 1)[0] in OWN_JVM_OPTIONS for a in argv) or not all(runtime_key(k) for k in conf_keys(argv)):
         return None
     master = wanted_master(argv)
     return master if is_local(master) else None
+
+
+def conf_keys(argv: Sequence[str]) -> list[str]:
+    """The keys of the command line's `--conf KEY=VALUE` options."""
+    keys = []
+    for i, arg in enumerate(argv):
+        if arg == "--conf" and i + 1 < len(argv):
+            keys.append(argv[i + 1].split("=", 1)[0])
+        elif arg.startswith("--conf="):
+            keys.append(arg[len("--conf="):].split("=", 1)[0])
+    return keys
 
 
 def place_for(master: str) -> Place:

@@ -25,6 +25,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -326,8 +327,10 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     idle_s = duration_ms(args.idle, "--idle") / 1000 if args.idle else DEFAULT_IDLE_S
     place = Place(runtime_dir(), args.key)
-    preload()
+    loading = threading.Thread(target=preload, name="tefq-preload")
+    loading.start()  # while the JVM starts: the imports wait on no one
     spark = start_session(args.master)
+    loading.join()  # before any fork: no thread of ours is left running
     if args.warm_up:
         warm_up(spark, args.master)
     Engine(place, args.master, spark, idle_s).serve()

@@ -28,17 +28,27 @@ def job_tag(pid: int) -> str:
 
 
 class WarmSource:
-    """`get_session` inside the warm engine: its session, for the master it runs."""
+    """`get_session` inside the warm engine: its session, for the master it runs, with the run's
+    Spark SQL settings (`--conf spark.sql.…`) set on it (the run's own `newSession`)."""
 
     warm = True  # session_source.is_warm: `--engine auto` knows Spark is up
 
     def __init__(self, session, master: str) -> None:
         self.session, self.master = session, master
 
-    def __call__(self, master: str):
+    def __call__(self, master: str, settings=None):
+        own = "TEFQ_SERVER=0 starts Spark in the command's own process"
         if master != self.master:
-            raise TefqError(f"this run asks for Spark master {master}; the warm engine runs {self.master} "
-                            "(TEFQ_SERVER=0 starts Spark in the command's own process)", file="--master")
+            raise TefqError(f"this run asks for Spark master {master}; the warm engine runs {self.master} ({own})",
+                            file="--master")
+        if settings is not None and settings.driver_memory is not None:
+            raise TefqError(f"--driver-memory is set when Spark starts: the warm engine's is set ({own})",
+                            file="--driver-memory")
+        for key, value in () if settings is None else settings.conf:
+            if not self.session.conf.isModifiable(key):
+                raise TefqError(f"--conf {key} is set when Spark starts: the warm engine's is set ({own})",
+                                file="--conf")
+            self.session.conf.set(key, value)
         return self.session
 
 

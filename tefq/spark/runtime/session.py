@@ -45,11 +45,11 @@ class SessionSettings:
 def get_session(master: str | None = None, app_name: str = "tefq",
                 archive_options: list[str] | None = None, settings: SessionSettings = SessionSettings()) -> SparkSession:
     """The session of `master` (default: `default_master`): from `SESSION_SOURCE` when one is set
-    (the warm engine's; or HandOver) and no settings of the user's ask for a JVM of their own, else
-    started here (`start_session`)."""
+    (the warm engine's, given the user's `settings`; or HandOver), else started here
+    (`start_session`)."""
     source = SESSION_SOURCE.get()
-    if source is not None and archive_options is None and settings == SessionSettings():
-        return source(default_master(master))
+    if source is not None and archive_options is None:
+        return source(default_master(master), settings)
     return start_session(master, app_name, archive_options, settings)
 
 

@@ -12,9 +12,13 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from tefq.spark.runtime.session import SessionSettings
+
 # A context variable, not a module global: set and reset by the one who owns the context (the
 # warm engine's run, the command line's entry), never seen by a stranger's thread.
-SESSION_SOURCE: ContextVar[Callable[[str], "SparkSession"] | None] = ContextVar("tefq_session_source", default=None)
+# Called with the master and the user's `session.SessionSettings` (--conf, --driver-memory).
+SESSION_SOURCE: ContextVar[Callable[[str, "SessionSettings"], "SparkSession"] | None] = ContextVar(
+    "tefq_session_source", default=None)
 
 
 class HandOver(BaseException):
@@ -30,6 +34,12 @@ class HandOver(BaseException):
 def default_master(master: str | None = None) -> str:
     """`--master`, else `TEFQ_SPARK_MASTER`, else an embedded `local[*]`."""
     return master or os.environ.get("TEFQ_SPARK_MASTER") or "local[*]"
+
+
+def runtime_key(key: str) -> bool:
+    """A `--conf` key a running session can take per run (Spark SQL's settings; the others shape
+    the JVM or the context when Spark starts)."""
+    return key.startswith("spark.sql.")
 
 
 def is_local(master: str) -> bool:
