@@ -27,6 +27,7 @@ import struct
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from tefq.server import wire
@@ -224,13 +225,21 @@ class Engine:
     def start_run(self, conn: socket.socket, message: dict, fds: list[int]) -> None:
         from tefq.server.runner import run_command_line
 
-        session = self.spark.newSession()
+        try:
+            session = self.spark.newSession()
+        except Exception as e:  # noqa: BLE001 - the JVM cannot serve: the next command line starts a fresh engine
+            log(f"no session for a run ({e}): stopping")
+            self.begin_stop("the JVM cannot start a session")
+            self.answer(conn, {"op": "refused"}, fds)
+            return
         sys.stdout.flush()
         sys.stderr.flush()
         gc.freeze()  # the child's collections skip the engine's objects (no copy of their pages)
-        pid = os.fork()
+        with warnings.catch_warnings():  # Python 3.12 warns of fork with threads: py4j's are not the child's
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:
-            closing = [self.wake_r, self.wake_w, self.listener.fileno(), conn.fileno(),
+            closing = [self.wake_r, self.wake_w, self.selector.fileno(), self.listener.fileno(), conn.fileno(),
                        *(r.conn.fileno() for r in self.runs.values())]
             run_command_line(message, fds, session, self.master, closing)  # never returns
         for fd in fds:
