@@ -22,7 +22,8 @@ def test_parquet_rows_are_counted_text_estimated(tmp_path) -> None:
     assert estimated_events([str(tmp_path / "t.tsv")]) == 10
 
 
-def test_small_bounded_input_goes_to_the_oracle(tmp_path) -> None:
+def test_small_bounded_input_goes_to_the_oracle(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
     (tmp_path / "s.tsv").write_text("ts\ts\tp\to\n")
     request = request_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
     assert choose_engine(request) == "oracle"
@@ -31,14 +32,23 @@ def test_small_bounded_input_goes_to_the_oracle(tmp_path) -> None:
         assert choose_engine(request) == "spark", extra
 
 
-def test_large_input_goes_to_spark(tmp_path) -> None:
+def test_large_input_goes_to_spark(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
     with open(tmp_path / "s.tsv", "wb") as fh:
         fh.truncate(AUTO_ORACLE_EVENTS * 80)  # sparse: no disk used
     request = request_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
     assert choose_engine(request) == "spark"
 
 
-def test_auto_is_the_default_and_says_why(tmp_path) -> None:
+def cold(monkeypatch) -> None:
+    """Spark as a fresh process finds it, whatever this test process started before."""
+    import tefq.spark.runtime.session_source as source
+
+    monkeypatch.setattr(source, "is_warm", lambda: False)
+
+
+def test_auto_is_the_default_and_says_why(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
     (tmp_path / "s.tsv").write_text("ts\ts\tp\to\n" + "1\t<a>\t<b>\t<c>\n" * 10)
     request = request_for("--stream", str(tmp_path / "s.tsv"))
     assert request.engine == "auto"
@@ -57,11 +67,13 @@ class Warm:
         raise AssertionError("no session is taken while choosing")
 
 
-def test_a_warm_spark_lowers_the_bar(tmp_path) -> None:
+def test_a_warm_spark_lowers_the_bar(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
     with open(tmp_path / "s.tsv", "wb") as fh:
         fh.truncate(AUTO_ORACLE_EVENTS_WARM * 80)
     request = request_for("--stream", str(tmp_path / "s.tsv"))
     assert choose_engine(request) == "oracle"
+    monkeypatch.undo()  # is_warm as it is: the source says warm
     token = SESSION_SOURCE.set(Warm())
     try:
         choice = engine_choice(request)

@@ -197,12 +197,16 @@ def test_a_directory_others_can_enter_is_not_used(tmp_path) -> None:
         runtime_dir({"TEFQ_SERVER_DIR": str(tmp_path / "link")})
 
 
-def test_no_engine_when_switched_off_or_asked_for_another_master(tmp_path) -> None:
+def test_no_engine_when_switched_off_or_asked_for_another_master(tmp_path, monkeypatch) -> None:
     from tefq.server.client import eligible_master
 
     env = {**os.environ, "TEFQ_SERVER_DIR": str(tmp_path / "e"), "TEFQ_SERVER": "0"}
     done = tefq(["run", UC1, "--stream", str(tmp_path), "--engine", "oracle", "--quiet"], env)
     assert not (tmp_path / "e").exists() or not list((tmp_path / "e").iterdir()), done.stderr
+    assert eligible_master(["run", "q.tef"]) is None  # TEFQ_SERVER=0 (the suite's)
+    monkeypatch.setenv("TEFQ_SERVER", "1")
+    monkeypatch.delenv("TEFQ_SPARK_MASTER", raising=False)
+    assert eligible_master(["run", "q.tef"]) == "local[*]"
     assert eligible_master(["run", "q.tef", "--master", "spark://h:7077"]) is None
     assert eligible_master(["run", "q.tef", "--driver-memory", "8g"]) is None
     assert eligible_master(["run", "q.tef", "--conf", "spark.executor.cores=2"]) is None

@@ -185,31 +185,90 @@ def current_umask() -> int:
 
 
 # ---------------------------------------------------------------- starting and stopping engines
-def start(master: str, *, say: bool, warm_up: bool = False, idle: str | None = None) -> Place | None:
-    """The warm engine for `master`, started unless one is up; None when it could not start (its
-    log says why). Two command lines starting at once: one starts it, the other waits for it."""
-    place = place_for(master)
-    with open(place.lock, "a") as lock:
+class Launch:
+    """An engine being started by this command line, with the start lock held until it is ready
+    (or abandoned): another command line waits for it instead of starting a second one."""
+
+    def __init__(self, place: Place) -> None:
+        self.place = place
+        self.lock = open(place.lock, "a")
         os.chmod(place.lock, 0o600)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (ask(place, {"op": "ping"}) or {}).get("ready"):
+        self.proc: subprocess.Popen | None = None
+
+    def acquire(self, wait: bool = True) -> bool:
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return False
+        return True
+
+    def release(self) -> None:
+        self.lock.close()
+
+
+def start(master: str, *, say: bool, warm_up: bool = False, idle: str | None = None,
+          launched: Launch | None = None) -> Place | None:
+    """The warm engine for `master`, started unless one is up (or `launched` early is starting);
+    None when it could not start (its log says why). Two command lines starting at once: one
+    starts it, the other waits for it."""
+    launch = launched or Launch(place_for(master))
+    try:
+        if launched is None:
+            launch.acquire()
+        place = launch.place
+        if is_ready(place):
             return place
-        replace_stale(place, master)
         if say:
             print(f"[spark] starting the warm engine ({master}): later runs use it; `tefq server stop` stops it",
                   file=sys.stderr, flush=True)
-        return place if spawn(place, master, warm_up, idle) else None
+        if launch.proc is None or launch.proc.poll() is not None:
+            replace_stale(place, master)
+            launch.proc = spawn(place, master, warm_up, idle)
+        return place if wait_ready(place, launch.proc) else None
+    finally:
+        launch.release()
 
 
-def spawn(place: Place, master: str, warm_up: bool, idle: str | None) -> bool:
-    """Start `python -m tefq.server.daemon` detached, wait until it answers (or dies)."""
+def launch_early(master: str) -> Launch | None:
+    """For a command line bound for Spark (`--engine spark`, `--follow`): the engine starts while
+    the command line reads and checks its input; `start(..., launched=)` then waits for it, and
+    `abandon` stops it if the command line ends without Spark (bad input). None when an engine is
+    up or another command line is starting one."""
+    launch = Launch(place_for(master))
+    if not launch.acquire(wait=False) or is_ready(launch.place):
+        launch.release()
+        return None
+    replace_stale(launch.place, master)
+    launch.proc = spawn(launch.place, master, False, None)
+    return launch
+
+
+def abandon(launched: Launch | None) -> None:
+    """Stop an engine launched early for a command line that ended without needing it."""
+    if launched is None:
+        return
+    if launched.proc is not None and launched.proc.poll() is None:
+        os.killpg(launched.proc.pid, signal.SIGTERM)
+    launched.release()
+
+
+def is_ready(place: Place) -> bool:
+    return bool((ask(place, {"op": "ping"}) or {}).get("ready"))
+
+
+def spawn(place: Place, master: str, warm_up: bool, idle: str | None) -> subprocess.Popen:
+    """`python -m tefq.server.daemon`, detached (its own session: its JVM and runs in its group)."""
     command = [sys.executable, "-m", "tefq.server.daemon", "--key", place.key, "--master", master]
     command += ["--warm-up"] if warm_up else []
     command += ["--idle", idle] if idle else []
     with open(place.log, "ab") as log:
         os.chmod(place.log, 0o600)
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
                                 start_new_session=True, env=dict(os.environ, PYTHONSAFEPATH="1"))
+
+
+def wait_ready(place: Place, proc: subprocess.Popen) -> bool:
+    """Wait until the engine `proc` answers (True) or dies."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if (ask(place, {"op": "ping"}, timeout=5.0) or {}).get("ready"):

@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from tefq.spark.runtime.session import SessionSettings
-
 # A context variable, not a module global: set and reset by the one who owns the context (the
 # warm engine's run, the command line's entry), never seen by a stranger's thread.
-# Called with the master and the user's `session.SessionSettings` (--conf, --driver-memory).
-SESSION_SOURCE: ContextVar[Callable[[str, "SessionSettings"], "SparkSession"] | None] = ContextVar(
+# Called with the master and the user's settings (`session.SessionSettings`: --conf, --driver-memory).
+SESSION_SOURCE: ContextVar[Callable[[str, object], "SparkSession"] | None] = ContextVar(
     "tefq_session_source", default=None)
 
 
@@ -49,8 +47,11 @@ def is_local(master: str) -> bool:
 
 def starting_line(master: str | None) -> str:
     """What a run says before it takes its session (progress lines)."""
-    if getattr(SESSION_SOURCE.get(), "warm", False):
+    source = SESSION_SOURCE.get()
+    if getattr(source, "warm", False):
         return f"Spark is warm ({default_master(master)}, the warm engine)"
+    if getattr(source, "starts_engine", False):
+        return f"starting the warm engine ({default_master(master)}): later runs use it; `tefq server stop` stops it…"
     return f"starting Spark ({default_master(master)})…"
 
 
