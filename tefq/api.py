@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tefq.errors import TefqError
+from tefq.progress import plural
 from tefq.results import QueryResult, RunResult, python_value  # python_value: part of the API
 from tefq.service import RunRequest, execute
 
@@ -258,10 +259,6 @@ def shown_cell(value: Any) -> str:
     if hasattr(value, "isoformat"):
         return value.isoformat().replace("+00:00", "Z")
     return str(value)
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def run(query: "Query | str", events: Any, **options: Any) -> Result:

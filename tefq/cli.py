@@ -19,7 +19,7 @@ from typing import Sequence
 from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
-from tefq.errors import TefqError, failure_message
+from tefq.errors import SPARK_MISSING, TOO_DEEP, TefqError, failure_message, is_refusal, spark_missing, too_deep
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import FORMATS as RESULT_FORMATS
@@ -158,7 +158,8 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
                          join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
-                         driver_memory=args.driver_memory)
+                         driver_memory=args.driver_memory,
+                         accept_gaps=True if getattr(args, "accept_gaps", False) else None)
     return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
                       args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args))
@@ -287,6 +288,9 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-timeout", metavar="DURATION",
                    help="--follow: a stream silent this long stops holding the event time back (spec §6.1; "
                         "default 10s; 0: never)")
+    p.add_argument("--accept-gaps", action="store_true",
+                   help="Redis: read on when entries were removed from a stream (XTRIM, MAXLEN) before tefq read "
+                        "them (default: exit 2 naming how many and their IDs)")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files (default: a bounded run reads about 2M events a micro-batch)")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
                    help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "
@@ -317,7 +321,15 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
             return stopped(signals)
+        if too_deep(e):  # nested past the parser's checks (tefq.syntax.nesting), here or in a worker
+            print(f"tefq: error: {TOO_DEEP}", file=sys.stderr)
+            return 2
+        if spark_missing(e):  # an oracle-only install asked for Spark (tefq facts, run --at, ...)
+            print(TefqError(SPARK_MISSING, file="--engine").render(), file=sys.stderr)
+            return 2
         print(failure_message(e, argv), file=sys.stderr)  # tefq.errors: a full disk, a dead JVM, else one line
+        if is_refusal(e):  # a Spark worker refused what it read (a checkpoint's state): bad input
+            return 2
         if os.environ.get("TEFQ_DEBUG"):
             traceback.print_exc()
         else:

@@ -21,6 +21,7 @@ arguments carry the same names.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -28,8 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tefq import cleanup
-from tefq.errors import TefqError
+from tefq import cleanup, progress
+from tefq.plan.absent import warn_absent
+from tefq.progress import plural
+from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
@@ -46,7 +49,7 @@ ENGINES = ("spark", "oracle", "auto")
 ENGINE_VARIABLE = "TEFQ_ENGINE"  # the command line's default engine (else auto)
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
 SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
-                      "driver_memory")
+                      "driver_memory", "accept_gaps")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's there: with Spark to start (cold) and with Spark already up (a warm engine,
 # tefq.server; or a session in this process) (docs/cli.md, "Choosing the engine").
@@ -126,6 +129,7 @@ class SparkOptions:
     follow: bool = False
     join_order: str | None = None  # windowed BGPs: static | adaptive (None: adaptive)
     idle_timeout: int | str | None = None  # --follow: spec §6.1's idle timeout (default 10 s)
+    accept_gaps: bool | None = None  # Redis: read on after entries removed before they were read (None: stop)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
     conf: tuple[tuple[str, str], ...] | None = None  # --conf KEY=VALUE: a session started for the run gets them
     driver_memory: str | None = None  # --driver-memory (default: TEFQ_SPARK_DRIVER_MEMORY or 2g)
@@ -204,14 +208,21 @@ class RunOutcome:
 
     engine: str
     run: RunResult
+    facts: bool = True  # the document defines facts (else the summary does not count them)
     choice: EngineChoice | None = None
 
     def summary(self) -> str:
-        """The one line the command line prints on stderr, ending with the engine and why."""
+        """The one line the command line prints on stderr, in a reader's words, ending with the
+        engine and, when `--engine auto` chose it or it ran warm, why."""
         m = self.run.metrics
-        return (f"tefq: {m.events_in} events, {m.ticks} ticks, {m.rows_out} rows, facts created "
-                f"{m.facts_created}, closed {m.facts_closed}, late {m.late_events}, {m.wall_seconds:.2f} s "
-                f"({(self.choice or EngineChoice(self.engine)).label()})")
+        parts = [f"{plural(m.events_in, 'event')} in, {plural(m.rows_out, 'row')} out at {plural(m.ticks, 'tick')}"]
+        if self.facts:
+            parts.append(f"{plural(m.facts_created, 'fact')} ({m.facts_closed:,} closed)")
+        if m.late_events:
+            parts.append(f"{plural(m.late_events, 'late event')} not applied")
+        why = f" ({self.choice.why})" if self.choice is not None and self.choice.why else ""
+        return (f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on "
+                f"{'Spark' if self.engine == 'spark' else 'the oracle'}{why}")
 
 
 # ---------------------------------------------------------------- the sequence
@@ -220,14 +231,17 @@ def execute(request: RunRequest) -> RunOutcome:
     from tefq.io.run_inputs import stage
 
     paths, table = check_inputs(request)
+    check_outputs(request)
     choice = engine_choice(request)
     engine = choice.engine
+    if engine == "spark" and importlib.util.find_spec("pyspark") is None:
+        raise TefqError(SPARK_MISSING, file="--engine")
     settings = settle(request, engine)
     background = read_background(request.background)
     doc = bind(request.query, background)
     # registered: removed however the run ends (tefq.cleanup), also when memory ran out and
     # the block's own clean-up could not run
-    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir:
+    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir, progress.showing(request.progress):
         job = Job(request, settings, doc, background, stage(paths, request.stream_format, workdir, table), workdir,
                   BadRowLog(request.bad_rows))
         started = time.perf_counter()
@@ -235,11 +249,11 @@ def execute(request: RunRequest) -> RunOutcome:
             run = RUNS[settings.engine, request.simulate is not None](job)
         finally:
             job.log.close()
-    finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
-    plan_kinds(run, doc)
-    if request.output is not None:
-        write(run, request.output, appended=request.spark.follow)
-    return RunOutcome(settings.engine, run, choice)
+        finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
+        plan_kinds(run, doc)
+        if request.output is not None:
+            write(run, request.output, appended=request.spark.follow)
+    return RunOutcome(settings.engine, run, bool(doc.facts), choice)
 
 
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
@@ -265,6 +279,19 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
         elif path != STDIN and not os.path.exists(path):
             raise TefqError(f"no such stream file or directory: {path}", file="--stream")
     return paths, None
+
+
+def check_outputs(request: RunRequest) -> None:
+    """Exit 2 before the run, naming the option, if a file it ends by writing could not be written
+    (tefq.io.atomic.check_writable)."""
+    from tefq.io.atomic import check_writable
+    from tefq.io.result_writers import is_directory_target
+
+    out = request.output
+    if out is not None:
+        check_writable(out.out, "--out", is_directory_target(out.out))
+        check_writable(out.metrics, "--metrics")
+    check_writable(request.bad_rows, "--bad-rows", directory_target=True)
 
 
 def stream_paths(events: Any) -> list[str]:
@@ -490,6 +517,7 @@ def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
     elements, arrival = job.staged.read_all(job.log)
+    warn_absent(job.doc, {p for _, _, p, _ in elements})
     return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
                         lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate)
 
@@ -498,6 +526,7 @@ def simulated_on_oracle(job: Job) -> RunResult:
     from tefq.simulate import run as simulate
 
     elements, arrival = job.staged.read_all(job.log)
+    warn_absent(job.doc, {p for _, _, p, _ in elements})
     return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
                     t0=job.request.t0, max_ticks=job.settings.limits.max_ticks, locate=job.staged.locate)
 
@@ -511,6 +540,7 @@ def on_spark(job: Job) -> RunResult:
     idle = {} if job.settings.idle_ms is None else {"idle_ms": job.settings.idle_ms}
     return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
                      ingest=s.ingest or "auto", on_rows=appender, **idle, **job.spark_options(),
+                     accept_gaps=bool(s.accept_gaps),
                      **({"join_order": s.join_order} if s.join_order else {}))
 
 

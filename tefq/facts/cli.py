@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING
 
 from tefq.errors import TefqError
 from tefq.facts.api import chosen_engine
+from tefq.facts.plot import MAX_ROWS, SCREEN_ROWS
 from tefq.facts.writer import FACT_FORMATS
+from tefq.io.atomic import check_writable
+from tefq.io.result_writers import is_directory_target
 from tefq.service import default_engine
 
 if TYPE_CHECKING:
@@ -36,8 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="table format (default: the one --out's extension names; on a terminal a text table with "
                         "ISO-8601 times, else csv)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline: a row per identity, a bar per interval")
-    p.add_argument("--where", action="append", metavar="var=<iri>",
-                   help="keep the facts whose identity binds ?var to this term (repeatable; table and plot)")
+    p.add_argument("--where", action="append", metavar="var=TERM",
+                   help="keep the facts whose identity binds ?var to this term: <iri>, a prefixed name of the "
+                        "document (channel=:ch42) or a literal (repeatable; table and plot)")
+    p.add_argument("--limit", type=int, default=SCREEN_ROWS, metavar="N",
+                   help=f"--plot: the first N identities to start (default {SCREEN_ROWS}, a screen's worth; "
+                        f"at most {MAX_ROWS})")
     add_engine_options(p)
     p.add_argument("--follow", action="store_true",
                    help="keep watching the --stream directories (or Redis streams) on Spark until SIGINT/SIGTERM: "
@@ -76,12 +83,13 @@ def cmd_facts(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     fmt = format_of(args.format, args.out, follow=args.follow)
-    where = parse_where(args.where)
+    check_writable(args.out, "--out", is_directory_target(args.out))
+    doc, background = _document(args)
+    where = parse_where(args.where, dict(doc.prefixes))  # `channel=:ch42`: the document's prefixes
     if args.follow:
-        return follow_facts(args, fmt, where, started)
+        return follow_facts(args, fmt, where, started, doc, background)
     if args.plot:
         require_matplotlib()
-    doc, background = _document(args)
     engine = "stored table"
     if args.facts:
         table = store_rows(doc, read_fact_store(args.facts, doc))
@@ -90,7 +98,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if where:
         table = keep(table, where)
     write_facts(table, fmt, args.out)
-    shown = plot_timeline(table, args.plot, title=os.path.basename(args.query)) if args.plot else 0
+    shown = plot_timeline(table, args.plot, os.path.basename(args.query), args.limit) if args.plot else 0
     if not args.quiet:
         open_ = sum(1 for r in table.rows if r.end is None)
         plot = f", timeline of {shown} identities in {args.plot}" if args.plot else ""
@@ -113,7 +121,8 @@ def _stream_table(args: argparse.Namespace, doc, background):
     return table, choice.label() if choice.why else engine
 
 
-def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float) -> int:
+def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float, doc,
+                 background) -> int:
     """`tefq facts ... --stream PATH --follow`: the live fact table (`tefq.facts.live`), on Spark."""
     from tefq.facts.live import LiveFactWriter, follow_fact_table, open_snapshot_path
     from tefq.service import STDIN
@@ -128,7 +137,8 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     if STDIN in args.stream:
         raise TefqError("--follow watches stream directories and Redis streams as they grow: --stream - is for "
                         "bounded runs", "--follow")
-    doc, background = _document(args)
+    if args.out is not None:
+        check_writable(open_snapshot_path(args.out), "--out")
     writer = LiveFactWriter(doc, fmt, args.out, where)
     metrics = follow_fact_table(doc, args.stream, background, writer, master=args.master, progress=not args.quiet)
     if not args.quiet:
@@ -154,6 +164,8 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
     instants = parse_instants(args.at)
     if output is None:
         output = Output.chosen(getattr(args, "format", None), args.out, "tefq run", metrics=getattr(args, "metrics", None))
+    check_writable(output.out, "--out", is_directory_target(output.out))
+    check_writable(output.metrics, "--metrics")
     if getattr(args, "follow", False):
         raise TefqError("--at reports given instants of a bounded input: it does not follow a stream", "--follow")
     if bool(args.facts) == bool(args.stream):

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import IO, TYPE_CHECKING
 
-from tefq import terms
+from tefq import progress, terms
 from tefq.errors import TefqError
 from tefq.io.atomic import atomic_open, atomic_path
 from tefq.io.output_format import BINARY_FORMATS
@@ -338,7 +338,7 @@ def _write_one(out: IO[str], results: list[QueryResult], fmt: str, tick_format: 
         _write_jsonl(out, results, tick_format)
         return
     head, rows = table(results, tick_format)
-    _TABLE_WRITERS[fmt](out, head, rows)
+    _TABLE_WRITERS[fmt](out, head, progress.counted(rows, "writing rows", sum(len(r.rows) for r in results)))
 
 
 def is_directory_target(out: str | None) -> bool:

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from tefq.errors import TefqError
+from tefq import progress
 from tefq.semantics.expressions import EvalError, aggregate, compile_expr, evaluate, filters_pass, to_double
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
 from tefq.semantics.values import DateTime, datetime_term, is_numeric, to_term, to_value
@@ -397,6 +398,7 @@ class QueryEvaluator:
         change_ticks = sorted(changes)
         ci = 0
         k = k_first
+        shown = progress.start(f"{q.name}: ticks", k_last - k_first + 1)
         while k <= k_last:
             tau = t0 + k * d
             dirty = self._apply(changes.get(k, ()), groups, volatile, active, tau)
@@ -417,6 +419,7 @@ class QueryEvaluator:
             elif implicit_empty and not groups and (empty := self._empty_implicit_row()) is not None:
                 result.rows.append((tau, empty))  # SPARQL: no GROUP BY gives one row even over no solutions
             k += 1
+            shown.advance(k - k_first)
             if not groups and not implicit_empty:  # nothing to report until the next change
                 while ci < len(change_ticks) and change_ticks[ci] < k:
                     ci += 1
@@ -424,6 +427,7 @@ class QueryEvaluator:
                     k = max(k, change_ticks[ci])
                 else:
                     break
+        shown.close()
         return result, k_last - k_first + 1
 
     def rows_at(self, instants: Iterable[int]) -> QueryResult:

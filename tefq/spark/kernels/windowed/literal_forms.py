@@ -6,7 +6,7 @@ new value and a new result time, that was half of a query's time. rdflib 7 reads
 with `float` and prints it with `str`; it reads an xsd:dateTime with `datetime.fromisoformat`
 and prints it with `isoformat()`. Here the same two steps, for the plain spellings only; any
 other literal (or one that does not parse) is rdflib's to spell (`None`).
-tests/test_literal_forms.py checks these spellings against rdflib's.
+tests/spark/kernels/test_literal_forms.py checks these spellings against rdflib's.
 """
 from __future__ import annotations
 
