@@ -103,7 +103,7 @@ def test_runs_at_once_equal_the_oracle_and_a_failing_one_harms_none(engine, data
             start(["run", UC1, "--stream", str(data / "bad"), "--engine", "spark", "--quiet"], engine)]
     done = [(p.wait(timeout=600), *p.communicate()) for p in runs]
     assert done[0][0] == 0 and done[1][0] == 0, [d[2][-2000:] for d in done]
-    assert "(spark: warm)" in done[0][2], done[0][2]  # the summary line says where it ran
+    assert "on Spark (warm)" in done[0][2], done[0][2]  # the summary line says where it ran
     assert done[2][0] == 2 and "part-00000.parquet" in done[2][2] and "Traceback" not in done[2][2], done[2][2]
     assert a.read_text() == oracle_csv(["run", UC1, "--stream", log], tmp_path)
     assert b.read_text() == oracle_csv(["run", UC2, "--stream", log], tmp_path)
@@ -128,7 +128,7 @@ def test_ctrl_c_stops_its_own_run_only(engine, data, tmp_path) -> None:
         time.sleep(0.2)
     out = tmp_path / "after.csv"
     done = tefq(["run", UC1, "--stream", str(data / "iptv" / "log"), "--engine", "spark", "--out", str(out)], engine)
-    assert done.returncode == 0 and "(spark: warm)" in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 0 and "on Spark (warm)" in done.stderr, done.stderr[-2000:]
 
 
 @pytest.mark.spark
