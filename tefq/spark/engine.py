@@ -42,7 +42,8 @@ from tefq.spark.runtime.listing import listed_inputs
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
-from tefq.spark.runtime.session import default_master, get_session
+from tefq.spark.runtime.session import get_session
+from tefq.spark.runtime.session_source import starting_line
 from tefq.spark.runtime.sink import collect
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
@@ -154,7 +155,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
                           StreamLimits(max_ticks, idle_ms=idle_ms), join_order, accept_gaps=accept_gaps)
         if spark is None:
-            say(progress, f"starting Spark ({default_master(master)})…")
+            say(progress, starting_line(master))
             spark = get_session(master)
         say(progress, "planning")
         plans = plan_document(doc, buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
