@@ -29,7 +29,7 @@ from tefq.io.paths import path_in
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import Staging, predicates_present, stage_streams
 from tefq.plan.absent import warn_absent
-from tefq.plan.logical import Document, WindowedQuery
+from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
 from tefq.spark.operators.fallback import rdflib_triples
@@ -185,9 +185,6 @@ def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str)
     """Refuse (exit 2) what a run cannot do, before Spark starts."""
     if not stream_paths:
         raise TefqError("no --stream given")
-    if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
-        raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
-                        "run them bounded", file="--follow")
     refuse_colons(file_inputs(stream_paths))
     if ingest not in INGEST_CHOICES:
         raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",
@@ -269,6 +266,7 @@ def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: 
     results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop, log=log)
     metrics = fill_metrics(m, Metrics())
     metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
+    metrics.intermediate_bindings += int(m.get("feedback_triples", 0))  # a windowed plan's (spec §7)
     return results, metrics
 
 
