@@ -44,21 +44,23 @@ def stream_format_of(path: str) -> str:
 class StreamInput(str):
     """One input as the pipelines pass it to `read_stream`: a stream path or a Redis URL (the str),
     with its --stream index (`stream`, spec §6.1), and for a Redis input the last position a
-    bounded run reads (`end`: None, follow it) and the --bad-rows directory its source writes to."""
+    bounded run reads (`end`: None, follow it), the --bad-rows directory its source writes to and
+    the file whose existence tells a followed source to admit nothing more (`gate`: a stopping run)."""
 
     stream: int = 0
     end: "Position | None" = None
     bad_rows: str | None = None
     accept_gaps: bool = False  # a Redis input: read on after entries removed before they were read
+    gate: str | None = None
 
     def __new__(cls, path: str, stream: int = 0, end: "Position | None" = None,
-                bad_rows: str | None = None, accept_gaps: bool = False) -> "StreamInput":
+                bad_rows: str | None = None, accept_gaps: bool = False, gate: str | None = None) -> "StreamInput":
         made = str.__new__(cls, path)
-        made.stream, made.end, made.bad_rows, made.accept_gaps = stream, end, bad_rows, accept_gaps
+        made.stream, made.end, made.bad_rows, made.accept_gaps, made.gate = stream, end, bad_rows, accept_gaps, gate
         return made
 
     def __reduce__(self):
-        return StreamInput, (str(self), self.stream, self.end, self.bad_rows, self.accept_gaps)
+        return StreamInput, (str(self), self.stream, self.end, self.bad_rows, self.accept_gaps, self.gate)
 
 
 def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None, stream: int | None = None) -> DataFrame:
@@ -76,7 +78,7 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
 
         given = path if isinstance(path, StreamInput) else StreamInput(path)
         return redis_stream_frame(spark, str(path), bad_rows=given.bad_rows, end=given.end, stream=stream,
-                                  accept_gaps=given.accept_gaps)
+                                  accept_gaps=given.accept_gaps, gate=given.gate)
 
     stream_format_of(path)  # one format, Parquet (text streams are staged first)
     if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
