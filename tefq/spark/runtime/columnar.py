@@ -32,29 +32,24 @@ from tefq.io.paths import local_path
 from tefq.io.readers import ts_out_of_range
 from tefq.io.staging import files_in_stream_order
 from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
-from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob
+from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob, spark_directory
 
 
 # ---------------------------------------------------------------------------------------------
 # The Spark side: a path source and the control source, one (path, flush) schema
 
 def read_paths(spark, path: str, max_files_per_trigger: int | None):
-    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in Spark's
-    file-source order (modification time), as `sources.read_stream` lists them."""
+    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in the
+    order `sources.read_stream` takes them (its listing's, else modification time)."""
     from pyspark.sql import functions as F
 
-    from tefq.io.readers import literal_path_pattern
-
-    if os.path.isdir(path):
-        directory, glob = path, name_glob("parquet", False)
-    else:
-        directory, glob = os.path.dirname(os.path.abspath(path)), literal_path_pattern(os.path.basename(path))
+    directory, glob = spark_directory(path, name_glob("parquet", False))
     reader = (spark.readStream.format("binaryFile").option("recursiveFileLookup", "true")
               .option("pathGlobFilter", glob)
               .schema("path string, modificationTime timestamp, length long, content binary"))
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    return reader.load(literal_path_pattern(directory)).select("path", F.lit(False).alias("flush"))
+    return reader.load(directory).select("path", F.lit(False).alias("flush"))
 
 
 def read_flush(spark, directory: str):
