@@ -29,8 +29,8 @@ from throughput import IPTV, docs, load  # noqa: E402
 from tefq.spark.runtime.mappers import make_mapper  # noqa: E402
 from tefq.spark.operators.base import FLUSH  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402
-from tefq.spark.output import Collector  # noqa: E402
-from tefq.spark.planning import plan_document  # noqa: E402
+
+from tefq.spark.shapes import collector_of, plan_document  # noqa: E402
 
 
 class FakeState:
@@ -82,7 +82,7 @@ def main() -> None:
     op = make_operator(plan, 0, 0)
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(a.buckets)]
-    collector = Collector.of(plan)
+    collector = collector_of(plan)
     prof = cProfile.Profile() if a.cprofile else None
     for i, group in enumerate(batches):
         started = time.perf_counter()

@@ -31,7 +31,7 @@ def main() -> None:
 
     from tefq.io.readers import stream_files
     from tefq.spark.runtime import columns, mappers
-    from tefq.spark.planning import plan_document
+    from tefq.spark.shapes import plan_document
     from tefq.spark.runtime.session import get_session
 
     spark = get_session()

@@ -211,8 +211,8 @@ def baselines(args: argparse.Namespace, doc, table, result: dict) -> str | None:
             result["python_loop_events_per_s"] = table.num_rows / secs
     else:  # the fact-aggregate plan evaluated in one numpy pass (tefq.spark.derived_limit)
         from tefq.spark.derived_limit import single_pass
-        from tefq.spark.output import Collector
-        from tefq.spark.planning import plan_document
+
+        from tefq.spark.shapes import collector_of, plan_document
 
         def timed_single_pass(plan, events):
             started = time.perf_counter()
@@ -224,7 +224,7 @@ def baselines(args: argparse.Namespace, doc, table, result: dict) -> str | None:
         result["limit_rows"], result["limit_facts_created"] = counts["rows_out"], counts["facts_created"]
         result["limit_events_per_s"] = table.num_rows / secs
         result["python_loop_note"] = "no per-event Python loop for UC3 (the oracle is one: see tefq compare)"
-        col = Collector.of(plan)
+        col = collector_of(plan)
         for record in records:
             col.add(*record)
         return rows_digest(col.sorted_rows())  # a digest: the rows would weigh on the engine's peaks

@@ -18,7 +18,7 @@ def apply(query, events_df, **kwargs):
 
 
 def explain_physical(doc: Document) -> str:
-    from tefq.spark.planning import explain_physical as _explain
+    from tefq.spark.shapes import explain_physical as _explain
 
     return _explain(doc)
 

@@ -28,11 +28,11 @@ from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import Staging, stage_streams
-from tefq.plan.logical import Document, WindowedQuery
+from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
+from tefq.spark.run_metrics import fill_metrics
 from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
 from tefq.spark.operators.fallback import rdflib_triples
-from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
@@ -43,6 +43,7 @@ from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
+from tefq.spark.shapes import follow_refusal, plan_document, shape_of
 from tefq.vocabulary import DEFAULT_MAX_TICKS
 
 
@@ -73,24 +74,6 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
     m["micro_batches"] = pr.batches
     m["ingest"] = ingest
     return qrs, m, warns
-
-
-def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) -> None:
-    """The run's metrics from the windowed (C-SPARQL) pipeline's."""
-    metrics.rows_out += sum(len(r.rows) for r in results)
-    metrics.ticks += m.get("ticks", 0)  # windows evaluated, empty ones included (spec §8)
-    metrics.intermediate_bindings += m.get("feedback_triples", 0)  # REGISTER STREAM feedback (spec §7)
-    metrics.late_events += m.get("late_events", 0)
-    if not metrics.events_in:
-        metrics.events_in = m.get("events_in", 0)
-    metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
-    metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
-    metrics.extra.setdefault("ingest", m.get("ingest", "rows"))
-    late = metrics.extra.setdefault("late_by_index", {})
-    for i, n in late_by_index(m).items():
-        late[i] = late.get(i, 0) + n
-    if m.get("join_orders"):  # per micro-batch: the order each BGP ran in and the strategy that chose it
-        metrics.extra["join_orders"] = m["join_orders"]
 
 
 INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, each task reads its Parquet files)",
@@ -182,9 +165,9 @@ def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str)
     """Refuse (exit 2) what a run cannot do, before Spark starts."""
     if not stream_paths:
         raise TefqError("no --stream given")
-    if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
-        raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
-                        "run them bounded", file="--follow")
+    refusal = follow_refusal(doc) if follow else None
+    if refusal is not None:
+        raise TefqError(refusal, file="--follow")
     refuse_colons(file_inputs(stream_paths))
     if ingest not in INGEST_CHOICES:
         raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",
@@ -280,37 +263,16 @@ def refuse_colons(stream_paths: list[str]) -> None:
 
 def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> tuple[list[QueryResult], Metrics]:
     """Every plan's results, and the run's metrics: those of the first fact query (every query reads
-    the same input and the facts are shared) plus the windowed pipeline's."""
+    the same input and the facts are shared) plus those a shape adds itself (the windowed plan's)."""
     results, metrics, first = [], Metrics(), True
     for plan, qrs, m in runs:
         results.extend(qrs)
-        if isinstance(plan, WindowedPlan):
-            add_windowed_metrics(m, qrs, metrics)
+        own = shape_of(plan).run_metrics
+        if own is not None:  # a shape that adds its sink metrics itself (the windowed plan's)
+            own(m, qrs, metrics)
             continue
         if first:
             fill_metrics(m, metrics)
             first = False
         metrics.rows_out += sum(len(r.rows) for r in qrs)
     return results, metrics
-
-
-def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
-    """The run's metrics (filled in) from the first fact query's sink metrics."""
-    m["events_in"] = m.get("events_in", 0) - m.get("duplicates", 0)  # a stream is a set
-    for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
-        setattr(metrics, k, int(m.get(k, 0)))
-    metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
-    metrics.extra["duplicates"] = int(m.get("duplicates", 0))  # equal elements at one time, applied once
-    metrics.extra["micro_batches"] = m.get("micro_batches", [])
-    if "state_by_batch" in m:  # a follow run's state size per micro-batch (runtime/follow.SinkTail)
-        metrics.extra["state_by_batch"] = m["state_by_batch"]
-    metrics.extra["collect_seconds"] = m.get("collect_seconds")
-    metrics.extra["ingest"] = m.get("ingest", "rows")
-    metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
-    metrics.extra["late_by_index"] = late_by_index(m)
-    return metrics
-
-
-def late_by_index(m: dict) -> dict[int, int]:
-    """Late elements per input stream index, from a sink's `late_stream.<i>` metrics."""
-    return {int(k.split(".", 1)[1]): int(v) for k, v in m.items() if k.startswith("late_stream.")}

@@ -8,9 +8,9 @@ record of the sink to a `Collector`, which formats the cells with the oracle's c
 (`tefq.semantics.values.to_term`) and the SELECT projections.
 
 Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`. The windowed operator's
-rows are columnar records of their own (tefq.spark.windowed_output: `WindowedCollector`). A plan
-with records of its own (the general plan) names its collector (`plan.collector()`:
-tefq.spark.kernels.general.collector).
+rows are columnar records of their own (tefq.spark.windowed_output: `WindowedCollector`), the
+general plan's too (tefq.spark.kernels.general.collector); each plan's shape names its collector
+(tefq.spark.shapes.collector_of).
 """
 from __future__ import annotations
 
@@ -126,17 +126,6 @@ class Collector:
     terms: dict[int, str] = field(default_factory=dict)
     metrics: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-
-    @staticmethod
-    def of(plan) -> "Collector":
-        """The collector of a plan's records (any plan kind: what it has of group variables,
-        projections and partial aggregates; a general plan's: `GeneralCollector`)."""
-        if hasattr(plan, "collector"):  # a plan with its own records (planning/general.GeneralPlan)
-            return plan.collector()
-        routing = getattr(plan, "routing", None)
-        merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
-        return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge,
-                         getattr(plan, "query", ""), getattr(plan, "columns", ()))
 
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == ROWS:

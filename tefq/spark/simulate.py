@@ -4,7 +4,7 @@ The same streaming pipeline as the native engine (projection, heartbeats, bucket
 applyInPandasWithState, parquet sink), with a different stateful operator: the simulation operator
 (`tefq.spark.operators.simulated`) replaces the current-aggregate one. Query shapes that operator
 does not cover (UC3: derived facts, WHILE) run on one bucket with the oracle-side simulation
-(`tefq.simulate`) per micro-batch — see `simulation_fallback`.
+(`tefq.simulate`) per micro-batch — see `shapes/fallback.simulation_fallback`.
 """
 from __future__ import annotations
 
@@ -18,22 +18,9 @@ from tefq.io.bad_rows import BadRowLog
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
 from tefq.simulate.names import STRATEGIES
-from tefq.spark.operators.fallback import make_fallback_operator, rdflib_triples
-from tefq.spark.operators.simulated import make_simulation_operator
-from tefq.spark.planning import CurrentAggregatePlan, FallbackPlan, plan_document
+from tefq.spark.operators.fallback import rdflib_triples
+from tefq.spark.shapes import plan_document, shape_of
 from tefq.vocabulary import DEFAULT_MAX_TICKS, RunLimits
-
-
-def simulation_fallback(strategy: str, window_ms: int):
-    """Other shapes (UC3): the oracle-side simulation (`tefq.simulate.run`) evaluates, on one bucket
-    holding every element read, the windows that became final in each micro-batch. O(input) per
-    micro-batch: correct, not scalable. Its bindings are those of the run at the flush."""
-    def evaluate(doc: Document, elements, background, t0: int):
-        from tefq.simulate import run as simulate_run
-
-        return simulate_run(doc, elements, strategy, window_ms, background, t0)
-
-    return evaluate
 
 
 # ---------------------------------------------------------------- the driver
@@ -49,21 +36,13 @@ def explain_simulated(doc: Document, strategy: str, window_ms: int | None = None
     doc, plans = plans_for(doc, window_ms, buckets)
     out = []
     for p in plans:
-        if isinstance(p, CurrentAggregatePlan):
-            head = (f"SimulatedFacts {strategy} on Spark (vectorised, per bucket): windows ({p.every_ms} ms) in order;"
-                    f" each restores the facts from the carried {_FORM[strategy]}, applies its events, reports at"
-                    " tau, carries on")
-            body = replace(p, operator="SimulationOperator (replaces the fact operator)").explain()
-        else:
-            head = (f"SimulatedFacts {strategy} on Spark (single bucket, oracle-side simulation tefq.simulate per"
-                    " micro-batch: not scalable)")
-            body = (replace(p, evaluator="tefq.simulate runs the windows") if isinstance(p, FallbackPlan) else p).explain()
-        out.append(head + "\n" + body)
+        simulation = shape_of(p).simulation
+        if simulation is not None:
+            out.append(simulation.explain(p, strategy))
+        else:  # a plan the simulations do not run (a windowed query beside them)
+            out.append(f"SimulatedFacts {strategy} on Spark (single bucket, oracle-side simulation tefq.simulate per"
+                       " micro-batch: not scalable)\n" + p.explain())
     return "\n\n".join(out) + "\n"
-
-
-_FORM = {"refresh": "refresh bindings (identity, start)", "refresh-group": "per-group packs",
-         "sequence": "state-event sequence"}
 
 
 def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | None = None, background=None, *,
@@ -90,10 +69,7 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
                       RunLimits(max_ticks))  # as engine.run: the bucket loop bounds the windows it reports
 
     def operator(plan):
-        if isinstance(plan, FallbackPlan):
-            return make_fallback_operator(sim_doc, plan.query_index, plan.every_ms, t0, lateness_ms, opts.background,
-                                          evaluate=simulation_fallback(strategy, plan.every_ms), limits=opts.limits)
-        return make_simulation_operator(plan, strategy, t0, lateness_ms, opts.limits)
+        return shape_of(plan).simulation.operator(sim_doc, plan, strategy, opts)
 
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
@@ -127,14 +103,14 @@ def check_simulation(doc: Document, stream_paths: list[str], strategy: str, wind
 
 def simulated_results(runs) -> tuple[list, Metrics, dict[str, str]]:
     """Every plan's results, the run's metrics and which path ran each query."""
-    from tefq.spark.engine import fill_metrics
+    from tefq.spark.run_metrics import fill_metrics
 
     results, metrics = [], Metrics()
     windows_seen: set[int] = set()
     paths: dict[str, str] = {}
     for i, (plan, qrs, m) in enumerate(runs):
         results.extend(qrs)
-        paths[plan.query] = "vectorised" if isinstance(plan, CurrentAggregatePlan) else "oracle-simulation fallback"
+        paths[plan.query] = shape_of(plan).simulation.path
         if i == 0:
             fill_metrics(m, metrics)
             metrics.ticks = 0  # counted per window size below

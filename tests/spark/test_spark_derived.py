@@ -17,8 +17,9 @@ from tefq.spark.kernels.exact import limb_sums, rounded
 from tefq.spark.kernels.intervals import OPEN
 from tefq.spark.kernels.joins import Relation, coalesce, derive, interval_join
 from tefq.spark.operators.fact import make_fact_operator
-from tefq.spark.output import Collector
-from tefq.spark.planning import FallbackPlan, explain_physical, plan_document
+
+from tefq.spark.planning.fallback import FallbackPlan
+from tefq.spark.shapes import collector_of, explain_physical, plan_document
 from tefq.spark.planning.fact import FactAggregatePlan
 from tests.support import spark_docs as sd
 from tests.support.fact_harness import (IPTV, feed, oracle, summed_metrics, uc3_streams, uc3_variant,
@@ -128,7 +129,7 @@ def drive(doc, elements, batch_sizes: list[int], lateness: int = 0):
     assert isinstance(plan, FactAggregatePlan)
     op = make_fact_operator(plan, 0, lateness)
     state = FakeState()
-    col = Collector.of(plan)
+    col = collector_of(plan)
     arity = max(len(f.identity) for f in plan.event_facts)
     nterms = max([len(f.terms) for f in plan.event_facts] + [0])
     cols = ["k", "fact", "ts", "o", "f", "e", "n"] + [f"v{i}" for i in range(arity)] + \

@@ -11,8 +11,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.spark.operators.fact import make_fact_operator
-from tefq.spark.output import Collector
-from tefq.spark.planning import explain_physical, plan_document
+
+from tefq.spark.shapes import collector_of, explain_physical, plan_document
 from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.spark.protocol import HEARTBEAT, SINCE, UNTIL
 from tefq.spark.runtime.fact_buckets import route_batch
@@ -29,7 +29,7 @@ def drive_buckets(doc, elements, batch_sizes: list[int], offered: int, lateness:
     assert isinstance(plan, FactAggregatePlan)
     op = make_fact_operator(plan, 0, lateness)
     states = [FakeState() for _ in range(plan.buckets)]
-    col = Collector.of(plan)
+    col = collector_of(plan)
     warnings: list[str] = []
 
     def call(recs: list[dict]) -> None:

@@ -13,7 +13,8 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from tefq.spark.planning import GeneralPlan, explain_physical, plan_document
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.shapes import explain_physical, plan_document
 from tests.support.general_shapes import PROGRAMS, SHAPES, document, iri, oracle_rows, streams
 from tests.support.general_spark import (EXAMPLES, ISSUE_SHAPES, SPARK_SETTINGS, background_file,
                                          check_against_the_oracle, oracle_metrics, spark_rows)

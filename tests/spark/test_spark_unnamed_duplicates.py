@@ -17,7 +17,8 @@ from tefq.oracle import run as oracle_run
 from tefq.spark.operators.base import UnnamedElements
 from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fact import make_fact_operator
-from tefq.spark.planning import CurrentAggregatePlan, plan_document
+from tefq.spark.planning.current import CurrentAggregatePlan
+from tefq.spark.shapes import plan_document
 from tefq.spark.protocol import HB_STREAM_SHIFT, RowKind
 from tests.support import spark_docs as sd
 from tests.support.spark import run_spark

@@ -12,11 +12,10 @@ pytest.importorskip("pyspark")
 
 from tefq.results import QueryResult
 from tefq.spark.operators.current import make_operator
-from tefq.spark.output import Collector
-from tefq.spark.planning import plan_document
 from tefq.spark.protocol import ELEMENT, FLUSH
 from tefq.spark.runtime.mappers import make_mapper
 from tefq.spark.runtime.sources import FLUSH_TERM
+from tefq.spark.shapes import collector_of, plan_document
 from tests.support import spark_docs as sd
 
 
@@ -58,7 +57,7 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
     op = make_op(plan, 0, lateness)
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(plan.buckets)]
-    col = Collector.of(plan)
+    col = collector_of(plan)
 
     def call(b: int, frame: pd.DataFrame) -> None:
         for out in op((b,), iter([frame]), states[b]):

@@ -17,7 +17,7 @@ from tefq.spark.kernels.intervals import (OPEN, Events, Intervals, apply_events,
                               durations_exact, fsum_durations)
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, ingest_unnamed
 from tefq.spark.output import NumericRows, rows_record, terms_record
-from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, TERMS, RowKind
 from tefq.vocabulary import RunLimits
 

@@ -22,7 +22,7 @@ from tefq.spark.kernels.strategies import Changes, make_strategy, state_changes
 from tefq.spark.operators.base import Batch, BucketState, bucket_operator
 from tefq.spark.operators.current import CurrentAggregateLogic, emit_rows, read_events, read_terms, tick_rows
 from tefq.spark.output import NumericRows
-from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.protocol import EVENT_KINDS
 from tefq.vocabulary import RunLimits
 

@@ -60,7 +60,7 @@ class WindowedPlan:
                           f"  Project: kind, ts, terms only for predicates {preds} (others: time only)", SOURCE])
 
 
-KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.document.shuffle_partitions' least)
+KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.common.shuffle_partitions' least)
 
 
 def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:

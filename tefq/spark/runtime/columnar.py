@@ -1,8 +1,8 @@
 """Columnar ingestion for Parquet stream inputs (issue 14): Spark carries only file paths, a
 mapInArrow task reads each Parquet file itself with pyarrow (`read_files`) and the plan's encoding
 (`runtime/encodings.py`, `from_file`) emits the rows the Spark projection + mapper would emit, so
-the stateful operators are the same. This module holds the reading: the path and control sources,
-the files' columns checked and coded, and the term codes.
+the stateful operators are the same. This module holds the reading: the files' columns checked and
+coded, and the term codes (the (path, flush) sources are in runtime/sources.py).
 
 Why: on the generic path the JVM dominates a micro-batch (Parquet read into rows, the regex
 vouching, xxhash64 of strings, the Arrow round trip into Python). Here Spark's file source (the
@@ -31,38 +31,6 @@ import pyarrow as pa
 from tefq.io.paths import local_path
 from tefq.io.staging import files_in_stream_order
 from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
-from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob
-
-
-# ---------------------------------------------------------------------------------------------
-# The Spark side: a path source and the control source, one (path, flush) schema
-
-def read_paths(spark, path: str, max_files_per_trigger: int | None):
-    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in Spark's
-    file-source order (modification time), as `sources.read_stream` lists them."""
-    from pyspark.sql import functions as F
-
-    from tefq.io.readers import literal_path_pattern
-
-    if os.path.isdir(path):
-        directory, glob = path, name_glob("parquet", False)
-    else:
-        directory, glob = os.path.dirname(os.path.abspath(path)), literal_path_pattern(os.path.basename(path))
-    reader = (spark.readStream.format("binaryFile").option("recursiveFileLookup", "true")
-              .option("pathGlobFilter", glob)
-              .schema("path string, modificationTime timestamp, length long, content binary"))
-    if max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    return reader.load(literal_path_pattern(directory)).select("path", F.lit(False).alias("flush"))
-
-
-def read_flush(spark, directory: str):
-    """The control source (sources.write_flush) as (path=null, flush=true) rows."""
-    from pyspark.sql import functions as F
-
-    os.makedirs(directory, exist_ok=True)
-    return (spark.readStream.schema(CONTROL_SCHEMA).parquet(directory)
-            .select(F.lit(None).cast("string").alias("path"), F.lit(True).alias("flush")))
 
 
 RANK_BITS = 32  # a path's entry in `path_ranks`: stream << RANK_BITS | rank

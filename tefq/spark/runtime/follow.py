@@ -30,7 +30,8 @@ from tefq.io.staging import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
-from tefq.spark.output import SIZE_FIGURES, TERMS, Collector, summed
+from tefq.spark.output import SIZE_FIGURES, TERMS, summed
+from tefq.spark.shapes import collector_of
 from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
@@ -62,7 +63,7 @@ class SinkTail:
             return [], []
         self.seen.update(files)
         # An operator sends the terms of its rows with them: each poll decodes on its own.
-        col = Collector.of(self.plan)
+        col = collector_of(self.plan)
         facts = FactCollector.of(self.plan) if self.on_facts is not None else None
         pdf = read_sink_files(files)
         for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from tefq.errors import TefqError
-from tefq.spark.planning.document import reads_columnar
+from tefq.spark.shapes import reads_columnar
 from tefq.spark.runtime.checkpoint import claim_marker
 
 INGEST_CHOICES = ("auto", "columnar", "direct", "rows")

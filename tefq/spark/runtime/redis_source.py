@@ -47,7 +47,7 @@ from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
                                   is_redis_url, split_range)
 from tefq.io.validate import Fault
-from tefq.spark.protocol import file_hash
+from tefq.spark.runtime.ranks import file_hash
 
 FORMAT = "tefq-redis"
 SCHEMA = "ts long, s string, p string, o string, file string, row long"
@@ -297,7 +297,7 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
     run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
-    index (spec §6.1), carried in `fh` (`protocol.file_hash`)."""
+    index (spec §6.1), carried in `fh` (`ranks.file_hash`)."""
     SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
     register(spark)
     reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)

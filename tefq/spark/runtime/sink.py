@@ -5,10 +5,8 @@ import os
 
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
-from tefq.spark.output import Collector
-from tefq.spark.planning import WindowedPlan
 from tefq.spark.runtime.log_entries import entries, read_entry
-from tefq.spark.windowed_output import WindowedCollector
+from tefq.spark.shapes import collector_of
 
 
 def committed_files(out: str) -> list[str]:
@@ -38,13 +36,6 @@ def read_sink_files(files: list[str]):
 
 def read_sink(out: str):
     return read_sink_files(committed_files(out))
-
-
-def collector_of(plan) -> Collector | WindowedCollector:
-    """The collector that decodes a plan's sink records (`tefq.spark.output`)."""
-    if isinstance(plan, WindowedPlan):
-        return WindowedCollector(plan.queries, plan.query_columns)
-    return Collector.of(plan)
 
 
 def collect(plan, out: str) -> tuple[list[QueryResult], dict, list[str]]:

@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tefq.errors import TefqError
-from tefq.io.readers import stream_files, stream_format
-from tefq.spark.protocol import file_hash
+from tefq.io.readers import literal_path_pattern, stream_files, stream_format
+from tefq.spark.runtime.ranks import file_hash
 
 if TYPE_CHECKING:
     from tefq.io.redis_stream import Position
@@ -65,7 +65,6 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     directory, or a Redis stream (`redis_source.redis_stream_frame`), input `stream` (its --stream
     index; default: a StreamInput's own, else 0). Files are taken in Spark's file-source order
     (modification time)."""
-    from tefq.io.readers import literal_path_pattern
     from tefq.io.redis_stream import is_redis_url
 
     if stream is None:
@@ -117,3 +116,28 @@ def write_flush(directory: str) -> None:
     pq.write_table(pa.table({"ts": pa.array([0], pa.int64()), "s": [FLUSH_TERM], "p": [FLUSH_TERM],
                              "o": [FLUSH_TERM]}), tmp)
     os.replace(tmp, target)
+
+
+# The columnar and direct paths' sources (runtime/columnar.py): (path, flush) rows
+
+
+def read_paths(spark, path: str, max_files_per_trigger: int | None):
+    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in Spark's
+    file-source order (modification time), as `sources.read_stream` lists them."""
+    if os.path.isdir(path):
+        directory, glob = path, name_glob("parquet", False)
+    else:
+        directory, glob = os.path.dirname(os.path.abspath(path)), literal_path_pattern(os.path.basename(path))
+    reader = (spark.readStream.format("binaryFile").option("recursiveFileLookup", "true")
+              .option("pathGlobFilter", glob)
+              .schema("path string, modificationTime timestamp, length long, content binary"))
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
+    return reader.load(literal_path_pattern(directory)).select("path", F.lit(False).alias("flush"))
+
+
+def read_flush(spark, directory: str):
+    """The control source (sources.write_flush) as (path=null, flush=true) rows."""
+    os.makedirs(directory, exist_ok=True)
+    return (spark.readStream.schema(CONTROL_SCHEMA).parquet(directory)
+            .select(F.lit(None).cast("string").alias("path"), F.lit(True).alias("flush")))

@@ -177,9 +177,8 @@ def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-
     from tefq.spark.operators.general import make_general_operator
-    from tefq.spark.output import Collector
+    from tefq.spark.shapes import collector_of
     from tefq.spark.runtime.pipelines import reading_operator
 
     buckets = data.draw(st.integers(1, 4))
@@ -195,7 +194,7 @@ def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
             pq.write_table(pa.table({"ts": [e[0] for e in part], "s": [e[1] for e in part],
                                      "p": [e[2] for e in part], "o": [e[3] for e in part]}), paths[-1])
     op = reading_operator(make_general_operator(p, 0, 0), p, None, {path: i for i, path in enumerate(paths)})
-    col = Collector.of(p)
+    col = collector_of(p)
     for b in range(buckets):
         files = pd.DataFrame({"path": paths + [None], "flush": [False] * len(paths) + [True]})
         for kind, tick, payload in next(op((b,), iter([files]), FakeState())).itertuples(index=False):

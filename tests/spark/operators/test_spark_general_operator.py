@@ -15,8 +15,9 @@ import pytest
 
 from tefq.spark.kernels.general.collector import GeneralCollector
 from tefq.spark.operators.general import GeneralBucketState, make_general_operator
-from tefq.spark.output import Collector
-from tefq.spark.planning import GeneralPlan, plan_document
+
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.shapes import collector_of, plan_document
 from tefq.spark.protocol import ELEMENT, FLUSH, HEARTBEAT
 from tefq.spark.runtime.mappers import make_mapper
 from tefq.spark.runtime.sources import FLUSH_TERM
@@ -61,7 +62,7 @@ def test_two_buckets_over_micro_batches_give_the_oracles_rows(restart):
     doc, plan = genre_plan()
     op = make_general_operator(plan, 0, 0)
     states = {0: FakeState(), 1: FakeState()}
-    col = Collector.of(plan)
+    col = collector_of(plan)
     assert isinstance(col, GeneralCollector)
     for i, batch in enumerate(BATCHES):
         out = mapped(plan, batch, i == len(BATCHES) - 1)

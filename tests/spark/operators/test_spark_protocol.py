@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("pyspark")
 
 from tefq.spark.operators.base import BucketLogic, bucket_operator
-from tefq.spark.planning import FallbackPlan, plan_document
+from tefq.spark.planning.fallback import FallbackPlan
+from tefq.spark.shapes import plan_document
 from tefq.spark.protocol import ELEMENT, ELEMENT_WIRE, FLUSH, HEARTBEAT, RowKind, heartbeat_rows, read_heartbeats
 from tefq.spark.runtime.mappers import make_mapper
 from tefq.spark.runtime.sources import FLUSH_TERM

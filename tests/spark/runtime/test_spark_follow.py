@@ -128,7 +128,7 @@ def test_follow_uc3_split_by_user_adds_the_buckets_shares_per_micro_batch(spark,
     written. One programme airs on two channels whose viewers land in different buckets; --out is
     the oracle's rows the event time passed."""
     from tefq.io.result_writers import results_text
-    from tefq.spark.planning import plan_document
+    from tefq.spark.shapes import plan_document
 
     query = tmp_path / "uc3.tef"
     query.write_text(open(os.path.join(ROOT, "usecases", "uc3.tef")).read().replace('"PT1M"', '"PT10S"'))
