@@ -109,7 +109,7 @@ def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     if jvm_gone(e, text):
         resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
         return ("tefq: error: the Spark JVM stopped during the run (it was killed, or ran out of memory: see "
-                "`dmesg`; TEFQ_SPARK_DRIVER_MEMORY sets its heap)" + resume)
+                "`dmesg`; --driver-memory 4g, or TEFQ_SPARK_DRIVER_MEMORY, sets its heap)" + resume)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return f"tefq: internal error: {type(e).__name__}: {shown(first[:500])}"
 

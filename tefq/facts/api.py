@@ -16,6 +16,7 @@ from tefq.errors import TefqError
 from tefq.facts.table import FactRows, event_elements, fact_table, facts_frame
 
 if TYPE_CHECKING:
+    from tefq.results import RunResult
     from tefq.service import DocumentSource
 
 FACT_ENGINES = ("oracle", "spark", "auto")
@@ -91,4 +92,22 @@ def facts_of(query: "DocumentSource", events: Any, background: Any = None, *, en
         return spark_fact_table(doc, paths, bg, master=master)[0]
 
 
-__all__ = ["FACT_ENGINES", "event_elements", "chosen_engine", "fact_engine", "spark_inputs", "facts_of", "facts_frame"]
+def as_of(query: "DocumentSource", events: Any, instants: list[int], background: Any = None, *,
+          engine: str = "oracle", master: str | None = None) -> "RunResult":
+    """The rows of `query`'s aggregate queries as of `instants` over `events` (spec §12, as `tefq
+    run --at`), their facts from `engine` (oracle, spark, auto), each column's kind as planned."""
+    from tefq.facts.as_of import as_of_spark, as_of_stream
+    from tefq.service import bind, plan_kinds, read_background
+
+    bg = read_background(background)
+    doc = bind(query, bg)
+    if fact_engine(engine, events) == "oracle":
+        run = as_of_stream(doc, event_elements(events), instants, bg)
+    else:
+        with spark_inputs(events) as paths:
+            run = as_of_spark(doc, paths, instants, bg, master=master, progress=False)
+    plan_kinds(run, doc)
+    return run
+
+
+__all__ = ["FACT_ENGINES", "as_of", "event_elements", "chosen_engine", "fact_engine", "spark_inputs", "facts_of", "facts_frame"]

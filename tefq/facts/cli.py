@@ -8,10 +8,14 @@ import argparse
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tefq.errors import TefqError
 from tefq.facts.api import chosen_engine
 from tefq.facts.writer import FACT_FORMATS
+
+if TYPE_CHECKING:
+    from tefq.service import Output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--facts", metavar="FILE", help="a stored fact table (.parquet, .tsv, .jsonl) to plot or convert")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
     p.add_argument("--out", metavar="FILE|DIR/", help="output file, or a directory for one file per fact (default: stdout)")
-    p.add_argument("--format", choices=FACT_FORMATS, help="table format (default: from --out's extension, else csv)")
+    p.add_argument("--format", choices=FACT_FORMATS,
+                   help="table format (default: the one --out's extension names; on a terminal a text table with "
+                        "ISO-8601 times, else csv)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline: a row per identity, a bar per interval")
     p.add_argument("--where", action="append", metavar="var=<iri>",
                    help="keep the facts whose identity binds ?var to this term (repeatable; table and plot)")
@@ -68,7 +74,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     from tefq.plotting import require_matplotlib
 
     started = time.perf_counter()
-    fmt = format_of(args.format, args.out)
+    fmt = format_of(args.format, args.out, follow=args.follow)
     where = parse_where(args.where)
     if args.follow:
         return follow_facts(args, fmt, where, started)
@@ -131,18 +137,21 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     return 0
 
 
-def run_as_of(args: argparse.Namespace) -> int:
+def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
     """`tefq run FILE.tef (--stream PATH | --facts FILE) --at T[,T...]`: the aggregate queries at
     the given instants, from the stream (its facts from the engine `engine` names: Spark's fact
-    table, or the oracle's replay) or from a stored fact table (spec §12). Reads `query`, `prefix`,
-    `background`, `stream`, `facts`, `at`, `out`, `format`, `metrics`, `quiet`, and if present
-    `engine` (default oracle) and `master`."""
+    table, or the oracle's replay) or from a stored fact table (spec §12), written to `output`.
+    Reads `query`, `prefix`, `background`, `stream`, `facts`, `at`, `quiet`, and if present
+    `engine` (default oracle) and `master` (and without `output`, `format`, `out` and `metrics`)."""
     from tefq.facts.as_of import as_of_facts, as_of_spark, as_of_stream, parse_instants
     from tefq.io.result_writers import write_metrics, write_results
+    from tefq.service import Output, plan_kinds
 
     if args.at is None:
         raise TefqError("--facts FILE runs the queries as of given instants: add --at T[,T...]", "--facts")
     instants = parse_instants(args.at)
+    if output is None:
+        output = Output.chosen(getattr(args, "format", None), args.out, "tefq run", metrics=getattr(args, "metrics", None))
     if getattr(args, "follow", False):
         raise TefqError("--at reports given instants of a bounded input: it does not follow a stream", "--follow")
     if bool(args.facts) == bool(args.stream):
@@ -157,9 +166,9 @@ def run_as_of(args: argparse.Namespace) -> int:
                               progress=not getattr(args, "quiet", False))
         else:
             run = as_of_stream(doc, _elements(paths), instants, background)
-    write_results(run.results, args.format or "csv", args.out)
-    if getattr(args, "metrics", None):
-        write_metrics(run.metrics, args.metrics)
+    plan_kinds(run, doc)  # typed Parquet/Arrow columns as the plan gives them
+    write_results(run.results, output.format, output.out, output.tick_format, output.terms)
+    write_metrics(run.metrics, output.metrics)
     if not getattr(args, "quiet", False):
         m = run.metrics
         engine = m.extra.get("engine", "oracle")

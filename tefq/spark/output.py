@@ -43,6 +43,9 @@ class NumericRows:
     def __len__(self) -> int:
         return len(self.ticks)
 
+    def take(self, idx: np.ndarray) -> "NumericRows":
+        return NumericRows(self.ticks[idx], self.groups[idx], {a: v[idx] for a, v in self.values.items()})
+
     @staticmethod
     def concat(parts: list["NumericRows"], ngroups: int, aliases: list[str]) -> "NumericRows":
         if not parts:
@@ -119,6 +122,7 @@ class Collector:
     group_vars: tuple[str, ...]
     projections: tuple[tuple[str, Expr], ...]  # group variables appear as Var("group:<name>")
     merge: tuple[tuple[str, str], ...] = ()  # (alias, op): the rows are buckets' partials to add first
+    having: tuple[Expr, ...] = ()  # spec §4: the groups reported (group variables as in `projections`)
     query: str = ""
     columns: tuple[str, ...] = ()
     numeric: list[NumericRows] = field(default_factory=list)
@@ -177,7 +181,8 @@ class Collector:
     def _numeric(self) -> NumericRows:
         aliases = list(self.numeric[0].values)
         rows = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
-        return merge_partials(rows, self.merge) if self.merge else rows
+        rows = merge_partials(rows, self.merge) if self.merge else rows
+        return having_kept(rows, self.having, self.terms, self.group_vars) if self.having else rows
 
 
 def _to_term(v) -> str | None:
@@ -329,19 +334,36 @@ def paused_gc() -> Iterator[None]:
 def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:
     from tefq.semantics.expressions import EvalError, evaluate
 
-    group_cols = {name: rows.groups[:, j].tolist() for j, name in enumerate(group_vars)}
-    value_cols = {alias: (arr.tolist() if _is_int(arr) else [float(v) for v in arr.tolist()])
-                  for alias, arr in rows.values.items()}
     plain = _plain(e)
     col = []
-    for r in range(len(rows)):
-        env = {"group_" + name: terms.get(group_cols[name][r]) for name in group_vars}
-        env.update((alias, vals[r]) for alias, vals in value_cols.items())
+    for env in _row_envs(rows, terms, group_vars):
         try:
             col.append(_to_term(evaluate(plain, env)))
         except EvalError:
             col.append(None)
     return col
+
+
+def having_kept(rows: NumericRows, having: tuple[Expr, ...], terms: dict[int, str],
+                group_vars: tuple[str, ...]) -> NumericRows:
+    """The rows whose group meets every HAVING constraint (spec §4; an error is false, as in a
+    FILTER), evaluated with the oracle's semantics."""
+    from tefq.semantics.expressions import filters_pass
+
+    plain = [_plain(e) for e in having]
+    keep = np.fromiter((filters_pass(plain, env) for env in _row_envs(rows, terms, group_vars)), bool, len(rows))
+    return rows if keep.all() else rows.take(np.nonzero(keep)[0])
+
+
+def _row_envs(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> Iterator[dict]:
+    """Per row, the oracle's environment: group terms (as `group_<name>`) and aggregate values."""
+    group_cols = {name: rows.groups[:, j].tolist() for j, name in enumerate(group_vars)}
+    value_cols = {alias: (arr.tolist() if _is_int(arr) else [float(v) for v in arr.tolist()])
+                  for alias, arr in rows.values.items()}
+    for r in range(len(rows)):
+        env = {"group_" + name: terms.get(group_cols[name][r]) for name in group_vars}
+        env.update((alias, vals[r]) for alias, vals in value_cols.items())
+        yield env
 
 
 def _plain(e: Expr) -> Expr:

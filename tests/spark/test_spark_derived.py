@@ -192,7 +192,7 @@ def test_shapes_beyond_the_fact_operator_still_fall_back():
     doc = sd.uc3()
     q = doc.queries[0]
     flt = replace(q, filters=(Call(">", (Var("SA"), Term('"1"^^<http://www.w3.org/2001/XMLSchema#integer>'))),))
-    # without the general plan (issue 27: it runs this shape, tests/test_spark_general_plan.py)
+    # without the general plan (issue 27: it runs this shape, tests/spark/test_spark_general.py)
     (plan,) = plan_document(replace(doc, queries=(flt,)), 4, general=False)
     assert isinstance(plan, FallbackPlan) and "FILTER" in plan.reason
 

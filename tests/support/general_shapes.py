@@ -3,20 +3,19 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.analysis import bind
 from tefq.oracle import prepare
-from tefq.oracle.facts import build_store, TripleIndex
+from tefq.oracle.facts import TripleIndex, build_store
 from tefq.oracle.query import QueryEvaluator
+from tefq.spark.kernels.general.local import run_local
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.general import GeneralPlan, plan_general
 from tefq.syntax import parse
 
 IPTV = "http://example.org/iptv#"
 EVERY = 10  # ms: the streams' times straddle many ticks
-
-
 PREFIX = f"PREFIX : <{IPTV}>\n"
 USER_FACT = "CONSTRUCT FACT UserFact {?user :watching ?channel .} (UNION (SINCE ?user :join ?channel) (UNTIL ?user :quit ?channel))\n"
 PROGRAM_FACT = ("CONSTRUCT FACT ProgramFact {?channel :showing ?program .}"
@@ -173,3 +172,29 @@ SHAPES = {
 }
 PROGRAMS = {"event pattern under WHILE", "a pattern over several facts", "two facts joined", "WHILE with a background pattern", "UC3 (derived fact, WHILE)",
             "WHILE interval variables in SELECT", "derived fact with background and FILTER"}
+
+
+def assert_like_oracle(text: str, elements, cuts, buckets: int, every: int = EVERY) -> None:
+    doc, p = plan(text, buckets, every)
+    got = run_local(p.compiled(doc), elements, BACKGROUND, cuts=cuts, buckets=p.buckets)
+    assert got == oracle_rows(doc, elements)
+
+
+def check_shape(text: str, programs: bool = False, every: int = EVERY):
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(streams(programs, every), st.lists(st.integers(1, 24), max_size=3), st.integers(1, 4))
+    def run(elements, cuts, buckets):
+        assert_like_oracle(text, elements, cuts, buckets, every)
+    run()
+
+
+HAVING_SHAPES = {
+    "genre": SHAPES["genre"].replace("GROUP BY ?genre", "GROUP BY ?genre HAVING (?n > 1 || ?d = 0)"),
+    "no GROUP BY: the implicit group": USER_FACT + agg(
+        "?n AS N, ?s AS S", "COUNT ?user AS ?n, SUM ?r AS ?s", "{ (CURRENT ?user :watching ?channel) . ?channel :rank ?r }",
+        tail="HAVING (?n < 2)"),  # an empty tick's COUNT 0 passes, a real group of 2 does not
+    "UC3 (derived fact, WHILE)": SHAPES["UC3 (derived fact, WHILE)"].replace(
+        "WHILE ?_", "HAVING (?n >= 2) (STR(?show) != \"http://example.org/iptv#p1\") WHILE ?_"),
+    "GROUP BY an interval start, AVG, MIN": SHAPES["GROUP BY an interval start, AVG, MIN"].replace(
+        "GROUP BY ?S", "GROUP BY ?S HAVING (?a > 0.01)"),
+}

@@ -134,8 +134,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         for p in stream_paths:
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
-        check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing meanwhile is seen
-        staging = stage_streams(stream_paths, workdir, log)
+        recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
+        staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
@@ -145,8 +145,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, on_rows is None, on_facts), pr))
         try:
             while True:
-                check_inputs(workdir, stream_paths)  # a file changed since it was read: exit 2 (runtime/input_files)
-                staging.sync()
+                recorded = check_inputs(workdir, stream_paths)  # a file changed since it was read: exit 2
+                staging.sync(recorded)  # only files recorded before they are read (runtime/input_files)
                 _hand_over(running, on_rows)
                 if stopping():
                     _finish_current_batches([q for _, q, _, _ in running])
@@ -167,7 +167,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
     results = [QueryResult(plan.query, plan.columns, tail.rows) for plan, _, tail, _ in running]
     for r in results:
         r.rows = r.sorted_rows()
-    metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input)
+    metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input) ...
+    metrics["ticks"] = sum(int(tail.metrics.get("ticks", 0)) for _, _, tail, _ in running)  # ... ticks: every query's
     metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
     metrics["micro_batches"] = running[0][3].batches
     metrics["state_by_batch"] = running[0][2].state_by_batch()

@@ -35,7 +35,7 @@ def simulated_explain(p: CurrentAggregatePlan, strategy: str) -> str:
 CURRENT = Shape(
     "current", CurrentAggregatePlan, plan, project, CurrentRows,
     operator=lambda doc, plan, run: make_operator(plan, run.t0, run.lateness_ms, run.limits),
-    collector=lambda plan: Collector(plan.group_vars, plan.projections, (), plan.query, plan.columns),
+    collector=lambda plan: Collector(plan.group_vars, plan.projections, (), plan.having, plan.query, plan.columns),
     capabilities=Capabilities(columnar=lambda plan: plan.operator == "FactOperator"),
     simulation=Simulation(
         "vectorised",

@@ -28,7 +28,7 @@ def project(df, plan: FactAggregatePlan, run):
 def collector(plan: FactAggregatePlan) -> Collector:
     """A merging routing leaves the buckets' partial aggregates to add (output.merge_partials)."""
     merge = tuple((a.alias, a.op) for a in plan.aggregates) if plan.routing is not None and plan.routing.merge else ()
-    return Collector(plan.group_vars, plan.projections, merge, plan.query, plan.columns)
+    return Collector(plan.group_vars, plan.projections, merge, plan.having, plan.query, plan.columns)
 
 
 FACT = Shape(

@@ -53,5 +53,5 @@ FALLBACK = Shape(
     "fallback", FallbackPlan, plan, project, ElementRows,
     operator=lambda doc, plan, run: make_fallback_operator(doc, plan.query_index, plan.every_ms, run.t0,
                                                            run.lateness_ms, run.background, limits=run.limits),
-    collector=lambda plan: Collector((), (), (), plan.query, plan.columns),
+    collector=lambda plan: Collector((), (), (), (), plan.query, plan.columns),
     simulation=Simulation("oracle-simulation fallback", simulated_operator, simulated_explain))

@@ -7,12 +7,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tefq.spark.kernels.general.local import run_local
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.general import plan_general
-from tests.support.general_shapes import (BACKGROUND, EVERY, EXAMPLES, PROGRAMS, PROGRAM_FACT, SHAPES, USER_FACT,
-                                          agg, document, iri, lit, oracle_rows, plan, streams)
+from tests.support.general_shapes import BACKGROUND, EXAMPLES, PROGRAMS, PROGRAM_FACT, SHAPES, USER_FACT, agg, document, iri, lit, oracle_rows, plan, streams
 from tests.support.operator_harness import FakeState, element_rows
+from tests.support.general_shapes import assert_like_oracle, check_shape
 
 AGED_EVERY = 250  # a multiple of 125 ms: open durations are summed as ages (exact.age_limbs), not per tick
 
@@ -21,20 +20,6 @@ AGED_EVERY = 250  # a multiple of 125 ms: open durations are summed as ages (exa
 
 
 # ---------------------------------------------------------------- oracle vs kernels
-
-
-def assert_like_oracle(text: str, elements, cuts, buckets: int, every: int = EVERY) -> None:
-    doc, p = plan(text, buckets, every)
-    got = run_local(p.compiled(doc), elements, BACKGROUND, cuts=cuts, buckets=p.buckets)
-    assert got == oracle_rows(doc, elements)
-
-
-def check_shape(text: str, programs: bool = False, every: int = EVERY):
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(streams(programs, every), st.lists(st.integers(1, 24), max_size=3), st.integers(1, 4))
-    def run(elements, cuts, buckets):
-        assert_like_oracle(text, elements, cuts, buckets, every)
-    run()
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))

@@ -47,7 +47,7 @@ def test_shapes_beyond_the_fact_operator_fall_back_and_say_why():
     doc = sd.uc3()
     q = doc.queries[0]
     two = replace(q, where=q.where + (WherePattern("background", q.where[0].pattern),))
-    # without the general plan (issue 27: it runs this shape, tests/test_spark_general_plan.py)
+    # without the general plan (issue 27: it runs this shape, tests/spark/test_spark_general.py)
     (plan,) = plan_document(replace(doc, queries=(two,)), 4, general=False)
     assert isinstance(plan, FallbackPlan) and plan.buckets == 1
     assert "WHERE other than a single fact pattern" in plan.reason
