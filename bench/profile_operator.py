@@ -31,6 +31,7 @@ from tefq.spark.operators.base import FLUSH  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402
 
 from tefq.spark.shapes import collector_of, plan_document  # noqa: E402
+from tefq.vocabulary import RunSettings
 
 
 class FakeState:
@@ -79,7 +80,7 @@ def main() -> None:
         "b": pa.array([0], pa.int32()), "x": pa.nulls(1, pa.string())})
     per_batch = max(1, a.batch // a.partition)
     batches = [parts[i:i + per_batch] for i in range(0, len(parts), per_batch)] + [[flush]]
-    op = make_operator(plan, 0, 0)
+    op = make_operator(plan, RunSettings(0, 0))
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(a.buckets)]
     collector = collector_of(plan)

@@ -249,7 +249,7 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
     from memory import PeakMemory, du_bytes
 
     from tefq.errors import TefqError
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     if args.checkpoint:
         shutil.rmtree(args.checkpoint, ignore_errors=True)

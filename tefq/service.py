@@ -6,7 +6,7 @@
 1. the inputs checked: stream paths and the background file exist; in-memory events become an
    Arrow table (tefq.io.run_inputs);
 2. the engine chosen (`--engine auto`: `choose_engine`);
-3. the options settled (`settle`): durations in ms, the tick bound checked (`RunLimits`),
+3. the options settled (`settle`): durations in ms, the tick bound checked: one `RunSettings`,
    options the chosen engine would silently drop refused;
 4. the background read once (its predicates bind the document; its triples feed the oracle, its
    graph Spark) and the document bound;
@@ -35,13 +35,14 @@ from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
 from tefq.results import RunResult
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import DEFAULT_IDLE_MS, DEFAULT_MAX_TICKS, RunSettings
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from tefq.io.rdf import Background
     from tefq.io.run_inputs import StagedStreams
+    from tefq.spark.engine import SparkRun
 
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
@@ -307,13 +308,13 @@ def estimated_events(paths: list[str]) -> int:
 
 @dataclass(frozen=True)
 class Settings:
-    """A request's options in the units the engines take, checked once."""
+    """A request's options in the units the engines take, checked once: the engine, the
+    simulation's window, and the run's settings (t0, lateness, tick bound, idle timeout), which
+    every engine takes whole."""
 
     engine: str
-    lateness_ms: int
     window_ms: int | None
-    limits: RunLimits
-    idle_ms: int | None = None  # --idle-timeout (None: the engine's default)
+    run: RunSettings
 
 
 def settle(request: RunRequest, engine: str) -> Settings:
@@ -326,16 +327,17 @@ def settle(request: RunRequest, engine: str) -> Settings:
     idle_ms = duration_ms(idle, "--idle-timeout") if idle is not None else None
     refuse_dropped_options(request, engine)
     refuse_restaged_inputs(request)
-    return Settings(engine, lateness_ms, window_ms, run_limits(request.max_ticks), idle_ms)
+    return Settings(engine, window_ms, RunSettings(request.t0, lateness_ms, checked_max_ticks(request.max_ticks),
+                                                   DEFAULT_IDLE_MS if idle_ms is None else idle_ms))
 
 
-def run_limits(max_ticks: int | None) -> RunLimits:
+def checked_max_ticks(max_ticks: int | None) -> int:
     """`--max-ticks` checked (None: the default bound; 0: no bound)."""
     if max_ticks is None:
-        return RunLimits()
+        return DEFAULT_MAX_TICKS
     if max_ticks < 0:
         raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
-    return RunLimits(max_ticks)
+    return max_ticks
 
 
 def refuse_dropped_options(request: RunRequest, engine: str) -> None:
@@ -420,13 +422,15 @@ class Job:
 
         return as_parquet(self.staged, self.workdir, self.log)
 
-    def spark_options(self) -> dict[str, Any]:
-        """The keyword options both Spark runs take."""
+    def spark_run(self, **options: Any) -> "SparkRun":
+        """The request both Spark runs take: the run's settings whole, the background read once."""
+        from tefq.spark.engine import SparkRun
+
         r, s = self.request, self.request.spark
         master = s.master or os.environ.get("TEFQ_SPARK_MASTER")
-        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms, master=master,
-                    max_files_per_trigger=s.max_files_per_trigger, bad_row_log=self.log, progress=r.progress,
-                    max_ticks=self.settings.limits.max_ticks, spark=s.session or self.configured_session(master))
+        return SparkRun(self.doc, tuple(self.spark_paths()), self.background, self.settings.run, master=master,
+                        spark=s.session or self.configured_session(master), max_files_per_trigger=s.max_files_per_trigger,
+                        bad_row_log=self.log, progress=r.progress, **options)
 
     def configured_session(self, master: str | None) -> Any:
         """A session started with the user's Spark settings (--conf, --driver-memory); None without
@@ -441,10 +445,6 @@ class Job:
         return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property
-    def graph(self) -> Any:
-        return None if self.background is None else self.background.graph
-
-    @property
     def triples(self) -> tuple | None:
         return None if self.background is None else self.background.triples
 
@@ -453,8 +453,8 @@ def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
     elements, arrival = job.staged.read_all(job.log)
-    return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
-                        lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate)
+    return run_document(job.doc, elements, job.triples, settings=job.settings.run, arrival=arrival,
+                        locate=job.staged.locate)
 
 
 def simulated_on_oracle(job: Job) -> RunResult:
@@ -462,7 +462,7 @@ def simulated_on_oracle(job: Job) -> RunResult:
 
     elements, arrival = job.staged.read_all(job.log)
     return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
-                    t0=job.request.t0, max_ticks=job.settings.limits.max_ticks, locate=job.staged.locate)
+                    t0=job.settings.run.t0, max_ticks=job.settings.run.max_ticks, locate=job.staged.locate)
 
 
 def on_spark(job: Job) -> RunResult:
@@ -471,17 +471,14 @@ def on_spark(job: Job) -> RunResult:
 
     s, out = job.request.spark, job.request.output
     appender = ResultAppender(out.format, out.out, out.tick_format) if s.follow and out is not None else None
-    idle = {} if job.settings.idle_ms is None else {"idle_ms": job.settings.idle_ms}
-    return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
-                     ingest=s.ingest or "auto", on_rows=appender, **idle, **job.spark_options(),
-                     **({"join_order": s.join_order} if s.join_order else {}))
+    return spark_run(job.spark_run(checkpoint=s.checkpoint, follow=s.follow, ingest=s.ingest or "auto", on_rows=appender,
+                                   **({"join_order": s.join_order} if s.join_order else {})))
 
 
 def simulated_on_spark(job: Job) -> RunResult:
     from tefq.spark.simulate import run as spark_simulate
 
-    return spark_simulate(job.doc, job.spark_paths(), job.request.simulate, job.settings.window_ms, job.graph,
-                          **job.spark_options())
+    return spark_simulate(job.spark_run(), job.request.simulate, job.settings.window_ms)
 
 
 RUNS: dict[tuple[str, bool], Callable[[Job], RunResult]] = {
@@ -523,4 +520,4 @@ def write(run: RunResult, output: Output, *, appended: bool) -> None:
 
 
 __all__ = ["RunRequest", "RunOutcome", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute", "choose_engine",
-           "estimated_events", "read_background", "bind", "run_limits", "AUTO_ORACLE_EVENTS"]
+           "estimated_events", "read_background", "bind", "checked_max_ticks", "AUTO_ORACLE_EVENTS"]

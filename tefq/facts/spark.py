@@ -24,7 +24,7 @@ from tefq.facts.table import FactRows, store_rows
 from tefq.io.paths import path_in
 from tefq.oracle.facts import FactStore, FactTable
 from tefq.plan.logical import Document
-from tefq.vocabulary import DEFAULT_MAX_TICKS
+from tefq.vocabulary import RunSettings
 
 EVERY_MS = 3_600_000  # when intervals become final on event time: in a bounded run, only how many ticks
 TABLE_QUERY = "facts"  # the streaming query's name (its directory under the run's work directory)
@@ -85,14 +85,12 @@ def table_run(doc: Document, background: Any, *, master: str | None, progress: b
               every_ms: int = EVERY_MS) -> Iterator[TableRun]:
     """Start (or take) the session and plan the table over its buckets (routed when exact);
     call only once `table_plan(doc)` is a plan."""
-    from tefq.spark.operators.base import StreamLimits
-    from tefq.spark.operators.fallback import rdflib_triples
+    from tefq.io.rdf import as_background
     from tefq.spark.runtime.pipelines import RunOptions
     from tefq.spark.runtime.progress import say
     from tefq.spark.runtime.session import default_master, get_session
 
-    opts = RunOptions(progress=progress, background=rdflib_triples(background),
-                      limits=StreamLimits(DEFAULT_MAX_TICKS), facts=True)
+    opts = RunOptions(RunSettings(), progress=progress, background=as_background(background), facts=True)
     if spark is None:
         say(progress, f"starting Spark ({default_master(master)})…")
         spark = get_session(master)

@@ -229,3 +229,10 @@ def load_background(source: str | os.PathLike | rdflib.Graph) -> Background:
     """A background file (see `read_background`) or an rdflib graph, as a Background."""
     graph = read_background(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else source
     return Background(graph, tuple(background_as_ntriples(graph)))
+
+
+def as_background(source: "str | os.PathLike | rdflib.Graph | Background | None") -> Background | None:
+    """The background a run is handed (a file, an rdflib graph, a Background, or None), read once."""
+    if source is None or isinstance(source, Background):
+        return source
+    return load_background(source)

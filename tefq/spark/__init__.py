@@ -4,10 +4,12 @@ from __future__ import annotations
 from tefq.plan.logical import Document
 
 
-def run(doc: Document, stream_paths: list[str], background: str | None = None, **kwargs):
-    from tefq.spark.engine import run as _run
+def run(doc: Document, stream_paths: list[str], background=None, **options):
+    """Every query of `doc` on Spark over the stream paths (`tefq.spark.engine.SparkRun` lists
+    the options; t0, lateness_ms, max_ticks and idle_ms are the run's settings)."""
+    from tefq.spark.engine import SparkRun, run as _run
 
-    return _run(doc, stream_paths, background, **kwargs)
+    return _run(SparkRun.of(doc, stream_paths, background, **options))
 
 
 def apply(query, events_df, **kwargs):

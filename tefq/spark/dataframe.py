@@ -32,14 +32,15 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.analysis.durations import duration_ms
 from tefq.errors import TefqError
+from tefq.io.rdf import as_background
 from tefq.plan.logical import Document
 from tefq.results import BOOLEAN, DOUBLE, LONG, NTRIPLES, TERM, check_term_form, column_kinds, typed_cell
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
-from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.runtime.partitioning import by_bucket, relabel, shuffle_labels
 from tefq.spark.runtime.pipelines import RunOptions, map_rows
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, FLUSH_TERM
 from tefq.spark.shapes import collector_of, plan_document, shape_of
+from tefq.vocabulary import RunSettings
 
 EVENT_COLUMNS = ("ts", "s", "p", "o")
 SOURCE_NAME = "<dataframe>"  # the `file` of a DataFrame's rows, in bad-row reports
@@ -48,7 +49,7 @@ INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 SPARK_TYPES = {LONG: "long", DOUBLE: "double", BOOLEAN: "boolean"}  # any other kind: string
 
 
-def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: int = 0, name: str | None = None,
+def apply(query: Any, events_df: DataFrame, *, lateness: int | str = 0, t0: int = 0, name: str | None = None,
           background: Any = None, bad_rows: str | None = None, terms: str = "typed") -> DataFrame:
     """The rows of one query of `query` (a `tefq.Query` or its text; `name` picks a query of a
     document with several, the first by default) over `events_df` (batch or streaming, columns
@@ -66,8 +67,8 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
     source = event_source(events_df)
     if not events_df.isStreaming:  # the whole input is there: report every tick, as a bounded run
         source = source.unionByName(flush_source(spark))
-    run = RunOptions(t0=t0, lateness_ms=duration_ms(lateness, "lateness"), bad_rows=bad_rows,
-                     background=rdflib_triples(background))
+    run = RunOptions(RunSettings(t0, duration_ms(lateness, "lateness")), bad_rows=bad_rows,
+                     background=as_background(background))
     kinds = output_kinds(doc, plan, terms)
     func = decoded(shape_of(plan).operator(doc, plan, run), plan, kinds)
     records = operator_frame(plan, source, shuffle_labels(plan.buckets, partitions), func, run,

@@ -17,8 +17,8 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
-from typing import Callable, Iterator
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable, Iterator
 
 from pyspark.sql import SparkSession
 
@@ -26,17 +26,16 @@ from tefq import cleanup
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
+from tefq.io.rdf import Background, as_background
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import Staging, stage_streams
 from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.run_metrics import fill_metrics
-from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
-from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
-from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_limits
+from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
@@ -45,7 +44,7 @@ from tefq.spark.runtime.sink import collect
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
 from tefq.spark.shapes import follow_refusal, plan_document, shape_of
-from tefq.vocabulary import DEFAULT_MAX_TICKS
+from tefq.vocabulary import RunSettings
 
 
 def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, run: RunOptions, *,
@@ -104,60 +103,94 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
         yield plan, qrs, m
 
 
-def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
-        lateness_ms: int = 0, master: str | None = None, checkpoint: str | None = None, follow: bool = False,
-        max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
-        max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
-        on_rows: Callable[[list[QueryResult]], None] | None = None,
-        stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS,
-        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None) -> RunResult:
-    """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
+SETTINGS = tuple(f.name for f in fields(RunSettings))
 
-    `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
+
+@dataclass(frozen=True)
+class SparkRun:
+    """What a Spark run is asked (`run`). `settings`: the run's t0, lateness, tick bound and idle
+    timeout (tefq.vocabulary.RunSettings), handed down unopened to the operators. `background`:
+    read once (tefq.io.rdf.as_background). `follow`: keep watching the stream directories
     (tefq.spark.runtime.follow): `on_rows` receives each micro-batch's new rows, the run ends when
     `stop()` turns true (default: on SIGINT/SIGTERM). `checkpoint`: a directory to resume from
     (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
-    run and new files arrived: tefq.spark.runtime.checkpoint). `max_ticks`: as the oracle's
-    (0: no bound); a run over it stops with exit 2 naming the row. `ingest`: auto | columnar | direct | rows,
-    how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
-    A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
-    to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
-    event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.service
-    passes its own; default: one for `bad_rows`, the --bad-rows directory)."""
-    started = time.time()
-    check_run(doc, stream_paths, follow, ingest)
-    log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
-    lock = (resume(checkpoint, stream_paths, follow, doc, background=background, t0=t0,
-                   lateness_ms=lateness_ms) if checkpoint is not None else None)
+    run and new files arrived: tefq.spark.runtime.checkpoint). `ingest`: auto | columnar | direct |
+    rows, how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
+    A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up to
+    its head when the run starts. `bad_row_log`: the run's one log of bad rows (tefq.service passes
+    its own; default: one for `bad_rows`, the --bad-rows directory)."""
+
+    doc: Document
+    stream_paths: tuple[str, ...]
+    background: Background | None = None
+    settings: RunSettings = RunSettings()
+    master: str | None = None
+    spark: SparkSession | None = None
+    buckets: int | None = None  # default: the session's shuffle partitions
+    checkpoint: str | None = None
+    follow: bool = False
+    on_rows: Callable[[list[QueryResult]], None] | None = None
+    stop: Callable[[], bool] | None = None
+    ingest: str = "auto"
+    max_files_per_trigger: int | None = None
+    join_order: str = "adaptive"
+    bad_rows: str | None = None
+    bad_row_log: BadRowLog | None = None
+    progress: bool = True
+
+    @staticmethod
+    def of(doc: Document, stream_paths: list[str], background: Any = None, **options: Any) -> "SparkRun":
+        """A request from keyword options, as `tefq.spark.run` takes them: t0, lateness_ms,
+        max_ticks and idle_ms make its RunSettings; `background` (a file, an rdflib graph or a
+        Background) is read here, once."""
+        settings = RunSettings(**{k: options.pop(k) for k in SETTINGS if k in options})
+        return SparkRun(doc, tuple(stream_paths), as_background(background), settings, **options)
+
+    def options(self, log: BadRowLog) -> RunOptions:
+        """What every plan of the run shares."""
+        return RunOptions(self.settings, self.max_files_per_trigger, log.directory, self.progress, self.background,
+                          self.join_order)
+
+
+def run(request: SparkRun) -> RunResult:
+    """Run every query of the request's document on Spark over its streams; the rows are the
+    oracle's rows."""
+    started, r = time.time(), request
+    paths = list(r.stream_paths)
+    check_run(r.doc, paths, r.follow, r.ingest)
+    log = r.bad_row_log if r.bad_row_log is not None else BadRowLog(r.bad_rows)
+    lock = (resume(r.checkpoint, paths, r.follow, r.doc, background=r.background, settings=r.settings)
+            if r.checkpoint is not None else None)
     tmp = None
     try:
-        opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
-                          StreamLimits(max_ticks, idle_ms=idle_ms), join_order)
-        if spark is None:
-            say(progress, f"starting Spark ({default_master(master)})…")
-            spark = get_session(master)
-        say(progress, "planning")
-        plans = plan_document(doc, buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
-        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
-        workdir = tmp or checkpoint
-        if follow:
-            results, metrics = run_followed(spark, doc, plans, stream_paths, workdir, opts, on_rows, stop, log)
+        spark = r.spark if r.spark is not None else started_session(r.master, r.progress)
+        say(r.progress, "planning")
+        plans = plan_document(r.doc, r.buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
+        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if r.checkpoint is None else None
+        workdir, opts = tmp or r.checkpoint, r.options(log)
+        if r.follow:
+            results, metrics = run_followed(spark, r.doc, plans, paths, workdir, opts, r.on_rows, r.stop, log)
         else:
-            results, metrics = run_to_end(spark, doc, plans, stream_paths, workdir, opts, ingest, log)
-            if checkpoint is not None:
-                mark_finished(checkpoint, file_inputs(stream_paths))
-        metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), stream_paths)
-        found_in_spark = metrics.extra.get("bad_rows", 0) + redis_bad_entries(stream_paths, log.directory)
+            results, metrics = run_to_end(spark, r.doc, plans, paths, workdir, opts, r.ingest, log)
+            if r.checkpoint is not None:
+                mark_finished(r.checkpoint, file_inputs(paths))
+        metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), paths)
+        found_in_spark = metrics.extra.get("bad_rows", 0) + redis_bad_entries(paths, log.directory)
         metrics.extra["bad_rows"] = counted(log, found_in_spark)
-        return run_result(doc, results, metrics, started)
+        return run_result(r.doc, results, metrics, started)
     finally:
-        if bad_row_log is None:
+        if r.bad_row_log is None:
             log.close()
         if lock is not None:
             lock.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
             cleanup.unregister(tmp)
+
+
+def started_session(master: str | None, progress: bool) -> SparkSession:
+    say(progress, f"starting Spark ({default_master(master)})…")
+    return get_session(master)
 
 
 def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str) -> None:
@@ -224,7 +257,7 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
         if run.max_files_per_trigger:
             say(run.progress, f"micro-batches of {plural(run.max_files_per_trigger, 'file')} per stream "
                               f"(about {BATCH_EVENTS:,} events; --max-files-per-trigger N to change)")
-    run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
+    run = replace(run, settings=stream_settings(staging.paths, run, follow=False))
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
     return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))

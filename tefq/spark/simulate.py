@@ -12,15 +12,17 @@ import shutil
 import tempfile
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
 from tefq.simulate.names import STRATEGIES
-from tefq.spark.operators.fallback import rdflib_triples
 from tefq.spark.shapes import plan_document, shape_of
-from tefq.vocabulary import DEFAULT_MAX_TICKS, RunLimits
+
+if TYPE_CHECKING:
+    from tefq.spark.engine import SparkRun
 
 
 # ---------------------------------------------------------------- the driver
@@ -45,35 +47,29 @@ def explain_simulated(doc: Document, strategy: str, window_ms: int | None = None
     return "\n\n".join(out) + "\n"
 
 
-def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | None = None, background=None, *,
-        t0: int = 0,
-        lateness_ms: int = 0, master: str | None = None, max_files_per_trigger: int | None = None,
-        bad_rows: str | None = None, progress: bool = True, buckets: int | None = None, spark=None,
-        max_ticks: int = DEFAULT_MAX_TICKS, bad_row_log: BadRowLog | None = None) -> RunResult:
-    """Run every aggregate query of `doc` on Spark with facts simulated by `strategy`: the engine's
-    driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators. `bad_row_log`:
-    the run's one log of bad rows (as `engine.run`'s)."""
+def run(request: "SparkRun", strategy: str, window_ms: int | None = None) -> RunResult:
+    """Run every aggregate query of the request's document on Spark with facts simulated by
+    `strategy`: the engine's driver loop (`tefq.spark.engine.run_bounded`) with the simulation
+    operators (each plan's shape names its simulated operator)."""
+    # deferred: `tefq explain --simulate` imports this module, and the engine brings pyspark (about 2 s)
     from tefq.io.staging import stage_streams
     from tefq.spark.engine import counted, run_bounded
-    from tefq.spark.runtime.pipelines import RunOptions
     from tefq.spark.runtime.session import get_session
 
-    started = time.time()
-    check_simulation(doc, stream_paths, strategy, window_ms)
-    log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
-    spark = spark or get_session(master)
-    nb = buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
-    sim_doc, plans = plans_for(doc, window_ms, nb)
+    started, r = time.time(), request
+    check_simulation(r.doc, list(r.stream_paths), strategy, window_ms)
+    log = r.bad_row_log if r.bad_row_log is not None else BadRowLog(r.bad_rows)
+    spark = r.spark or get_session(r.master)
+    sim_doc, plans = plans_for(r.doc, window_ms, r.buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
     plans = [p for p in plans if p.query in {q.name for q in sim_doc.queries if isinstance(q, AggregateQuery)}]
-    opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
-                      RunLimits(max_ticks))  # as engine.run: the bucket loop bounds the windows it reports
+    opts = r.options(log)  # as engine.run: the bucket loop bounds the windows it reports
 
     def operator(plan):
         return shape_of(plan).simulation.operator(sim_doc, plan, strategy, opts)
 
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
-        staging = stage_streams(stream_paths, workdir, log)
+        staging = stage_streams(list(r.stream_paths), workdir, log)
         runs = run_bounded(spark, sim_doc, plans, staging, workdir, opts, operator=operator)
         results, metrics, paths = simulated_results(runs)
         metrics.extra["bad_rows"] = counted(log, metrics.extra.get("bad_rows", 0))
@@ -81,7 +77,7 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
         metrics.extra.update(engine="spark", strategy=strategy, window_ms=window_ms, spark_path=paths)
         return RunResult(results, metrics)
     finally:
-        if bad_row_log is None:
+        if r.bad_row_log is None:
             log.close()
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -124,7 +124,7 @@ def test_follow_reports_the_ticks_the_event_time_passed(spark, tmp_path):
     d = tmp_path / "in"
     d.mkdir()
     from tefq.io.stream_writers import write_stream
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     write_stream(first, str(d / "part-0000.tsv"), fmt="tsv")
     seen: list = []

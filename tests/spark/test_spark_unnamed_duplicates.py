@@ -18,8 +18,9 @@ from tefq.spark.operators.base import UnnamedElements
 from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.planning.current import CurrentAggregatePlan
-from tefq.spark.shapes import plan_document
 from tefq.spark.protocol import HB_STREAM_SHIFT, RowKind
+from tefq.spark.shapes import plan_document
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.spark import run_spark
 from tests.support.streams import write
@@ -124,7 +125,7 @@ def plan_columns(plan) -> list[str]:
 @pytest.mark.parametrize("doc", ["uc1", "uc3"])
 def test_the_operator_counts_repeats_of_other_rows_and_late_ones(doc):
     plan = plan_document(DOCS[doc](1000), 1)[0]
-    op = (make_operator(plan, 0, 0) if doc == "uc1" else make_fact_operator(plan, 0, 0))
+    op = (make_operator(plan, RunSettings(0, 0)) if doc == "uc1" else make_fact_operator(plan, RunSettings(0, 0)))
     state, other = FakeState(), RowKind.OTHER
 
     def call(rows, hi):

@@ -33,7 +33,7 @@ from tefq.spark.fact_output import FactCollector, is_fact_record
 from tefq.spark.output import SIZE_FIGURES, TERMS, summed
 from tefq.spark.shapes import collector_of
 from tefq.spark.runtime.input_files import check_inputs
-from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
+from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_files, read_sink_files
@@ -137,7 +137,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
         staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
-        run = replace(run, limits=stream_limits(paths, run, follow=True))
+        run = replace(run, settings=stream_settings(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
         running = []
         for plan in plans:

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.io.paths import path_in
+from tefq.io.rdf import Background
 from tefq.plan.logical import Document
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
 from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
@@ -24,7 +25,7 @@ from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, rela
 from tefq.spark.runtime.progress import ColumnarProgress, Progress
 from tefq.spark.runtime.sources import read_control, read_flush, read_paths, read_stream
 from tefq.spark.shapes import shape_of
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 _QUERY_NUMBERS = itertools.count(1)  # a streaming query's name is unique in its session, even across threads
 
@@ -33,13 +34,11 @@ _QUERY_NUMBERS = itertools.count(1)  # a streaming query's name is unique in its
 class RunOptions:
     """What every plan of one run shares, handed down to each plan's pipeline (never a global)."""
 
-    t0: int = 0
-    lateness_ms: int = 0
+    settings: RunSettings = RunSettings()  # t0, lateness, max ticks, idle timeout (StreamSettings once the inputs are known)
     max_files_per_trigger: int | None = None
     bad_rows: str | None = None  # the --bad-rows directory; None: a bad row stops the run
     progress: bool = False
-    background: list | None = None  # the background's rdflib triples (the fallback operator joins them)
-    limits: RunLimits = RunLimits()
+    background: Background | None = None  # read once for the run (its triples ship to the operators)
     join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.spark.kernels.windowed.join_order)
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
 

@@ -34,11 +34,10 @@ def simulated_explain(p: CurrentAggregatePlan, strategy: str) -> str:
 
 CURRENT = Shape(
     "current", CurrentAggregatePlan, plan, project, CurrentRows,
-    operator=lambda doc, plan, run: make_operator(plan, run.t0, run.lateness_ms, run.limits),
+    operator=lambda doc, plan, run: make_operator(plan, run.settings),
     collector=lambda plan: Collector(plan.group_vars, plan.projections, (), plan.having, plan.query, plan.columns),
     capabilities=Capabilities(columnar=lambda plan: plan.operator == "FactOperator"),
     simulation=Simulation(
         "vectorised",
-        lambda sim_doc, plan, strategy, run: make_simulation_operator(plan, strategy, run.t0, run.lateness_ms,
-                                                                      run.limits),
+        lambda sim_doc, plan, strategy, run: make_simulation_operator(plan, strategy, run.settings),
         simulated_explain))

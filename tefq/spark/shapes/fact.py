@@ -33,7 +33,7 @@ def collector(plan: FactAggregatePlan) -> Collector:
 
 FACT = Shape(
     "fact", FactAggregatePlan, plan, project, FactRows,
-    operator=lambda doc, plan, run: make_fact_operator(plan, run.t0, run.lateness_ms, run.limits, run.facts),
+    operator=lambda doc, plan, run: make_fact_operator(plan, run.settings, run.facts),
     collector=collector,
     capabilities=Capabilities(columnar=lambda plan: True, facts=True),
     routing=lambda plan, only: Routing(plan.buckets, only, plan.event_routes))

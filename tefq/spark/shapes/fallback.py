@@ -38,9 +38,15 @@ def simulation_fallback(strategy: str, window_ms: int):
     return evaluate
 
 
+def operator(doc: Document, plan: FallbackPlan, run, evaluate=None):
+    """The bucket's operator: every element read, the oracle (or `evaluate`) over them; the
+    background's triples ship in its closure."""
+    triples = run.background.triples if run.background is not None else None
+    return make_fallback_operator(doc, plan.query_index, plan.every_ms, run.settings, triples, evaluate)
+
+
 def simulated_operator(sim_doc: Document, plan: FallbackPlan, strategy: str, run):
-    return make_fallback_operator(sim_doc, plan.query_index, plan.every_ms, run.t0, run.lateness_ms, run.background,
-                                  evaluate=simulation_fallback(strategy, plan.every_ms), limits=run.limits)
+    return operator(sim_doc, plan, run, simulation_fallback(strategy, plan.every_ms))
 
 
 def simulated_explain(p: FallbackPlan, strategy: str) -> str:
@@ -51,7 +57,6 @@ def simulated_explain(p: FallbackPlan, strategy: str) -> str:
 
 FALLBACK = Shape(
     "fallback", FallbackPlan, plan, project, ElementRows,
-    operator=lambda doc, plan, run: make_fallback_operator(doc, plan.query_index, plan.every_ms, run.t0,
-                                                           run.lateness_ms, run.background, limits=run.limits),
+    operator=operator,
     collector=lambda plan: Collector((), (), (), (), plan.query, plan.columns),
     simulation=Simulation("oracle-simulation fallback", simulated_operator, simulated_explain))

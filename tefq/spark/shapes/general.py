@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tefq.io.rdf import background_as_ntriples
 from tefq.spark.kernels.general.collector import GeneralCollector
 from tefq.spark.operators.general import make_general_operator
 from tefq.spark.planning.common import Refusal
@@ -35,12 +34,12 @@ def project(df, plan: GeneralPlan, run):
 
 def bind(plan: GeneralPlan, run) -> GeneralPlan:
     """The background, which its mapper routes SINCE/UNTIL clauses by and every bucket joins."""
-    return replace(plan, background=tuple(background_as_ntriples(run.background)))
+    return replace(plan, background=run.background.triples if run.background is not None else ())
 
 
 GENERAL = Shape(
     "general", GeneralPlan, plan, project, GeneralRows,
-    operator=lambda doc, plan, run: make_general_operator(bind(plan, run), run.t0, run.lateness_ms, run.limits),
+    operator=lambda doc, plan, run: make_general_operator(bind(plan, run), run.settings),
     collector=lambda plan: GeneralCollector((), (), query=plan.query, columns=plan.columns, plan=plan),
     capabilities=Capabilities(columnar=lambda plan: True),
     bind=bind, frames=coded_frames)

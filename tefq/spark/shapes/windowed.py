@@ -27,7 +27,7 @@ def plan(doc, i: int, options, refused) -> WindowedPlan:
 def project(df, plan: WindowedPlan, run):
     from tefq.spark.runtime.columns import project_windowed  # deferred: planning and EXPLAIN import no pyspark
 
-    return project_windowed(df, plan, run.t0)
+    return project_windowed(df, plan, run.settings.t0)
 
 
 def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) -> None:
@@ -50,8 +50,8 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
 
 WINDOWED = Shape(
     "windowed", WindowedPlan, plan, project, ElementRows,
-    operator=lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
-                                                           run.join_order, plan.slabs),
+    operator=lambda doc, plan, run: make_windowed_operator(doc, run.settings, small_window(), run.join_order,
+                                                           plan.slabs),
     collector=lambda plan: WindowedCollector(plan.queries, plan.query_columns),
     capabilities=Capabilities(
         columnar=lambda plan: True,
@@ -63,7 +63,7 @@ WINDOWED = Shape(
     file_encoding=WindowedRows,
     cells=lambda plan: NormalCells(plan).fix,  # its cells decide buckets
     since=lambda plan: plan.t0,
-    bind=lambda plan, run: replace(plan, t0=run.t0),
+    bind=lambda plan, run: replace(plan, t0=run.settings.t0),
     frames=coded_frames, events_metric=WINDOWED_EVENTS,
     query_names=lambda plan: plan.queries,
     run_metrics=add_windowed_metrics)

@@ -54,7 +54,7 @@ def test_oracle_run_over_redis_equals_the_file(tmp_path, log_url, iptv):
 
 def test_spark_bounded_run_over_redis_and_a_file_equals_the_oracle(spark, log_url, iptv, redis_port):
     """UC3: the log from Redis, the programme guide from its file; Spark and the oracle agree."""
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     doc = load(UC3)
     guide = os.path.join(iptv, "epg")
@@ -106,7 +106,7 @@ def test_follow_a_redis_stream_reports_the_oracles_rows(spark, redis_port, iptv)
     import time
 
     from tefq.io.redis_stream import RedisStream, add_elements
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     url = f"redis://127.0.0.1:{redis_port}/followed"
     elements = list(read_stream(os.path.join(iptv, "log")))
