@@ -19,7 +19,7 @@ from typing import Sequence
 from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
-from tefq.errors import TefqError, failure_message
+from tefq.errors import SPARK_MISSING, TefqError, failure_message, is_refusal, spark_missing
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import FORMATS as RESULT_FORMATS
@@ -316,7 +316,12 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
             return stopped(signals)
+        if spark_missing(e):  # an oracle-only install asked for Spark (tefq facts, run --at, ...)
+            print(TefqError(SPARK_MISSING, file="--engine").render(), file=sys.stderr)
+            return 2
         print(failure_message(e, argv), file=sys.stderr)  # tefq.errors: a full disk, a dead JVM, else one line
+        if is_refusal(e):  # a Spark worker refused what it read (a checkpoint's state): bad input
+            return 2
         if os.environ.get("TEFQ_DEBUG"):
             traceback.print_exc()
         else:

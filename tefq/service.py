@@ -21,6 +21,7 @@ arguments carry the same names.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tefq import cleanup, progress
 from tefq.progress import plural
-from tefq.errors import TefqError
+from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
@@ -211,6 +212,8 @@ def execute(request: RunRequest) -> RunOutcome:
 
     paths, table = check_inputs(request)
     engine = choose_engine(request)
+    if engine == "spark" and importlib.util.find_spec("pyspark") is None:
+        raise TefqError(SPARK_MISSING, file="--engine")
     settings = settle(request, engine)
     background = read_background(request.background)
     doc = bind(request.query, background)

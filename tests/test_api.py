@@ -38,7 +38,7 @@ def test_readme_example_runs_as_written(capsys):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own README
     out = capsys.readouterr().out
-    assert "CHANNEL" in out and "row 1, column s" in out
+    assert out.startswith("6 <tefq.Result q1: 6 rows") and "http://example.org/iptv#B 2" in out and "row 1, column s" in out
 
 
 @pytest.mark.parametrize("kind", ["pandas", "arrow", "arrow-timestamp", "tuples", "path", "paths"])

@@ -470,7 +470,7 @@ class _Binder:
     def _check_window_patterns(self, scope: _Scope, q: ast.WindowedQuery) -> None:
         """RSP-QL: every `WINDOW <w> { ... }` names a declared window, and every declared window is
         read by one (tefq evaluates the merge of the windows: a window no pattern names would
-        otherwise change the answers; docs/language.md)."""
+        otherwise change the answers; docs/front-end.md)."""
         declared: dict[str, ast.StreamClause] = {}
         for s in q.streams:
             if s.name is not None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tefq.errors import TefqError
 from tefq.facts.api import chosen_engine
+from tefq.facts.plot import MAX_ROWS, SCREEN_ROWS
 from tefq.facts.writer import FACT_FORMATS
 
 if TYPE_CHECKING:
@@ -35,8 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="table format (default: the one --out's extension names; on a terminal a text table with "
                         "ISO-8601 times, else csv)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline: a row per identity, a bar per interval")
-    p.add_argument("--where", action="append", metavar="var=<iri>",
-                   help="keep the facts whose identity binds ?var to this term (repeatable; table and plot)")
+    p.add_argument("--where", action="append", metavar="var=TERM",
+                   help="keep the facts whose identity binds ?var to this term: <iri>, a prefixed name of the "
+                        "document (channel=:ch42) or a literal (repeatable; table and plot)")
+    p.add_argument("--limit", type=int, default=SCREEN_ROWS, metavar="N",
+                   help=f"--plot: the first N identities to start (default {SCREEN_ROWS}, a screen's worth; "
+                        f"at most {MAX_ROWS})")
     add_engine_options(p)
     p.add_argument("--follow", action="store_true",
                    help="keep watching the --stream directories (or Redis streams) on Spark until SIGINT/SIGTERM: "
@@ -75,12 +80,12 @@ def cmd_facts(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     fmt = format_of(args.format, args.out, follow=args.follow)
-    where = parse_where(args.where)
+    doc, background = _document(args)
+    where = parse_where(args.where, dict(doc.prefixes))  # `channel=:ch42`: the document's prefixes
     if args.follow:
-        return follow_facts(args, fmt, where, started)
+        return follow_facts(args, fmt, where, started, doc, background)
     if args.plot:
         require_matplotlib()
-    doc, background = _document(args)
     engine = "stored table"
     if args.facts:
         table = store_rows(doc, read_fact_store(args.facts, doc))
@@ -89,7 +94,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if where:
         table = keep(table, where)
     write_facts(table, fmt, args.out)
-    shown = plot_timeline(table, args.plot, title=os.path.basename(args.query)) if args.plot else 0
+    shown = plot_timeline(table, args.plot, os.path.basename(args.query), args.limit) if args.plot else 0
     if not args.quiet:
         open_ = sum(1 for r in table.rows if r.end is None)
         plot = f", timeline of {shown} identities in {args.plot}" if args.plot else ""
@@ -111,7 +116,8 @@ def _stream_table(args: argparse.Namespace, doc, background):
                             progress=not args.quiet)
 
 
-def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float) -> int:
+def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float, doc,
+                 background) -> int:
     """`tefq facts ... --stream PATH --follow`: the live fact table (`tefq.facts.live`), on Spark."""
     from tefq.facts.live import LiveFactWriter, follow_fact_table, open_snapshot_path
     from tefq.service import STDIN
@@ -126,7 +132,6 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     if STDIN in args.stream:
         raise TefqError("--follow watches stream directories and Redis streams as they grow: --stream - is for "
                         "bounded runs", "--follow")
-    doc, background = _document(args)
     writer = LiveFactWriter(doc, fmt, args.out, where)
     metrics = follow_fact_table(doc, args.stream, background, writer, master=args.master, progress=not args.quiet)
     if not args.quiet:

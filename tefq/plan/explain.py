@@ -159,7 +159,7 @@ class _Printer:
             name = f"<{q.window_names[i]}> on " if i < len(q.window_names) and q.window_names[i] else ""
             self.out(1, f"Window {name}{stream} range {format_ms(w.range_ms)} {step}")
         if any(q.window_names) and len(q.windows) > 1:
-            self.out(1, "Windows merged: every WINDOW <w> { P } pattern reads all windows' content (docs/language.md)")
+            self.out(1, "Windows merged: every WINDOW <w> { P } pattern reads all windows' content (docs/front-end.md, RSP-QL)")
         for g in q.background:
             self.out(1, f"Background <{g}>")
         self.out(1, "SPARQL algebra (per window)")

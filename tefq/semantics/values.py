@@ -46,6 +46,7 @@ class DateTime:
     (A plain slotted class: the oracle makes millions of these.)"""
 
     __slots__ = ("ms",)
+    ms: int
 
     def __init__(self, ms: int) -> None:
         self.ms = ms

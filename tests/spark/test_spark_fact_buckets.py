@@ -11,6 +11,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.spark.operators.fact import make_fact_operator
+from tefq.spark.output import read_record
 from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.spark.protocol import HEARTBEAT, SINCE, UNTIL
 from tefq.spark.runtime.fact_buckets import route_batch
@@ -39,7 +40,7 @@ def drive_buckets(doc, elements, batch_sizes: list[int], offered: int, lateness:
                 for kind, tick, payload in out.itertuples(index=False):
                     col.add(kind, tick, payload)
                     if kind == "warn":
-                        warnings.append(payload.decode())
+                        warnings.append(read_record(kind, payload, str))
 
     feed(call, plan, elements, batch_sizes)
     metrics = summed_metrics(col)

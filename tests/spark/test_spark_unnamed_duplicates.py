@@ -5,7 +5,6 @@ send such an element as an OTHER row (its time and element hash `e`) to one buck
 keeps the hash until its tick is reported (`operators.base.UnnamedElements`)."""
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -17,6 +16,7 @@ from tefq.oracle import run as oracle_run
 from tefq.spark.operators.base import UnnamedElements
 from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fact import make_fact_operator
+from tefq.spark.output import read_record
 from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.protocol import HB_STREAM_SHIFT, RowKind
 from tefq.spark.shapes import plan_document
@@ -131,7 +131,7 @@ def test_the_operator_counts_repeats_of_other_rows_and_late_ones(doc):
     def call(rows, hi):
         out = next(op((0,), iter([wire_rows(plan, rows, hi)]), state))
         recs = list(out.itertuples(index=False))
-        return json.loads(recs[-1][2]), [p for k, _, p in recs if k == "warn"]
+        return read_record("metric", recs[-1][2], dict), [p for k, _, p in recs if k == "warn"]
 
     m, _ = call([(other, 1500, 7), (other, 1500, 7), (other, 1500, 8)], 1500)
     assert m["duplicates"] == 1 and m["late_events"] == 0

@@ -36,7 +36,7 @@ from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
-from tefq.spark.runtime.sink import committed_files, read_sink_files
+from tefq.spark.runtime.sink import committed_files, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
@@ -66,11 +66,12 @@ class SinkTail:
         col = collector_of(self.plan)
         facts = FactCollector.of(self.plan) if self.on_facts is not None else None
         pdf = read_sink_files(files)
-        for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-            if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
-                facts.add(kind, tick, payload)
-            if not is_fact_record(kind):
-                col.add(kind, tick, payload)
+        with reading_sink(self.out):
+            for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
+                if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
+                    facts.add(kind, tick, payload)
+                if not is_fact_record(kind):
+                    col.add(kind, tick, payload)
         if facts is not None and (facts.parts or facts.snapshots):
             self.on_facts(facts)
         rows = col.rows()

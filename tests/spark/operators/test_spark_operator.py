@@ -3,11 +3,11 @@ with heartbeats, end-of-input flush, against the oracle. The same code runs insi
 applyInPandasWithState; here its state object is a stand-in."""
 from __future__ import annotations
 
-import json
 
 import pandas as pd
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tefq.spark.output import read_record
 from tefq.spark.protocol import ELEMENT, FLUSH
 from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
@@ -64,9 +64,9 @@ def drive_fallback(doc, elements, batch_sizes: list[int], lateness: int = 0):
         for out in op((0,), iter([pd.DataFrame(recs, columns=["k", "ts", "o", "s", "p", "obj", "b", "x"])]), state):
             for kind, tick, payload in out.itertuples(index=False):
                 if kind == "row":
-                    rows.append((tick, tuple(json.loads(payload))))
+                    rows.append((tick, tuple(read_record(kind, payload, list))))
                 elif kind == "metric":
-                    for k, v in json.loads(payload).items():
+                    for k, v in read_record(kind, payload, dict).items():
                         metrics[k] = metrics.get(k, 0) + v
 
     i, sizes = 0, list(batch_sizes)

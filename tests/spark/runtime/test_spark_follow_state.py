@@ -14,7 +14,7 @@ import pytest
 
 from tefq.io.stream_writers import write_stream
 from tefq.plan.logical import Var
-from tefq.spark.output import json_record
+from tefq.spark.output import metric_record
 from tefq.spark.runtime.follow import SinkTail
 from tests.support import spark_docs as sd
 from tests.support.follow_checkpoints import commit_records
@@ -32,7 +32,7 @@ def test_sink_tail_sums_the_state_size_of_each_operator_call_over_buckets(tmp_pa
     for batch, open_facts in ((1, (3, 4)), (2, (5, 1))):
         sizes = [{"batch": batch, "state_bytes": 100 * n, "open_facts": n, "rows_out": 2, "events_in": 10 * n}
                  for n in open_facts]
-        commit_records(out, batch, [json_record("metric", 0, m) for m in sizes])
+        commit_records(out, batch, [metric_record(0, m) for m in sizes])
         tail.poll()
     assert tail.state_by_batch() == [{"batch": 1, "state_bytes": 700, "open_facts": 7},
                                      {"batch": 2, "state_bytes": 600, "open_facts": 6}]
