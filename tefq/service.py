@@ -211,6 +211,7 @@ def execute(request: RunRequest) -> RunOutcome:
     from tefq.io.run_inputs import stage
 
     paths, table = check_inputs(request)
+    check_outputs(request)
     engine = choose_engine(request)
     if engine == "spark" and importlib.util.find_spec("pyspark") is None:
         raise TefqError(SPARK_MISSING, file="--engine")
@@ -257,6 +258,19 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
         elif path != STDIN and not os.path.exists(path):
             raise TefqError(f"no such stream file or directory: {path}", file="--stream")
     return paths, None
+
+
+def check_outputs(request: RunRequest) -> None:
+    """Exit 2 before the run, naming the option, if a file it ends by writing could not be written
+    (tefq.io.atomic.check_writable)."""
+    from tefq.io.atomic import check_writable
+    from tefq.io.result_writers import is_directory_target
+
+    out = request.output
+    if out is not None:
+        check_writable(out.out, "--out", is_directory_target(out.out))
+        check_writable(out.metrics, "--metrics")
+    check_writable(request.bad_rows, "--bad-rows", directory_target=True)
 
 
 def stream_paths(events: Any) -> list[str]:

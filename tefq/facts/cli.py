@@ -14,6 +14,8 @@ from tefq.errors import TefqError
 from tefq.facts.api import chosen_engine
 from tefq.facts.plot import MAX_ROWS, SCREEN_ROWS
 from tefq.facts.writer import FACT_FORMATS
+from tefq.io.atomic import check_writable
+from tefq.io.result_writers import is_directory_target
 
 if TYPE_CHECKING:
     from tefq.service import Output
@@ -80,6 +82,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     fmt = format_of(args.format, args.out, follow=args.follow)
+    check_writable(args.out, "--out", is_directory_target(args.out))
     doc, background = _document(args)
     where = parse_where(args.where, dict(doc.prefixes))  # `channel=:ch42`: the document's prefixes
     if args.follow:
@@ -132,6 +135,8 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     if STDIN in args.stream:
         raise TefqError("--follow watches stream directories and Redis streams as they grow: --stream - is for "
                         "bounded runs", "--follow")
+    if args.out is not None:
+        check_writable(open_snapshot_path(args.out), "--out")
     writer = LiveFactWriter(doc, fmt, args.out, where)
     metrics = follow_fact_table(doc, args.stream, background, writer, master=args.master, progress=not args.quiet)
     if not args.quiet:
@@ -157,6 +162,8 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
     instants = parse_instants(args.at)
     if output is None:
         output = Output.chosen(getattr(args, "format", None), args.out, "tefq run", metrics=getattr(args, "metrics", None))
+    check_writable(output.out, "--out", is_directory_target(output.out))
+    check_writable(output.metrics, "--metrics")
     if getattr(args, "follow", False):
         raise TefqError("--at reports given instants of a bounded input: it does not follow a stream", "--follow")
     if bool(args.facts) == bool(args.stream):

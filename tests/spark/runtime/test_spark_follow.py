@@ -163,7 +163,7 @@ def test_follow_records_a_file_before_staging_reads_it(spark, tmp_path, monkeypa
     """Issue 38: a file that appears between one poll's record of the stream files and its staging,
     and then grows, must be read whole: staged only once its size is recorded (before, it was
     staged half-written, recorded at its new size at the next poll, and its new rows never read)."""
-    from spark_helpers import run_spark
+    from tests.support.spark import run_spark
     from tefq.spark.runtime import follow
 
     j, q = f"<{IPTV}join>", f"<{IPTV}quit>"
