@@ -11,7 +11,6 @@ from tefq.simulate import run as simulate_run
 from tefq.spark.kernels.intervals import Events, Intervals, SINCE, UNTIL
 from tefq.spark.kernels.strategies import state_changes
 from tefq.spark.operators.simulated import make_simulation_operator
-from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.operator_harness import drive as drive_native, streams
 
