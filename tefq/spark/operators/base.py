@@ -26,19 +26,16 @@ from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
 from tefq.spark.output import RECORD_SCHEMA, WARNING, data_record, metric_record
 from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, ranked_keys, read_heartbeats, streams_of_keys
 from tefq.spark.runtime.codec import CodecError, decode, encode
-from tefq.errors import WORKER_REFUSAL
+from tefq.errors import REFUSAL, TOO_MANY_TICKS, WorkerFailure
 from tefq.vocabulary import RunSettings
 
 MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
 OUTPUT_SCHEMA = RECORD_SCHEMA
 STATE_SCHEMA = "blob binary"
 OUTPUT_COLUMNS = ["kind", "tick", "payload"]
-TOO_MANY_TICKS = "TEFQ_TOO_MANY_TICKS"  # a worker's error text: the driver names the row (runtime/progress.py)
-
-
 def too_many_ticks(max_ticks: int, every: int, first: int, last: int) -> RuntimeError:
-    """Raised in a worker; `tefq.spark.runtime.progress.ours` turns it into the oracle's message."""
-    return RuntimeError(f"{TOO_MANY_TICKS}\t{max_ticks}\t{every}\t{first}\t{last}\t")
+    """Raised in a worker; `tefq.spark.runtime.progress.ours` turns it into the oracle's message naming the row."""
+    return WorkerFailure(TOO_MANY_TICKS, dict(max_ticks=max_ticks, every=every, first=first, last=last)).error()
 
 
 def profile(where: str, **figures) -> None:
@@ -358,7 +355,7 @@ def restored(blob: bytes, state_class: type[BucketState]) -> BucketState:
     try:
         return decode(blob, state_class, "the operator state in this checkpoint")
     except CodecError as e:
-        raise RuntimeError(f"{WORKER_REFUSAL}: {e.message}: use a fresh --checkpoint") from None
+        raise WorkerFailure(REFUSAL, {"message": f"{e.message}: use a fresh --checkpoint"}).error() from None
 
 
 def bucket_operator(logic: BucketLogic, settings: RunSettings = RunSettings(), name: str = "operator") -> Callable:

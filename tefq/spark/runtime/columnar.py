@@ -28,10 +28,11 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
+from tefq.errors import BAD_ROW, WorkerFailure
 from tefq.io.paths import local_path
 from tefq.io.readers import ts_out_of_range
 from tefq.io.staging import files_in_stream_order
-from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
+from tefq.spark.runtime.scan import PartitionScan, bad_record
 
 
 RANK_BITS = 32  # a path's entry in `path_ranks`: stream << RANK_BITS | rank
@@ -178,7 +179,7 @@ def check_schema(pf, path: str) -> None:
             if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
                 problem = f"column {c} must hold strings"
     if problem:
-        raise ValueError(f"{BAD_ROW}\t{path}\t{problem}\t")
+        raise WorkerFailure(BAD_ROW, {"file": path, "reason": problem}).error()
 
 
 def bad_records(uri: str, batch: pa.RecordBatch, ts: pa.Array, bad: np.ndarray, row0: int) -> list[str]:
@@ -239,7 +240,8 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
             try:
                 pf = pq.ParquetFile(path, read_dictionary=["s", "p", "o"])
             except (OSError, pa.ArrowException) as e:
-                raise ValueError(f"{BAD_ROW}\t{uri}\tcannot read the Parquet file: {e}\t") from None
+                reason = f"cannot read the Parquet file: {e}"
+                raise WorkerFailure(BAD_ROW, {"file": uri, "reason": reason}).error() from None
             check_schema(pf, uri)
             ranked, row0 = ranks.get(os.path.abspath(path)), 0
             rank = None if ranked is None else ranked & ((1 << RANK_BITS) - 1)

@@ -20,7 +20,7 @@ Rows: `ts` (long ms), `s`, `p`, `o` (checked by the file rows' rules, in normal 
 
 Bad entries: with the `badRows` option each is recorded there (`tefq.io.bad_rows`' format; a
 replayed micro-batch rewrites its own record file, so each is recorded once) and skipped; without
-it the first fails the query with a `BAD_ENTRY` line that `bad_entry_error` turns back into the
+it the first fails the query with a bad_entry record (tefq.errors.WorkerFailure) that `bad_entry_error` turns into the
 oracle's located error on the driver.
 
 Where the code runs: `initialOffset`, `latestOffset` and `partitions` in the driver's Python
@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from tefq.errors import TefqError
+from tefq.errors import BAD_ENTRY, TefqError, WorkerFailure
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
                                   is_redis_url, split_range)
@@ -53,7 +53,6 @@ FORMAT = "tefq-redis"
 SCHEMA = "ts long, s string, p string, o string, file string, row long"
 ARROW_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
                           ("file", pa.string()), ("row", pa.int64())])
-BAD_ENTRY = "TEFQ_BAD_ENTRY"  # a bad entry's marker in a worker's error (see bad_entry_error)
 STARTS = ("earliest", "latest")
 ENGINE_PARTITIONS: int | None = None  # the engine's micro-batches: split in this many ranges (None: one per core)
 LEAST_PER_PARTITION = 5_000  # a smaller range is not worth a task of its own
@@ -241,10 +240,11 @@ def entry_batch(rows: list, url: str) -> pa.RecordBatch:
 # Bad entries
 
 class RaisingLog(BadRowLog):
-    """Without --bad-rows: the first bad entry fails the task with a one-line BAD_ENTRY record."""
+    """Without --bad-rows: the first bad entry fails the task with its bad_entry record."""
 
     def report(self, fault: Fault, file: str, line: int, row: str | None, column_base: int = 1) -> None:
-        raise ValueError(f"{BAD_ENTRY}\t" + json.dumps([file, line, fault.kind, fault.message, row or ""]))
+        raise WorkerFailure(BAD_ENTRY, dict(file=file, line=line, kind=fault.kind, message=fault.message,
+                                            row=row or "")).error()
 
 
 @contextlib.contextmanager
@@ -271,16 +271,12 @@ def partition_bad_rows(options: SourceOptions, part: EntryRange) -> Iterator[Bad
 
 def bad_entry_error(text: str) -> TefqError | None:
     """The located error of a bad entry that failed a query (`text`: Spark's error text, holding a
-    worker's BAD_ENTRY line), as the oracle raises it for the same entry; None if there is none."""
-    at = text.find(BAD_ENTRY + "\t")
-    if at < 0:
+    worker's bad_entry record), as the oracle raises it for the same entry; None if there is none."""
+    failure = WorkerFailure.found_in(text)
+    if failure is None or failure.kind != BAD_ENTRY:
         return None
-    payload = text[at + len(BAD_ENTRY) + 1:].split("\n", 1)[0]
-    try:
-        file, line, kind, message, row = json.loads(payload)
-    except ValueError:
-        return None
-    return BadRow(Fault(kind, 0, message), file, int(line), row, 0)
+    f = failure.fields
+    return BadRow(Fault(f["kind"], 0, f["message"]), f["file"], int(f["line"]), f["row"], 0)
 
 
 # ---------------------------------------------------------------------------------------------
