@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Iterator
 
@@ -31,16 +32,19 @@ from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import Staging, stage_streams
 from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
+from tefq.spark.fact_output import FactCollector
+from tefq.spark.planning.fact import plan_fact_table
 from tefq.spark.run_metrics import fill_metrics
 from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
 from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_settings
-from tefq.spark.runtime.pipelines import RunOptions, build_plan
+from tefq.spark.runtime.follow import follow_plans
+from tefq.spark.runtime.pipelines import RunOptions, build_plan, sink_dir
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
-from tefq.spark.runtime.sink import collect
+from tefq.spark.runtime.sink import collect, collect_facts
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
 from tefq.spark.shapes import follow_refusal, plan_document, shape_of
@@ -152,10 +156,24 @@ class SparkRun:
                           self.join_order)
 
 
-def run(request: SparkRun) -> RunResult:
-    """Run every query of the request's document on Spark over its streams; the rows are the
-    oracle's rows."""
-    started, r = time.time(), request
+@dataclass(frozen=True)
+class Prepared:
+    """A run made ready (`prepared`): its session, work directory, shared options and bad-row log."""
+
+    spark: SparkSession
+    workdir: str
+    options: RunOptions
+    log: BadRowLog
+
+    def buckets(self, request: SparkRun) -> int:
+        return request.buckets or max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions")))
+
+
+@contextmanager
+def prepared(r: SparkRun) -> Iterator[Prepared]:
+    """What every Spark run does before and after its plans run: refuse what it cannot do (before
+    Spark starts), open the checkpoint (or a temporary work directory), start or take the session,
+    and at the end close the log and the checkpoint's lock and remove the temporary directory."""
     paths = list(r.stream_paths)
     check_run(r.doc, paths, r.follow, r.ingest)
     log = r.bad_row_log if r.bad_row_log is not None else BadRowLog(r.bad_rows)
@@ -164,20 +182,8 @@ def run(request: SparkRun) -> RunResult:
     tmp = None
     try:
         spark = r.spark if r.spark is not None else started_session(r.master, r.progress)
-        say(r.progress, "planning")
-        plans = plan_document(r.doc, r.buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
         tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if r.checkpoint is None else None
-        workdir, opts = tmp or r.checkpoint, r.options(log)
-        if r.follow:
-            results, metrics = run_followed(spark, r.doc, plans, paths, workdir, opts, r.on_rows, r.stop, log)
-        else:
-            results, metrics = run_to_end(spark, r.doc, plans, paths, workdir, opts, r.ingest, log)
-            if r.checkpoint is not None:
-                mark_finished(r.checkpoint, file_inputs(paths))
-        metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), paths)
-        found_in_spark = metrics.extra.get("bad_rows", 0) + redis_bad_entries(paths, log.directory)
-        metrics.extra["bad_rows"] = counted(log, found_in_spark)
-        return run_result(r.doc, results, metrics, started)
+        yield Prepared(spark, tmp or r.checkpoint, r.options(log), log)
     finally:
         if r.bad_row_log is None:
             log.close()
@@ -186,6 +192,43 @@ def run(request: SparkRun) -> RunResult:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
             cleanup.unregister(tmp)
+
+
+def run(request: SparkRun) -> RunResult:
+    """Run every query of the request's document on Spark over its streams; the rows are the
+    oracle's rows."""
+    started, r, paths = time.time(), request, list(request.stream_paths)
+    with prepared(r) as p:
+        say(r.progress, "planning")
+        plans = plan_document(r.doc, p.buckets(r))
+        if r.follow:
+            results, metrics = run_followed(p.spark, r.doc, plans, paths, p.workdir, p.options, r.on_rows, r.stop,
+                                            p.log)
+        else:
+            results, metrics = run_to_end(p.spark, r.doc, plans, paths, p.workdir, p.options, r.ingest, p.log)
+            if r.checkpoint is not None:
+                mark_finished(r.checkpoint, file_inputs(paths))
+        metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), paths)
+        found_in_spark = metrics.extra.get("bad_rows", 0) + redis_bad_entries(paths, p.log.directory)
+        metrics.extra["bad_rows"] = counted(p.log, found_in_spark)
+        return run_result(r.doc, results, metrics, started)
+
+
+def run_fact_table(request: SparkRun, every_ms: int,
+                   on_facts: Callable[[FactCollector], None] | None = None) -> FactCollector | dict:
+    """The fact table of the request's document on Spark (`planning.fact.plan_fact_table`, its
+    intervals final every `every_ms` of event time), through the same preparation and drivers as
+    `run`: bounded, the table's records decoded (a FactCollector); with `follow`, each poll's
+    records handed to `on_facts` until stopped (returns the metrics). The caller checked that the
+    fact operator runs the document's facts (a plan, not a refusal)."""
+    r, paths = request, list(request.stream_paths)
+    with prepared(r) as p:
+        plan, table = plan_fact_table(r.doc, p.buckets(r), every_ms), replace(p.options, facts=True)
+        if r.follow:
+            return follow_plans(p.spark, r.doc, [plan], paths, p.workdir, table, on_rows=None, stop=r.stop,
+                                log=p.log, on_facts=on_facts)[1]
+        run_to_end(p.spark, r.doc, [plan], paths, p.workdir, table, r.ingest, p.log)
+        return collect_facts(plan, sink_dir(p.workdir, plan))
 
 
 def started_session(master: str | None, progress: bool) -> SparkSession:
@@ -267,8 +310,6 @@ def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                  run: RunOptions, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
     """--follow: every plan unbounded until stopped (tefq.spark.runtime.follow)."""
-    from tefq.spark.runtime.follow import follow_plans
-
     results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop, log=log)
     metrics = fill_metrics(m, Metrics())
     metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept

@@ -15,12 +15,12 @@ import pytest
 
 from tefq.cli import run_command
 from tefq.facts.live import LiveFactWriter, open_snapshot_path
-from tefq.facts.spark import table_plan
 from tefq.io.stream_writers import write_stream
 from tefq.spark.fact_output import FactCollector, OPEN_FACTS, facts_record, open_facts_record
 from tefq.spark.operators.base import StreamSettings
 from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.output import terms_record
+from tefq.spark.planning.fact import plan_fact_table as table_plan
 from tests.support import spark_docs as sd
 from tests.support.fact_harness import batch_of, fact_rows
 from tests.support.fact_streams import IPTV, UC3, complete_lines, uc3_events

@@ -8,11 +8,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.facts.as_of import as_of_spark, as_of_stream
-from tefq.facts.spark import collected_store, spark_fact_table, table_plan
+from tefq.facts.spark import collected_store, spark_fact_table
 from tefq.facts.table import fact_table, store_rows
 from tefq.io.stream_writers import write_stream
 from tefq.spark.fact_output import FactCollector
 from tefq.spark.operators.fact import make_fact_operator
+from tefq.spark.planning.fact import plan_fact_table as table_plan
 from tefq.spark.runtime.fact_buckets import route_batch
 from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd

@@ -425,3 +425,29 @@ def routing_for(plans: dict, order: list[str], matched: str, key: str, scope: Sc
     if not ok or set(need) != set(order):
         return None
     return Routing(key, tuple((n, need[n]) for n in order if need[n] >= 0), tuple(n for n in order if need[n] < 0))
+
+
+FACT_TABLE = "facts"  # the fact table's streaming query (its directory under the run's work directory)
+
+
+def plan_fact_table(doc: Document, buckets: int = 1, every_ms: int = 3_600_000) -> FactAggregatePlan | Refusal | None:
+    """The fact-aggregate plan of every fact of `doc`, every identity term shipped, no output
+    (None: `doc` has no fact); over `buckets` when the last fact's closure is every fact and one
+    of its identity variables routes them exactly (planning/fact.choose_routing, as for a query
+    grouping by it), else one. `every_ms`: the grid on which intervals become final."""
+    if not doc.facts:
+        return None
+    order = fact_closure(doc, [f.name for f in doc.facts])
+    if isinstance(order, Refusal):
+        return order
+    plans = plan_facts(doc, order, {f.name: {v.name for v in f.identity} for f in doc.facts})
+    if isinstance(plans, Refusal):
+        return plans
+    last = order[-1]
+    keys = list(plans[last].identity)
+    routing = choose_routing(plans, order, last, keys, None) if buckets > 1 else None
+    return FactAggregatePlan(
+        query=FACT_TABLE, columns=(), facts=tuple(plans[n] for n in order), fact=last, current=True,
+        group_vars=(), group_cols=(), aggregates=(), distinct_cols=(), projections=(), while_=None,
+        every_ms=every_ms, partitioning="the fact table: no identity variable routes every fact exactly",
+        buckets=fact_buckets(routing, buckets), routing=routing)

@@ -43,6 +43,14 @@ class RunOptions:
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
 
 
+SINK = "output"  # a query's parquet sink, under its directory of the run's work directory
+
+
+def sink_dir(workdir: str, plan) -> str:
+    """Where `build_plan` puts the plan's sink in `workdir` (its records are read back from there)."""
+    return os.path.join(path_in(workdir, plan.query), SINK)
+
+
 def map_rows(source: DataFrame, plan, run: RunOptions, ranks: dict[int, int] | None = None, *,
              observed: bool = False) -> DataFrame:
     """The plan's projection of `source` (rows of ts, s, p, o, file, fh, row) and its mapper.
@@ -105,7 +113,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     "direct" (runtime/columnar.py; resolved by ingest.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
-    ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
+    ctl, out, ck = (os.path.join(qdir, d) for d in ("control", SINK, "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
     claim_ingest(qdir, ingest)
     func = operator(plan) if operator is not None else shape_of(plan).operator(doc, plan, run)
