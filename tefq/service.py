@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tefq.io.rdf import Background
-    from tefq.io.run_inputs import StagedStreams
+    from tefq.io.run_inputs import RunInputs
     from tefq.spark.engine import SparkRun
 
 ENGINES = ("spark", "oracle", "auto")
@@ -430,7 +430,7 @@ class Job:
     settings: Settings
     doc: Document
     background: "Background | None"
-    staged: "StagedStreams"
+    staged: "RunInputs"
     workdir: str
     log: BadRowLog  # the run's one log of bad rows: every engine and the stager record and count theirs here
 

@@ -2,7 +2,7 @@
 
 `--stream -` (standard input), `--stream PATH --stream-format FMT` (a file or directory whose
 extension does not say its format) and the Python API's in-memory events become one
-`StagedStreams`: stdin is copied to a file in a working directory, overridden files are linked
+`RunInputs`: stdin is copied to a file in a working directory, overridden files are linked
 under a name with the right extension, in-memory events stay in memory as an Arrow table. The
 readers (tefq.io.readers) then check every row by the rules of tefq.io.validate — a table's rows
 as a Parquet file's — and an error names the original input (`<stdin>`, the user's file,
@@ -35,7 +35,7 @@ EVENTS = "<events>"  # the name in-memory events are reported under
 
 
 @dataclass
-class StagedStreams:
+class RunInputs:
     """Stream paths for the readers (each reported under the name in `shown`, if staged) and
     in-memory event tables (read after the paths: a front door gives one or the other)."""
 
@@ -108,9 +108,9 @@ class StagedStreams:
         error.file = self.shown.get(error.file or "", error.file)
         return error
 
-    def part(self, path: str) -> "StagedStreams":
+    def part(self, path: str) -> "RunInputs":
         """The staging of one of `paths` (empty `shown` if it was passed through)."""
-        return StagedStreams([path], {k: v for k, v in self.shown.items()
+        return RunInputs([path], {k: v for k, v in self.shown.items()
                                       if k == path or k.startswith(path + os.sep)})
 
 
@@ -120,9 +120,9 @@ def check_format(fmt: str | None) -> None:
                         file="--stream-format")
 
 
-def stage(paths: Iterable[str], fmt: str | None, workdir: str, table: "pa.Table | None" = None) -> StagedStreams:
+def stage(paths: Iterable[str], fmt: str | None, workdir: str, table: "pa.Table | None" = None) -> RunInputs:
     """Every `--stream` argument (`stage_stream`), and in-memory events as a table."""
-    staged = StagedStreams()
+    staged = RunInputs()
     for path in paths:
         stage_stream(path, fmt, workdir, staged)
     if table is not None:
@@ -130,7 +130,7 @@ def stage(paths: Iterable[str], fmt: str | None, workdir: str, table: "pa.Table 
     return staged
 
 
-def stage_stream(path: str, fmt: str | None, workdir: str, into: StagedStreams) -> None:
+def stage_stream(path: str, fmt: str | None, workdir: str, into: RunInputs) -> None:
     """Add one `--stream` argument: `-` (stdin, TSV unless `fmt` says otherwise), a path read as
     `fmt`, or (no `fmt`) a path read by its extension as is."""
     check_format(fmt)

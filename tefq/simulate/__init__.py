@@ -67,7 +67,7 @@ def run_native(doc: Document, elements: Iterable[Element], window_ms: int | None
 
 def _run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: int | None,
          background, t0: int, max_ticks: int) -> RunResult:
-    from tefq.simulate.matching import Background
+    from tefq.simulate.matching import BackgroundIndex
     from tefq.simulate.window import WindowedExecutor, check_supported, prepare
 
     started = time.perf_counter()
@@ -75,7 +75,7 @@ def _run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: i
         raise TefqError(f"--window must be a positive duration, got {window_ms} ms", file="--window")
     queries = [q for q in doc.queries if isinstance(q, AggregateQuery)]
     check_supported(doc, queries)
-    bg = Background.of(background)
+    bg = BackgroundIndex.of(background)
     events = prepare(elements)
 
     by_window: dict[int, list[AggregateQuery]] = {}

@@ -22,7 +22,7 @@ from tefq.semantics.values import DateTime, to_term
 from tefq.results import order_key
 from tefq.simulate.fastpath import compile_simple, start_terms
 from tefq.oracle.facts import unify
-from tefq.simulate.matching import Background, ClauseIndex, instantiate, passes
+from tefq.simulate.matching import BackgroundIndex, ClauseIndex, instantiate, passes
 from tefq.vocabulary import Element, Triple
 
 Identity = tuple
@@ -79,7 +79,7 @@ def check_supported(doc: Document, queries: list[AggregateQuery]) -> None:
 
 
 class WindowedExecutor:
-    def __init__(self, doc: Document, queries: list[AggregateQuery], background: Background,
+    def __init__(self, doc: Document, queries: list[AggregateQuery], background: BackgroundIndex,
                  strategy: Strategy, w: int) -> None:
         self.doc, self.queries, self.bg, self.strategy, self.w = doc, queries, background, strategy, w
         self.clauses = ClauseIndex(doc.facts)

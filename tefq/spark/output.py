@@ -60,7 +60,7 @@ class NumericRows:
 
 
 def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -> NumericRows:
-    """The buckets' partial rows of a merging routing (planning/fact.Routing.merge) added per
+    """The buckets' partial rows of a merging routing (planning/fact.FactRouting.merge) added per
     (tick, group): COUNT and COUNT DISTINCT of the split key add (its values are disjoint across
     buckets); duration sums add as exact limbs and are rounded once (`kernels.exact.rounded`, the
     oracle's fsum); AVG is that sum over the added counts."""

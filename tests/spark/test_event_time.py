@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from tefq.io.arrival import Arrival
-from tefq.io.run_inputs import StagedStreams
+from tefq.io.run_inputs import RunInputs
 from tefq.io.stream_writers import write_stream
 from tefq.oracle import run as oracle_run
 from tefq.oracle.late import EventTime, late_by_stream
@@ -48,7 +48,7 @@ def write_files(directory: str, name: str, chunks: list[list]) -> str:
 
 
 def on_oracle(doc, paths: list[str], lateness_ms: int | None):
-    elements, arrival = StagedStreams(list(paths)).read_all()
+    elements, arrival = RunInputs(list(paths)).read_all()
     return oracle_run(doc, elements, None, 0, lateness_ms=lateness_ms, arrival=arrival)
 
 

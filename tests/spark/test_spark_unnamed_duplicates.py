@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tefq.io.run_inputs import StagedStreams
+from tefq.io.run_inputs import RunInputs
 from tefq.oracle import run as oracle_run
 from tefq.spark.operators.base import UnnamedElements
 from tefq.spark.operators.current import make_operator
@@ -62,7 +62,7 @@ def write_files(directory, chunks: list[list]) -> str:
 def compare(spark, tmp_path, doc: str, chunks: list[list], ingest: str) -> None:
     path = write_files(tmp_path, chunks)
     d = DOCS[doc](1000)
-    elements, arrival = StagedStreams([path]).read_all()
+    elements, arrival = RunInputs([path]).read_all()
     want = oracle_run(d, elements, None, 0, lateness_ms=0, arrival=arrival)
     got = run_spark(spark, d, [path], ingest=ingest, max_files_per_trigger=1, lateness_ms=0)
     assert got.results[0].rows == want.results[0].rows

@@ -21,7 +21,7 @@ from tefq.spark.operators.base import profile
 from tefq.spark.protocol import BAD, FLUSH, FileTieOrder, TieOrder, are_elements, ddl, flush_rows, heartbeat_rows
 from tefq.spark.runtime.columnar import read_files
 from tefq.spark.runtime.encodings import Encoding
-from tefq.spark.runtime.routing import Routing
+from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
 from tefq.spark.shapes import shape_of
 
@@ -69,7 +69,7 @@ class ParquetFiles:
                 yield out
 
 
-def partition_mapper(reader: SparkRows | ParquetFiles, encoding: Callable[[], Encoding], routing: Routing,
+def partition_mapper(reader: SparkRows | ParquetFiles, encoding: Callable[[], Encoding], routing: RowRouting,
                      bad_rows: str | None) -> Callable:
     """The mapInArrow function: `mapper(batches, partition)` (partition defaults to Spark's)."""
 

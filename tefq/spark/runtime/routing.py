@@ -12,7 +12,7 @@ from tefq.spark.runtime.windowed_rows import route_by_window
 
 
 @dataclass(frozen=True)
-class Routing:
+class RowRouting:
     """Which buckets a partition's rows go to. `only`: bucket `only` alone (direct ingestion).
     `routes`: a fact plan's (`FactAggregatePlan.event_routes`), applied after the encoding;
     `windows`: a windowed plan split by its windows (`slabs`); other plans' encodings set each

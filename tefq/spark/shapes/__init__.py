@@ -55,7 +55,7 @@ def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_a
     """One plan per query (windowed queries share one). `fact_aggregates=False` sends what the
     fact-aggregate and general operators would run to the fallback instead (the simulations have no
     simulated form of them); `merge_partials=False`: no routing that leaves the driver
-    to add the buckets' partial aggregates (planning/fact.Routing.merge); `general=False`: what
+    to add the buckets' partial aggregates (planning/fact.FactRouting.merge); `general=False`: what
     the specialised operators refuse goes to the fallback (default: TEFQ_SPARK_GENERAL=0 says so,
     for bench/general_spark.py's same-data comparison)."""
     if general is None:

@@ -7,7 +7,7 @@ from tefq.spark.output import Collector
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.fact import FactAggregatePlan, plan_fact_aggregate
 from tefq.spark.runtime.encodings import FactRows
-from tefq.spark.runtime.routing import Routing
+from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.shapes.shape import Capabilities, Shape
 
 SIMULATION_REFUSAL = Refusal("derived facts, fact patterns and WHILE in a simulation", suffix="")
@@ -36,4 +36,4 @@ FACT = Shape(
     operator=lambda doc, plan, run: make_fact_operator(plan, run.settings, run.facts),
     collector=collector,
     capabilities=Capabilities(columnar=lambda plan: True, facts=True),
-    routing=lambda plan, only: Routing(plan.buckets, only, plan.event_routes))
+    routing=lambda plan, only: RowRouting(plan.buckets, only, plan.event_routes))

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from tefq.plan.logical import AggregateQuery
 from tefq.spark.runtime.encodings import Encoding
-from tefq.spark.runtime.routing import Routing
+from tefq.spark.runtime.routing import RowRouting
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,9 @@ class Simulation:
     explain: Callable[[Any, str], str]  # (plan, strategy) -> its EXPLAIN
 
 
-def plain_routing(plan, only: int | None) -> Routing:
+def plain_routing(plan, only: int | None) -> RowRouting:
     """The encoding set each row's bucket; the mapper sends the rows on as they are."""
-    return Routing(plan.buckets, only)
+    return RowRouting(plan.buckets, only)
 
 
 def row_frames(batches) -> Iterator:
@@ -89,7 +89,7 @@ class Shape:
     collector: Callable[[Any], Any]
     capabilities: Capabilities = Capabilities()
     query_type: type = AggregateQuery  # the logical queries it runs
-    routing: Callable[[Any, int | None], Routing] = plain_routing
+    routing: Callable[[Any, int | None], RowRouting] = plain_routing
     file_encoding: type[Encoding] | None = None  # rows read from Parquet files (columnar, direct), if not `encoding`
     cells: Callable[[Any], Callable | None] = lambda plan: None  # the mapper's fix of undecided rows (scan.settle_undecided)
     since: Callable[[Any], int | None] = lambda plan: None  # files read by a task: elements before it only advance time

@@ -13,7 +13,7 @@ from tefq.spark.planning.windowed import WindowedPlan, plan_windowed, small_wind
 from tefq.spark.run_metrics import late_by_index
 from tefq.spark.runtime.encodings import ElementRows
 from tefq.spark.runtime.normal_cells import NormalCells
-from tefq.spark.runtime.routing import Routing
+from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.runtime.windowed_rows import WindowedRows
 from tefq.spark.shapes.shape import Capabilities, Shape, coded_frames
 from tefq.spark.windowed_output import WindowedCollector
@@ -59,7 +59,7 @@ WINDOWED = Shape(
         dataframe="tefq.spark.apply does not run windowed (REGISTER QUERY) queries yet: use tefq run --engine spark "
                   "or Query.run"),
     query_type=WindowedQuery,
-    routing=lambda plan, only: Routing(plan.buckets, only, windows=plan if plan.slabs is not None else None),
+    routing=lambda plan, only: RowRouting(plan.buckets, only, windows=plan if plan.slabs is not None else None),
     file_encoding=WindowedRows,
     cells=lambda plan: NormalCells(plan).fix,  # its cells decide buckets
     since=lambda plan: plan.t0,
