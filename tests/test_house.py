@@ -228,3 +228,23 @@ def test_no_dispatch_on_plan_classes_outside_the_registry() -> None:
                     if isinstance(n, ast.Compare) and any(isinstance(x, ast.Name) and x.id in kinds
                                                            for x in n.comparators)]
     assert not bad, "\n".join(bad)
+
+
+def test_every_function_local_tefq_import_says_why() -> None:
+    """Imports are at module top; one inside a function (to break an import circle, or to spare a
+    command a measured import cost: pyspark, rdflib) carries a comment saying which, on the line
+    above it or on its own lines."""
+    bad = []
+    for module, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for fn in [n for n in ast.walk(tree(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for n in ast.walk(fn):
+                if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("tefq")) or \
+                        isinstance(n, ast.Import) and any(a.name.startswith("tefq") for a in n.names):
+                    above = lines[n.lineno - 2].strip() if n.lineno > 1 else ""
+                    said = above.startswith("#") or any("#" in line for line in lines[n.lineno - 1:n.end_lineno])
+                    # a block of imports: the comment above its first one says it for all
+                    block = above.startswith(("from ", "import ")) and not said
+                    if not said and not block:
+                        bad.append(f"{module}:{n.lineno}: {lines[n.lineno - 1].strip()}")
+    assert not bad, "\n".join(sorted(set(bad)))

@@ -13,6 +13,7 @@ from tefq.analysis.durations import parse_duration
 from tefq.analysis.summary import summary
 from tefq.errors import TefqError
 from tefq.plan.logical import Document
+from tefq.syntax import parse
 
 
 def load(path: str, extra_prefixes: Mapping[str, str] | None = None,
@@ -26,8 +27,6 @@ def bind_text(source: str, name: str, extra_prefixes: Mapping[str, str] | None =
     """Parse and bind a document's text; errors are located in `name` (a path, or `<string>`).
     The background's predicates take part in binding: a pattern on one of them is a background
     pattern, not an event pattern."""
-    from tefq.syntax import parse
-
     return bind(parse(source, name), name, source, dict(extra_prefixes or {}), background_predicates)
 
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from tefq.errors import TefqError
 from tefq.io.arrival import Arrival
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
-from tefq.io.readers import STREAM_FORMATS, read_stream, read_stream_file, read_table, stream_files
+from tefq.io.readers import STREAM_FORMATS, locate_ts, read_stream, read_stream_file, read_table, stream_files
+from tefq.io.redis_stream import RedisStream, is_redis_url, read_elements
 from tefq.io.validate import HEADER
 from tefq.vocabulary import Element
 
@@ -50,8 +51,6 @@ class RunInputs:
     def streams(self, bad_rows: BadRowLog = STRICT) -> Iterator[tuple[str, Iterator[Iterator[Element]]]]:
         """Per stream (a path, then each table): its label and its arrival batches (one per file; a
         Redis stream: its entries up to its head now, in one batch)."""
-        from tefq.io.redis_stream import RedisStream, is_redis_url, read_elements
-
         for path in self.paths:
             if is_redis_url(path):
                 stream = RedisStream.parse(path)
@@ -95,9 +94,6 @@ class RunInputs:
     def locate(self, ts: int) -> tuple[str, int]:
         """(file, line) of the first row at `ts`, under the name the user gave (an error path);
         in-memory events: (`<events>`, row)."""
-        from tefq.io.readers import locate_ts
-        from tefq.io.redis_stream import is_redis_url
-
         file, line = locate_ts([p for p in self.paths if not is_redis_url(p)], ts)
         if line or not self.tables:
             return self.shown.get(file, file), line

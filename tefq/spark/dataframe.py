@@ -25,11 +25,10 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from tefq.analysis import bind
 from tefq.analysis.durations import duration_ms
 from tefq.errors import TefqError
 from tefq.io.rdf import as_background
@@ -40,6 +39,7 @@ from tefq.spark.runtime.partitioning import by_bucket, relabel, shuffle_labels
 from tefq.spark.runtime.pipelines import RunOptions, map_rows
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, FLUSH_TERM
 from tefq.spark.shapes import collector_of, plan_document, shape_of
+from tefq.syntax import parse
 from tefq.vocabulary import RunSettings
 
 EVENT_COLUMNS = ("ts", "s", "p", "o")
@@ -187,9 +187,6 @@ def document_of(query: Any) -> Document:
     if hasattr(query, "document"):
         doc = query.document()
     elif isinstance(query, str):
-        from tefq.analysis import bind
-        from tefq.syntax import parse
-
         doc = bind(parse(query, QUERY_TEXT), QUERY_TEXT, query, {}, frozenset())
     else:
         raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")

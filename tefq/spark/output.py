@@ -24,8 +24,12 @@ from typing import Any, Iterator
 import numpy as np
 
 from tefq.plan.logical import Call, Expr, Var
-from tefq.results import QueryResult, Row
+from tefq.results import QueryResult, Row, order_key
+from tefq.semantics.expressions import EvalError, evaluate, filters_pass
+from tefq.semantics.values import to_term
+from tefq.spark.kernels.exact import rounded
 from tefq.spark.runtime.codec import decode, decode_json, encode, encode_json
+from tefq.terms import XSD_DOUBLE, XSD_INTEGER
 
 RECORD_SCHEMA = "kind string, tick long, payload binary"
 ROWS, TERMS = "nrows", "terms"
@@ -64,8 +68,6 @@ def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -
     (tick, group): COUNT and COUNT DISTINCT of the split key add (its values are disjoint across
     buckets); duration sums add as exact limbs and are rounded once (`kernels.exact.rounded`, the
     oracle's fsum); AVG is that sum over the added counts."""
-    from tefq.spark.kernels.exact import rounded
-
     if not len(rows):
         return rows
     # one lexsort by (tick, group codes), then a sum over each run of equal keys
@@ -164,8 +166,6 @@ class Collector:
         """Every row in the result order (`QueryResult.sorted_rows`). Numeric rows are sorted as
         arrays: each column's distinct cells are ranked once by `order_key`, then one lexsort."""
         if self.ready or not self.numeric:
-            from tefq.results import order_key
-
             return sorted(self.rows(), key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
         return format_rows(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
 
@@ -196,8 +196,6 @@ class Collector:
 
 
 def _to_term(v) -> str | None:
-    from tefq.semantics.values import to_term
-
     return None if v is None else to_term(v)
 
 
@@ -244,8 +242,6 @@ class _Column:
 
 def cell_ranks(cells: list) -> np.ndarray:
     """Per distinct cell, the rank of its `order_key` among them (equal keys, equal rank)."""
-    from tefq.results import order_key
-
     keys = [order_key(c) for c in cells]
     rank = np.zeros(len(keys), dtype=np.int64)
     r, prev = -1, None
@@ -264,8 +260,6 @@ def number_terms(uniq: np.ndarray) -> list[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tefq.semantics.values import to_term
-    from tefq.terms import XSD_DOUBLE, XSD_INTEGER
 
     lexical = pc.cast(pa.array(uniq), pa.string())
     datatype = XSD_INTEGER if _is_int(uniq) else XSD_DOUBLE
@@ -342,8 +336,6 @@ def paused_gc() -> Iterator[None]:
 
 
 def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:
-    from tefq.semantics.expressions import EvalError, evaluate
-
     plain = _plain(e)
     col = []
     for env in _row_envs(rows, terms, group_vars):
@@ -358,8 +350,6 @@ def having_kept(rows: NumericRows, having: tuple[Expr, ...], terms: dict[int, st
                 group_vars: tuple[str, ...]) -> NumericRows:
     """The rows whose group meets every HAVING constraint (spec §4; an error is false, as in a
     FILTER), evaluated with the oracle's semantics."""
-    from tefq.semantics.expressions import filters_pass
-
     plain = [_plain(e) for e in having]
     keep = np.fromiter((filters_pass(plain, env) for env in _row_envs(rows, terms, group_vars)), bool, len(rows))
     return rows if keep.all() else rows.take(np.nonzero(keep)[0])

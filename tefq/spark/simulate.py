@@ -19,6 +19,10 @@ from tefq.io.bad_rows import BadRowLog
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
 from tefq.simulate.names import STRATEGIES
+from tefq.simulate.window import check_supported
+from tefq.spark.engine import counted, run_bounded
+from tefq.spark.run_metrics import fill_metrics
+from tefq.spark.runtime.session import get_session
 from tefq.spark.shapes import plan_document, shape_of
 
 if TYPE_CHECKING:
@@ -53,8 +57,6 @@ def run(request: "SparkRun", strategy: str, window_ms: int | None = None) -> Run
     operators (each plan's shape names its simulated operator)."""
     # deferred: `tefq explain --simulate` imports this module, and the engine brings pyspark (about 2 s)
     from tefq.io.staging import stage_streams
-    from tefq.spark.engine import counted, run_bounded
-    from tefq.spark.runtime.session import get_session
 
     started, r = time.time(), request
     check_simulation(r.doc, list(r.stream_paths), strategy, window_ms)
@@ -92,15 +94,12 @@ def check_simulation(doc: Document, stream_paths: list[str], strategy: str, wind
     if not any(isinstance(q, AggregateQuery) for q in doc.queries):
         raise TefqError("--simulate needs an aggregate (TEF) query: windowed queries are not simulated",
                         file=doc.source)
-    from tefq.simulate.window import check_supported
 
     check_supported(doc, [q for q in doc.queries if isinstance(q, AggregateQuery)])
 
 
 def simulated_results(runs) -> tuple[list, Metrics, dict[str, str]]:
     """Every plan's results, the run's metrics and which path ran each query."""
-    from tefq.spark.run_metrics import fill_metrics
-
     results, metrics = [], Metrics()
     windows_seen: set[int] = set()
     paths: dict[str, str] = {}

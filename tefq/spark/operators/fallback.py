@@ -22,6 +22,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from tefq.oracle import run as oracle_run
 from tefq.plan.logical import Document
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, widen
 from tefq.spark.output import READY_ROW, data_record
@@ -69,8 +70,6 @@ class FallbackLogic(BucketLogic):
                                data["s"].tolist(), data["p"].tolist(), data["obj"].tolist()))
 
     def advance(self, st: FallbackState, ticks: np.ndarray, batch: Batch) -> None:
-        from tefq.oracle import run as oracle_run
-
         start, upto = int(ticks[0]), int(ticks[-1])
         st.elements.sort(key=lambda e: (e[0], e[1]))
         res = (self.evaluate or oracle_run)(self.doc, [(t, s, p, o) for t, _, s, p, o in st.elements],

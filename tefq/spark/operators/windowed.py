@@ -21,14 +21,14 @@ import numpy as np
 import pandas as pd
 
 from tefq.plan.logical import Document
-from tefq.spark.operators.base import Batch, BucketLogic, BucketState, StreamSettings, bucket_operator, \
-    count_late_streams
+from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState, IncrementalBatchedRun
+from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, StreamSettings, bucket_operator,
+                                       count_late_streams)
 from tefq.spark.protocol import ELEMENT, Heartbeats, streams_of_keys
 from tefq.spark.windowed_output import paused_gc, windowed_rows_record
 from tefq.vocabulary import RunSettings
 
 if TYPE_CHECKING:
-    from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
     from tefq.spark.kernels.windowed.partitioning import WindowSlabs
 
 ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column -> IncrementalRun's
@@ -48,8 +48,6 @@ class WindowedBucket(BucketState):
     def annotation_types() -> dict[str, type]:
         """The classes its annotations name that this module imports only when a run needs them
         (the windowed kernels; runtime/codec resolves the annotations with them)."""
-        from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
-
         return {"FrameState": FrameState}
 
 
@@ -68,8 +66,6 @@ class WindowedLogic(BucketLogic):
     @cached_property
     def run(self):
         """The parsed queries, once per operator instance (made where the operator runs)."""
-        from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
-
         return IncrementalBatchedRun(self.doc, self.t0, small=self.small, join_order=self.join_order)
 
     def new_state(self) -> WindowedBucket:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tefq.oracle.query import expr_vars
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Expr, Var
-from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
-                                        having, is_duration_of, projections, unify)
+from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan,
+                                        groups_and_aggregates, having, is_duration_of, projections, unify)
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -337,8 +338,6 @@ def plan_derived_fact(doc: Document, f: DerivedFact, needed: set[str],
 
 
 def select_vars(q: AggregateQuery) -> set[str]:
-    from tefq.oracle.query import expr_vars
-
     return set().union(*(expr_vars(p.expr) for p in q.select)) if q.select else set()
 
 

@@ -23,6 +23,7 @@ from rdflib import BNode
 from tefq.errors import TefqError
 from tefq.io.atomic import write_marker
 from tefq.io.rdf import Background
+from tefq.io.redis_stream import RedisStream, is_redis_url
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.vocabulary import RunSettings
 
@@ -82,8 +83,6 @@ def identity_of(directory: str, doc: Document, stream_paths: list[str], *, backg
 def stream_identity(path: str) -> str:
     """A stream path as an absolute path; a Redis stream as its URL (host, port and key: a restart
     on another stream would resume at entry IDs that mean nothing there)."""
-    from tefq.io.redis_stream import RedisStream, is_redis_url
-
     return RedisStream.parse(path).url if is_redis_url(path) else os.path.abspath(path)
 
 

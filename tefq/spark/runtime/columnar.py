@@ -28,12 +28,13 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
+from tefq import terms
 from tefq.errors import BAD_ROW, WorkerFailure
 from tefq.io.paths import local_path
-from tefq.io.readers import ts_out_of_range
+from tefq.io.readers import fast_term_patterns, ts_out_of_range
 from tefq.io.staging import files_in_stream_order
+from tefq.io.validate import Fault, check_term
 from tefq.spark.runtime.scan import PartitionScan, bad_record
-
 
 RANK_BITS = 32  # a path's entry in `path_ranks`: stream << RANK_BITS | rank
 
@@ -88,8 +89,6 @@ class Column:
     def __init__(self, arr: pa.Array, role: str, patterns: dict[str, str]) -> None:
         import pyarrow.compute as pc
 
-        from tefq import terms
-        from tefq.io.validate import Fault, check_term
 
         if not pa.types.is_dictionary(arr.type):
             arr = pc.dictionary_encode(arr)
@@ -227,7 +226,6 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
     at or after it are elements of the run (a windowed plan's t0; the others are not counted)."""
     import pyarrow.parquet as pq
 
-    from tefq.io.readers import fast_term_patterns
 
     patterns = fast_term_patterns()
     for rb in batches:

@@ -9,8 +9,15 @@ from typing import Iterator, Sequence
 
 from tefq import progress
 from tefq.errors import BAD_ENTRY, BAD_ROW, TOO_MANY_TICKS, TefqError, WorkerFailure
+from tefq.io.bad_rows import IgnoreBadRows
+from tefq.io.paths import local_path
+from tefq.io.readers import locate_ts, read_stream_file, stream_files
 from tefq.io.timestamps import format_iso_ms
+from tefq.oracle.late import outlier
+from tefq.oracle.query import TooManyTicks
 from tefq.progress import plural
+from tefq.spark.runtime.redis_source import bad_entry_error
+
 
 def say(enabled: bool, text: str) -> None:
     """One line of what the engine is doing (stderr, off with --quiet): the user sees the run
@@ -23,7 +30,6 @@ def as_dict(v) -> dict:
     if v is None:
         return {}
     return v.asDict() if hasattr(v, "asDict") else dict(v)
-
 
 
 def epoch_ms(timestamp: str | None) -> int | None:
@@ -106,7 +112,6 @@ class Progress:
             self.bar.close()
 
 
-
 class ColumnarProgress(Progress):
     """Spark counts a columnar batch's input in files; the events read come from the heartbeats
     (the `tefq_in` observation of the mapped rows), so progress lines and the bench's per-batch
@@ -159,7 +164,6 @@ def run_until_done(query, progress: Progress) -> None:
         raise exc
 
 
-
 def stop_quietly(query) -> None:
     """Stop a streaming query on the way out; the JVM may already be going down."""
     try:
@@ -171,11 +175,8 @@ def stop_quietly(query) -> None:
 def bad_row_error(failure: WorkerFailure) -> TefqError:
     """A bad row that stopped the run: the readers' located error for its file (read again on the
     driver), else the worker's reason."""
-    from tefq.io.paths import local_path
-
     path = local_path(failure.fields["file"])
     try:  # the readers know the line and column
-        from tefq.io.readers import read_stream_file
 
         for _ in read_stream_file(path):
             pass
@@ -189,11 +190,6 @@ def bad_row_error(failure: WorkerFailure) -> TefqError:
 def too_many_ticks_error(failure: WorkerFailure, query: str, paths: Sequence[str]) -> TefqError:
     """The oracle's --max-ticks message (tefq.oracle.query.TooManyTicks), pointing at the row
     whose timestamp stretches the range (read again on the driver: an error path only)."""
-    from tefq.io.bad_rows import IgnoreBadRows
-    from tefq.io.readers import locate_ts, read_stream_file, stream_files
-    from tefq.oracle.late import outlier
-    from tefq.oracle.query import TooManyTicks
-
     f = failure.fields
     err = TooManyTicks(query, int(f["max_ticks"]), int(f["every"]), int(f["first"]), int(f["last"]))
     times = sorted(e[0] for p in paths for f in stream_files(p) for e in read_stream_file(f, IgnoreBadRows()))
@@ -210,8 +206,6 @@ def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
     the user's error — a bad row the reader's located TefqError, a bad Redis entry the oracle's, a
     tick range over --max-ticks the oracle's message naming the row; anything else (a refusal:
     the command line's) is `e` itself."""
-    from tefq.spark.runtime.redis_source import bad_entry_error
-
     failure = WorkerFailure.found_in(str(e))
     if failure is None:
         return e

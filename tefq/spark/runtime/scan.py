@@ -13,9 +13,9 @@ import pyarrow as pa
 from tefq.errors import BAD_ROW, WorkerFailure
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import local_path
-from tefq.io.validate import Fault
+from tefq.io.readers import parquet_row_fault
+from tefq.io.validate import Fault, check_term
 from tefq.spark.protocol import RowKind, StreamTimes, stream_of
-
 
 
 class PartitionScan:
@@ -100,8 +100,6 @@ def bad_record(file: str, row: int, ts: int | str | None, s: str | None, p: str 
                o: str | None) -> str | None:
     """The record `divert_bad` takes (JSON [file, row, kind, message, ts, s, p, o]) of a row the
     Parquet reader would refuse (tefq.io.readers.parquet_row_fault), or None for a good row."""
-    from tefq.io.readers import parquet_row_fault
-
     fault = parquet_row_fault(None if ts is None else int(ts), s, p, o, row=row)
     if fault is None:
         return None
@@ -139,7 +137,5 @@ def settle_undecided(rb: pa.RecordBatch, fix: "Callable[[pa.RecordBatch, dict], 
 
 def normal_cells(cells: list[str]) -> tuple[str, str, str]:
     """A good row's s, p, o as the oracle's Parquet reader reads them (tefq.io.validate.check_term)."""
-    from tefq.io.validate import check_term
-
     s, p, o = (check_term(cell, role) for cell, role in zip(cells, "spo"))
     return s, p, o

@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from tefq.errors import TefqError
 from tefq.io.readers import literal_path_pattern, stream_files, stream_format
+from tefq.io.redis_stream import is_redis_url
 from tefq.spark.runtime.ranks import file_hash
+from tefq.spark.runtime.redis_source import redis_stream_frame
 
 if TYPE_CHECKING:
     from tefq.io.redis_stream import Position
@@ -65,13 +66,9 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     directory, or a Redis stream (`redis_source.redis_stream_frame`), input `stream` (its --stream
     index; default: a StreamInput's own, else 0). Files are taken in Spark's file-source order
     (modification time)."""
-    from tefq.io.redis_stream import is_redis_url
-
     if stream is None:
         stream = path.stream if isinstance(path, StreamInput) else 0
     if is_redis_url(path):
-        from tefq.spark.runtime.redis_source import redis_stream_frame
-
         given = path if isinstance(path, StreamInput) else StreamInput(path)
         return redis_stream_frame(spark, str(path), bad_rows=given.bad_rows, end=given.end, stream=stream)
 

@@ -75,14 +75,14 @@ def bad_url(redis_port, request) -> str:
     return f"redis://127.0.0.1:{redis_port}/{key}"
 
 
-@pytest.mark.parametrize("engine", ["oracle", "spark"])
+@pytest.mark.parametrize("engine", ["oracle", pytest.param("spark", marks=pytest.mark.spark)])
 def test_a_bad_entry_stops_the_run_naming_the_stream_and_entry(bad_url, engine):
     r = tefq("run", UC1, "--engine", engine, "--stream", bad_url, "--quiet")
     assert r.returncode == 2, r.stderr
     assert bad_url in r.stderr and "entry " in r.stderr and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("engine", ["oracle", "spark"])
+@pytest.mark.parametrize("engine", ["oracle", pytest.param("spark", marks=pytest.mark.spark)])
 def test_bad_entries_are_recorded_and_counted(bad_url, engine, tmp_path):
     metrics = tmp_path / "m.json"
     r = tefq("run", UC1, "--engine", engine, "--stream", bad_url, "--bad-rows", str(tmp_path / "bad"),
