@@ -248,3 +248,19 @@ def test_every_function_local_tefq_import_says_why() -> None:
                     if not said and not block:
                         bad.append(f"{module}:{n.lineno}: {lines[n.lineno - 1].strip()}")
     assert not bad, "\n".join(sorted(set(bad)))
+
+
+def test_nothing_read_back_is_unpickled() -> None:
+    """What tefq reads from a file (operator state, sink records) goes through the one data codec
+    (tefq.spark.runtime.codec): no pickle, marshal or shelve reader anywhere in tefq/ (a checkpoint
+    is a file anyone may have written)."""
+    readers = {("pickle", "load"), ("pickle", "loads"), ("pickle", "Unpickler"), ("marshal", "load"),
+               ("marshal", "loads"), ("shelve", "open"), ("dill", "load"), ("dill", "loads"), ("cloudpickle", "loads")}
+    bad = []
+    for module, path in MODULES.items():
+        for n in ast.walk(tree(path)):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and (n.value.id, n.attr) in readers:
+                bad.append(f"{module}:{n.lineno}: {n.value.id}.{n.attr}")
+            if isinstance(n, ast.ImportFrom) and any((n.module or "", a.name) in readers for a in n.names):
+                bad.append(f"{module}:{n.lineno}: from {n.module} import ...")
+    assert not bad, "\n".join(bad)
