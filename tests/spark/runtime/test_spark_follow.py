@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 import tracemalloc
-from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +19,7 @@ from tefq.plan.logical import Var
 from tefq.spark.output import NumericRows, rows_record, terms_record
 from tefq.spark.runtime.follow import SinkTail
 from tests.support import spark_docs as sd
-from tests.support.follow_checkpoints import commit_records
+from tests.support.follow_checkpoints import commit_records, sink_plan
 from tests.support.paths import ROOT
 from tests.support.spark import oracle
 
@@ -40,8 +39,7 @@ def commit_batch(out, batch: int, rows: int) -> list[tuple]:
 
 
 def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):
-    plan = SimpleNamespace(group_vars=("channel",), projections=(("CHANNEL", Var("group:channel")),
-                                                                 ("USER", Var("USER"))))
+    plan = sink_plan(("channel",), (("CHANNEL", Var("group:channel")), ("USER", Var("USER"))))
     out = tmp_path / "output"
     out.mkdir()
     tail = SinkTail(plan, str(out))
