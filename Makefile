@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := data/demo
 
-.PHONY: setup spark-archive demo test test-fast uc1 uc2 uc3 bench clean
+.PHONY: setup spark-archive demo test test-fast test-props uc1 uc2 uc3 bench clean
 
 setup: $(VENV)/.installed spark-archive
 
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: setup
 	@test -d $(DEMO) || $(BIN)/tefq gen iptv --out $(DEMO) --events 20000 --users 4600 --channels 40 --seed 7
-	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --out $(DEMO)-uc1.parquet --metrics $(DEMO)-uc1.metrics.json
+	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --engine spark --out $(DEMO)-uc1.parquet --metrics $(DEMO)-uc1.metrics.json
 	@$(BIN)/python examples/demo/top_channels.py $(DEMO)-uc1.parquet $(DEMO)-uc1.metrics.json
 
 # Two test processes (pytest-xdist), each module whole in one of them (its Spark session shared):
@@ -34,6 +34,12 @@ test: setup
 
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not spark"
+
+# The differential tests ten times over (issue 38): 5,000 generated streams per plan kind against the
+# oracle without Spark, 200 per plan kind on Spark (ten batched runs of 20).
+test-props: setup
+	TEFQ_PROPS_SCALE=10 $(BIN)/python -m pytest -q --timeout=3600 --durations=10 -n $(TEFQ_TEST_PROCESSES) --dist loadfile \
+		tests/spark/test_differential.py tests/spark/test_spark_differential.py
 
 # The long part of tests/reliability: more fuzz cases, stray timestamps at the default --max-ticks, 20 SIGKILLs;
 # checkpoint identity, changed files, log entries, task retries, state decoding and failures (issue 26);

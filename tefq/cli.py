@@ -19,7 +19,7 @@ from typing import Sequence
 from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
-from tefq.errors import SPARK_MISSING, TefqError, failure_message, is_refusal, spark_missing
+from tefq.errors import SPARK_MISSING, TOO_DEEP, TefqError, failure_message, is_refusal, spark_missing, too_deep
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import FORMATS as RESULT_FORMATS
@@ -27,14 +27,15 @@ from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
 from tefq.publish import register as register_publish
 from tefq.results import TERM_FORMS
+from tefq.service import (ENGINES, STDIN, Output, QueryFile, QueryText, RunRequest, SparkOptions, default_engine,
+                          execute, prefix_mappings, query_source)
 from tefq.sensors.cli import register as register_sensors
-from tefq.service import (ENGINES, STDIN, Output, QueryFile, QueryText, RunRequest, SparkOptions, execute,
-                          prefix_mappings, query_source)
+from tefq.server.cli import register as register_server
 from tefq.simulate.names import STRATEGIES
 
 # The commands that live with their subsystem (generator, windowed oracle, baselines comparison).
 SUBSYSTEM_COMMANDS = (register_iptv, register_sensors, register_oracle, register_compare, register_facts,
-                      register_publish)
+                      register_publish, register_server)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -161,7 +162,8 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
                          join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
-                         driver_memory=args.driver_memory)
+                         driver_memory=args.driver_memory,
+                         accept_gaps=True if getattr(args, "accept_gaps", False) else None)
     return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
                       args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args))
@@ -239,9 +241,9 @@ def _add_run_command(sub: argparse._SubParsersAction) -> None:
                    help=f"read every --stream as {'|'.join(STREAM_FORMATS)} whatever its extension "
                         "(default: by extension; tsv for standard input)")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
-    p.add_argument("--engine", choices=ENGINES, default="spark",
-                   help="the engine that runs the document; auto: the oracle for small bounded inputs, "
-                        "else Spark (docs/cli.md)")
+    p.add_argument("--engine", choices=ENGINES, default=default_engine(),
+                   help="the engine that runs the document; auto: the oracle for small bounded inputs (smaller "
+                        "still when Spark is warm), else Spark; the summary line says which and why (docs/cli.md)")
     _add_output_options(p)
     p.add_argument("--t0", type=int, default=0, metavar="MS", help="tick origin in ms (ticks are t0 + k*EVERY)")
     p.add_argument("--lateness", metavar="DURATION",
@@ -290,6 +292,9 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-timeout", metavar="DURATION",
                    help="--follow: a stream silent this long stops holding the event time back (spec §6.1; "
                         "default 10s; 0: never)")
+    p.add_argument("--accept-gaps", action="store_true",
+                   help="Redis: read on when entries were removed from a stream (XTRIM, MAXLEN) before tefq read "
+                        "them (default: exit 2 naming how many and their IDs)")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files (default: a bounded run reads about 2M events a micro-batch)")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
                    help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "
@@ -320,6 +325,9 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
             return stopped(signals)
+        if too_deep(e):  # nested past the parser's checks (tefq.syntax.nesting), here or in a worker
+            print(f"tefq: error: {TOO_DEEP}", file=sys.stderr)
+            return 2
         if spark_missing(e):  # an oracle-only install asked for Spark (tefq facts, run --at, ...)
             print(TefqError(SPARK_MISSING, file="--engine").render(), file=sys.stderr)
             return 2

@@ -53,11 +53,13 @@ class TefqError(Exception):
             where += f":{self.line}"
             if self.column:
                 where += f":{self.column}"
-        text = f"{where}: {self.kind}: {self.message}"
+        message = self.message if len(self.message) <= MAX_MESSAGE else self.message[:MAX_MESSAGE] + "…"
+        text = f"{where}: {self.kind}: {message}"
         if self.source_line is not None:
-            text += "\n  " + shown(self.source_line.rstrip("\n"))
-            if self.column:
-                caret_pad = "".join("\t" if c == "\t" else " " for c in shown(self.source_line[: self.column - 1]))
+            line, column = window(self.source_line.rstrip("\n"), self.column)
+            text += "\n  " + shown(line)
+            if column:
+                caret_pad = "".join("\t" if c == "\t" else " " for c in shown(line[: column - 1]))
                 text += "\n  " + caret_pad + "^"
         return text
 
@@ -68,6 +70,21 @@ class TefqError(Exception):
 # Control characters (C0 but TAB, DEL, C1) as escapes: an offending line is shown, never replayed
 # to the terminal (binary data, escape sequences).
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0))}
+
+
+MAX_MESSAGE = 600  # characters of a message shown (what a message quotes of the input is cut before)
+SHOWN_LINE = 160  # characters of an offending line shown, around its column
+
+
+def window(line: str, column: int) -> tuple[str, int]:
+    """At most SHOWN_LINE characters of `line` around `column` (1-based; 0: none), "…" where cut,
+    and the column within them."""
+    if len(line) <= SHOWN_LINE:
+        return line, column
+    start = max(0, min(column - 1 - SHOWN_LINE // 2, len(line) - SHOWN_LINE)) if column else 0
+    head = "…" if start else ""
+    tail = "…" if start + SHOWN_LINE < len(line) else ""
+    return head + line[start:start + SHOWN_LINE] + tail, column - start + len(head) if column else 0
 
 
 def shown(text: str) -> str:
@@ -98,7 +115,7 @@ NEARLY_FULL_BYTES = 64 << 20
 
 
 WORKER_FAILURE = "TEFQ_WORKER_FAILURE"  # the marker of a worker's failure record in Spark's error text
-BAD_ROW, BAD_ENTRY, TOO_MANY_TICKS, REFUSAL = "bad_row", "bad_entry", "too_many_ticks", "refusal"
+BAD_ROW, BAD_ENTRY, REDIS_GAP, TOO_MANY_TICKS, REFUSAL = "bad_row", "bad_entry", "redis_gap", "too_many_ticks", "refusal"
 
 
 @dataclass(frozen=True)
@@ -107,8 +124,8 @@ class WorkerFailure:
     (the text of the exception that fails the task: Spark wraps it in its own dump) as one line,
     the marker then the record as JSON data, and read back by `found_in`, the one decoder. Kinds
     and their fields: bad_row (file, reason), bad_entry (file, line, kind, message, row: a Redis
-    entry), too_many_ticks (max_ticks, every, first, last), refusal (message: a checkpoint's state
-    the worker will not read). The driver gives each kind its meaning (tefq.spark.runtime.progress.ours,
+    entry), redis_gap (url, message: entries trimmed before they were read), too_many_ticks
+    (max_ticks, every, first, last), refusal (message: a checkpoint's state the worker will not read). The driver gives each kind its meaning (tefq.spark.runtime.progress.ours,
     and `failure_message` for a refusal)."""
 
     kind: str
@@ -129,6 +146,15 @@ class WorkerFailure:
         except ValueError:
             return None
         return WorkerFailure(kind, fields) if isinstance(kind, str) and isinstance(fields, dict) else None
+
+
+TOO_DEEP = ("the query is nested or chained too deeply to evaluate (Python's recursion limit): split the "
+            "expression or pattern (docs/language.md, \"Limits\")")
+
+
+def too_deep(e: BaseException) -> bool:
+    """Whether `e` is a RecursionError, raised here or in a Spark worker (its text)."""
+    return isinstance(e, RecursionError) or "RecursionError: maximum recursion depth" in str(e)
 
 
 def is_refusal(e: BaseException) -> bool:

@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tefq import cleanup, progress
+from tefq.plan.absent import warn_absent
+from tefq.progress import plural
 from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
-from tefq.progress import plural
 from tefq.results import RunResult
 from tefq.vocabulary import DEFAULT_IDLE_MS, DEFAULT_MAX_TICKS, RunSettings
 
@@ -46,12 +47,15 @@ if TYPE_CHECKING:
     from tefq.spark.engine import SparkRun
 
 ENGINES = ("spark", "oracle", "auto")
+ENGINE_VARIABLE = "TEFQ_ENGINE"  # the command line's default engine (else auto)
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
 SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
-                      "driver_memory")
+                      "driver_memory", "accept_gaps")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
-# whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
+# whole run beats Spark's there: with Spark to start (cold) and with Spark already up (a warm engine,
+# tefq.server; or a session in this process) (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
+AUTO_ORACLE_EVENTS_WARM = 20_000
 TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
 STDIN = "-"
 
@@ -128,6 +132,7 @@ class SparkOptions:
     follow: bool = False
     join_order: str | None = None  # windowed BGPs: static | adaptive (None: adaptive)
     idle_timeout: int | str | None = None  # --follow: spec §6.1's idle timeout (default 10 s)
+    accept_gaps: bool | None = None  # Redis: read on after entries removed before they were read (None: stop)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
     conf: tuple[tuple[str, str], ...] | None = None  # --conf KEY=VALUE: a session started for the run gets them
     driver_memory: str | None = None  # --driver-memory (default: TEFQ_SPARK_DRIVER_MEMORY or 2g)
@@ -155,7 +160,6 @@ class Output:
         (tefq.io.output_format: --out's extension, the terminal; --follow appends, so its format must)."""
         # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.io.output_format import chosen_format, chosen_terms, chosen_tick_format
-        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS, check_term_output
 
         fmt = chosen_format(fmt, out, FORMATS, command, terminal="csv" if follow else "text")
@@ -178,7 +182,7 @@ class RunRequest:
     events: Any
     stream_format: str | None = None
     background: Any = None
-    engine: str = "spark"
+    engine: str = "auto"
     t0: int = 0
     lateness: int | str | None = None
     max_ticks: int | None = None
@@ -190,6 +194,18 @@ class RunRequest:
     output: Output | None = None
 
 
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine a run takes, and why (`--engine auto`; empty for an engine named outright)."""
+
+    engine: str
+    why: str = ""
+
+    def label(self) -> str:
+        """As the summary line shows it: `spark`, `spark, warm`, `oracle: auto, about 8 events, ...`."""
+        return f"{self.engine}: {self.why}" if self.why else self.engine
+
+
 @dataclass
 class RunOutcome:
     """A finished run: the engine that ran it (after `--engine auto`) and its rows and metrics."""
@@ -197,16 +213,20 @@ class RunOutcome:
     engine: str
     run: RunResult
     facts: bool = True  # the document defines facts (else the summary does not count them)
+    choice: EngineChoice | None = None
 
     def summary(self) -> str:
-        """The one line the command line prints on stderr, in a reader's words."""
+        """The one line the command line prints on stderr, in a reader's words, ending with the
+        engine and, when `--engine auto` chose it or it ran warm, why."""
         m = self.run.metrics
         parts = [f"{plural(m.events_in, 'event')} in, {plural(m.rows_out, 'row')} out at {plural(m.ticks, 'tick')}"]
         if self.facts:
             parts.append(f"{plural(m.facts_created, 'fact')} ({m.facts_closed:,} closed)")
         if m.late_events:
             parts.append(f"{plural(m.late_events, 'late event')} not applied")
-        return f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on {'Spark' if self.engine == 'spark' else 'the oracle'}"
+        why = f" ({self.choice.why})" if self.choice is not None and self.choice.why else ""
+        return (f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on "
+                f"{'Spark' if self.engine == 'spark' else 'the oracle'}{why}")
 
 
 # ---------------------------------------------------------------- the sequence
@@ -217,7 +237,8 @@ def execute(request: RunRequest) -> RunOutcome:
 
     paths, table = check_inputs(request)
     check_outputs(request)
-    engine = choose_engine(request)
+    choice = engine_choice(request)
+    engine = choice.engine
     if engine == "spark" and importlib.util.find_spec("pyspark") is None:
         raise TefqError(SPARK_MISSING, file="--engine")
     settings = settle(request, engine)
@@ -237,7 +258,7 @@ def execute(request: RunRequest) -> RunOutcome:
         plan_kinds(run, doc)
         if request.output is not None:
             write(run, request.output, appended=request.spark.follow)
-    return RunOutcome(settings.engine, run, bool(doc.facts))
+    return RunOutcome(settings.engine, run, bool(doc.facts), choice)
 
 
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
@@ -272,7 +293,6 @@ def check_outputs(request: RunRequest) -> None:
     (tefq.io.atomic.check_writable)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.atomic import check_writable
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.result_writers import is_directory_target
 
     out = request.output
@@ -292,23 +312,49 @@ def stream_paths(events: Any) -> list[str]:
     return [os.fspath(events)] if isinstance(events, (str, os.PathLike)) else [os.fspath(p) for p in events]
 
 
+def default_engine() -> str:
+    """The command line's `--engine` when none is given: `TEFQ_ENGINE`, else auto."""
+    engine = os.environ.get(ENGINE_VARIABLE, "auto").strip() or "auto"
+    if engine not in ENGINES:
+        raise TefqError(f"{ENGINE_VARIABLE}={engine!r}: expected oracle, spark or auto", file=ENGINE_VARIABLE)
+    return engine
+
+
 def choose_engine(request: RunRequest) -> str:
+    """The engine `request` runs on (`engine_choice`)."""
+    return engine_choice(request).engine
+
+
+def engine_choice(request: RunRequest) -> EngineChoice:
     """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
-    --max-files-per-trigger, --ingest, standard input of unknown size) and for large inputs; else
-    the oracle."""
+    --max-files-per-trigger, --ingest, standard input of unknown size), else `auto_engine` by the
+    input's size."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+    from tefq.spark.runtime.session_source import is_warm
+
     if request.engine not in ENGINES:
         raise TefqError(f"unknown engine {request.engine!r}: expected oracle, spark or auto", file="--engine")
+    warm = ", warm" if is_warm() else ""
     if request.engine != "auto":
-        return request.engine
+        return EngineChoice(request.engine, warm.lstrip(", ") if request.engine == "spark" else "")
     paths = stream_paths(request.events)
     if request.spark.given() or request.spark.follow or STDIN in paths:
-        return "spark"
+        return EngineChoice("spark", f"auto, {'standard input' if STDIN in paths else 'a Spark option'}{warm}")
     n = estimated_events(paths) if paths else len(request.events) if hasattr(request.events, "__len__") else 0
-    engine = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
-    if request.progress:
-        print(f"tefq: --engine auto: {engine} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
-              file=sys.stderr)
-    return engine
+    return auto_engine(n)
+
+
+def auto_engine(events: int) -> EngineChoice:
+    """`--engine auto` for a bounded input of about `events` events: the oracle below
+    AUTO_ORACLE_EVENTS, or AUTO_ORACLE_EVENTS_WARM when Spark is up already, else Spark."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+    from tefq.spark.runtime.session_source import is_warm
+
+    warm = is_warm()
+    limit = AUTO_ORACLE_EVENTS_WARM if warm else AUTO_ORACLE_EVENTS
+    engine = "oracle" if events < limit else "spark"
+    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,} with Spark "
+                                f"{'warm' if warm else 'to start'}")
 
 
 def estimated_events(paths: list[str]) -> int:
@@ -316,7 +362,6 @@ def estimated_events(paths: list[str]) -> int:
     Redis stream's entries added so far."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.readers import stream_files
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.redis_stream import RedisStream, head, is_redis_url
 
     total = 0
@@ -473,10 +518,10 @@ class Job:
             return None
         # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.spark.runtime.progress import say
-        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-        from tefq.spark.runtime.session import SessionSettings, default_master, get_session
+        from tefq.spark.runtime.session import SessionSettings, get_session
+        from tefq.spark.runtime.session_source import starting_line
 
-        say(self.request.progress, f"starting Spark ({default_master(master)}) with your settings…")
+        say(self.request.progress, f"{starting_line(master).rstrip('…')} with your settings…")
         return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property
@@ -489,6 +534,7 @@ def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
     elements, arrival = job.staged.read_all(job.log)
+    warn_absent(job.doc, {p for _, _, p, _ in elements})
     return run_document(job.doc, elements, job.triples, settings=job.settings.run, arrival=arrival,
                         locate=job.staged.locate)
 
@@ -498,6 +544,7 @@ def simulated_on_oracle(job: Job) -> RunResult:
     from tefq.simulate import run as simulate
 
     elements, arrival = job.staged.read_all(job.log)
+    warn_absent(job.doc, {p for _, _, p, _ in elements})
     return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
                     t0=job.settings.run.t0, max_ticks=job.settings.run.max_ticks, locate=job.staged.locate)
 
@@ -505,12 +552,12 @@ def simulated_on_oracle(job: Job) -> RunResult:
 def on_spark(job: Job) -> RunResult:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.result_writers import ResultAppender
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.spark.engine import run as spark_run
 
     s, out = job.request.spark, job.request.output
     appender = ResultAppender(out.format, out.out, out.tick_format) if s.follow and out is not None else None
     return spark_run(job.spark_run(checkpoint=s.checkpoint, follow=s.follow, ingest=s.ingest or "auto", on_rows=appender,
+                                   accept_gaps=bool(s.accept_gaps),
                                    **({"join_order": s.join_order} if s.join_order else {})))
 
 
@@ -561,5 +608,6 @@ def write(run: RunResult, output: Output, *, appended: bool) -> None:
         write_metrics(run.metrics, output.metrics)
 
 
-__all__ = ["RunRequest", "RunOutcome", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute", "choose_engine",
-           "estimated_events", "read_background", "bind", "checked_max_ticks", "AUTO_ORACLE_EVENTS"]
+__all__ = ["RunRequest", "RunOutcome", "EngineChoice", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute",
+           "default_engine", "choose_engine", "engine_choice", "auto_engine", "estimated_events", "read_background", "bind", "checked_max_ticks",
+           "AUTO_ORACLE_EVENTS", "AUTO_ORACLE_EVENTS_WARM"]

@@ -14,6 +14,7 @@ from tefq.analysis.summary import summary
 from tefq.errors import TefqError
 from tefq.plan.logical import Document
 from tefq.syntax import parse
+from tefq.syntax.nesting import deep_recursion
 
 
 def load(path: str, extra_prefixes: Mapping[str, str] | None = None,
@@ -27,7 +28,9 @@ def bind_text(source: str, name: str, extra_prefixes: Mapping[str, str] | None =
     """Parse and bind a document's text; errors are located in `name` (a path, or `<string>`).
     The background's predicates take part in binding: a pattern on one of them is a background
     pattern, not an event pattern."""
-    return bind(parse(source, name), name, source, dict(extra_prefixes or {}), background_predicates)
+    document = parse(source, name)  # nested at most MAX_NESTING deep
+    with deep_recursion():
+        return bind(document, name, source, dict(extra_prefixes or {}), background_predicates)
 
 
 def read_query_file(path: str) -> str:

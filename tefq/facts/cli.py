@@ -16,6 +16,7 @@ from tefq.facts.plot import MAX_ROWS, SCREEN_ROWS
 from tefq.facts.writer import FACT_FORMATS
 from tefq.io.atomic import check_writable
 from tefq.io.result_writers import is_directory_target
+from tefq.service import default_engine
 
 if TYPE_CHECKING:
     from tefq.service import Output
@@ -54,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=("spark", "oracle", "auto"), default="auto",
+    p.add_argument("--engine", choices=("spark", "oracle", "auto"), default=default_engine(),
                    help="the engine that computes the facts (default auto: the oracle for small bounded inputs, "
                         "else Spark; both give the same table)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
@@ -78,13 +79,9 @@ def _elements(paths: list[str]) -> list:
 def cmd_facts(args: argparse.Namespace) -> int:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.plot import keep, parse_where, plot_timeline
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.reader import read_fact_store
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.table import store_rows
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.writer import format_of, write_facts
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.plotting import require_matplotlib
 
     started = time.perf_counter()
@@ -118,14 +115,15 @@ def _stream_table(args: argparse.Namespace, doc, background):
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.table import fact_table
 
-    engine = chosen_engine(getattr(args, "engine", "oracle"), args.stream, not args.quiet)
-    if engine == "oracle":
-        return fact_table(doc, _elements(args.stream), background), "oracle"
+    choice = chosen_engine(getattr(args, "engine", "oracle"), args.stream)
+    if choice.engine == "oracle":
+        return fact_table(doc, _elements(args.stream), background), choice.label()
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.spark import spark_fact_table
 
-    return spark_fact_table(doc, args.stream, background, master=getattr(args, "master", None),
-                            progress=not args.quiet)
+    table, engine = spark_fact_table(doc, args.stream, background, master=getattr(args, "master", None),
+                                     progress=not args.quiet)
+    return table, choice.label() if choice.why else engine
 
 
 def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float, doc,
@@ -133,7 +131,6 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     """`tefq facts ... --stream PATH --follow`: the live fact table (`tefq.facts.live`), on Spark."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.live import LiveFactWriter, follow_fact_table, open_snapshot_path
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.service import STDIN
 
     if args.facts:
@@ -166,9 +163,7 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
     `engine` (default oracle) and `master` (and without `output`, `format`, `out` and `metrics`)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.as_of import as_of_facts, as_of_spark, as_of_stream, parse_instants
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.result_writers import write_metrics, write_results
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.service import Output, plan_kinds
 
     if args.at is None:
@@ -187,7 +182,7 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
         run = as_of_facts(doc, args.facts, instants, background)
     else:
         paths = [getattr(s, "path", s) for s in args.stream]
-        if chosen_engine(getattr(args, "engine", "oracle"), paths, not getattr(args, "quiet", False)) == "spark":
+        if chosen_engine(getattr(args, "engine", "oracle"), paths).engine == "spark":
             run = as_of_spark(doc, paths, instants, background, master=getattr(args, "master", None),
                               progress=not getattr(args, "quiet", False))
         else:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from tefq.errors import TefqError
-from tefq.service import Output, QueryFile, RunRequest, execute
+from tefq.service import Output, QueryFile, RunRequest, default_engine, execute
 
 DEFAULT_DATA = os.path.join("data", "iptv-default")
 USECASES = ("uc1", "uc2", "uc3")
@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "channel, uc3: viewers and viewing time per program")
     u.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
                    help=f"IPTV data directory, generated with the defaults if absent (default {DEFAULT_DATA})")
-    u.add_argument("--engine", choices=("spark", "oracle"), default="spark", help="the engine that runs the use-case")
+    u.add_argument("--engine", choices=("spark", "oracle", "auto"), default=default_engine(),
+                   help="the engine that runs the use-case; auto: by the data's size and whether Spark is warm")
     u.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
                    help=f"result format: {'|'.join(RESULT_FORMATS)} (default: the one --out's extension names; on a "
                         "terminal a text table, else csv)")
@@ -63,7 +64,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_gen_iptv(args: argparse.Namespace) -> int:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.iptv.generator import IptvConfig
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.iptv.writer import generate
 
     cfg = IptvConfig(events=args.events, users=args.users, channels=args.channels, days=args.days, seed=args.seed)
@@ -120,7 +120,6 @@ def ensure_default_data(data: str) -> None:
                         file="--data")
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.iptv.generator import IptvConfig
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.iptv.writer import generate
 
     print(f"tefq usecase: generating the default IPTV data into {data} ...", file=sys.stderr)
@@ -139,7 +138,7 @@ def cmd_usecase(args: argparse.Namespace) -> int:
     ensure_default_data(args.data)
     request = usecase_request(args)
     if not args.quiet:
-        print(f"tefq usecase: {args.name}: {request.query.path} over {request.events[0]} on {args.engine}",
+        print(f"tefq usecase: {args.name}: {request.query.path} over {request.events[0]}",
               file=sys.stderr)
     outcome = execute(request)
     if not args.quiet:

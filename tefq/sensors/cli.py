@@ -46,9 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_gen_sensors(args: argparse.Namespace) -> int:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.sensors.generator import SensorsConfig
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.sensors.model import KINDS
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.sensors.writer import generate
 
     cfg = SensorsConfig(events=args.events, sensors=args.sensors, mix=args.mix, seed=args.seed, rate=args.rate)

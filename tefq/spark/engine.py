@@ -29,7 +29,8 @@ from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
 from tefq.io.rdf import Background, as_background
 from tefq.io.redis_stream import is_redis_url
-from tefq.io.staging import Staging, stage_streams
+from tefq.io.staging import Staging, predicates_present, stage_streams
+from tefq.plan.absent import warn_absent
 from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.fact_output import FactCollector
@@ -43,7 +44,8 @@ from tefq.spark.runtime.follow import follow_plans
 from tefq.spark.runtime.pipelines import RunOptions, build_plan, sink_dir
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
-from tefq.spark.runtime.session import default_master, get_session
+from tefq.spark.runtime.session import get_session
+from tefq.spark.runtime.session_source import starting_line
 from tefq.spark.runtime.sink import collect, collect_facts
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
@@ -122,7 +124,8 @@ class SparkRun:
     rows, how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up to
     its head when the run starts. `bad_row_log`: the run's one log of bad rows (tefq.service passes
-    its own; default: one for `bad_rows`, the --bad-rows directory)."""
+    its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis stream
+    that lost entries before they were read goes on (default: exit 2, naming them)."""
 
     doc: Document
     stream_paths: tuple[str, ...]
@@ -141,6 +144,7 @@ class SparkRun:
     bad_rows: str | None = None
     bad_row_log: BadRowLog | None = None
     progress: bool = True
+    accept_gaps: bool = False
 
     @staticmethod
     def of(doc: Document, stream_paths: list[str], background: Any = None, **options: Any) -> "SparkRun":
@@ -153,7 +157,7 @@ class SparkRun:
     def options(self, log: BadRowLog) -> RunOptions:
         """What every plan of the run shares."""
         return RunOptions(self.settings, self.max_files_per_trigger, log.directory, self.progress, self.background,
-                          self.join_order)
+                          self.join_order, accept_gaps=self.accept_gaps)
 
 
 @dataclass(frozen=True)
@@ -232,7 +236,7 @@ def run_fact_table(request: SparkRun, every_ms: int,
 
 
 def started_session(master: str | None, progress: bool) -> SparkSession:
-    say(progress, f"starting Spark ({default_master(master)})…")
+    say(progress, starting_line(master))
     return get_session(master)
 
 
@@ -293,7 +297,8 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
                run: RunOptions, ingest: str, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
     """A bounded run: the streams staged (bad rows to the run's `log`), every plan through `run_bounded`."""
     staging = stage_streams(stream_paths, workdir, log)
-    staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False)
+    warn_absent_predicates(doc, staging.paths)
+    staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False, accept_gaps=run.accept_gaps)
     record_redis_ends(workdir, staging.paths)  # a finished checkpoint refuses entries past these
     if run.max_files_per_trigger is None:  # memory follows the micro-batch, not the input
         run = replace(run, max_files_per_trigger=files_per_trigger(staging.paths))
@@ -304,6 +309,15 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
     return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
+
+
+def warn_absent_predicates(doc: Document, paths: list[str]) -> None:
+    """Warn about the patterns no input can match (tefq.plan.absent), from the staged files' p
+    column (not for Redis streams: their content is not known before the run)."""
+    wanted = [p for p, _ in doc.input_predicates]
+    present = predicates_present(paths, wanted) if wanted else None
+    if present is not None:
+        warn_absent(doc, present)
 
 
 def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,

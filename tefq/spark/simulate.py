@@ -20,9 +20,7 @@ from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
 from tefq.simulate.names import STRATEGIES
 from tefq.simulate.window import check_supported
-from tefq.spark.engine import counted, run_bounded
 from tefq.spark.run_metrics import fill_metrics
-from tefq.spark.runtime.session import get_session
 from tefq.spark.shapes import plan_document, shape_of
 
 if TYPE_CHECKING:
@@ -57,6 +55,8 @@ def run(request: "SparkRun", strategy: str, window_ms: int | None = None) -> Run
     operators (each plan's shape names its simulated operator)."""
     # deferred: `tefq explain --simulate` imports this module, and the engine brings pyspark (about 2 s)
     from tefq.io.staging import stage_streams
+    from tefq.spark.engine import counted, run_bounded, warn_absent_predicates
+    from tefq.spark.runtime.session import get_session
 
     started, r = time.time(), request
     check_simulation(r.doc, list(r.stream_paths), strategy, window_ms)
@@ -72,6 +72,7 @@ def run(request: "SparkRun", strategy: str, window_ms: int | None = None) -> Run
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
         staging = stage_streams(list(r.stream_paths), workdir, log)
+        warn_absent_predicates(r.doc, staging.paths)
         runs = run_bounded(spark, sim_doc, plans, staging, workdir, opts, operator=operator)
         results, metrics, paths = simulated_results(runs)
         metrics.extra["bad_rows"] = counted(log, metrics.extra.get("bad_rows", 0))

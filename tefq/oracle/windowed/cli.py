@@ -83,7 +83,6 @@ def _query(args: argparse.Namespace):
     if path.suffix == ".tef" or is_rspql(path):
         # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.analysis import load
-        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.plan.logical import WindowedQuery
 
         doc = load(str(path))
@@ -98,11 +97,8 @@ def _query(args: argparse.Namespace):
 def cmd_check(args: argparse.Namespace) -> int:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.oracle.windowed.answers import read_answers
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.oracle.windowed.check import check, t0_candidates
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.oracle.windowed.engine import WindowEvaluator
-    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.oracle.windowed.streams import read_elements
 
     if args.plot:

@@ -28,10 +28,9 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from tefq import terms
 from tefq.errors import BAD_ROW, WorkerFailure
 from tefq.io.paths import local_path
-from tefq.io.readers import fast_term_patterns, ts_out_of_range
+from tefq.io.readers import in_normal_form, ts_out_of_range
 from tefq.io.staging import files_in_stream_order
 from tefq.io.validate import Fault, check_term
 from tefq.spark.runtime.scan import PartitionScan, bad_record
@@ -86,9 +85,8 @@ class Column:
     """One s/p/o column of a batch, dictionary-encoded: per distinct value its normal form (None
     if it is not a term: `faults[i]`), its code; per row the dictionary index (-1: null cell)."""
 
-    def __init__(self, arr: pa.Array, role: str, patterns: dict[str, str]) -> None:
+    def __init__(self, arr: pa.Array, role: str) -> None:
         import pyarrow.compute as pc
-
 
         if not pa.types.is_dictionary(arr.type):
             arr = pc.dictionary_encode(arr)
@@ -100,10 +98,7 @@ class Column:
         self.idx = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) if self.null \
             else idx.to_numpy(zero_copy_only=False).astype(np.int64)
         self.faults: dict[int, Fault] = {}
-        ok = pc.match_substring_regex(values, patterns[role])
-        if role == "o":
-            ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
-        ok = ok.fill_null(False)
+        ok = in_normal_form(values, role).fill_null(False)  # the Parquet reader's test (term length too)
         if pc.all(ok).as_py() and values.null_count == 0:
             self.norm = values
         else:
@@ -226,8 +221,6 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
     at or after it are elements of the run (a windowed plan's t0; the others are not counted)."""
     import pyarrow.parquet as pq
 
-
-    patterns = fast_term_patterns()
     for rb in batches:
         st.seen = True
         for uri, flush in zip(rb.column("path").to_pylist(), rb.column("flush").to_pylist()):
@@ -247,7 +240,7 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
             for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
                 n = batch.num_rows
                 ts, beyond = ts_column(batch)
-                cols = {c: Column(batch.column(c), c, patterns) for c in "spo"}
+                cols = {c: Column(batch.column(c), c) for c in "spo"}
                 bad = ts.is_null().to_numpy(zero_copy_only=False) | beyond if ts.null_count else beyond
                 for c in "spo":
                     bad |= cols[c].bad_rows()

@@ -41,6 +41,7 @@ class RunOptions:
     background: Background | None = None  # read once for the run (its triples ship to the operators)
     join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.spark.kernels.windowed.join_order)
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
+    accept_gaps: bool = False  # Redis sources read on after entries removed before they were read
 
 
 SINK = "output"  # a query's parquet sink, under its directory of the run's work directory

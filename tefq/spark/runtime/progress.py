@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from tefq import progress
-from tefq.errors import BAD_ENTRY, BAD_ROW, TOO_MANY_TICKS, TefqError, WorkerFailure
+from tefq.errors import BAD_ENTRY, BAD_ROW, REDIS_GAP, TOO_MANY_TICKS, TefqError, WorkerFailure
 from tefq.io.bad_rows import IgnoreBadRows
 from tefq.io.paths import local_path
 from tefq.io.readers import locate_ts, read_stream_file, stream_files
@@ -16,7 +16,7 @@ from tefq.io.timestamps import format_iso_ms
 from tefq.oracle.late import outlier
 from tefq.oracle.query import TooManyTicks
 from tefq.progress import plural
-from tefq.spark.runtime.redis_source import bad_entry_error
+from tefq.spark.runtime.redis_source import bad_entry_error, gap_error
 
 
 def say(enabled: bool, text: str) -> None:
@@ -203,9 +203,10 @@ def too_many_ticks_error(failure: WorkerFailure, query: str, paths: Sequence[str
 
 def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
     """Spark wraps worker errors: the worker's failure record (tefq.errors.WorkerFailure) becomes
-    the user's error — a bad row the reader's located TefqError, a bad Redis entry the oracle's, a
-    tick range over --max-ticks the oracle's message naming the row; anything else (a refusal:
-    the command line's) is `e` itself."""
+    the user's error — a bad row the reader's located TefqError, a bad Redis entry the oracle's,
+    Redis entries trimmed before they were read an exit 2 naming them, a tick range over
+    --max-ticks the oracle's message naming the row; anything else (a refusal: the command
+    line's) is `e` itself."""
     failure = WorkerFailure.found_in(str(e))
     if failure is None:
         return e
@@ -213,4 +214,6 @@ def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
         return too_many_ticks_error(failure, query, paths)
     if failure.kind == BAD_ENTRY:
         return bad_entry_error(str(e))
+    if failure.kind == REDIS_GAP:
+        return gap_error(str(e))
     return bad_row_error(failure) if failure.kind == BAD_ROW else e

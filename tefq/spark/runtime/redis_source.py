@@ -42,10 +42,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from tefq.errors import BAD_ENTRY, TefqError, WorkerFailure
+from tefq.errors import BAD_ENTRY, REDIS_GAP, TefqError, WorkerFailure
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
-                                  is_redis_url, split_range)
+                                  is_redis_url, split_range, unread_gap)
 from tefq.io.validate import Fault
 from tefq.spark.runtime.ranks import file_hash
 
@@ -66,7 +66,9 @@ class SourceOptions:
     fails the query); `startingPosition`: `earliest` (default: every entry) or `latest` (entries
     added after the query first starts); `endingOffset`: a position as JSON (`Position.to_offset`)
     after which nothing is read (a bounded run pins the stream's head once for all its queries);
-    `partitions`: a micro-batch's entries in up to this many ID ranges, one task each (default 1)."""
+    `partitions`: a micro-batch's entries in up to this many ID ranges, one task each (default 1);
+    `acceptGaps`: `true` reads on after entries removed from the stream before they were read
+    (default: the query stops, `unread_gap`)."""
 
     stream: RedisStream
     max_entries: int | None = None
@@ -74,6 +76,7 @@ class SourceOptions:
     start: str = "earliest"
     end: Position | None = None
     partitions: int = 1
+    accept_gaps: bool = False
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -87,7 +90,8 @@ class SourceOptions:
             raise TefqError(f"startingPosition must be earliest or latest, got {start!r}", FORMAT)
         return cls(RedisStream.parse(url), positive_option("maxEntriesPerTrigger", given.get("maxentriespertrigger")),
                    given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")),
-                   positive_option("partitions", given.get("partitions")) or 1)
+                   positive_option("partitions", given.get("partitions")) or 1,
+                   given.get("acceptgaps", "false").lower() == "true")
 
 
 def positive_option(name: str, text: str | None) -> int | None:
@@ -186,6 +190,9 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         first, last = Position.of_offset(start), Position.of_offset(end)
         if not first.is_before(last):
             return []
+        gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
+        if gap is not None:
+            raise WorkerFailure(REDIS_GAP, {"url": self.options.stream.url, "message": gap}).error()
         return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
                                                     self.options.partitions, LEAST_PER_PARTITION)]
 
@@ -279,6 +286,15 @@ def bad_entry_error(text: str) -> TefqError | None:
     return BadRow(Fault(f["kind"], 0, f["message"]), f["file"], int(f["line"]), f["row"], 0)
 
 
+def gap_error(text: str) -> TefqError | None:
+    """The located error (exit 2) of entries removed before they were read (`text`: Spark's error
+    text, holding the source's redis_gap record); None if there is none."""
+    failure = WorkerFailure.found_in(text)
+    if failure is None or failure.kind != REDIS_GAP:
+        return None
+    return TefqError(failure.fields["message"], failure.fields["url"])
+
+
 # ---------------------------------------------------------------------------------------------
 # For the engine and for tefq.spark.apply users
 
@@ -289,7 +305,7 @@ def register(spark: SparkSession) -> None:
 
 def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None = None,
                        bad_rows: str | None = None, start: str = "earliest", end: Position | None = None,
-                       stream: int = 0) -> DataFrame:
+                       stream: int = 0, accept_gaps: bool = False) -> DataFrame:
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
     run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
@@ -303,5 +319,7 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
         reader = reader.option("maxEntriesPerTrigger", str(max_entries))
     if bad_rows:
         reader = reader.option("badRows", os.path.abspath(bad_rows))
+    if accept_gaps:
+        reader = reader.option("acceptGaps", "true")
     reader = reader.option("partitions", str(ENGINE_PARTITIONS or os.cpu_count() or 1))
     return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")
