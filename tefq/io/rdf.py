@@ -203,8 +203,9 @@ def _refuse_formulas(graph: rdflib.Graph, text: str, path: str) -> None:
         offset = max(text.find("=>"), 0)
     line = text.count("\n", 0, offset) + 1
     start = text.rfind("\n", 0, offset) + 1
-    raise TefqError("an N3 formula, rule or variable ({ … }, =>, ?x): tefq uses a background as a set of "
-                    "triples; give the triples alone (Turtle or N-Triples)", path, line, offset - start + 1).located(path, text)
+    error = TefqError("an N3 formula, rule or variable ({ … }, =>, ?x): tefq uses a background as a set of "
+                      "triples; give the triples alone (Turtle or N-Triples)", path, line, offset - start + 1)
+    raise error.located(path, text)
 
 
 def background_as_ntriples(background: object) -> list[Triple]:
