@@ -211,7 +211,10 @@ def test_durations_of_hundreds_of_millions_of_years(tmp_path, shape, every_s):
     import pyarrow.parquet as pq
     from tests.support.local_engine import run_local
 
-    from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, GeneralPlan, plan_document
+    from tefq.spark.planning.current import CurrentAggregatePlan
+    from tefq.spark.planning.fact import FactAggregatePlan
+    from tefq.spark.planning.general import GeneralPlan
+    from tefq.spark.shapes import plan_document
 
     fact = "PREFIX : <http://x/>\nCONSTRUCT FACT F {?g :has ?v .} (UNION (SINCE ?g :set ?v) (UNTIL ?g :unset ?v))\n"
     every = f'"PT{every_s}S"^^xsd:duration'  # 125 ms: open durations summed as ages

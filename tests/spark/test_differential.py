@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tefq
-from tefq.spark.planning import plan_document
+from tefq.spark.shapes import plan_document
 from tests.support import term_streams as ts
 from tests.support.differential import EXAMPLES, KINDS, OBJECTS, document_text
 from tests.support.local_engine import run_local

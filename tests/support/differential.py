@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, GeneralPlan, WindowedPlan
+from tefq.spark.planning.current import CurrentAggregatePlan
+from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.planning.windowed import WindowedPlan
 from tests.support import term_streams as ts
 
 SCALE = int(os.environ.get("TEFQ_PROPS_SCALE", "1"))

@@ -34,9 +34,10 @@ from tefq.io.staging import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
-from tefq.spark.output import SIZE_FIGURES, TERMS, Collector, summed
+from tefq.spark.output import SIZE_FIGURES, TERMS, summed
+from tefq.spark.shapes import collector_of
 from tefq.spark.runtime.input_files import check_inputs
-from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
+from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
@@ -69,7 +70,7 @@ class SinkTail:
             return [], []
         self.seen.update(files)
         # An operator sends the terms of its rows with them: each poll decodes on its own.
-        col = Collector.of(self.plan)
+        col = collector_of(self.plan)
         facts = FactCollector.of(self.plan) if self.on_facts is not None else None
         pdf = read_sink_files(files)
         with reading_sink(self.out):
@@ -147,7 +148,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         with contextlib.suppress(FileNotFoundError):
             os.remove(gate)  # an earlier run's, on the same checkpoint
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps, gate=gate)
-        run = replace(run, limits=stream_limits(paths, run, follow=True))
+        run = replace(run, settings=stream_settings(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
         running = []
         for plan in plans:

@@ -20,7 +20,7 @@ Rows: `ts` (long ms), `s`, `p`, `o` (checked by the file rows' rules, in normal 
 
 Bad entries: with the `badRows` option each is recorded there (`tefq.io.bad_rows`' format; a
 replayed micro-batch rewrites its own record file, so each is recorded once) and skipped; without
-it the first fails the query with a `BAD_ENTRY` line that `bad_entry_error` turns back into the
+it the first fails the query with a bad_entry record (tefq.errors.WorkerFailure) that `bad_entry_error` turns into the
 oracle's located error on the driver.
 
 Where the code runs: `initialOffset`, `latestOffset` and `partitions` in the driver's Python
@@ -45,19 +45,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from tefq.errors import WORKER_REFUSAL, TefqError
+from tefq.errors import BAD_ENTRY, REDIS_GAP, REFUSAL, TefqError, WorkerFailure
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
                                   is_redis_url, split_range, unread_gap)
 from tefq.io.validate import Fault
-from tefq.spark.protocol import file_hash
+from tefq.spark.runtime.ranks import file_hash
 
 FORMAT = "tefq-redis"
 SCHEMA = "ts long, s string, p string, o string, file string, row long"
 ARROW_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
                           ("file", pa.string()), ("row", pa.int64())])
-BAD_ENTRY = "TEFQ_BAD_ENTRY"  # a bad entry's marker in a worker's error (see bad_entry_error)
-GAP = "TEFQ_REDIS_GAP"  # entries removed before they were read (see gap_error)
 STARTS = ("earliest", "latest")
 ENGINE_PARTITIONS: int | None = None  # the engine's micro-batches: split in this many ranges (None: one per core)
 LEAST_PER_PARTITION = 5_000  # a smaller range is not worth a task of its own
@@ -152,8 +150,7 @@ def refusing() -> Iterator[None]:
     try:
         yield
     except TefqError as e:
-        raise RuntimeError(f"{WORKER_REFUSAL}: {e.file}: {e.message}" if e.file else
-                           f"{WORKER_REFUSAL}: {e.message}") from None
+        raise WorkerFailure(REFUSAL, {"message": f"{e.file}: {e.message}" if e.file else e.message}).error() from None
 
 
 class DriverClient:
@@ -217,7 +214,7 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         with refusing():
             gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
             if gap is not None:
-                raise ValueError(f"{GAP}\t" + json.dumps([self.options.stream.url, gap]))
+                raise WorkerFailure(REDIS_GAP, {"url": self.options.stream.url, "message": gap}).error()
             return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
                                                         self.options.partitions, LEAST_PER_PARTITION)]
 
@@ -273,10 +270,11 @@ def entry_batch(rows: list, url: str) -> pa.RecordBatch:
 # Bad entries
 
 class RaisingLog(BadRowLog):
-    """Without --bad-rows: the first bad entry fails the task with a one-line BAD_ENTRY record."""
+    """Without --bad-rows: the first bad entry fails the task with its bad_entry record."""
 
     def report(self, fault: Fault, file: str, line: int, row: str | None, column_base: int = 1) -> None:
-        raise ValueError(f"{BAD_ENTRY}\t" + json.dumps([file, line, fault.kind, fault.message, row or ""]))
+        raise WorkerFailure(BAD_ENTRY, dict(file=file, line=line, kind=fault.kind, message=fault.message,
+                                            row=row or "")).error()
 
 
 @contextlib.contextmanager
@@ -303,29 +301,21 @@ def partition_bad_rows(options: SourceOptions, part: EntryRange) -> Iterator[Bad
 
 def bad_entry_error(text: str) -> TefqError | None:
     """The located error of a bad entry that failed a query (`text`: Spark's error text, holding a
-    worker's BAD_ENTRY line), as the oracle raises it for the same entry; None if there is none."""
-    at = text.find(BAD_ENTRY + "\t")
-    if at < 0:
+    worker's bad_entry record), as the oracle raises it for the same entry; None if there is none."""
+    failure = WorkerFailure.found_in(text)
+    if failure is None or failure.kind != BAD_ENTRY:
         return None
-    payload = text[at + len(BAD_ENTRY) + 1:].split("\n", 1)[0]
-    try:
-        file, line, kind, message, row = json.loads(payload)
-    except ValueError:
-        return None
-    return BadRow(Fault(kind, 0, message), file, int(line), row, 0)
+    f = failure.fields
+    return BadRow(Fault(f["kind"], 0, f["message"]), f["file"], int(f["line"]), f["row"], 0)
 
 
 def gap_error(text: str) -> TefqError | None:
     """The located error (exit 2) of entries removed before they were read (`text`: Spark's error
-    text, holding the source's GAP line); None if there is none."""
-    at = text.find(GAP + "\t")
-    if at < 0:
+    text, holding the source's redis_gap record); None if there is none."""
+    failure = WorkerFailure.found_in(text)
+    if failure is None or failure.kind != REDIS_GAP:
         return None
-    try:
-        url, message = json.loads(text[at + len(GAP) + 1:].split("\n", 1)[0])
-    except ValueError:
-        return None
-    return TefqError(message, url)
+    return TefqError(failure.fields["message"], failure.fields["url"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,7 +332,7 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
     run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
-    index (spec §6.1), carried in `fh` (`protocol.file_hash`). `gate`: the `stopFile` option."""
+    index (spec §6.1), carried in `fh` (`ranks.file_hash`). `gate`: the `stopFile` option."""
     SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
     register(spark)
     reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)
