@@ -11,11 +11,15 @@ asked for the fact table (`RunOptions.facts`) also hands each poll's fact record
 (`tefq.facts.live`).
 
 Stopping: SIGINT or SIGTERM (or `stop()` turning true) lets the micro-batch in progress finish,
-hands over its rows and returns; a second signal stops at once. With --checkpoint a later run
+hands over its rows and returns; a second signal stops at once. A followed Redis stream admits no
+new entry once the run is stopping (the `tefq-stopping` gate file), so a stream fed without a pause
+does not start micro-batch after micro-batch, and the queries stop between micro-batches. With --checkpoint a later run
 resumes where this one stopped. New RDF files (nq, trig, stream) are staged as they arrive.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -35,10 +39,11 @@ from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
-from tefq.spark.runtime.sink import committed_files, read_sink_files, reading_sink
+from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
+STOPPING = "tefq-stopping"  # in the run's work directory while it stops (sources.StreamInput.gate)
 TRIGGER = "250 milliseconds"  # a live micro-batch starts this soon after the last (issue 24: sub-second ticks)
 
 
@@ -51,13 +56,15 @@ class SinkTail:
                  on_facts: Callable[[FactCollector], None] | None = None) -> None:
         self.plan, self.out, self.keep, self.on_facts = plan, out, keep, on_facts
         self.seen: set[str] = set()
+        self.last_entry = -1  # the sink log's last entry read
         self.rows: list = []  # only with `keep`
         self.rows_out = 0
         self.metrics: dict = {}  # summed over the micro-batches
         self.sizes: dict[int, dict] = {}  # the operator's call (batch) -> its state's size figures, over buckets
 
     def poll(self) -> tuple[list, list[str]]:
-        files = [f for f in committed_files(self.out) if f not in self.seen]
+        named, self.last_entry = committed_since(self.out, self.last_entry)
+        files = [f for f in named if f not in self.seen]
         if not files:
             return [], []
         self.seen.update(files)
@@ -136,7 +143,10 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
         recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
         staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
-        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps)
+        gate = os.path.join(workdir, STOPPING)  # made when stopping: followed Redis streams admit no more
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(gate)  # an earlier run's, on the same checkpoint
+        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps, gate=gate)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
         running = []
@@ -149,6 +159,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                 staging.sync(recorded)  # only files recorded before they are read (runtime/input_files)
                 _hand_over(running, on_rows)
                 if stopping():
+                    open(gate, "w").close()
                     _finish_current_batches([q for _, q, _, _ in running])
                     break
                 for _, query, _, _ in running:
@@ -191,10 +202,21 @@ def _hand_over(running: list, on_rows: Callable[[list[QueryResult]], None] | Non
 
 
 def _finish_current_batches(queries: list, timeout_s: float = 300.0) -> None:
-    """Wait until no micro-batch is running, so stopping loses no work in progress."""
+    """Wait until the micro-batch each query was running when asked to stop has finished (its
+    progress reported), so stopping loses no work in progress. Not until no micro-batch runs at
+    all: a stream fed without a pause starts the next one at once, and that wait never ended."""
     deadline = time.time() + timeout_s
-    while time.time() < deadline and any(q.isActive and q.status.get("isTriggerActive") for q in queries):
+    running = {q: _last_batch(q) for q in queries if q.isActive and q.status.get("isTriggerActive")}
+    while running and time.time() < deadline:
         time.sleep(0.1)
+        running = {q: b for q, b in running.items()
+                   if q.isActive and q.status.get("isTriggerActive") and _last_batch(q) == b}
+
+
+def _last_batch(query) -> int:
+    """The id of the query's last finished micro-batch (-1: none yet)."""
+    progress = query.lastProgress
+    return int(progress["batchId"]) if progress else -1
 
 
 def _stop_all(queries: list) -> None:

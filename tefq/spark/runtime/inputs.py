@@ -16,17 +16,19 @@ from tefq.spark.runtime.ranks import is_ranked
 from tefq.spark.runtime.sources import StreamInput
 
 
-def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool, accept_gaps: bool = False) -> list[StreamInput]:
+def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool, accept_gaps: bool = False,
+                  gate: str | None = None) -> list[StreamInput]:
     """Each input with its --stream index; a Redis stream of a bounded run pinned at its head now,
     so that every query of the run reads the same entries while a publisher goes on writing.
-    `accept_gaps`: Redis sources read on after entries removed before they were read (--accept-gaps)."""
+    `accept_gaps`: Redis sources read on after entries removed before they were read (--accept-gaps);
+    `gate`: a followed Redis stream admits nothing more while this file exists (a stopping run)."""
     out = []
     for i, p in enumerate(paths):
         end = None
         if is_redis_url(p) and not follow:
             stream = RedisStream.parse(p)
             end = head(stream.connect(), stream)
-        out.append(StreamInput(p, i, end, bad_rows, accept_gaps))
+        out.append(StreamInput(p, i, end, bad_rows, accept_gaps, gate=gate))
     return out
 
 
@@ -69,4 +71,5 @@ def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> S
             m = run.max_files_per_trigger
             batches.append(-(-len(files) // m) if m else min(len(files), 1))
     # as file_ranks ranks them: then ties go by (t, stream order) across micro-batches
-    return replace(run.limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=is_ranked(rank, follow))
+    limits = run.limits if isinstance(run.limits, StreamLimits) else StreamLimits(run.limits.max_ticks)
+    return replace(limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=is_ranked(rank, follow))

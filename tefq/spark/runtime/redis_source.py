@@ -25,6 +25,9 @@ oracle's located error on the driver.
 
 Where the code runs: `initialOffset`, `latestOffset` and `partitions` in the driver's Python
 process (one Redis connection, kept); `read` in a Python worker per partition (its own connection).
+Spark wraps what they raise in its own error and Python traceback: a TefqError there (Redis
+stopped or unreachable, a refused command) leaves as a worker refusal (`refusing`), which the
+command line prints as its one sentence naming the URL, exit 2.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from tefq.errors import TefqError
+from tefq.errors import WORKER_REFUSAL, TefqError
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
                                   is_redis_url, split_range, unread_gap)
@@ -70,7 +73,9 @@ class SourceOptions:
     after which nothing is read (a bounded run pins the stream's head once for all its queries);
     `partitions`: a micro-batch's entries in up to this many ID ranges, one task each (default 1);
     `acceptGaps`: `true` reads on after entries removed from the stream before they were read
-    (default: the query stops, `unread_gap`)."""
+    (default: the query stops, `unread_gap`); `stopFile`: while this file exists no new entry is
+    admitted (a stopping run: the micro-batch in progress ends and no other starts, so the query
+    stops between micro-batches)."""
 
     stream: RedisStream
     max_entries: int | None = None
@@ -79,6 +84,7 @@ class SourceOptions:
     end: Position | None = None
     partitions: int = 1
     accept_gaps: bool = False
+    stop_file: str | None = None
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -93,7 +99,7 @@ class SourceOptions:
         return cls(RedisStream.parse(url), positive_option("maxEntriesPerTrigger", given.get("maxentriespertrigger")),
                    given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")),
                    positive_option("partitions", given.get("partitions")) or 1,
-                   given.get("acceptgaps", "false").lower() == "true")
+                   given.get("acceptgaps", "false").lower() == "true", given.get("stopfile") or None)
 
 
 def positive_option(name: str, text: str | None) -> int | None:
@@ -140,6 +146,16 @@ class RedisStreamSource(DataSource):
         return RedisBatchReader(SourceOptions.of(self.options))
 
 
+@contextlib.contextmanager
+def refusing() -> Iterator[None]:
+    """A TefqError raised inside Spark's source runner or a worker, as a worker refusal (one line)."""
+    try:
+        yield
+    except TefqError as e:
+        raise RuntimeError(f"{WORKER_REFUSAL}: {e.file}: {e.message}" if e.file else
+                           f"{WORKER_REFUSAL}: {e.message}") from None
+
+
 class DriverClient:
     """A Redis connection opened at first use and never pickled (readers travel to the workers)."""
 
@@ -171,7 +187,8 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
 
     def initialOffset(self) -> dict:
         if self.options.start == "latest":
-            return head(self.client(), self.options.stream).to_offset()
+            with refusing():
+                return head(self.client(), self.options.stream).to_offset()
         return Position().to_offset()
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -179,12 +196,17 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        latest = self.target or head(self.client(), self.options.stream)
+        if self.options.stop_file and os.path.exists(self.options.stop_file):
+            return start  # the run is stopping: nothing new
         max_entries = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return advance(self.client(), self.options.stream, Position.of_offset(start), latest, max_entries).to_offset()
+        with refusing():
+            latest = self.target or head(self.client(), self.options.stream)
+            return advance(self.client(), self.options.stream, Position.of_offset(start), latest,
+                           max_entries).to_offset()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = self.target or head(self.client(), self.options.stream)
+        with refusing():
+            self.target = self.target or head(self.client(), self.options.stream)
 
     def partitions(self, start: dict, end: dict) -> list[EntryRange]:
         # Ranges in ID order, each read in entry order: the stream order of ties (equal ts), which
@@ -192,11 +214,12 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         first, last = Position.of_offset(start), Position.of_offset(end)
         if not first.is_before(last):
             return []
-        gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
-        if gap is not None:
-            raise ValueError(f"{GAP}\t" + json.dumps([self.options.stream.url, gap]))
-        return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
-                                                    self.options.partitions, LEAST_PER_PARTITION)]
+        with refusing():
+            gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
+            if gap is not None:
+                raise ValueError(f"{GAP}\t" + json.dumps([self.options.stream.url, gap]))
+            return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
+                                                        self.options.partitions, LEAST_PER_PARTITION)]
 
     def read(self, partition: EntryRange) -> Iterator[pa.RecordBatch]:
         return read_range(self.options, partition)
@@ -212,7 +235,8 @@ class RedisBatchReader(DriverClient, DataSourceReader):
     """A bounded read: every entry up to the stream's last ID when the query is planned."""
 
     def partitions(self) -> list[EntryRange]:
-        end = self.options.end or head(self.client(), self.options.stream)
+        with refusing():
+            end = self.options.end or head(self.client(), self.options.stream)
         self.close()
         return [EntryRange(Position().id, end.id, 0)]
 
@@ -224,7 +248,7 @@ def read_range(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBa
     """The checked entries of one partition as Arrow batches of the source's schema."""
     stream = options.stream
     client, checker, row = stream.connect(), EntryChecker(), part.first_row
-    with partition_bad_rows(options, part) as log:
+    with refusing(), partition_bad_rows(options, part) as log:
         try:
             for page in entry_pages(client, stream, part.after, part.until, PAGE):
                 good = list(checked(page, checker, stream, row, log))
@@ -314,11 +338,11 @@ def register(spark: SparkSession) -> None:
 
 def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None = None,
                        bad_rows: str | None = None, start: str = "earliest", end: Position | None = None,
-                       stream: int = 0, accept_gaps: bool = False) -> DataFrame:
+                       stream: int = 0, accept_gaps: bool = False, gate: str | None = None) -> DataFrame:
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
     run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
-    index (spec §6.1), carried in `fh` (`protocol.file_hash`)."""
+    index (spec §6.1), carried in `fh` (`protocol.file_hash`). `gate`: the `stopFile` option."""
     SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
     register(spark)
     reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)
@@ -330,5 +354,7 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
         reader = reader.option("badRows", os.path.abspath(bad_rows))
     if accept_gaps:
         reader = reader.option("acceptGaps", "true")
+    if gate:
+        reader = reader.option("stopFile", os.path.abspath(gate))
     reader = reader.option("partitions", str(ENGINE_PARTITIONS or os.cpu_count() or 1))
     return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")
