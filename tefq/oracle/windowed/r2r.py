@@ -22,7 +22,7 @@ from rdflib.term import Node, Variable
 from tefq.analysis.network import keyword_offset, refusal, remote_constructs
 from tefq.errors import TefqError
 from tefq.syntax.nesting import check_nesting, deep_recursion
-from tefq.terms import XSD_INTEGER, is_blank, is_iri, split_literal
+from tefq.terms import XSD_INTEGER, is_blank, is_iri, literal, split_literal
 from tefq.vocabulary import Element
 
 Row = tuple[str | None, ...]
@@ -64,8 +64,6 @@ def to_nt(term: Node | None) -> str | None:
     if isinstance(term, BNode):
         return f"_:{term}"
     if isinstance(term, Literal):
-        from tefq.terms import literal
-
         return literal(str(term), str(term.datatype) if term.datatype else None, term.language)
     raise ValueError(f"unsupported RDF term {term!r}")
 
