@@ -111,18 +111,20 @@ def test_a_silent_stream_stops_holding_windows_back_after_the_idle_timeout(spark
     """The guide's directory delivers once and then nothing: after --idle-timeout the log alone
     drives the event time, so the windows up to the log's last element are reported too."""
     log = [e for e in bordered_log(7, 200, 60_000, step_ms=10_000) if e[2] == f"<{NS}join>"]
-    epg = guide(20_000)
+    first = [e for e in log if e[0] < 35_000]
+    epg = guide(40_000)  # its last element (30,500) holds the log's time (about 35,000) back
     dl, de = tmp_path / "log", tmp_path / "epg"
     dl.mkdir()
     de.mkdir()
-    write_stream(log[:100], str(dl / "part-0000.tsv"), fmt="tsv")
+    write_stream(first, str(dl / "part-0000.tsv"), fmt="tsv")
     write_stream(epg, str(de / "part-0000.tsv"), fmt="tsv")
 
     def feed() -> None:
         time.sleep(4)  # past the idle timeout: the guide no longer holds the event time back
-        write_stream(log[100:], str(dl / ".part-0001.tsv"), fmt="tsv")
+        write_stream(log[len(first):], str(dl / ".part-0001.tsv"), fmt="tsv")
         os.replace(dl / ".part-0001.tsv", dl / "part-0001.tsv")
 
-    last = log[-1][0] // 10_000 * 10_000
+    last = 40_000  # the guide's last window: reported only once the guide no longer holds time back
     got = followed(spark, GENRES, [str(dl), str(de)], feed, last, idle_ms=1000)
     assert [sorted(rows) for rows in got] == reported(GENRES, log + epg, log[-1][0])
+    assert max(r[0] for r in got[0]) == last
