@@ -126,9 +126,11 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
                          join_order=args.join_order, idle_timeout=args.idle_timeout)
-    return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
+    streams = [_stream_arg(v) for v in args.stream]
+    return RunRequest(_query_file(args), [s.path for s in streams], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
-                      args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args))
+                      args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args),
+                      stream_iris=tuple(s.iri for s in streams))
 
 
 def _output(args: argparse.Namespace) -> Output:

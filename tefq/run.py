@@ -116,7 +116,9 @@ class Output:
 @dataclass(frozen=True)
 class RunRequest:
     """One run, as a front door describes it. `events`: stream paths (`-`: standard input) or
-    in-memory events (a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples). `background`: a
+    in-memory events (a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples); `stream_iris[i]`:
+    the IRI path i is bound to (`--stream IRI=PATH`, read by windowed `FROM STREAM <IRI>` only),
+    None (or missing): an unnamed input, read by every query. `background`: a
     file or an rdflib graph. Durations are ms or text (`5s`); `max_ticks` None is the default
     bound. `output` None: the rows are only returned."""
 
@@ -134,6 +136,7 @@ class RunRequest:
     progress: bool = True
     spark: SparkOptions = SparkOptions()
     output: Output | None = None
+    stream_iris: tuple[str | None, ...] = ()
 
 
 @dataclass
@@ -386,7 +389,8 @@ def on_oracle(job: Job) -> RunResult:
 
     elements, arrival = job.staged.read_all(job.log)
     return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
-                        lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate)
+                        lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate,
+                        stream_iris=job.request.stream_iris)
 
 
 def simulated_on_oracle(job: Job) -> RunResult:
@@ -406,6 +410,7 @@ def on_spark(job: Job) -> RunResult:
     idle = {} if job.settings.idle_ms is None else {"idle_ms": job.settings.idle_ms}
     return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
                      ingest=s.ingest or "auto", on_rows=appender, **idle, **job.spark_options(),
+                     stream_iris=job.request.stream_iris,
                      **({"join_order": s.join_order} if s.join_order else {}))
 
 

@@ -26,6 +26,12 @@ from tefq.io.elements import statement, timestamp_graphs
 from tefq.io.sniff import HEAD_BYTES, refuse_binary
 from tefq.vocabulary import Element, Triple
 
+# RDF terms keep their lexical form everywhere in tefq (docs/formats.md: `"01"^^xsd:integer` stays
+# "01"; RDF 1.1 tells the two terms apart, SPARQL's `=` compares their values). rdflib would
+# rewrite a valid literal to its canonical form when it builds it — in background graphs and in
+# SPARQL queries alike (`sameTerm(?x, "01"^^xsd:integer)`): its switch for that, once, here.
+rdflib.NORMALIZE_LITERALS = False
+
 
 def _from_rdflib(t: rdflib.term.Node) -> str:
     if isinstance(t, rdflib.URIRef):

@@ -128,7 +128,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
         stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS,
-        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None) -> RunResult:
+        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None,
+        stream_iris: tuple[str | None, ...] = ()) -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
 
     `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
@@ -141,7 +142,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
     to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
     event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.run
-    passes its own; default: one for `bad_rows`, the --bad-rows directory)."""
+    passes its own; default: one for `bad_rows`, the --bad-rows directory). `stream_iris[i]`: the
+    IRI stream path i is bound to (`--stream IRI=PATH`; windowed FROM STREAM <IRI> reads it)."""
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
     log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
@@ -150,7 +152,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     tmp = None
     try:
         opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
-                          StreamLimits(max_ticks, idle_ms=idle_ms), join_order)
+                          StreamLimits(max_ticks, idle_ms=idle_ms, stream_iris=tuple(stream_iris)), join_order)
         if spark is None:
             say(progress, f"starting Spark ({default_master(master)})…")
             spark = get_session(master)

@@ -70,12 +70,14 @@ class StreamLimits(RunLimits):
     closure). `batches`: per input stream (its --stream index), the micro-batches its input takes
     (a bounded input: it has ended after them) or None (a live input: idle after `idle_ms` of
     wall-clock time without a delivery; 0: never idle). `rank_starts`: the first file rank of each
-    stream (`protocol.TieOrder`), to count late rows per stream."""
+    stream (`protocol.TieOrder`), to count late rows per stream. `stream_iris`: per input stream,
+    the IRI `--stream IRI=PATH` bound it to (None: unnamed), for windowed `FROM STREAM <IRI>`."""
 
     batches: tuple[int | None, ...] = ()
     rank_starts: tuple[int, ...] = ()
     ranked: bool = False  # the files were ranked (`ranks.file_ranks`): ties go by (t, stream order)
     idle_ms: int = DEFAULT_IDLE_MS
+    stream_iris: tuple[str | None, ...] = ()
 
 
 class StreamClock:

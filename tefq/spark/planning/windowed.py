@@ -32,6 +32,7 @@ class WindowedPlan:
     predicates: frozenset[str] | None
     feedback: tuple[str, ...]  # REGISTER STREAM names
     query_columns: tuple[tuple[str, ...], ...] = ()  # per query, its result columns
+    window_order: tuple[bool, ...] = ()  # per query: ORDER BY orders each window's rows
     query: str = "windowed"  # the pipeline's name (its directory under the checkpoint)
     buckets: int = 1
     key: JoinKey | None = None
@@ -80,7 +81,7 @@ def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
         details.append(query_details(run, q, ev, key, slabs))
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
                         tuple(q.name for q in run.queries if q.registers_stream),
-                        tuple(tuple(c) for c in run.columns),
+                        tuple(tuple(c) for c in run.columns), tuple(q.ordered for q in run.queries),
                         buckets=split if key is not None or slabs is not None else 1, key=key, slabs=slabs,
                         details=tuple(details))
 

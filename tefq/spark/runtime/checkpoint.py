@@ -13,7 +13,8 @@ bucket holds another share of the facts). Version 6: one driver loop and one wir
 (tefq.spark.protocol): the windowed operator moved to `operators/windowed.py` (its pickled state's
 class), runs under the bucket labels and ingest record of every plan, and whole elements got their
 own row kind. Version 7: the general plan (issue 27, operators/general.py) runs the aggregate
-queries a version-6 checkpoint ran on the fallback (its state: every element read, one bucket). The
+queries a version-6 checkpoint ran on the fallback (its state: every element read, one bucket).
+Version 8: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (FrameState.named). The
 marker `tefq-state-version` sits in the checkpoint
 directory, beside the per-query directories.
 
@@ -36,7 +37,7 @@ from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
 from tefq.spark.runtime.input_files import check_inputs, grown_redis_streams, input_files
 from tefq.spark.runtime.log_entries import check_logs
 
-STATE_VERSION = 7
+STATE_VERSION = 8
 MARKER = "tefq-state-version"
 
 

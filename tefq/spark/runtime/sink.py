@@ -43,7 +43,7 @@ def read_sink(out: str):
 def collector_of(plan) -> Collector | WindowedCollector:
     """The collector that decodes a plan's sink records (`tefq.spark.output`)."""
     if isinstance(plan, WindowedPlan):
-        return WindowedCollector(plan.queries, plan.query_columns)
+        return WindowedCollector(plan.queries, plan.query_columns, plan.window_order)
     return Collector.of(plan)
 
 

@@ -1,0 +1,158 @@
+"""Where rdflib 7's SPARQL evaluation departs from SPARQL 1.1, corrected (the W3C's query-evaluation
+tests are the check: docs/windowed-oracle.md lists each correction with the tests that show it).
+
+The windowed oracle evaluates each window with rdflib (r2r.py), and the vectorised evaluator
+(tefq.spark.kernels.windowed) calls rdflib's expression code for what it does not vectorise: a
+correction made here holds on both engines. Two kinds:
+* algebra operators, through rdflib's `CUSTOM_EVALS` hook (`install`, once per process);
+* expressions: `corrected(algebra)` swaps the evaluation function rdflib's parser attached to an
+  expression node for a correct one, in the algebra of every query an evaluator prepares.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from types import MethodType
+
+from rdflib import URIRef
+from rdflib.plugins.sparql.aggregates import Aggregator
+from rdflib.plugins.sparql.parserutils import CompValue, Expr
+from rdflib.plugins.sparql.sparql import FrozenBindings
+
+from tefq.oracle.windowed import sparql_values as values
+
+
+def _aggregate_join(ctx, part):
+    """GROUP BY over no solution has no group, so no solution (rdflib yields one empty solution);
+    without GROUP BY the one implicit group exists even when empty (COUNT 0), as rdflib has it."""
+    if part.name != "AggregateJoin":
+        raise NotImplementedError()
+    from rdflib.plugins.sparql.evaluate import _eval, evalPart
+
+    groups: dict[Any, Aggregator] = collections.defaultdict(lambda: Aggregator(aggregations=part.A))
+    keys = part.p.expr
+    if keys is None:
+        groups[True]  # noqa: B018 - the implicit group, created even when empty
+    for row in evalPart(ctx, part.p):
+        groups[True if keys is None else tuple(_eval(e, row, False) for e in keys)].update(row)
+    return (FrozenBindings(ctx, g.get_bindings()) for g in groups.values())
+
+
+def _independent(node: Any) -> bool:
+    """Whether `node` holds a sub-SELECT (or a grouping): SPARQL evaluates it bottom-up, on its
+    own, and rdflib's evaluation of a join's right side under the left side's bindings would
+    then leak variables the sub-SELECT does not project."""
+    if isinstance(node, CompValue):
+        return node.name in ("Project", "AggregateJoin", "Slice", "Distinct", "Reduced", "OrderBy") or \
+            any(_independent(v) for k, v in node.items() if k != "_vars")
+    if isinstance(node, (list, tuple)):
+        return any(_independent(v) for v in node)
+    return False
+
+
+def _compatible_merge(a: FrozenBindings, b: FrozenBindings) -> FrozenBindings | None:
+    if all(a[k] == v for k, v in b.items() if k in a):
+        return a.merge(b)
+    return None
+
+
+def _join(ctx, part):
+    """A join of two solution bags (rdflib reads a non-lazy join's right side as a set, and a
+    lazy one under the left side's bindings: wrong when the right side is a sub-SELECT)."""
+    if part.name != "Join" or (part.get("lazy") and not part.get("_tefq_bottom_up")):
+        raise NotImplementedError()
+    from rdflib.plugins.sparql.evaluate import evalPart
+
+    right = list(evalPart(ctx, part.p2))
+    return (m for a in evalPart(ctx, part.p1) for b in right if (m := _compatible_merge(a, b)) is not None)
+
+
+def _left_join(ctx, part):
+    """OPTIONAL whose right side is a sub-SELECT: evaluated on its own, then matched."""
+    if part.name != "LeftJoin" or not part.get("_tefq_bottom_up"):
+        raise NotImplementedError()
+    return _optional(ctx, part)
+
+
+def _optional(ctx, part):
+    from rdflib.plugins.sparql.evaluate import _ebv, evalPart
+
+    right = list(evalPart(ctx, part.p2))
+    for a in evalPart(ctx, part.p1):
+        matched = False
+        for b in right:
+            m = _compatible_merge(a, b)
+            if m is not None and (part.expr is None or _ebv(part.expr, m)):
+                matched = True
+                yield m
+        if not matched:
+            yield a
+
+
+def _reduced(ctx, part):
+    """REDUCED may drop any duplicates; tefq drops them all, as DISTINCT does, so that the answer
+    does not depend on the order an engine meets the solutions in (rdflib drops a solution equal to
+    the one just before it)."""
+    if part.name != "Reduced":
+        raise NotImplementedError()
+    from rdflib.plugins.sparql.evaluate import evalDistinct
+
+    return evalDistinct(ctx, part)
+
+
+_OPERATORS = {"tefq_aggregate_join": _aggregate_join, "tefq_join": _join, "tefq_left_join": _left_join,
+              "tefq_reduced": _reduced}
+
+
+def install() -> None:
+    """Put the operator, cast and aggregate corrections into rdflib (idempotent)."""
+    from rdflib.plugins.sparql import CUSTOM_EVALS
+    from rdflib.plugins.sparql.operators import register_custom_function
+
+    for name, fn in _OPERATORS.items():
+        CUSTOM_EVALS[name] = fn
+    for target in values.CASTS:
+        register_custom_function(URIRef(target), values.cast, raw=True, override=True)
+    Aggregator.accumulator_classes["Aggregate_Avg"] = values.Average
+    Aggregator.accumulator_classes["Aggregate_Sum"] = values.Sum
+
+
+def _translated_exists(node: Expr) -> None:
+    """rdflib translates an EXISTS's pattern into algebra in FILTERs only; elsewhere (a SELECT or
+    BIND expression) it keeps the parse tree and fails on it. Translate it the same way."""
+    from rdflib.plugins.sparql.algebra import translateGroupGraphPattern, translatePath, traverse
+
+    graph = node.graph
+    if isinstance(graph, CompValue) and graph.name == "GroupGraphPatternSub":
+        node.graph = translateGroupGraphPattern(traverse(graph, visitPost=translatePath))
+
+
+def corrected(algebra: Any) -> Any:
+    """`algebra` with rdflib's expression functions replaced where they are wrong (in place)."""
+    seen: set[int] = set()
+
+    def walk(node: Any) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, Expr) and node.name in values.EXPRESSIONS:
+            node._evalfn = MethodType(values.EXPRESSIONS[node.name], node)
+        elif isinstance(node, Expr) and node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
+            _translated_exists(node)
+        elif isinstance(node, CompValue) and node.name in ("Join", "LeftJoin") and _independent(node.p2):
+            node["_tefq_bottom_up"] = True  # the join evaluates its right side on its own
+        elif isinstance(node, CompValue) and node.name == "BGP" and node.get("triples"):
+            node["triples"] = [tuple(values.distinct_paths(x) for x in t) for t in node["triples"]]
+        if isinstance(node, CompValue):
+            for v in ([node.graph] if node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS") else node.values()):
+                walk(v)
+        elif isinstance(node, (list, tuple)):
+            for v in node:
+                walk(v)
+
+    walk(algebra)
+    return algebra
+
+
+__all__ = ["install", "corrected"]
