@@ -1,4 +1,5 @@
-# tefq: `make demo` sets everything up and runs UC1 on embedded Spark; `make test` runs the suite.
+# tefq: `make demo` sets everything up, runs UC1 on embedded Spark and shows the busiest channels;
+# `make test` runs the suite.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -13,20 +14,17 @@ setup: $(VENV)/.installed spark-archive
 spark-archive: $(VENV)/.installed
 	@$(BIN)/python -m tefq.jvm_archive_setup
 
+# -qq: pip's errors only (not setuptools' notes on editable installs: `make demo` shows no warning)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -qq --upgrade pip
+	$(BIN)/pip install -qq -e '.[test]'
 	touch $@
 
 demo: setup
-	@test -d $(DEMO) || $(BIN)/tefq gen iptv --out $(DEMO) --events 20000 --users 2000 --channels 40 --seed 7
-	$(BIN)/tefq stats $(DEMO)
-	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --out $(DEMO)-uc1.csv --metrics $(DEMO)-uc1.metrics.json
-	@echo "--- UC1 (viewers per channel), first rows of $(DEMO)-uc1.csv:"
-	@head -n 15 $(DEMO)-uc1.csv
-	@echo "--- metrics:"
-	@cat $(DEMO)-uc1.metrics.json
+	@test -d $(DEMO) || $(BIN)/tefq gen iptv --out $(DEMO) --events 20000 --users 4600 --channels 40 --seed 7
+	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --out $(DEMO)-uc1.parquet --metrics $(DEMO)-uc1.metrics.json
+	@$(BIN)/python examples/demo/top_channels.py $(DEMO)-uc1.parquet $(DEMO)-uc1.metrics.json
 
 # Two test processes (pytest-xdist), each module whole in one of them (its Spark session shared):
 # Spark's waits overlap the other process's work on 2 cores. TEFQ_TEST_PROCESSES=1: one process.

@@ -5,7 +5,7 @@
     result = q.run(events_df, engine="oracle")  # pandas / pyarrow / (ts, s, p, o) tuples / paths
     result.to_pandas()                          # tick + one column per SELECT name
 
-This module wraps values: `Query.run` describes its run to the run service (`tefq.run`), which
+This module wraps values: `Query.run` describes its run to the run service (`tefq.service`), which
 runs it as `tefq run` would. Events are checked by the same rules as `tefq run --stream`
 (in-memory events as a Parquet file's rows, in memory): a cell that is not an N-Triples term is a
 TefqError naming its row and column. With `engine="spark"` in-memory events are handed to Spark
@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tefq.errors import TefqError
+from tefq.progress import plural
 from tefq.results import QueryResult, RunResult, python_value  # python_value: part of the API
-from tefq.run import RunRequest, execute
+from tefq.service import RunRequest, execute
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -81,16 +83,25 @@ class Query:
         return [q.name for q in self.document().queries]
 
     def run(self, events: Any, *, engine: str = "oracle", background: Any = None, t0: int = 0,
-            lateness: int | str = 0) -> "Result":
+            lateness: int | str = 0, at: Any = None) -> "Result":
         """Run every query of the document over `events` (see the module doc) on one engine
         (`oracle`, `spark`, or `auto`: the oracle for small inputs).
 
         `background`: a file (Turtle, N-Triples, TriG) or an rdflib Graph. `lateness`: ms or a
-        duration such as "5s" (on the oracle each input file is one arrival batch: docs/semantics.md)."""
+        duration such as "5s" (on the oracle each input file is one arrival batch: docs/semantics.md).
+        `at`: report the aggregate queries only as of these instants (spec §12; as `tefq run --at`):
+        one or a list of ms, ISO-8601 strings or datetimes."""
+        if isinstance(events, Iterator):  # read once: the rows now, the fact table later
+            events = list(events)
+        facts = functools.partial(self.facts, events, background=background, engine=engine)
+        if at is not None:
+            from tefq.facts.api import as_of
+
+            return Result(as_of(self, events, instants(at), background, engine=engine), facts, "as of")
         request = RunRequest(self, events, background=background, engine=engine, t0=t0, lateness=lateness,
                              progress=False)
-        return Result(execute(request).run, facts=functools.partial(self.facts, events, background=background,
-                                                                     engine=engine))
+        outcome = execute(request)
+        return Result(outcome.run, facts, outcome.engine)
 
     def facts(self, events: Any, *, engine: str = "oracle", background: Any = None,
               master: str | None = None) -> "FactRows":
@@ -101,6 +112,9 @@ class Query:
 
         return facts_of(self, events, background, engine=engine, master=master)
 
+    def __repr__(self) -> str:
+        return f"<tefq.Query {self.name}: {summary_line(self.document())}>"
+
 
 @functools.lru_cache(maxsize=32)  # bind once per document (and print its warnings once)
 def _bound(text: str, name: str, prefixes: tuple[tuple[str, str], ...],
@@ -110,12 +124,48 @@ def _bound(text: str, name: str, prefixes: tuple[tuple[str, str], ...],
     return bind_text(text, name, dict(prefixes), background_predicates)
 
 
-class Result:
-    """The rows of every query of a run, and its metrics (spec §7)."""
+def instants(at: Any) -> list[int]:
+    """`at` as ms: one or a list of ms, ISO-8601 strings (commas allowed, as `--at` takes them) or
+    datetimes (no zone: UTC)."""
+    from datetime import datetime, timezone
 
-    def __init__(self, run: RunResult, facts: "Callable[[], FactRows] | None" = None) -> None:
+    from tefq.facts.as_of import parse_instants
+
+    out: list[int] = []
+    for t in at if isinstance(at, (list, tuple)) else [at]:
+        if isinstance(t, datetime):
+            t = t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+            out.append(int(t.timestamp() * 1000))
+        elif isinstance(t, int) and not isinstance(t, bool):
+            out.append(t)
+        elif isinstance(t, str):
+            out += parse_instants(t, "at")
+        else:
+            raise TefqError(f"at= takes ms, ISO-8601 strings or datetimes, not {type(t).__name__}", file="at")
+    return out
+
+
+def summary_line(doc: "Document") -> str:
+    """A document in a few words: its queries and its facts."""
+    from tefq.analysis import summary
+
+    lines = summary(doc)
+    facts = [line.split(":", 1)[0].split()[1] for line in lines if line.startswith("fact ")]
+    queries = [line.split(" -> ")[0].removeprefix("query ") for line in lines if line.startswith("query ")]
+    return "; ".join(queries) + (f"; facts {', '.join(facts)}" if facts else "")
+
+
+class Result:
+    """The rows of every query of a run, and its metrics (spec §7). Iterating gives the rows of the
+    document's first query as named tuples of Python values (`tick` a UTC datetime, counts int,
+    IRIs str, as `to_pandas()` types them); `len()` counts them; in a notebook it shows as a table."""
+
+    SHOWN_ROWS = 10  # rows in the notebook table
+
+    def __init__(self, run: RunResult, facts: "Callable[[], FactRows] | None" = None, engine: str = "") -> None:
         self.results: list[QueryResult] = run.results
         self.metrics: dict[str, Any] = run.metrics.to_json()
+        self.engine = engine
         self._facts = facts
 
     @functools.cached_property
@@ -141,26 +191,82 @@ class Result:
                 return r
         raise TefqError(f"no query named {query!r}: the document has {', '.join(self.queries)}")
 
-    def to_pandas(self, query: str | None = None) -> "pd.DataFrame":
-        """`tick` (int ms) and one column per SELECT name, rows in spec §5 order."""
+    def rows(self, query: str | None = None) -> list[tuple]:
+        """One query's rows as named tuples (`tick`, then the SELECT names) of Python values."""
+        from collections import namedtuple
+
+        table = self.to_arrow(query)
+        Row = namedtuple("Row", table.column_names, rename=True)  # a name Python refuses becomes _1, ...
+        return [Row(*values) for values in zip(*(c.to_pylist() for c in table.columns))]
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.rows())
+
+    def __len__(self) -> int:
+        return len(self.query_result().rows) if self.results else 0
+
+    def to_pandas(self, query: str | None = None, *, terms: str = "typed") -> "pd.DataFrame":
+        """`tick` (datetime64[ms, UTC]) and one column per SELECT name, rows in spec §5 order;
+        typed columns (counts Int64, sums and averages float64, IRIs str; as `to_arrow`), or
+        `terms="ntriples"`: every cell its N-Triples term (str), lossless."""
         import pandas as pd
+        import pyarrow as pa
 
-        r = self.query_result(query)
-        names = [c.lstrip("?$") for c in r.columns]
-        rows = [[tick] + [python_value(c) for c in cells] for tick, cells in r.sorted_rows()]
-        return pd.DataFrame(rows, columns=["tick"] + names)
+        nullable = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}  # an unbound cell stays <NA>
+        return self.to_arrow(query, terms=terms).to_pandas(types_mapper=nullable.get)
 
-    def to_arrow(self, query: str | None = None, *, terms: str = "ntriples") -> "pa.Table":
-        """`tick` as timestamp[ms, UTC] and the cells as N-Triples strings (lossless); `terms="typed"`:
-        typed columns (counts long, sums and averages double, IRIs without brackets, literals of
-        one datatype by their type, mixed terms N-Triples). As --format arrow/parquet [--terms typed]."""
+    def to_arrow(self, query: str | None = None, *, terms: str = "typed") -> "pa.Table":
+        """`tick` as timestamp[ms, UTC] and typed columns (counts long, sums and averages double, IRIs
+        without brackets, literals of one datatype by their type, mixed terms N-Triples), as
+        `tefq run --format arrow`; `terms="ntriples"`: the cells as N-Triples strings (lossless)."""
         from tefq.io.result_writers import arrow_table
 
         return arrow_table([self.query_result(query)], terms)
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{r.name}: {len(r.rows)} rows" for r in self.results)
-        return f"<tefq.Result {sizes}>"
+        sizes = ", ".join(f"{r.name}: {plural(len(r.rows), 'row')}" for r in self.results)
+        return f"<tefq.Result {sizes}; {self._figures()}>"
+
+    def _figures(self) -> str:
+        m = self.metrics
+        engine = f" ({self.engine})" if self.engine else ""
+        return (f"{plural(m.get('events_in', 0), 'event')}, {plural(m.get('ticks', 0), 'tick')}, facts created "
+                f"{m.get('facts_created', 0):,}, {m.get('wall_seconds', 0):.2f} s{engine}")
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the first rows of each query as a table, then the run's figures."""
+        from html import escape
+
+        parts = []
+        for r in self.results:
+            table = self.to_arrow(r.name).slice(0, self.SHOWN_ROWS)
+            head = "".join(f"<th>{escape(n)}</th>" for n in table.column_names)
+            body = "".join("<tr>" + "".join(f"<td>{escape(shown_cell(v))}</td>" for v in row) + "</tr>"
+                           for row in zip(*(c.to_pylist() for c in table.columns)))
+            more = len(r.rows) - table.num_rows
+            caption = f"{escape(r.name)}: {plural(len(r.rows), 'row')}" + (f" (first {table.num_rows} shown)"
+                                                                          if more > 0 else "")
+            parts.append(f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
+                         f"<tbody>{body}</tbody></table>")
+        return "".join(parts) + f"<p>{escape(self._figures())}</p>"
 
 
-__all__ = ["compile", "load", "Query", "Result", "python_value"]
+def shown_cell(value: Any) -> str:
+    """A cell as a notebook shows it: a time in ISO-8601, unbound empty."""
+    if value is None:
+        return ""
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def run(query: "Query | str", events: Any, **options: Any) -> Result:
+    """`tefq.compile(query).run(events, **options)`: run a document (a Query or its text) in one call."""
+    if isinstance(query, str):
+        query = compile(query)
+    if not isinstance(query, Query):
+        raise TefqError(f"tefq.run takes a tefq.Query or a document's text, not {type(query).__name__}")
+    return query.run(events, **options)
+
+
+__all__ = ["compile", "load", "run", "Query", "Result", "python_value"]

@@ -1,6 +1,6 @@
 """The `tefq` command line (contract: ../shared/spec/CLI-AND-FORMATS.md).
 
-This module parses options and prints: `tefq run` describes its run as a `tefq.run.RunRequest`
+This module parses options and prints: `tefq run` describes its run as a `tefq.service.RunRequest`
 and the run service does the rest; `parse` and `explain` bind the document and print it; the
 other commands are registered by their subsystems (`SUBSYSTEM_COMMANDS`). Every bad input
 surfaces as a TefqError and leaves with exit code 2 and a located message; anything else is an
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -18,15 +19,16 @@ from typing import Sequence
 from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
-from tefq.errors import TefqError, failure_message
+from tefq.errors import SPARK_MISSING, TefqError, failure_message, is_refusal, spark_missing
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
-from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS as RESULT_FORMATS, check_term_output
+from tefq.io.result_writers import FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
 from tefq.publish import register as register_publish
 from tefq.results import TERM_FORMS
-from tefq.run import ENGINES, Output, QueryFile, RunRequest, SparkOptions, execute, prefix_mappings
+from tefq.service import (ENGINES, STDIN, Output, QueryFile, QueryText, RunRequest, SparkOptions, execute,
+                          prefix_mappings, query_source)
 from tefq.sensors.cli import register as register_sensors
 from tefq.simulate.names import STRATEGIES
 
@@ -77,16 +79,47 @@ def _stream_arg(value: str) -> StreamArg:
     return StreamArg(None, value)
 
 
-def _query_file(args: argparse.Namespace) -> QueryFile:
-    return QueryFile(args.query, prefix_mappings(args.prefix))
+def _query_file(args: argparse.Namespace) -> QueryFile | QueryText:
+    """The document: FILE.tef, `-` (standard input; then the events cannot come from there too) or -e TEXT."""
+    streams = [_stream_arg(v).path for v in getattr(args, "stream", None) or ()]
+    if args.query == STDIN and STDIN in streams:
+        raise TefqError("standard input holds either the query (tefq run -) or the events (--stream -), not "
+                        "both: give the query as a file or with -e TEXT", file="--stream")
+    return query_source(args.query, args.expression, prefix_mappings(args.prefix))
+
+
+def _spark_conf(values: Sequence[str] | None) -> tuple[tuple[str, str], ...] | None:
+    """`--conf KEY=VALUE` values (None: none given)."""
+    if not values:
+        return None
+    pairs = []
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise TefqError(f"--conf expects KEY=VALUE (a Spark setting, e.g. spark.sql.shuffle.partitions=4), "
+                            f"got '{v}'", file="--conf")
+        pairs.append((key.strip(), value))
+    return tuple(pairs)
+
+
+def _memory(value: str) -> str:
+    """`--driver-memory` as Spark writes sizes: 2g, 512m, 4096 (MiB)."""
+    if not re.fullmatch(r"[0-9]+[kmgt]?", value.strip().lower()):
+        raise argparse.ArgumentTypeError(f"expects a size such as 2g or 512m, got '{value}'")
+    return value.strip().lower()
 
 
 # ---------------------------------------------------------------- commands
 def cmd_parse(args: argparse.Namespace) -> int:
     from tefq.analysis import summary
 
-    for line in summary(_query_file(args).document()):
+    doc = _query_file(args).document()
+    for line in summary(doc):
         print(line)
+    if doc.unmapped is not None:  # spec §1: it parses as printed; a run needs the prefix mapped
+        e = doc.unmapped
+        print(TefqError("the prefix ':' is not declared: to run the document, map it with --prefix :=IRI",
+                        e.file, e.line, e.column, kind="note").render(), file=sys.stderr)
     return 0
 
 
@@ -110,9 +143,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.at is not None or args.facts is not None:  # spec §12: as of given instants (oracle)
         args.stream = [_stream_arg(v).path for v in args.stream or ()]
-        if args.terms != "ntriples":
-            raise TefqError("--terms typed is not applied to --at/--facts output yet", file="--terms")
-        return run_as_of(args)
+        return run_as_of(args, _output(args))
     if not args.stream:
         raise TefqError("tefq run needs --stream PATH (or --facts FILE with --at)", file="--stream")
     outcome = execute(run_request(args))
@@ -122,10 +153,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_request(args: argparse.Namespace) -> RunRequest:
-    """The run `tefq run` describes (tefq.run does it)."""
+    """The run `tefq run` describes (tefq.service does it)."""
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
-                         join_order=args.join_order, idle_timeout=args.idle_timeout)
+                         join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
+                         driver_memory=args.driver_memory)
     streams = [_stream_arg(v) for v in args.stream]
     return RunRequest(_query_file(args), [s.path for s in streams], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
@@ -134,18 +166,15 @@ def run_request(args: argparse.Namespace) -> RunRequest:
 
 
 def _output(args: argparse.Namespace) -> Output:
-    """People at a terminal get a table, pipes and files CSV; --follow appends, so its format must."""
-    fmt = args.format or ("text" if args.out is None and not args.follow and sys.stdout.isatty() else "csv")
-    if args.follow and fmt not in APPENDABLE_FORMATS:
-        raise TefqError(f"--follow appends rows as they come: use --format {', '.join(APPENDABLE_FORMATS)}",
-                        file="--format")
-    check_term_output(fmt, args.terms)  # before the run, not after it
-    return Output(fmt, args.out, args.tick_format, args.metrics, args.terms)
+    """People at a terminal get a table, pipes CSV, files the format their extension names."""
+    return Output.chosen(args.format, args.out, "tefq run", tick_format=args.tick_format, metrics=args.metrics,
+                         terms=args.terms, follow=args.follow)
 
 
 # ---------------------------------------------------------------- the parser
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tefq", description="Temporal fact/event stream processing with TEF-SPARQL.")
+    parser = _Parser(prog="tefq", description="Temporal fact/event stream processing with TEF-SPARQL.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"tefq {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -153,11 +182,35 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_command(sub)
     for register in SUBSYSTEM_COMMANDS:
         register(sub)
+    _add_completion_command(sub)
     return parser
 
 
+EPILOG = """first steps:
+  tefq run examples/spec10/uc1.tef --stream examples/spec10/events.tsv     viewers per channel every 5 s
+  tefq run - --stream events.tsv < query.tef         the query from standard input (or -e TEXT)
+  tefq COMMAND --help                                a command's options
+  the language: docs/language.md; every option: docs/cli.md"""
+
+
+def _add_completion_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh, tcsh)",
+                       description="e.g.  tefq completion bash > ~/.local/share/bash-completion/completions/tefq")
+    p.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    p.set_defaults(func=cmd_completion)
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    print(shtab.complete(build_parser(), shell=args.shell))
+    return 0
+
+
 def _with_query(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", metavar="FILE.tef", help="a TEF-SPARQL document")
+    p.add_argument("query", metavar="FILE.tef", nargs="?",
+                   help="a TEF-SPARQL document (.tef, .rspql); - reads it from standard input")
+    p.add_argument("-e", "--expression", metavar="TEXT", help="the document as text instead of a file")
     p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
 
 
@@ -211,19 +264,25 @@ def _add_run_command(sub: argparse._SubParsersAction) -> None:
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
-                   help=f"result format: {'|'.join(RESULT_FORMATS)} (default: text on a terminal, else csv)")
-    p.add_argument("--tick-format", choices=("ms", "iso"), default="ms",
-                   help="ticks as integer ms or as xsd:dateTime (parquet/arrow: always a timestamp)")
-    p.add_argument("--out", metavar="PATH", help="result file, or a directory for one file per query "
-                                                  "(default: standard output)")
+                   help=f"result format: {'|'.join(RESULT_FORMATS)} (default: the one --out's extension names; "
+                        "on a terminal a text table, else csv)")
+    p.add_argument("--tick-format", choices=("ms", "iso"),
+                   help="ticks as integer ms or as ISO-8601 xsd:dateTime (default: iso in the text table, else ms; "
+                        "parquet/arrow: always a timestamp)")
+    p.add_argument("--out", metavar="PATH", help="result file, its format named by its extension (res.parquet), "
+                                                  "or a directory for one file per query (default: standard output)")
     p.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
-    p.add_argument("--terms", choices=TERM_FORMS, default="ntriples",
-                   help="parquet/arrow cells: N-Triples strings, or typed columns (counts long, sums and averages "
-                        "double, IRIs without brackets; docs/formats.md)")
+    p.add_argument("--terms", choices=TERM_FORMS,
+                   help="parquet/arrow cells: typed columns (counts long, sums and averages double, IRIs without "
+                        "brackets; docs/formats.md) or N-Triples strings (default: typed)")
 
 
 def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                   help="a Spark setting for the session the run starts, as spark-submit takes it (repeatable)")
+    p.add_argument("--driver-memory", type=_memory, metavar="SIZE",
+                   help="the Spark driver's memory, e.g. 4g (default: TEFQ_SPARK_DRIVER_MEMORY or 2g)")
     p.add_argument("--checkpoint", metavar="DIR", help="Spark checkpoint directory (restart without loss)")
     p.add_argument("--follow", action="store_true", help="keep watching the stream directories and Redis streams")
     p.add_argument("--idle-timeout", metavar="DURATION",
@@ -241,7 +300,11 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     """Run one tefq command line; returns the exit code (0 ok, 2 bad input, 1 internal failure,
     130/143 stopped by a signal: `signals` tells which one arrived, see `stopped`)."""
     try:
-        args = build_parser().parse_args(list(argv))
+        parser = build_parser()
+        if not argv:  # bare `tefq`: what it can do, not an error
+            parser.print_help()
+            return 0
+        args = parser.parse_args(list(argv))
         return int(args.func(args) or 0)
     except TefqError as e:
         print(e.render(), file=sys.stderr)
@@ -255,7 +318,12 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
             return stopped(signals)
+        if spark_missing(e):  # an oracle-only install asked for Spark (tefq facts, run --at, ...)
+            print(TefqError(SPARK_MISSING, file="--engine").render(), file=sys.stderr)
+            return 2
         print(failure_message(e, argv), file=sys.stderr)  # tefq.errors: a full disk, a dead JVM, else one line
+        if is_refusal(e):  # a Spark worker refused what it read (a checkpoint's state): bad input
+            return 2
         if os.environ.get("TEFQ_DEBUG"):
             traceback.print_exc()
         else:

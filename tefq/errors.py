@@ -81,6 +81,16 @@ def warn(message: str, file: str | None = None, line: int = 0, column: int = 0) 
     print(TefqError(message, file, line, column, kind="warning").render(), file=sys.stderr)
 
 
+# The Spark engine is an extra (`pip install 'tefq[spark]'`): without pyspark the oracle still runs.
+SPARK_MISSING = ("the Spark engine needs pyspark (and Java 17): pip install 'tefq[spark]'; or run on the "
+                 "oracle: --engine oracle")
+
+
+def spark_missing(e: BaseException) -> bool:
+    """Whether `e` is pyspark's absence (an oracle-only install)."""
+    return isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] in ("pyspark", "py4j")
+
+
 # ---------------------------------------------------------------- failures that are not the input's
 PATH_OPTIONS = ("--checkpoint", "--out", "--bad-rows", "--metrics")  # where a run writes
 NEARLY_FULL_BYTES = 64 << 20
@@ -91,12 +101,17 @@ NEARLY_FULL_BYTES = 64 << 20
 WORKER_REFUSAL = "TEFQ_WORKER_REFUSAL"
 
 
+def is_refusal(e: BaseException) -> bool:
+    """Whether `e` carries a worker's refusal of what it read (exit 2, like any bad input)."""
+    return WORKER_REFUSAL + ": " in str(e)
+
+
 def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     """An internal failure (exit 1) in one sentence: a worker's refusal, a full disk (naming the
     option and path that ran out of space), a Spark JVM that died, else the exception's first line
     (never a Spark plan dump or a Java stack)."""
     text = str(e)
-    if WORKER_REFUSAL + ": " in text:
+    if is_refusal(e):
         return "tefq: error: " + shown(text.split(WORKER_REFUSAL + ": ", 1)[1].splitlines()[0])
     if full_disk(e, text):
         return full_disk_message(e, argv)
@@ -109,7 +124,7 @@ def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     if jvm_gone(e, text):
         resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
         return ("tefq: error: the Spark JVM stopped during the run (it was killed, or ran out of memory: see "
-                "`dmesg`; TEFQ_SPARK_DRIVER_MEMORY sets its heap)" + resume)
+                "`dmesg`; --driver-memory 4g, or TEFQ_SPARK_DRIVER_MEMORY, sets its heap)" + resume)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return f"tefq: internal error: {type(e).__name__}: {shown(first[:500])}"
 

@@ -3,6 +3,9 @@ Result.to_pandas / to_arrow / metrics, located errors; and the README's example 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -25,8 +28,9 @@ def events_tuples() -> list[tuple[int, str, str, str]]:
 
 def expected_table() -> pd.DataFrame:
     """The CLI's oracle rows for spec §10's UC1 (tests/test_cli.py checks them by hand)."""
-    return pd.DataFrame({"tick": [5000, 5000, 10000, 10000, 15000, 15000],
-                         "CHANNEL": [NS + c for c in "ABABAB"], "USER": [1, 1, 1, 2, 1, 3]})
+    ticks = pd.to_datetime([5000, 5000, 10000, 10000, 15000, 15000], unit="ms", utc=True).astype("datetime64[ms, UTC]")
+    return pd.DataFrame({"tick": ticks, "CHANNEL": [NS + c for c in "ABABAB"],
+                         "USER": pd.array([1, 1, 1, 2, 1, 3], dtype="Int64")})
 
 
 def test_readme_example_runs_as_written(capsys):
@@ -35,7 +39,7 @@ def test_readme_example_runs_as_written(capsys):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own README
     out = capsys.readouterr().out
-    assert "CHANNEL" in out and "row 1, column s" in out
+    assert out.startswith("6 <tefq.Result q1: 6 rows") and "http://example.org/iptv#B 2" in out and "row 1, column s" in out
 
 
 @pytest.mark.parametrize("kind", ["pandas", "arrow", "arrow-timestamp", "tuples", "path", "paths"])
@@ -52,6 +56,14 @@ def test_every_input_kind_gives_the_same_rows(kind):
         "paths": [str(SPEC10 / "events.tsv")],
     }[kind]
     pd.testing.assert_frame_equal(q.run(events).to_pandas(), expected_table())
+
+
+def test_an_iterator_gives_rows_and_facts():
+    """An iterator is read once (issue 38): its rows, and the fact table from the same events."""
+    q = tefq.load(SPEC10 / "uc1.tef")
+    result = q.run(iter(events_tuples()))
+    pd.testing.assert_frame_equal(result.to_pandas(), expected_table())
+    assert len(result.facts.rows) == len(q.facts(events_tuples()).rows) == 6
 
 
 def test_not_an_ntriples_term_names_row_and_column():
@@ -83,10 +95,15 @@ def test_compile_errors_have_line_and_column(tmp_path):
 def test_to_pandas_values_arrow_and_metrics():
     result = tefq.load(SPEC10 / "uc1.tef").run(SPEC10 / "events.tsv")
     table = result.to_pandas("q1")
-    assert table["USER"].dtype.kind == "i" and table["CHANNEL"][0] == NS + "A"
+    assert str(table["USER"].dtype) == "Int64" and table["CHANNEL"][0] == NS + "A"
+    assert str(table["tick"].dtype) == "datetime64[ms, UTC]"  # one tick type: to_arrow's
     arrow = result.to_arrow()
     assert arrow.schema.field("tick").type == pa.timestamp("ms", tz="UTC")
-    assert arrow.column("CHANNEL")[0].as_py() == f"<{NS}A>"
+    assert arrow.column("CHANNEL")[0].as_py() == f"{NS}A" and arrow.schema.field("USER").type == pa.int64()
+    lossless = result.to_arrow(terms="ntriples")
+    assert lossless.column("CHANNEL")[0].as_py() == f"<{NS}A>"
+    assert result.to_pandas(terms="ntriples")["USER"][0] == '"1"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    assert lossless.schema.field("tick").type == pa.timestamp("ms", tz="UTC")
     assert {"events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks",
             "rows_out", "intermediate_bindings", "wall_seconds"} <= set(result.metrics)
     assert (result.metrics["events_in"], result.metrics["rows_out"]) == (8, 6)
@@ -134,3 +151,90 @@ def test_spark_engine_on_a_dataframe_matches_the_oracle():
     on_spark = q.run(frame, engine="spark")
     pd.testing.assert_frame_equal(on_spark.to_pandas(), expected_table())
     assert on_spark.metrics["events_in"] == 8
+
+
+def two_query_document() -> str:
+    """Spec §10's UC1 and UC2 in one document (its `ticks` metric is 6: 3 per query)."""
+    uc2 = (SPEC10 / "uc2.tef").read_text()
+    return (SPEC10 / "uc1.tef").read_text() + uc2[uc2.index("SELECT"):]
+
+
+@pytest.mark.spark
+def test_spark_ticks_are_summed_over_the_queries_as_on_the_oracle():
+    q = tefq.compile(two_query_document())
+    oracle, spark = (q.run(SPEC10 / "events.tsv", engine=e) for e in ("oracle", "spark"))
+    assert oracle.metrics["ticks"] == spark.metrics["ticks"] == 6
+    assert [r.sorted_rows() for r in spark.results] == [r.sorted_rows() for r in oracle.results]
+
+
+@pytest.mark.spark
+def test_two_spark_runs_in_two_threads():
+    """Each streaming query has a name of its own in the session: two runs at once, correct rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    q = tefq.compile(two_query_document())
+    events = [SPEC10 / "events.tsv", events_tuples()[:5]]
+    want = [q.run(e).to_pandas("q2") for e in events]
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(lambda e: q.run(e, engine="spark").to_pandas("q2"), events))
+    for g, w in zip(got, want):
+        pd.testing.assert_frame_equal(g, w)
+
+
+def test_a_result_iterates_counts_and_shows_itself():
+    result = tefq.load(SPEC10 / "uc1.tef").run(SPEC10 / "events.tsv")
+    rows = list(result)
+    assert len(result) == len(rows) == 6
+    first = rows[0]
+    assert first.tick == datetime(1970, 1, 1, 0, 0, 5, tzinfo=timezone.utc)
+    assert (first.CHANNEL, first.USER) == (NS + "A", 1) and first._asdict()["USER"] == 1
+    assert repr(result) == "<tefq.Result q1: 6 rows; 8 events, 3 ticks, facts created 6, " \
+                           f"{result.metrics['wall_seconds']:.2f} s (oracle)>"
+    html = result._repr_html_()
+    assert html.count("<tr>") == 7 and "<td>1970-01-01T00:00:05Z</td>" in html and "8 events" in html
+
+
+def test_reprs_are_short():
+    q = tefq.load(SPEC10 / "uc1.tef")
+    assert repr(q) == f"<tefq.Query {SPEC10 / 'uc1.tef'}: q1: aggregate every 5s, group by ?channel; facts UserFact>"
+    facts = q.facts(SPEC10 / "events.tsv")
+    assert repr(facts) == "<tefq FactRows: 6 intervals of UserFact (4 open); identity columns user, channel>"
+    assert len(facts) == 6
+
+
+def test_the_fact_table_bounds_are_timestamps():
+    facts = tefq.load(SPEC10 / "uc1.tef").facts(SPEC10 / "events.tsv")
+    frame = facts.to_pandas()
+    assert str(frame["start"].dtype) == str(frame["end"].dtype) == "datetime64[ms, UTC]"
+    assert frame["end"].isna().sum() == 4 and frame["start"].min() == pd.Timestamp(1000, unit="ms", tz="UTC")
+    assert facts.to_arrow().schema.field("end").type == pa.timestamp("ms", tz="UTC")
+
+
+def test_run_at_gives_the_rows_as_of_instants():
+    q = tefq.load(SPEC10 / "uc1.tef")
+    at = q.run(SPEC10 / "events.tsv", at=["1970-01-01T00:00:10Z", 12000, datetime(1970, 1, 1, 0, 0, 15)])
+    got = [(r.tick.timestamp(), r.CHANNEL[-1], r.USER) for r in at]
+    assert got == [(10.0, "A", 1), (10.0, "B", 2), (12.0, "A", 2), (12.0, "B", 3), (15.0, "A", 1), (15.0, "B", 3)]
+    every = q.run(SPEC10 / "events.tsv")
+    assert [r for r in at if r.tick.second in (10, 15)] == [r for r in every if r.tick.second in (10, 15)]
+    with pytest.raises(tefq.TefqError, match="at= takes"):
+        q.run(SPEC10 / "events.tsv", at=1.5)
+
+
+def test_tefq_run_is_a_function():
+    result = tefq.run((SPEC10 / "uc1.tef").read_text(), SPEC10 / "events.tsv")
+    assert len(result) == 6
+    assert len(tefq.run(tefq.load(SPEC10 / "uc1.tef"), SPEC10 / "events.tsv", engine="oracle")) == 6
+
+
+def test_a_notebook_session_renders_a_result():
+    """What a notebook does with a Result: `python -c` in a fresh interpreter, _repr_html_ rendered."""
+    code = ("import tefq; r = tefq.load('examples/spec10/uc1.tef').run('examples/spec10/events.tsv'); "
+            "print(r._repr_html_())")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("<table><caption>q1: 6 rows</caption>") and "facts created 6" in proc.stdout
+
+
+def test_the_package_says_it_is_typed():
+    assert (ROOT / "tefq" / "py.typed").exists()

@@ -114,9 +114,22 @@ def test_paper_csparql_needs_its_prefixes() -> None:
     assert "undeclared prefix 'uc:'" in e.message and (e.line, e.column) == (4, 18)
 
 
+def test_an_undeclared_colon_binds_and_is_an_error_when_run() -> None:
+    """Spec §1/§9: the paper's queries use `:` undeclared; they bind (tefq parse, explain) and a
+    run refuses them at the first `:`, naming --prefix; mapped, they bind to the real IRIs."""
+    text = "CONSTRUCT FACT F {?u :w ?c} (SINCE ?u :join ?c)"
+    doc = bind(parse(text, "p.tef"), "p.tef", text, {})
+    with pytest.raises(TefqError) as info:
+        doc.require_mapped()
+    e = info.value
+    assert "--prefix :=IRI" in e.message and (e.file, e.line, e.column) == ("p.tef", 1, 22)
+    mapped = bind(parse(text, "p.tef"), "p.tef", text, {"": "http://x/"})
+    mapped.require_mapped()
+    assert mapped.facts[0].template.p.nt == "<http://x/w>"
+
+
 # ---------------------------------------------------------------- located errors
 @pytest.mark.parametrize("text, prefixes, words, line, column", [
-    ("CONSTRUCT FACT F {?u :w ?c} (SINCE ?u :join ?c)", {}, "undeclared prefix ':'", 1, 22),
     ("PREFIX x: <http://x/>\nCONSTRUCT FACT F {?u x:w ?c} (SINCE ?u x:join ?c)\n"
      'SELECT ?c (AGGREGATE ?c, COUNT ?u WHERE ?u y:w ?c EVERY 1m)', {}, "undeclared prefix 'y:'", 3, 44),
     ("CONSTRUCT FACT F {?u :w ?c}\n(UNION (SINCE ?u :join ?c) (UNTIL ?u :quit ?x))", EX,

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tefq.cli import build_parser, run_request
-from tefq.run import AUTO_ORACLE_EVENTS, choose_engine, estimated_events
+from tefq.service import AUTO_ORACLE_EVENTS, choose_engine, estimated_events
 
 
 def request_for(*argv: str):

@@ -21,9 +21,10 @@ def test_facts_from_a_path_and_from_tuples_agree():
               (2000, f"<{IPTV}Bob>", f"<{IPTV}join>", f"<{IPTV}A>")]
     frame = facts_of(query, tuples).to_pandas()
     assert list(frame.columns) == ["fact", "user", "channel", "start", "end"]
-    assert frame.drop(columns="end").values.tolist() == [["UserFact", f"{IPTV}Alice", f"{IPTV}A", 1000],
-                                                         ["UserFact", f"{IPTV}Bob", f"{IPTV}A", 2000]]
-    assert frame["end"].tolist()[0] == 3000 and frame["end"].isna().tolist() == [False, True]
+    ms = frame.assign(start=frame["start"].map(lambda t: int(t.timestamp() * 1000)))  # timestamps: exact ms
+    assert ms.drop(columns="end").values.tolist() == [["UserFact", f"{IPTV}Alice", f"{IPTV}A", 1000],
+                                                      ["UserFact", f"{IPTV}Bob", f"{IPTV}A", 2000]]
+    assert frame["end"].tolist()[0].timestamp() == 3.0 and frame["end"].isna().tolist() == [False, True]
     assert len(from_path.rows) == 6 and sum(r.end is None for r in from_path.rows) == 4
 
 

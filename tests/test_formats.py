@@ -109,7 +109,8 @@ def test_text_is_an_aligned_table(capsys):
     lines = run_spec10(capsys, "--format", "text").splitlines()
     assert lines[0].split() == ["tick", "CHANNEL", "USER"]
     assert set(lines[1].replace(" ", "")) == {"-"}
-    assert lines[2].split() == ["5000", "http://example.org/iptv#A", "1"]
+    assert lines[2].split() == ["1970-01-01T00:00:05.000Z", "http://example.org/iptv#A", "1"]  # a person reads ISO
+    assert run_spec10(capsys, "--format", "text", "--tick-format", "ms").splitlines()[2].split()[0] == "5000"
     assert len({len(line) for line in lines[1:-1]}) == 1  # aligned: every row as wide as the rule
     assert lines[-1] == "(6 rows)"
 
@@ -127,6 +128,10 @@ def test_parquet_and_arrow_hold_a_timestamp_tick(tmp_path, capsys, fmt):
     _, rows = csv_rows(run_spec10(capsys))
     ticks = [int(t.timestamp() * 1000) for t in table.column("tick").to_pylist()]
     assert ticks == [int(r[0]) for r in rows]
+    assert table.column("CHANNEL").to_pylist()[0] == "http://example.org/iptv#A"  # typed columns by default
+    assert table.column("USER").to_pylist()[0] == 1 and table.schema.field("USER").type == pa.int64()
+    run_spec10(capsys, "--format", fmt, "--out", out, "--terms", "ntriples")  # the lossless form on request
+    table = pq.read_table(out) if fmt == "parquet" else feather.read_table(out)
     assert table.column("CHANNEL").to_pylist()[0] == "<http://example.org/iptv#A>"
     assert table.column("USER").to_pylist()[0] == f'"1"^^<{XSD}integer>'
 

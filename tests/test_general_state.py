@@ -1,5 +1,5 @@
 """The general kernels' state (tefq.spark.kernels.general.state): numpy arrays only, so it
-round-trips through npz (allow_pickle=False) between any two batches without changing a row; and
+round-trips through its saved bytes (runtime/codec) between any two batches without changing a row; and
 bounded by what later ticks can see: open facts and pending elements, plus under WHILE the closed
 facts and events an open scope fact overlaps — never the elements read."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from test_general_kernels import BACKGROUND, EXAMPLES, PROGRAMS, SHAPES, oracle_
 
 @pytest.mark.parametrize("shape", ["genre", "UC3 (derived fact, WHILE)", "WHILE with a background pattern",
                                    "mixed numbers: SUM, AVG, MIN, MAX, COUNT DISTINCT"])
-def test_state_round_trips_through_npz_between_batches(shape):
+def test_state_round_trips_through_its_saved_bytes_between_batches(shape):
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(streams(shape in PROGRAMS), st.lists(st.integers(1, 24), min_size=1, max_size=4), st.integers(1, 3))
     def run(elements, cuts, buckets):

@@ -116,7 +116,7 @@ def test_usecase_refuses_a_foreign_data_directory(tmp_path):
 
 def test_usecase_documents_hold_the_paper_queries():
     spec_lines = {
-        "uc1": ["COUNT ?user WHERE (CURRENT ?user :watching ?channel) GROUP BY ?channel EVERY \"P10S\"^^xsd:Duration"],
+        "uc1": ["COUNT ?user WHERE (CURRENT ?user :watching ?channel) GROUP BY ?channel EVERY \"PT10S\"^^xsd:Duration"],
         "uc2": ["SUM DURATION(?SC,?EC) AS ?TotalTime, COUNT ?user AS ?Count"],
         "uc3": ["CONSTRUCT FACT ViewShipFact {?user :attends ?program .}",
                 "WHILE ?_ :showing ?show [?SS,?ES] EVERY \"PT1M\"^^xsd:Duration"],

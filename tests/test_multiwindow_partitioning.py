@@ -1,11 +1,10 @@
 """The planner's facts for the Spark windowed operator, Spark-free: which queries split by a join
 key (tefq.spark.kernels.windowed.partitioning), and the incremental run's state between micro-batches (the
-join-order memory survives a pickle, as it does in Spark's state store; only open windows'
-elements stay)."""
+join-order memory survives being saved and restored (runtime/codec), as it does in Spark's state
+store; only open windows' elements stay)."""
 from __future__ import annotations
 
 import os
-import pickle
 import sys
 
 import pandas as pd
@@ -14,8 +13,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from test_multiwindow import doc, ex, query  # noqa: E402
 from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator  # noqa: E402
-from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun, due_closes  # noqa: E402
+from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState, IncrementalBatchedRun, due_closes  # noqa: E402
 from tefq.spark.kernels.windowed.partitioning import join_key  # noqa: E402
+from tefq.spark.runtime.codec import decode, encode  # noqa: E402
 
 
 def key_of(sparql: str, registers: bool = False):
@@ -60,7 +60,7 @@ def test_due_closes_are_close_instants_after_done() -> None:
         assert due_closes(first, last, 6000, 2000, 0, done, upto).tolist() == want
 
 
-def test_state_keeps_open_windows_and_join_order_memory_across_pickles() -> None:
+def test_state_keeps_open_windows_and_join_order_memory_across_saves() -> None:
     d = doc(query("SELECT ?u ?v WHERE { ?u :join ?c . ?u :rate ?v . ?c :genre ?g }", 6000, 2000))
     run = IncrementalBatchedRun(d, small=0)
     st = run.new_state()
@@ -74,5 +74,5 @@ def test_state_keeps_open_windows_and_join_order_memory_across_pickles() -> None
         assert int(st.external["ts"].min()) >= st.done - 6000  # only windows not yet closed
         first = run.join_orders(st)
         assert first and all(r["query"] == "Q" for r in first)
-        st = pickle.loads(pickle.dumps(st))  # Spark's state store
+        st = decode(encode(st, FrameState), FrameState)  # Spark's state store
     assert st.orders[0].batch >= 2 and st.orders[0].previous  # the batch before's cardinalities survived

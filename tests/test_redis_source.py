@@ -103,7 +103,7 @@ def test_batch_read_and_tefq_spark_apply(spark, published, iptv_log, tmp_path):
     assert stream_rows(spark.read.format("tefq-redis").load(published)) == want_rows(iptv_log, published)
     uc1 = tefq.load(os.path.join(ROOT, "usecases", "uc1.tef"))
     events = spark.readStream.format("tefq-redis").option("maxEntriesPerTrigger", 800).load(published)
-    run_available_now(tefq.spark.apply(uc1, events), str(tmp_path / "ck"), path=str(tmp_path / "out"))
+    run_available_now(tefq.spark.apply(uc1, events, terms="ntriples"), str(tmp_path / "ck"), path=str(tmp_path / "out"))
     elements = list(read_stream(iptv_log))
     last = max(t for t, *_ in elements)
     want = sorted((r for r in uc1.run(elements).query_result().rows if r[0] < last), key=repr)

@@ -78,7 +78,7 @@ def test_batch_dataframe_gives_the_oracles_rows(spark, name):
     df = spark.createDataFrame(events, SCHEMA)
     if name == "uc3":  # ts as a timestamp column works as well as epoch ms
         df = df.withColumn("ts", F.timestamp_millis("ts"))
-    out = tefq.spark.apply(usecase(name), df)
+    out = tefq.spark.apply(usecase(name), df, terms="ntriples")  # the oracle's N-Triples cells
     assert out.columns[0] == "tick" and dict(out.dtypes)["tick"] == "timestamp"
     want = oracle_rows(usecase(name), events)
     assert want and spark_rows(out) == want
@@ -99,7 +99,7 @@ def test_file_stream_read_by_the_users_readstream(spark, tmp_path):
         pq.write_table(pa.table({"ts": pa.array(ts, pa.int64()), "s": s, "p": p, "o": o}), src / f"part-{i}.parquet")
         os.utime(src / f"part-{i}.parquet", (1_000_000 + i, 1_000_000 + i))  # Spark takes files by mtime
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
-    query = (tefq.spark.apply(usecase("uc1"), stream).writeStream.format("parquet")
+    query = (tefq.spark.apply(usecase("uc1"), stream, terms="ntriples").writeStream.format("parquet")
              .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "ck")).start())
     try:
         query.processAllAvailable()
@@ -148,7 +148,7 @@ def test_socket_source_against_a_local_server(spark):
         cells = F.split("value", "\t")
         parsed = lines.select(cells[0].cast("long").alias("ts"), cells[1].alias("s"), cells[2].alias("p"),
                               cells[3].alias("o"))
-        query = tefq.spark.apply(usecase("uc1"), parsed).writeStream.format("memory").queryName("tefq_socket").start()
+        query = tefq.spark.apply(usecase("uc1"), parsed, terms="ntriples").writeStream.format("memory").queryName("tefq_socket").start()
         try:
             deadline = time.monotonic() + 300  # the lines reach the source asynchronously
             while True:
@@ -179,6 +179,6 @@ def test_bad_input_is_refused_clearly(spark, tmp_path):
     with pytest.raises(Exception, match="bad-term: column s: expected an RDF term"):  # the oracle's words (tefq.io.validate)
         tefq.spark.apply(q, bad).collect()
     diverted = tmp_path / "bad"
-    assert spark_rows(tefq.spark.apply(q, bad, bad_rows=str(diverted))) == [
+    assert spark_rows(tefq.spark.apply(q, bad, bad_rows=str(diverted), terms="ntriples")) == [
         (10000, (f"<{NS}chA>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>'))]
     assert "u2" in "".join(f.read_text() for f in diverted.iterdir())

@@ -20,7 +20,7 @@ from test_spark_operator import FakeState  # noqa: E402
 
 from tefq.spark.protocol import HEARTBEAT, SINCE, UNTIL  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
-from tefq.spark.output import Collector  # noqa: E402
+from tefq.spark.output import Collector, read_record  # noqa: E402
 from tefq.spark.planning import explain_physical, plan_document  # noqa: E402
 from tefq.spark.planning.fact import FactAggregatePlan  # noqa: E402
 from tefq.spark.runtime.fact_buckets import route_batch  # noqa: E402
@@ -60,7 +60,7 @@ def drive_buckets(doc, elements, batch_sizes: list[int], offered: int, lateness:
                 for kind, tick, payload in out.itertuples(index=False):
                     col.add(kind, tick, payload)
                     if kind == "warn":
-                        warnings.append(payload.decode())
+                        warnings.append(read_record(kind, payload, str))
 
     feed(call, plan, elements, batch_sizes)
     metrics = summed_metrics(col)

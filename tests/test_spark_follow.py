@@ -172,3 +172,41 @@ def test_follow_uc3_split_by_user_adds_the_buckets_shares_per_micro_batch(spark,
     want = oracle(load(str(query)).document(), first + second).results[0]
     want.rows = [r for r in want.rows if r[0] < 52000]  # the ticks the event time has passed
     assert out_csv.read_bytes() == results_text([want], "csv").encode("utf-8")
+
+
+@pytest.mark.spark
+def test_follow_records_a_file_before_staging_reads_it(spark, tmp_path, monkeypatch):
+    """Issue 38: a file that appears between one poll's record of the stream files and its staging,
+    and then grows, must be read whole: staged only once its size is recorded (before, it was
+    staged half-written, recorded at its new size at the next poll, and its new rows never read)."""
+    from spark_helpers import run_spark
+    from tefq.spark.runtime import follow
+
+    j, q = f"<{IPTV}join>", f"<{IPTV}quit>"
+    first = [(1000, "<http://x/u1>", j, "<http://x/a>"), (3000, "<http://x/u2>", j, "<http://x/b>"),
+             (12000, "<http://x/u3>", j, "<http://x/a>")]
+    head = [(21000, "<http://x/u1>", q, "<http://x/a>")]
+    tail = [(33000, "<http://x/u2>", q, "<http://x/b>"), (41000, "<http://x/u4>", j, "<http://x/a>")]
+    d = tmp_path / "in"
+    d.mkdir()
+    write_stream(first, str(d / "part-0000.tsv"), fmt="tsv")
+    racing_file = d / "part-0001.tsv"
+    real, polls, seen = follow.check_inputs, [], []
+
+    def racing_check(workdir, paths):
+        polls.append(1)
+        if len(polls) == 3:  # the producer appends before the next poll records the file
+            with open(racing_file, "a", encoding="utf-8") as fh:
+                fh.writelines(f"{t}\t{s}\t{p}\t{o}\n" for t, s, p, o in tail)
+        recorded = real(workdir, paths)
+        if len(polls) == 2:  # the file appears just after this poll's record
+            write_stream(head, str(racing_file), fmt="tsv")
+        return recorded
+
+    monkeypatch.setattr(follow, "check_inputs", racing_check)
+    got = run_spark(spark, sd.uc1(10_000), [str(d)], follow=True,
+                    on_rows=lambda results: seen.extend(results[0].rows),
+                    stop=lambda: any(r[0] == 40000 for r in seen) or len(polls) > 600)
+    want = oracle(sd.uc1(10_000), first + head + tail).results[0]
+    assert sorted(seen) == [r for r in want.rows if r[0] < 41000]
+    assert got.metrics.rows_out == len(seen)

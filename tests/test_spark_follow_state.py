@@ -20,7 +20,7 @@ import spark_docs as sd  # noqa: E402
 from test_spark_follow import commit_records  # noqa: E402
 from tefq.io.stream_writers import write_stream  # noqa: E402
 from tefq.plan.logical import Var  # noqa: E402
-from tefq.spark.output import json_record  # noqa: E402
+from tefq.spark.output import metric_record  # noqa: E402
 from tefq.spark.runtime.follow import SinkTail  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +36,7 @@ def test_sink_tail_sums_the_state_size_of_each_operator_call_over_buckets(tmp_pa
     for batch, open_facts in ((1, (3, 4)), (2, (5, 1))):
         sizes = [{"batch": batch, "state_bytes": 100 * n, "open_facts": n, "rows_out": 2, "events_in": 10 * n}
                  for n in open_facts]
-        commit_records(out, batch, [json_record("metric", 0, m) for m in sizes])
+        commit_records(out, batch, [metric_record(0, m) for m in sizes])
         tail.poll()
     assert tail.state_by_batch() == [{"batch": 1, "state_bytes": 700, "open_facts": 7},
                                      {"batch": 2, "state_bytes": 600, "open_facts": 6}]

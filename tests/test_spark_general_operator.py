@@ -1,13 +1,11 @@
 """The general plan's mapper and operator without Spark (issue 27 phase 2): the mapper routes each
 element to the buckets that must see it (the genre query: split by user, background broadcast), the
-operators of both buckets run micro-batch by micro-batch with their state pickled in between (the
-evaluator's arrays as one npz blob), and the driver's collector merges their partial rows into
+operators of both buckets run micro-batch by micro-batch with their state saved in between (the
+evaluator's arrays, runtime/codec), and the driver's collector merges their partial rows into
 the oracle's rows."""
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import sys
 from dataclasses import replace
 
@@ -19,7 +17,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 from test_general_kernels import BACKGROUND, SHAPES, document, iri, oracle_rows  # noqa: E402
 from test_spark_protocol import FakeState, element_rows  # noqa: E402
 
+from tefq.spark.kernels.general.state import GeneralState  # noqa: E402
 from tefq.spark.operators.general import GeneralBucketState, make_general_operator  # noqa: E402
+from tefq.spark.runtime.codec import decode  # noqa: E402
 from tefq.spark.kernels.general.collector import GeneralCollector  # noqa: E402
 from tefq.spark.output import Collector  # noqa: E402
 from tefq.spark.planning import GeneralPlan, plan_document  # noqa: E402
@@ -74,7 +74,7 @@ def test_two_buckets_over_micro_batches_give_the_oracles_rows(restart):
             for kind, tick, payload in next(op((b,), iter([mine]), states[b])).itertuples(index=False):
                 col.add(kind, tick, payload)
             if restart:  # as a new worker after a restart: the state only as its saved bytes
-                states[b].get = (pickle.dumps(pickle.loads(states[b].get[0])),)
+                states[b].get = (bytes(states[b].get[0]),)
     assert col.results()[0].rows == oracle_rows(doc, [e for b in BATCHES for e in b])
     metrics = col.run_metrics()
     assert metrics["events_in"] == 9 and metrics["facts_created"] == 5 and metrics["facts_closed"] == 3
@@ -85,7 +85,6 @@ def test_the_saved_state_holds_arrays_not_python_objects():
     op = make_general_operator(plan, 0, 0)
     state = FakeState()
     next(op((0,), iter([mapped(plan, BATCHES[0], False)]), state))
-    st = pickle.loads(state.get[0])
-    assert isinstance(st, GeneralBucketState) and isinstance(st.general, bytes)  # npz, restored on use
-    with np.load(io.BytesIO(st.general), allow_pickle=False) as z:
-        assert "terms.codes" in z.files
+    st = decode(state.get[0], GeneralBucketState)
+    assert isinstance(st.general, GeneralState) and st.general.dictionary.codes.dtype == np.int64
+    assert st.general.pending.spo.dtype == np.int64 and st.general.dictionary.terms.dtype == object

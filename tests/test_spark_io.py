@@ -132,8 +132,8 @@ def test_cli_bounded_run_nq_with_background_is_quiet(tmp_path):  # its own JVM: 
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert banner_lines(out.stderr) == [], out.stderr
-    assert "[spark q1] batch" in out.stderr and out.stderr.rstrip().splitlines()[-1].startswith("tefq: ")
-    ticks = [int(n) for n in re.findall(r"ticks emitted (\d+)", out.stderr)]
+    assert "[spark q1] micro-batch 1: " in out.stderr and out.stderr.rstrip().splitlines()[-1].startswith("tefq: ")
+    ticks = [int(n) for n in re.findall(r", (\d+) ticks?[ ,]", out.stderr)]
     assert sum(ticks) == 3, out.stderr  # ticks 5 s, 10 s, 15 s: the first at or after the last event
     cwd = os.getcwd()
     try:

@@ -3,7 +3,6 @@ with heartbeats, end-of-input flush, against the oracle. The same code runs insi
 applyInPandasWithState; here its state object is a stand-in."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 import zlib
@@ -16,6 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import spark_docs as sd  # noqa: E402
 
 from tefq.results import QueryResult  # noqa: E402
+from tefq.spark.output import read_record  # noqa: E402
 from tefq.spark.runtime.mappers import make_mapper  # noqa: E402
 from tefq.spark.protocol import ELEMENT, FLUSH  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402
@@ -157,9 +157,9 @@ def drive_fallback(doc, elements, batch_sizes: list[int], lateness: int = 0):
         for out in op((0,), iter([pd.DataFrame(recs, columns=["k", "ts", "o", "s", "p", "obj", "b", "x"])]), state):
             for kind, tick, payload in out.itertuples(index=False):
                 if kind == "row":
-                    rows.append((tick, tuple(json.loads(payload))))
+                    rows.append((tick, tuple(read_record(kind, payload, list))))
                 elif kind == "metric":
-                    for k, v in json.loads(payload).items():
+                    for k, v in read_record(kind, payload, dict).items():
                         metrics[k] = metrics.get(k, 0) + v
 
     i, sizes = 0, list(batch_sizes)

@@ -2,13 +2,14 @@
 small logic that records what the loop hands it (no Spark: the state is a stand-in)."""
 from __future__ import annotations
 
-import json
-import pickle
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from tefq.spark.operators.base import MAX_WARNINGS, BucketLogic, BucketState, bucket_operator
+from tefq.spark.output import data_record, read_record
+from tefq.spark.runtime.codec import decode
 from tefq.spark.protocol import ELEMENT, EVENT_KINDS, RowKind
 
 COLUMNS = ["k", "ts", "o", "f", "n"]
@@ -22,24 +23,30 @@ class FakeState:
         self.exists, self.get = True, v
 
 
+class RecordingState(BucketState):
+    seen: list[int]
+    finished: bool
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen, self.finished = [], False
+
+
 class Recording(BucketLogic):
     """Keeps the event times it was given; reports each tick as a row of (tick, events so far)."""
 
     def __init__(self, every: int) -> None:
         self.every_ms = every
 
-    def new_state(self) -> BucketState:
-        st = BucketState()
-        st.seen = []
-        st.finished = False
-        return st
+    def new_state(self) -> RecordingState:
+        return RecordingState()
 
     def ingest(self, st, pdf, kinds, batch) -> None:
         st.seen.extend(pdf["ts"].to_numpy()[np.isin(kinds, self.data_kinds)].tolist())
 
     def advance(self, st, ticks, batch) -> None:
         for t in ticks.tolist():
-            batch.out.append(("row", t, json.dumps([t, sum(1 for s in st.seen if s <= t)]).encode()))
+            batch.out.append(data_record("row", t, [t, sum(1 for s in st.seen if s <= t)]))
 
     def finish(self, st, batch) -> None:
         st.finished = True
@@ -59,9 +66,10 @@ def heartbeat(lo: int, hi: int, count: int) -> dict:
 def call(op, state, rows: list[dict], bucket: int = 0):
     out = next(op((bucket,), iter([pd.DataFrame(rows, columns=COLUMNS)]), state))
     recs = list(out.itertuples(index=False))
-    metric = [json.loads(p) for k, _, p in recs if k == "metric"]
+    metric = [read_record(k, p, Any) for k, _, p in recs if k == "metric"]
     assert len(metric) == 1 and recs[-1][0] == "metric"  # one metric record, last
-    return [json.loads(p) for k, _, p in recs if k == "row"], [p.decode() for k, _, p in recs if k == "warn"], metric[0]
+    return ([read_record(k, p, Any) for k, _, p in recs if k == "row"],
+            [read_record(k, p, str) for k, _, p in recs if k == "warn"], metric[0])
 
 
 def test_ticks_wait_for_event_time_minus_lateness_and_flush_reports_the_rest():
@@ -72,7 +80,7 @@ def test_ticks_wait_for_event_time_minus_lateness_and_flush_reports_the_rest():
     assert rows == [[10, 1]] and m["ticks"] == 1 and m["batch"] == 2  # up to 19: tick 10 only
     rows, _, m = call(op, state, [dict(k=int(RowKind.FLUSH), ts=0, o=0, f=0, n=0)])
     assert rows == [[20, 2], [30, 3]]  # the first tick at or after the last event is the last
-    assert pickle.loads(state.get[0]).finished
+    assert decode(state.get[0], RecordingState).finished
     rows, _, m = call(op, state, [dict(k=int(RowKind.FLUSH), ts=0, o=0, f=0, n=0)])
     assert rows == [] and "ticks" not in m  # after the flush nothing more is reported
 
@@ -84,7 +92,7 @@ def test_late_events_are_dropped_counted_and_warned_about_up_to_the_cap():
     rows, warns, m = call(op, state, events(*late, 25) + [heartbeat(0, 25, len(late) + 1)])
     assert m["late_events"] == len(late) and len(warns) == MAX_WARNINGS
     assert warns[0] == "late event at 0 ms ignored: ticks up to 20 were already reported"
-    st = pickle.loads(state.get[0])
+    st = decode(state.get[0], RecordingState)
     assert st.seen == [1, 30, 25] and m["open_facts"] == 3  # late ones never reached the logic
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 
-import json
 
 import numpy as np
 import pandas as pd
@@ -26,6 +25,7 @@ from tefq.spark.operators.current import make_operator  # noqa: E402
 from tefq.spark.operators.fact import make_fact_operator  # noqa: E402
 from tefq.spark.planning import CurrentAggregatePlan, plan_document  # noqa: E402
 from tefq.spark.protocol import HB_STREAM_SHIFT, RowKind  # noqa: E402
+from tefq.spark.output import read_record  # noqa: E402
 
 IPTV = sd.IPTV
 DOCS = {"uc1": sd.uc1, "uc3": sd.uc3}
@@ -133,7 +133,7 @@ def test_the_operator_counts_repeats_of_other_rows_and_late_ones(doc):
     def call(rows, hi):
         out = next(op((0,), iter([wire_rows(plan, rows, hi)]), state))
         recs = list(out.itertuples(index=False))
-        return json.loads(recs[-1][2]), [p for k, _, p in recs if k == "warn"]
+        return read_record("metric", recs[-1][2], dict), [p for k, _, p in recs if k == "warn"]
 
     m, _ = call([(other, 1500, 7), (other, 1500, 7), (other, 1500, 8)], 1500)
     assert m["duplicates"] == 1 and m["late_events"] == 0

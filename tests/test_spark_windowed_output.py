@@ -4,7 +4,6 @@ canonical; late elements are counted per micro-batch and per input stream and su
 driver (the operator is called as Spark calls it, on a stand-in state)."""
 from __future__ import annotations
 
-import json
 
 import pandas as pd
 from hypothesis import given, settings
@@ -14,6 +13,7 @@ from tefq.oracle.windowed.runner import canonical_cell
 from tefq.spark.kernels.windowed.windowed import Report
 from tefq.results import QueryResult
 from tefq.spark.windowed_output import WindowedCollector, ordered_rows, read_coded_rows, windowed_rows_record
+from tefq.spark.output import metric_record, read_record
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 CELLS = [None, "<http://a/x>", "<http://a/x1>", "_:b1", '"abc"@en', '"x\\u0000y"', '"\ud800"',
@@ -54,7 +54,7 @@ def test_collector_sums_late_counts_and_keeps_the_largest_running_totals() -> No
                {"events_in": 10, "ticks": 0, "feedback_triples": 0, "late_events": 2, "late_stream.0": 1,
                 "late_stream.1": 1, "bad_rows": 1}]
     for m in records:
-        col.add("metric", 0, json.dumps(m).encode())
+        col.add(*metric_record(0, m))
     got = col.run_metrics()
     assert (got["events_in"], got["ticks"], got["late_events"], got["bad_rows"]) == (10, 3, 3, 1)
     assert (got["late_stream.0"], got["late_stream.1"]) == (2, 1)
@@ -102,5 +102,5 @@ class StandInState:
 def call(op, state, rows: list[dict]) -> tuple[dict, list[str]]:
     out = next(op((0,), iter([pd.DataFrame(rows)]), state))
     recs = list(out.itertuples(index=False))
-    metric = next(json.loads(p) for k, _, p in recs if k == "metric")
-    return metric, [p.decode() for k, _, p in recs if k == "warn"]
+    metric = next(read_record(k, p, dict) for k, _, p in recs if k == "metric")
+    return metric, [read_record(k, p, str) for k, _, p in recs if k == "warn"]

@@ -84,7 +84,8 @@ def test_parquet_output_and_to_arrow_have_one_typed_schema(tmp_path, iptv_log, c
     want = [[python_value(c) for c in cells] for _, cells in result.query_result().sorted_rows()]
     got = [[r["Channel"], r["CurrentUsers"], r["AverageDuration"]] for r in written.to_pylist()]
     assert got == want and got and got[0][0].startswith(NS)
-    assert result.to_arrow().schema.field("CurrentUsers").type == pa.string()  # the default: N-Triples
+    assert result.to_arrow().schema.field("CurrentUsers").type == pa.int64()  # the default: typed
+    assert result.to_arrow(terms="ntriples").schema.field("CurrentUsers").type == pa.string()
 
 
 def test_a_column_of_mixed_terms_keeps_the_ntriples_form(tmp_path):
@@ -114,7 +115,7 @@ def test_spark_apply_of_uc2_sums_to_the_oracles_figures(spark, iptv_log):
 
     events = list(read_stream(iptv_log))
     df = spark.createDataFrame(events, "ts long, s string, p string, o string")
-    out = tefq.spark.apply(usecase("uc2"), df, terms="typed")
+    out = tefq.spark.apply(usecase("uc2"), df)  # typed by default: a long column to sum
     assert dict(out.dtypes) == {"tick": "timestamp", "Channel": "string", "CurrentUsers": "bigint",
                                 "AverageDuration": "double"}
     out.createOrReplaceTempView("uc2_typed")

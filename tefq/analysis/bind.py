@@ -3,7 +3,7 @@ variables, names, fact dependencies, pattern classification (spec §4.2), durati
 static SPARQL text of windowed queries."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 from tefq.analysis.durations import parse_duration
@@ -18,6 +18,10 @@ from tefq.terms import PREDECLARED_PREFIXES, XSD_DATETIME, XSD_DURATION, iri as 
 # SPARQL text of a windowed query (rdflib has no `timestamp` built-in); engines register it.
 TIMESTAMP_FUNCTION = "urn:tefq:fn:timestamp"
 
+# The paper's queries use `:` without declaring it (spec §1, §9): they bind with `:` in this
+# namespace and run once `--prefix :=IRI` (or a PREFIX) maps it (Document.unmapped says where).
+UNMAPPED_NAMESPACE = "urn:tefq:unmapped-prefix:"
+
 # RSP-QL's REGISTER forms and the R2S operator each one names.
 RSPQL_R2S = {"RSTREAM": "rstream", "ISTREAM": "istream", "DSTREAM": "dstream"}
 
@@ -26,6 +30,7 @@ RSPQL_R2S = {"RSTREAM": "rstream", "ISTREAM": "istream", "DSTREAM": "dstream"}
 class _Where:
     file: str
     source: str
+    unmapped: list[Span] = field(default_factory=list)  # where `:` was used without a declaration
 
     def err(self, message: str, span: Span) -> TefqError:
         return TefqError(message, self.file, span.line, span.column).located(self.file, self.source)
@@ -58,6 +63,9 @@ class _Scope:
     def iri(self, node: ast.Iri) -> str:
         if isinstance(node, ast.IriRef):
             return self._abs(node.iri, self.base)
+        if node.prefix == "" and "" not in self.prefixes:  # the paper's `:`: an error only when run
+            self.where.unmapped.append(node.span)
+            return UNMAPPED_NAMESPACE + node.local
         if node.prefix not in self.prefixes:
             shown = node.prefix + ":"
             raise self.where.err(f"undeclared prefix '{shown}' (declare it with PREFIX {shown} <...>"
@@ -370,6 +378,7 @@ class _Binder:
                 raise self.err(f"two aggregates bind ?{alias}", a.span)
             aggregates.append(L.Aggregate(a.func, scope.expr(a.arg) if a.arg is not None else None, a.distinct, alias))
         known = set(group_names) | {x.alias for x in aggregates}
+        having = tuple(self._having(scope, e, group_names, aggregates) for e in b.having)
         projections: list[L.Projection] = []
         for item in q.select:
             for v in _expr_vars(item.expr):
@@ -389,7 +398,16 @@ class _Binder:
         if not projections:
             raise self.err("SELECT names no output", q.span)
         return L.AggregateQuery(name, tuple(projections), tuple(L.Var(n) for n in group_names), tuple(aggregates),
-                                tuple(where), tuple(filters), while_, every_ms, q.span)
+                                tuple(where), tuple(filters), while_, every_ms, q.span, having)
+
+    def _having(self, scope: _Scope, e: ast.Expr, group_names: list[str], aggregates: list[L.Aggregate]) -> L.Expr:
+        """One HAVING constraint (spec §4): over group variables and aggregate results only."""
+        aliases = [a.alias for a in aggregates]
+        for v in _expr_vars(e):
+            if v.name not in group_names and v.name not in aliases:
+                raise self.err(f"?{v.name} in HAVING is neither a group variable ({_pretty(group_names) or 'none'})"
+                               f" nor an aggregate ({_pretty(aliases)}): HAVING sees each group's values", v.span)
+        return scope.expr(e)
 
     def duration(self, scope: _Scope, d: ast.Duration, what: str) -> int:
         if d.datatype is not None:
@@ -456,7 +474,7 @@ class _Binder:
     def _check_window_patterns(self, scope: _Scope, q: ast.WindowedQuery) -> None:
         """RSP-QL: every `WINDOW <w> { ... }` names a declared window, and every declared window is
         read by one (tefq evaluates the merge of the windows: a window no pattern names would
-        otherwise change the answers; docs/language.md)."""
+        otherwise change the answers; docs/front-end.md)."""
         declared: dict[str, ast.StreamClause] = {}
         for s in q.streams:
             if s.name is not None:
@@ -487,6 +505,8 @@ class _Binder:
         if scope.base:
             head.append(f"BASE <{scope.base}>")
         head += [f"PREFIX {p}: <{ns}>" for p, ns in scope.prefixes.items()]
+        if self.where.unmapped and "" not in scope.prefixes:
+            head.append(f"PREFIX : <{UNMAPPED_NAMESPACE}>")
         edits = [(s.start, s.end, "") for s in q.streams]
         edits += [(w.start, w.end, "") for w in q.window_patterns]  # RSP-QL: `WINDOW <w> {P}` -> `{P}`
         edits += [(a, b, f"<{TIMESTAMP_FUNCTION}>") for a, b in q.timestamp_calls]
@@ -548,7 +568,18 @@ class _Binder:
                 queries.append(self.bind_aggregate(name, q))
             else:
                 queries.append(self.bind_windowed(name, q, extra_prefixes))
-        return L.Document(self.where.file, self.base, tuple(self.root.prefixes.items()), facts, tuple(queries))
+        prefixes = dict(self.root.prefixes)
+        if self.where.unmapped:
+            prefixes.setdefault("", UNMAPPED_NAMESPACE)  # explain shows `:join`, as written
+        return L.Document(self.where.file, self.base, tuple(prefixes.items()), facts, tuple(queries),
+                          self._unmapped())
+
+    def _unmapped(self) -> TefqError | None:
+        """The error a run of this document raises when it used `:` undeclared (at its first use)."""
+        if not self.where.unmapped:
+            return None
+        return self.where.err("the prefix ':' is not declared: add PREFIX : <IRI> to the document or run it "
+                              "with --prefix :=IRI (e.g. --prefix :=http://example.org/iptv#)", self.where.unmapped[0])
 
 
 def bind(ast_doc: ast.Document, filename: str, source: str, extra_prefixes: dict[str, str] | None = None,

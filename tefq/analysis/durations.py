@@ -6,6 +6,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from tefq.errors import TefqError, warn
+from tefq.vocabulary import MAX_DURATION_MS
 
 _UNIT_MS = {"ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _SHORT = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|sec|s|min|m|h|d)$", re.I)
@@ -28,8 +29,17 @@ def _ms(amount: str, unit_ms: int, text: str, where: tuple[str | None, int, int]
 
 
 def parse_duration(text: str, file: str | None = None, line: int = 0, column: int = 0) -> int:
-    """Milliseconds in `text`; a bad duration is a TefqError located at (file, line, column)."""
-    where = (file, line, column)
+    """Milliseconds in `text`; a bad duration (or one longer than `MAX_DURATION_MS`) is a TefqError
+    located at (file, line, column)."""
+    ms = _parse(text, (file, line, column))
+    if ms > MAX_DURATION_MS:
+        raise TefqError(f"duration '{text.strip()}' is longer than tefq's longest, 2^60 ms (about 36 million years): "
+                        "ticks and windows would leave the 64-bit time range", file, line, column)
+    return ms
+
+
+def _parse(text: str, where: tuple[str | None, int, int]) -> int:
+    file, line, column = where
     t = text.strip()
     if t == "0":
         return 0
@@ -69,7 +79,7 @@ def duration_ms(value: int | str | None, option: str) -> int:
     if isinstance(value, int):
         if value < 0:
             raise TefqError(f"{option}: a duration cannot be negative, got {value}", file=option)
-        return value
+        value = str(value) + "ms"  # checked as any other duration
     try:
         return parse_duration(value)
     except TefqError as e:  # located at the option, not at a query position

@@ -6,9 +6,10 @@ import json
 import re
 import sys
 
+from tefq import progress
 from tefq.errors import TefqError
 from tefq.iptv.model import NS as IPTV_NS
-from tefq.run import QueryFile, bind, prefix_mappings, read_background
+from tefq.service import QueryFile, bind, prefix_mappings, read_background
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
 _UNITS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
@@ -82,16 +83,26 @@ def handler(args: argparse.Namespace) -> int:
         from tefq.simulate.csparql import csparql_path
 
         csparql = args.baseline_query or csparql_path(args.usecase)
-    ms = compare(doc, elements, windows, approaches, args.repeat, None if background is None else background.triples, args.t0,
-                 args.check_oracle, None if args.quiet else say_progress, engine=args.engine, stream_paths=paths,
-                 csparql=csparql)
+    runs = len(windows) * len(set(approaches) | {"tef"})
+    with progress.showing(not args.quiet), progress.bar("tefq compare: runs", runs) as shown:
+        ms = compare(doc, elements, windows, approaches, args.repeat, None if background is None else background.triples,
+                     args.t0, args.check_oracle, StepShown(shown), engine=args.engine, stream_paths=paths,
+                     csparql=csparql)
     return report(ms, args, len(elements))
 
 
-def say_progress(m) -> None:
-    r = m.row()
-    print(f"tefq compare: {m.approach} {m.window_s:g} s: {m.intermediate_bindings} bindings, "
-          f"{r['events_per_s']:.0f} events/s{'' if m.agrees else ', ROWS DIFFER'}", file=sys.stderr)
+class StepShown:
+    """Each approach's run as a step of the bar (a terminal only: the table that follows has every
+    figure, so no line is printed twice); rows that differ are said at once."""
+
+    def __init__(self, shown: progress.Bar) -> None:
+        self.shown, self.done = shown, 0
+
+    def __call__(self, m) -> None:
+        self.done += 1
+        self.shown.advance(self.done, f"{m.approach} {m.window_s:g} s done")
+        if not m.agrees:
+            self.shown.say(f"tefq compare: {m.approach} {m.window_s:g} s: ROWS DIFFER ({m.note})")
 
 
 def report(ms: list, args: argparse.Namespace, events: int) -> int:

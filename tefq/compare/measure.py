@@ -17,7 +17,7 @@ from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.oracle import run as oracle_run
 from tefq.results import RunResult
-from tefq.run import RunRequest, SparkOptions, execute
+from tefq.service import RunRequest, SparkOptions, execute
 from tefq.simulate import STRATEGIES, run, run_native
 from tefq.vocabulary import Element
 

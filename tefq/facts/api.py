@@ -16,14 +16,15 @@ from tefq.errors import TefqError
 from tefq.facts.table import FactRows, event_elements, fact_table, facts_frame
 
 if TYPE_CHECKING:
-    from tefq.run import DocumentSource
+    from tefq.results import RunResult
+    from tefq.service import DocumentSource
 
 FACT_ENGINES = ("oracle", "spark", "auto")
 
 
 def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
-    """`--engine auto`: the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
-    from tefq.run import AUTO_ORACLE_EVENTS, STDIN, estimated_events
+    """`--engine auto`: the oracle below `tefq.service.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
+    from tefq.service import AUTO_ORACLE_EVENTS, STDIN, estimated_events
 
     if engine != "auto":
         return engine
@@ -36,10 +37,10 @@ def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
 
 
 def fact_engine(engine: str, events: Any) -> str:
-    """`engine`, or for "auto" the oracle below `tefq.run.AUTO_ORACLE_EVENTS` events, else Spark
+    """`engine`, or for "auto" the oracle below `tefq.service.AUTO_ORACLE_EVENTS` events, else Spark
     (as `tefq facts --engine auto` and `Query.run` pick)."""
     from tefq.io.run_inputs import is_paths
-    from tefq.run import AUTO_ORACLE_EVENTS, stream_paths
+    from tefq.service import AUTO_ORACLE_EVENTS, stream_paths
 
     if engine not in FACT_ENGINES:
         raise TefqError(f"unknown engine {engine!r}: expected {', '.join(FACT_ENGINES)}", file="engine")
@@ -59,7 +60,7 @@ def spark_inputs(events: Any) -> Iterator[list[str]]:
     from tefq.io.readers import read_table
     from tefq.io.staging import write_parquet
     from tefq.io.run_inputs import EVENTS, events_table, is_paths
-    from tefq.run import stream_paths
+    from tefq.service import stream_paths
 
     if is_paths(events):
         yield stream_paths(events)
@@ -79,7 +80,7 @@ def facts_of(query: "DocumentSource", events: Any, background: Any = None, *, en
              master: str | None = None) -> FactRows:
     """The fact table of spec §12 of `query`'s document over `events`, on `engine` (oracle, spark,
     auto); `master`: the Spark master (default: TEFQ_SPARK_MASTER or local[*])."""
-    from tefq.run import bind, read_background
+    from tefq.service import bind, read_background
 
     bg = read_background(background)
     doc = bind(query, bg)
@@ -91,4 +92,22 @@ def facts_of(query: "DocumentSource", events: Any, background: Any = None, *, en
         return spark_fact_table(doc, paths, bg, master=master)[0]
 
 
-__all__ = ["FACT_ENGINES", "event_elements", "chosen_engine", "fact_engine", "spark_inputs", "facts_of", "facts_frame"]
+def as_of(query: "DocumentSource", events: Any, instants: list[int], background: Any = None, *,
+          engine: str = "oracle", master: str | None = None) -> "RunResult":
+    """The rows of `query`'s aggregate queries as of `instants` over `events` (spec §12, as `tefq
+    run --at`), their facts from `engine` (oracle, spark, auto), each column's kind as planned."""
+    from tefq.facts.as_of import as_of_spark, as_of_stream
+    from tefq.service import bind, plan_kinds, read_background
+
+    bg = read_background(background)
+    doc = bind(query, bg)
+    if fact_engine(engine, events) == "oracle":
+        run = as_of_stream(doc, event_elements(events), instants, bg)
+    else:
+        with spark_inputs(events) as paths:
+            run = as_of_spark(doc, paths, instants, bg, master=master, progress=False)
+    plan_kinds(run, doc)
+    return run
+
+
+__all__ = ["FACT_ENGINES", "as_of", "event_elements", "chosen_engine", "fact_engine", "spark_inputs", "facts_of", "facts_frame"]

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from tefq.errors import TefqError
 from tefq.facts.reader import read_fact_store
 from tefq.io.timestamps import parse_ts
+from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.oracle import prepare
 from tefq.oracle.facts import (INF, FactStore, FactTable, TripleIndex, background_index, build_store, event_times,
                                store_metrics)
@@ -29,6 +30,8 @@ def parse_instants(text: str, option: str = "--at") -> list[int]:
             out.append(parse_ts(part))
         except ValueError as e:
             raise TefqError(f"{option}: {e}", option) from None
+        if not TS_MIN <= out[-1] <= TS_MAX:
+            raise TefqError(f"{option}: {part.strip()} is {RANGE_HINT}", option)
     return out
 
 

@@ -8,10 +8,17 @@ import argparse
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tefq.errors import TefqError
 from tefq.facts.api import chosen_engine
+from tefq.facts.plot import MAX_ROWS, SCREEN_ROWS
 from tefq.facts.writer import FACT_FORMATS
+from tefq.io.atomic import check_writable
+from tefq.io.result_writers import is_directory_target
+
+if TYPE_CHECKING:
+    from tefq.service import Output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,10 +34,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--facts", metavar="FILE", help="a stored fact table (.parquet, .tsv, .jsonl) to plot or convert")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
     p.add_argument("--out", metavar="FILE|DIR/", help="output file, or a directory for one file per fact (default: stdout)")
-    p.add_argument("--format", choices=FACT_FORMATS, help="table format (default: from --out's extension, else csv)")
+    p.add_argument("--format", choices=FACT_FORMATS,
+                   help="table format (default: the one --out's extension names; on a terminal a text table with "
+                        "ISO-8601 times, else csv)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline: a row per identity, a bar per interval")
-    p.add_argument("--where", action="append", metavar="var=<iri>",
-                   help="keep the facts whose identity binds ?var to this term (repeatable; table and plot)")
+    p.add_argument("--where", action="append", metavar="var=TERM",
+                   help="keep the facts whose identity binds ?var to this term: <iri>, a prefixed name of the "
+                        "document (channel=:ch42) or a literal (repeatable; table and plot)")
+    p.add_argument("--limit", type=int, default=SCREEN_ROWS, metavar="N",
+                   help=f"--plot: the first N identities to start (default {SCREEN_ROWS}, a screen's worth; "
+                        f"at most {MAX_ROWS})")
     add_engine_options(p)
     p.add_argument("--follow", action="store_true",
                    help="keep watching the --stream directories (or Redis streams) on Spark until SIGINT/SIGTERM: "
@@ -48,7 +61,7 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
 
 
 def _document(args: argparse.Namespace):
-    from tefq.run import QueryFile, bind, prefix_mappings, read_background
+    from tefq.service import QueryFile, bind, prefix_mappings, read_background
 
     background = read_background(args.background)
     return bind(QueryFile(args.query, prefix_mappings(args.prefix)), background), background
@@ -68,13 +81,14 @@ def cmd_facts(args: argparse.Namespace) -> int:
     from tefq.plotting import require_matplotlib
 
     started = time.perf_counter()
-    fmt = format_of(args.format, args.out)
-    where = parse_where(args.where)
+    fmt = format_of(args.format, args.out, follow=args.follow)
+    check_writable(args.out, "--out", is_directory_target(args.out))
+    doc, background = _document(args)
+    where = parse_where(args.where, dict(doc.prefixes))  # `channel=:ch42`: the document's prefixes
     if args.follow:
-        return follow_facts(args, fmt, where, started)
+        return follow_facts(args, fmt, where, started, doc, background)
     if args.plot:
         require_matplotlib()
-    doc, background = _document(args)
     engine = "stored table"
     if args.facts:
         table = store_rows(doc, read_fact_store(args.facts, doc))
@@ -83,7 +97,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     if where:
         table = keep(table, where)
     write_facts(table, fmt, args.out)
-    shown = plot_timeline(table, args.plot, title=os.path.basename(args.query)) if args.plot else 0
+    shown = plot_timeline(table, args.plot, os.path.basename(args.query), args.limit) if args.plot else 0
     if not args.quiet:
         open_ = sum(1 for r in table.rows if r.end is None)
         plot = f", timeline of {shown} identities in {args.plot}" if args.plot else ""
@@ -105,10 +119,11 @@ def _stream_table(args: argparse.Namespace, doc, background):
                             progress=not args.quiet)
 
 
-def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float) -> int:
+def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float, doc,
+                 background) -> int:
     """`tefq facts ... --stream PATH --follow`: the live fact table (`tefq.facts.live`), on Spark."""
     from tefq.facts.live import LiveFactWriter, follow_fact_table, open_snapshot_path
-    from tefq.run import STDIN
+    from tefq.service import STDIN
 
     if args.facts:
         raise TefqError("--follow watches --stream inputs: a stored fact table (--facts) does not grow", "--follow")
@@ -120,7 +135,8 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     if STDIN in args.stream:
         raise TefqError("--follow watches stream directories and Redis streams as they grow: --stream - is for "
                         "bounded runs", "--follow")
-    doc, background = _document(args)
+    if args.out is not None:
+        check_writable(open_snapshot_path(args.out), "--out")
     writer = LiveFactWriter(doc, fmt, args.out, where)
     metrics = follow_fact_table(doc, args.stream, background, writer, master=args.master, progress=not args.quiet)
     if not args.quiet:
@@ -131,18 +147,23 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     return 0
 
 
-def run_as_of(args: argparse.Namespace) -> int:
+def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
     """`tefq run FILE.tef (--stream PATH | --facts FILE) --at T[,T...]`: the aggregate queries at
     the given instants, from the stream (its facts from the engine `engine` names: Spark's fact
-    table, or the oracle's replay) or from a stored fact table (spec §12). Reads `query`, `prefix`,
-    `background`, `stream`, `facts`, `at`, `out`, `format`, `metrics`, `quiet`, and if present
-    `engine` (default oracle) and `master`."""
+    table, or the oracle's replay) or from a stored fact table (spec §12), written to `output`.
+    Reads `query`, `prefix`, `background`, `stream`, `facts`, `at`, `quiet`, and if present
+    `engine` (default oracle) and `master` (and without `output`, `format`, `out` and `metrics`)."""
     from tefq.facts.as_of import as_of_facts, as_of_spark, as_of_stream, parse_instants
     from tefq.io.result_writers import write_metrics, write_results
+    from tefq.service import Output, plan_kinds
 
     if args.at is None:
         raise TefqError("--facts FILE runs the queries as of given instants: add --at T[,T...]", "--facts")
     instants = parse_instants(args.at)
+    if output is None:
+        output = Output.chosen(getattr(args, "format", None), args.out, "tefq run", metrics=getattr(args, "metrics", None))
+    check_writable(output.out, "--out", is_directory_target(output.out))
+    check_writable(output.metrics, "--metrics")
     if getattr(args, "follow", False):
         raise TefqError("--at reports given instants of a bounded input: it does not follow a stream", "--follow")
     if bool(args.facts) == bool(args.stream):
@@ -157,9 +178,9 @@ def run_as_of(args: argparse.Namespace) -> int:
                               progress=not getattr(args, "quiet", False))
         else:
             run = as_of_stream(doc, _elements(paths), instants, background)
-    write_results(run.results, args.format or "csv", args.out)
-    if getattr(args, "metrics", None):
-        write_metrics(run.metrics, args.metrics)
+    plan_kinds(run, doc)  # typed Parquet/Arrow columns as the plan gives them
+    write_results(run.results, output.format, output.out, output.tick_format, output.terms)
+    write_metrics(run.metrics, output.metrics)
     if not getattr(args, "quiet", False):
         m = run.metrics
         engine = m.extra.get("engine", "oracle")

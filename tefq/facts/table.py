@@ -19,6 +19,7 @@ from tefq.results import Cell, order_key, python_value
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pandas as pd
 
 
@@ -42,7 +43,23 @@ class FactRows:
     rows: list[FactRow] = field(default_factory=list)
 
     def to_pandas(self) -> "pd.DataFrame":
+        """`fact`, identity columns (Python values), `start` and `end` as datetime64[ms, UTC]
+        (`end` NaT while open)."""
         return facts_frame(self)
+
+    def to_arrow(self) -> "pa.Table":
+        """As `tefq facts --format parquet`: identity terms as N-Triples strings, `start`/`end`
+        timestamp[ms, UTC] (null while open)."""
+        return arrow_facts(self)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        facts = ", ".join(dict.fromkeys(r.fact for r in self.rows)) or "no fact"
+        still = sum(1 for r in self.rows if r.end is None)
+        return (f"<tefq FactRows: {len(self.rows):,} intervals of {facts} ({still:,} open); "
+                f"identity columns {', '.join(self.columns)}>")
 
     def by_fact(self) -> dict[str, "FactRows"]:
         """One table per fact (for `--out DIR`), each with its own identity columns."""
@@ -88,21 +105,37 @@ def event_elements(events: Any) -> list[Element]:
     """Stream paths or in-memory events as elements; bad rows are TefqErrors naming them."""
     from tefq.io.readers import read_stream, read_table
     from tefq.io.run_inputs import events_table, is_paths
-    from tefq.run import stream_paths
+    from tefq.service import stream_paths
 
     if is_paths(events):
         return [e for path in stream_paths(events) for e in read_stream(path)]
     return list(read_table(events_table(events), "events"))
 
 
-__all__ = ["FactRow", "FactRows", "fact_label", "store_rows", "event_elements", "fact_store", "fact_table"]
+__all__ = ["FactRow", "FactRows", "fact_label", "store_rows", "event_elements", "fact_store", "fact_table", "arrow_facts",
+           "facts_frame"]
+
+
+def arrow_facts(table: FactRows) -> "pa.Table":
+    """The table as Arrow: identity terms as N-Triples strings, `start`/`end` timestamp[ms, UTC]."""
+    import pyarrow as pa
+
+    stamp = pa.timestamp("ms", tz="UTC")
+    arrays = [pa.array([r.fact for r in table.rows], type=pa.string())]
+    arrays += [pa.array([r.cell(c) for r in table.rows], type=pa.string()) for c in table.columns]
+    arrays += [pa.array([r.start for r in table.rows], type=pa.int64()).cast(stamp),
+               pa.array([r.end for r in table.rows], type=pa.int64()).cast(stamp)]
+    return pa.Table.from_arrays(arrays, names=["fact", *table.columns, "start", "end"])
 
 
 def facts_frame(table: FactRows) -> "pd.DataFrame":
-    """`fact`, identity columns (Python values, as `Result.to_pandas` gives cells), `start` and `end`
-    as nullable Int64 ms (`end` <NA> while open)."""
+    """`fact`, identity columns (Python values, as `python_value` gives cells), `start` and `end`
+    as datetime64[ms, UTC] (`end` NaT while open), the tick type of `Result.to_pandas`."""
     import pandas as pd
 
-    rows = [[r.fact, *(python_value(r.cell(c)) for c in table.columns), r.start, r.end] for r in table.rows]
-    frame = pd.DataFrame(rows, columns=["fact", *table.columns, "start", "end"], dtype=object)
-    return frame.astype({"start": "Int64", "end": "Int64"})  # nullable: an open end stays <NA>, ms stay exact
+    rows = [[r.fact, *(python_value(r.cell(c)) for c in table.columns)] for r in table.rows]
+    frame = pd.DataFrame(rows, columns=["fact", *table.columns], dtype=object)
+    for name in ("start", "end"):
+        ms = pd.array([getattr(r, name) for r in table.rows], dtype="Int64")  # exact ms, <NA> while open
+        frame[name] = pd.to_datetime(ms, unit="ms", utc=True).astype("datetime64[ms, UTC]")
+    return frame

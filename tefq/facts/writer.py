@@ -1,7 +1,9 @@
 """Fact tables as files (spec §12, docs/formats.md): CSV and TSV cells as SPARQL 1.1 results write
 them (`tefq.io.result_writers`), `start`/`end` as integer ms (`end` empty while open); JSON Lines
 one object per row (identity terms as SPARQL JSON terms); Parquet with the identity as N-Triples
-strings and `start`/`end` as UTC timestamps. Files appear whole or not at all."""
+strings and `start`/`end` as UTC timestamps; `text`, the table a terminal shows, with ISO-8601
+times. Files appear whole or not at all. The format follows --out's extension
+(tefq.io.output_format), as for every other command."""
 from __future__ import annotations
 
 import csv
@@ -16,38 +18,43 @@ from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.atomic import atomic_open, atomic_path
 from tefq.io.paths import path_in
-from tefq.io.result_writers import csv_cell, is_directory_target, json_cell, tsv_cell
+from tefq.io.result_writers import csv_cell, is_directory_target, json_cell, tsv_cell, write_text_table
+from tefq.io.timestamps import format_iso_ms
+from tefq.facts.table import arrow_facts
 from tefq.results import Cell
 
 if TYPE_CHECKING:
     from tefq.facts.table import FactRows
 
-FACT_FORMATS = ("csv", "tsv", "jsonl", "parquet")
+FACT_FORMATS = ("csv", "tsv", "jsonl", "parquet", "text")
+EXTENSIONS = {"text": "txt"}  # file extension per format where it is not the format's name
 
 
-def format_of(fmt: str | None, out: str | None) -> str:
-    """The format asked for, else the one the output's extension names, else CSV."""
-    if fmt is None and out and not is_directory_target(out):
-        ext = os.path.splitext(out)[1].lstrip(".").lower()
-        fmt = ext if ext in FACT_FORMATS else None
-    fmt = (fmt or "csv").lower()
-    if fmt not in FACT_FORMATS:
-        raise TefqError(f"unknown fact table format {fmt!r}: expected one of {', '.join(FACT_FORMATS)}", "--format")
-    return fmt
+def format_of(fmt: str | None, out: str | None, follow: bool = False) -> str:
+    """The format of `tefq facts`'s output (tefq.io.output_format: --out's extension, else
+    --format, else a text table on a terminal and CSV elsewhere; --follow appends, so CSV)."""
+    from tefq.io.output_format import chosen_format
+
+    return chosen_format(fmt, out, FACT_FORMATS, "tefq facts", terminal="csv" if follow else "text")
 
 
 def _ms(ms: int | None) -> Cell:
     return None if ms is None else terms.literal(str(ms), terms.XSD_INTEGER)
 
 
+def _iso(ms: int | None) -> Cell:
+    return None if ms is None else terms.literal(format_iso_ms(ms), terms.XSD_DATETIME)
+
+
 def header(table: FactRows) -> list[str]:
     return ["fact", *table.columns, "start", "end"]
 
 
-def term_rows(table: FactRows) -> Iterator[list[Cell]]:
-    """Each row as terms: the fact's label as a string literal, identity terms, ms as integers."""
+def term_rows(table: FactRows, time=_ms) -> Iterator[list[Cell]]:
+    """Each row as terms: the fact's label as a string literal, identity terms, times as `time`
+    makes them (integer ms, or `_iso`'s xsd:dateTime)."""
     for r in table.rows:
-        yield [terms.literal(r.fact), *(r.cell(c) for c in table.columns), _ms(r.start), _ms(r.end)]
+        yield [terms.literal(r.fact), *(r.cell(c) for c in table.columns), time(r.start), time(r.end)]
 
 
 def _write_text(out: IO[str], table: FactRows, fmt: str, with_header: bool = True) -> None:
@@ -62,6 +69,8 @@ def _write_text(out: IO[str], table: FactRows, fmt: str, with_header: bool = Tru
         if with_header:
             out.write("\t".join("?" + n for n in header(table)) + "\n")
         out.writelines("\t".join(tsv_cell(c) for c in row) + "\n" for row in term_rows(table))
+    elif fmt == "text":
+        write_text_table(out, header(table), term_rows(table, _iso))
     else:
         for r in table.rows:
             obj = {"fact": r.fact, **{v: json_cell(t) for v, t in r.identity}, "start": r.start, "end": r.end}
@@ -73,17 +82,6 @@ def fact_text(table: FactRows, fmt: str, with_header: bool = True) -> str:
     buf = io.StringIO(newline="")
     _write_text(buf, table, fmt, with_header)
     return buf.getvalue()
-
-
-def arrow_facts(table: FactRows):  # -> pa.Table
-    import pyarrow as pa
-
-    stamp = pa.timestamp("ms", tz="UTC")
-    arrays = [pa.array([r.fact for r in table.rows], type=pa.string())]
-    arrays += [pa.array([r.cell(c) for r in table.rows], type=pa.string()) for c in table.columns]
-    arrays += [pa.array([r.start for r in table.rows], type=pa.int64()).cast(stamp),
-               pa.array([r.end for r in table.rows], type=pa.int64()).cast(stamp)]
-    return pa.Table.from_arrays(arrays, names=header(table))
 
 
 def _write_one(path: str | None, table: FactRows, fmt: str) -> None:
@@ -115,10 +113,10 @@ def write_facts(table: FactRows, fmt: str = "csv", out: str | None = None) -> li
         raise TefqError(f"cannot create the output directory: {e.strerror or e}", out) from None
     written = []
     for name, part in table.by_fact().items():
-        path = path_in(out, name, fmt)
+        path = path_in(out, name, EXTENSIONS.get(fmt, fmt))
         _write_one(path, part, fmt)
         written.append(path)
     return written
 
 
-__all__ = ["FACT_FORMATS", "format_of", "header", "term_rows", "fact_text", "arrow_facts", "write_facts"]
+__all__ = ["FACT_FORMATS", "format_of", "header", "term_rows", "fact_text", "write_facts"]

@@ -10,7 +10,7 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRow, BadRowLog
 from tefq.io.ntriples import TermError, check_position, scan_term
 from tefq.io.timestamps import literal_ms
-from tefq.io.validate import TS_MAX, TS_MIN, Fault, term_fault
+from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN, Fault, term_fault
 from tefq.vocabulary import Element
 
 
@@ -65,7 +65,7 @@ def time_literal(term: str, offset: int) -> int:
     except ValueError as e:
         raise Fault("bad-timestamp", offset, str(e)) from None
     if not TS_MIN <= ts <= TS_MAX:
-        raise Fault("timestamp-range", offset, f"timestamp {term} does not fit in 64 bits of milliseconds")
+        raise Fault("timestamp-range", offset, f"timestamp {term} is {RANGE_HINT}")
     return ts
 
 

@@ -21,7 +21,7 @@ from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
 from tefq.io.elements import TIME_PREDICATES, parse_statement, time_literal, timestamp_graphs  # noqa: F401
 from tefq.io.ntriples import TermError, check_position, normalise_term
 from tefq.io.sniff import HEAD_BYTES, refuse_binary
-from tefq.io.validate import (HEADER, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
+from tefq.io.validate import (HEADER, RANGE_HINT, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
                               element_of_line, header_order, split_csv)
 from tefq.vocabulary import Element
 
@@ -377,7 +377,7 @@ def batch_elements(batch: "pa.RecordBatch", row0: int, path: str, log: BadRowLog
         lists.append(col.to_pylist())
         if col.null_count:
             bad.update(pc.indices_nonzero(pc.is_null(col)).to_pylist())
-    beyond = set(_beyond_int64(cols["ts"])) - bad
+    beyond = set(ts_out_of_range(cols["ts"])) - bad
     for i in sorted(bad | beyond):  # report in row order
         c = next((c for j, c in enumerate(HEADER) if lists[j][i] is None), "ts")
         fault = _ts_range(row0 + i + 1, lists[0][i]) if i in beyond else _null_cell(row0 + i + 1, c)
@@ -457,19 +457,21 @@ def parquet_row_fault(ts: int | None, s: str | None, p: str | None, o: str | Non
     return None
 
 
-def _beyond_int64(ts: "pa.Array") -> list[int]:
-    """Rows of an unsigned 64-bit ts column beyond a signed 64-bit count of ms (uint64 >= 2^63)."""
+def ts_out_of_range(ts: "pa.Array") -> list[int]:
+    """Rows of an integer ts column outside tefq's time range (`validate.TS_MIN`..`TS_MAX`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not (pa.types.is_unsigned_integer(ts.type) and ts.type.bit_width == 64):
+    if not pa.types.is_integer(ts.type):
         return []
-    return pc.indices_nonzero(pc.fill_null(pc.greater(ts, pa.scalar(TS_MAX, pa.uint64())), False)).to_pylist()
+    low = pc.less(ts, pa.scalar(TS_MIN, pa.int64())) if pa.types.is_signed_integer(ts.type) else None
+    beyond = pc.greater(ts, pa.scalar(TS_MAX, pa.uint64() if pa.types.is_unsigned_integer(ts.type) else pa.int64()))
+    out = beyond if low is None else pc.or_(low, beyond)
+    return pc.indices_nonzero(pc.fill_null(out, False)).to_pylist()
 
 
 def _ts_range(row: int, ts: int) -> Fault:
-    return Fault("timestamp-range", 0, (f"row {row}, " if row else "") +
-                 f"column ts: timestamp {ts} does not fit in 64 bits of milliseconds")
+    return Fault("timestamp-range", 0, (f"row {row}, " if row else "") + f"column ts: timestamp {ts} is {RANGE_HINT}")
 
 
 def _null_cell(row: int, column: str) -> Fault:

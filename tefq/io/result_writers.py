@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import IO, TYPE_CHECKING
 
-from tefq import terms
+from tefq import progress, terms
 from tefq.errors import TefqError
 from tefq.io.atomic import atomic_open, atomic_path
+from tefq.io.output_format import BINARY_FORMATS
 from tefq.io.paths import path_in
 from tefq.io.records import append_records
 from tefq.io.timestamps import format_iso_ms
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 FORMATS = ("csv", "tsv", "json", "jsonl", "xml", "text", "parquet", "arrow")
-BINARY_FORMATS = ("parquet", "arrow")
 APPENDABLE_FORMATS = ("csv", "tsv", "jsonl")  # one header (or none) and then rows: --follow appends these
 TICK_FORMATS = ("ms", "iso")
 EXTENSIONS = {"text": "txt"}  # file extension per format where it is not the format's name
@@ -200,7 +200,7 @@ def _write_xml(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> Non
     out.write("  </results>\n</sparql>\n")
 
 
-def _write_text(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
+def write_text_table(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
     """An aligned table for people: cells as in CSV, numbers right-aligned, unbound empty."""
     body = [[csv_cell(c).translate(_SHOW_CONTROLS) for c in row] for row in rows]
     numeric = [all(_is_number(row[i]) for row in body if row[i]) for i in range(len(head))]
@@ -223,7 +223,7 @@ def _is_number(text: str) -> bool:
 
 
 _TABLE_WRITERS = {"csv": _write_csv, "tsv": _write_tsv, "json": _write_sparql_json, "xml": _write_xml,
-                  "text": _write_text}
+                  "text": write_text_table}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,7 +338,7 @@ def _write_one(out: IO[str], results: list[QueryResult], fmt: str, tick_format: 
         _write_jsonl(out, results, tick_format)
         return
     head, rows = table(results, tick_format)
-    _TABLE_WRITERS[fmt](out, head, rows)
+    _TABLE_WRITERS[fmt](out, head, progress.counted(rows, "writing rows", sum(len(r.rows) for r in results)))
 
 
 def is_directory_target(out: str | None) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tefq.errors import TefqError
@@ -106,13 +106,16 @@ class Stager:
     def relative(self, source: str) -> str:
         return os.path.relpath(source, self.path) if os.path.isdir(self.path) else os.path.basename(source)
 
-    def sync(self) -> int:
+    def sync(self, only: Container[str] | None = None) -> int:
         """Stage the files not staged yet, in name order; returns how many. A malformed file raises
-        the reader's TefqError (file, line, column) before Spark sees any of it."""
+        the reader's TefqError (file, line, column) before Spark sees any of it. `only`: the
+        absolute paths that may be staged now (--follow: those whose size was recorded first)."""
         if os.path.isdir(self.path) and not has_files(self.path):
             return 0
         staged = 0
         for source in stream_files(self.path):
+            if only is not None and os.path.abspath(source) not in only:
+                continue  # not recorded yet: staged at the next poll, once it is
             target = os.path.join(self.directory, self.relative(source).replace(os.sep, "__") + ".parquet")
             if not os.path.exists(target):
                 self.stage_file(source, target)
@@ -142,20 +145,22 @@ class Staging:
     paths: list[str]
     stagers: list[Stager]
 
-    def sync(self) -> int:
-        """Stage the files that arrived since (follow mode); returns how many."""
-        return sum(s.sync() for s in self.stagers)
+    def sync(self, only: Container[str] | None = None) -> int:
+        """Stage the files that arrived since (follow mode; `only` as `Stager.sync`); returns how many."""
+        return sum(s.sync(only) for s in self.stagers)
 
 
-def stage_streams(stream_paths: list[str], workdir: str, log: BadRowLog) -> Staging:
+def stage_streams(stream_paths: list[str], workdir: str, log: BadRowLog,
+                  only: Container[str] | None = None) -> Staging:
     """Text streams become staged Parquet directories under `workdir/staged` (`Stager`), checked
-    on the way, bad rows to the run's `log`; Parquet streams and Redis streams stay."""
+    on the way, bad rows to the run's `log`; Parquet streams and Redis streams stay. `only`: as
+    `Stager.sync`."""
     stagers, paths = [], []
     for p in stream_paths:
         if not is_redis_url(p) and is_staged(p):
             key = hashlib.sha1(os.path.abspath(p).encode("utf-8")).hexdigest()[:12]
             stager = Stager(p, os.path.join(workdir, "staged", key), log)
-            stager.sync()
+            stager.sync(only)
             stagers.append(stager)
             paths.append(stager.directory)
         else:

@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
 
 from tefq import terms
+from tefq.vocabulary import utc_lexical, utc_ms
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MS = timedelta(milliseconds=1)
 _INT = re.compile(r"[+-]?[0-9]+")
 # xsd:dateTime / ISO-8601 extended form; the fraction may have any number of digits.
 _ISO = re.compile(r"(-?\d{4,}-\d{2}-\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?")
@@ -17,31 +15,27 @@ _INTEGER_TYPES = {terms.XSD + t for t in (
 
 
 def parse_iso_ms(text: str) -> int:
-    """`2024-01-01T00:00:00.5Z` -> ms; no zone means UTC; sub-ms digits are truncated. ValueError."""
+    """`2024-01-01T00:00:00.5Z` -> ms; no zone means UTC; sub-ms digits are truncated; any year
+    (proleptic Gregorian). ValueError."""
     m = _ISO.fullmatch(text.strip())
     if not m:
         raise ValueError(f"not an ISO-8601 date-time: {text!r}")
     date, hh, mm, ss, frac, zone = m.groups()
-    hour = int(hh)
-    extra_day = hour == 24  # xsd:dateTime allows 24:00:00 = midnight of the next day
-    if extra_day:
-        if (mm, ss) != ("00", "00") or (frac and frac.strip("0")):
+    year, month, day = (int(x) for x in re.fullmatch(r"(-?\d+)-(\d+)-(\d+)", date).groups())
+    if int(hh) == 24 and frac and frac.strip("0"):
+        raise ValueError(f"hour 24 is only allowed as 24:00:00: {text!r}")
+    ms = utc_ms(year, month, day, int(hh), int(mm), int(ss))
+    if ms is None:
+        if int(hh) == 24:
             raise ValueError(f"hour 24 is only allowed as 24:00:00: {text!r}")
-        hour = 0
-    try:
-        dt = datetime.fromisoformat(f"{date}T{hour:02d}:{mm}:{ss}")
-    except ValueError as e:
-        raise ValueError(f"not a valid date-time: {text!r} ({e})") from None
-    if extra_day:
-        dt += timedelta(days=1)
-    offset = timedelta(0)
+        raise ValueError(f"not a valid date-time: {text!r}")
     if zone and zone != "Z":
         sign = -1 if zone[0] == "-" else 1
         digits = zone[1:].replace(":", "")
-        offset = sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-        if abs(offset) > timedelta(hours=14):
+        offset_min = int(digits[:2]) * 60 + int(digits[2:])
+        if offset_min > 14 * 60:
             raise ValueError(f"time zone offset out of range: {text!r}")
-    ms = (dt.replace(tzinfo=timezone.utc) - _EPOCH) // _MS - offset // _MS
+        ms -= sign * offset_min * 60_000
     if frac:
         ms += int((frac + "00")[:3])
     return ms
@@ -70,6 +64,5 @@ def literal_ms(term: str) -> int:
 
 
 def format_iso_ms(ms: int) -> str:
-    """ms -> `YYYY-MM-DDTHH:MM:SS.mmmZ` (exact: round-trips through parse_iso_ms)."""
-    dt = _EPOCH + timedelta(milliseconds=ms)
-    return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"  # %Y does not pad years < 1000
+    """ms -> `YYYY-MM-DDTHH:MM:SS.mmmZ`, any year (exact: round-trips through parse_iso_ms)."""
+    return utc_lexical(ms, fraction="ms")

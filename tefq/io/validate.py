@@ -15,12 +15,14 @@ from collections.abc import Sequence
 
 from tefq.io.ntriples import TermError, check_position, normalise_term
 from tefq.io.timestamps import parse_ts
+from tefq.vocabulary import TIME_MAX, TIME_MIN
 from tefq.vocabulary import Element
 
 
 HEADER = ("ts", "s", "p", "o")
 ROLES = ("ts", "s", "p", "o")
-TS_MIN, TS_MAX = -(1 << 63), (1 << 63) - 1  # a 64-bit count of ms (Spark's long)
+TS_MIN, TS_MAX = TIME_MIN, TIME_MAX  # the instants tefq computes with (tefq.vocabulary)
+RANGE_HINT = "outside tefq's time range (-2^61 to 2^61 - 1 ms, about 73 million years either side of 1970)"
 
 # Every kind of bad row, with what it means (docs/formats.md lists the same table).
 KINDS: dict[str, str] = {
@@ -31,7 +33,7 @@ KINDS: dict[str, str] = {
     "csv-quoting": "malformed CSV quoting (an unterminated quote, text after a closing quote)",
     "empty-cell": "an empty ts, s, p or o cell (a null column)",
     "bad-timestamp": "ts is neither integer milliseconds nor an ISO-8601 date-time",
-    "timestamp-range": "ts does not fit in a signed 64-bit count of milliseconds",
+    "timestamp-range": "ts lies outside tefq's time range, -2^61 to 2^61 - 1 ms (about 73 million years either side of 1970)",
     "bad-escape": "a backslash escape N-Triples does not define (\\q, \\u12)",
     "bad-term": "a cell or statement part that is not an N-Triples term",
     "term-position": "a literal as subject or graph name, or a predicate that is not an IRI",
@@ -155,7 +157,7 @@ def parse_timestamp(cell: str) -> int:
     except ValueError as e:
         raise Fault("bad-timestamp", 0, str(e), 0) from None
     if not TS_MIN <= ts <= TS_MAX:
-        raise Fault("timestamp-range", 0, f"timestamp {cell.strip()} does not fit in 64 bits of milliseconds", 0)
+        raise Fault("timestamp-range", 0, f"timestamp {cell.strip()} is {RANGE_HINT}", 0)
     return ts
 
 

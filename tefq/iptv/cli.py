@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from tefq.errors import TefqError
-from tefq.run import Output, QueryFile, RunRequest, execute
+from tefq.service import Output, QueryFile, RunRequest, execute
 
 DEFAULT_DATA = os.path.join("data", "iptv-default")
 USECASES = ("uc1", "uc2", "uc3")
@@ -49,9 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     u.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
                    help=f"IPTV data directory, generated with the defaults if absent (default {DEFAULT_DATA})")
     u.add_argument("--engine", choices=("spark", "oracle"), default="spark", help="the engine that runs the use-case")
-    u.add_argument("--format", choices=RESULT_FORMATS, default="csv", metavar="FMT",
-                   help=f"result format: {'|'.join(RESULT_FORMATS)}")
-    u.add_argument("--out", metavar="PATH", help="result file (default: standard output)")
+    u.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
+                   help=f"result format: {'|'.join(RESULT_FORMATS)} (default: the one --out's extension names; on a "
+                        "terminal a text table, else csv)")
+    u.add_argument("--out", metavar="PATH", help="result file, its format named by its extension (default: "
+                                                  "standard output)")
     u.add_argument("--metrics", metavar="PATH", help="write the run's metrics (JSON)")
     u.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     u.set_defaults(func=cmd_usecase)
@@ -98,16 +100,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def usecase_file(name: str) -> Path:
-    """The use-case document shipped inside the package (tefq/usecases/, package data), else
-    usecases/<name>.tef of the working directory."""
-    import tefq
+    """The use-case document shipped inside the package (tefq.simulate.usecases)."""
+    from tefq.simulate.usecases import usecase_path
 
-    for base in (Path(tefq.__file__).resolve().parent, Path.cwd()):
-        f = base / "usecases" / f"{name}.tef"
-        if f.is_file():
-            return f
-    raise TefqError(f"cannot find usecases/{name}.tef: the package was installed without its data "
-                    "(reinstall tefq)", file=name)
+    return Path(usecase_path(name))
 
 
 def ensure_default_data(data: str) -> None:
@@ -129,7 +125,7 @@ def usecase_request(args: argparse.Namespace) -> RunRequest:
     log and guide."""
     stream = args.data if args.name == "uc3" else os.path.join(args.data, "log")
     return RunRequest(QueryFile(str(usecase_file(args.name))), [stream], engine=args.engine, progress=not args.quiet,
-                      output=Output(args.format, args.out, metrics=args.metrics))
+                      output=Output.chosen(args.format, args.out, "tefq usecase", metrics=args.metrics))
 
 
 def cmd_usecase(args: argparse.Namespace) -> int:

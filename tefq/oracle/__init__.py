@@ -1,7 +1,7 @@
 """The reference oracle: the definition of every query of a document (spec §3-§8).
 
 `run_document(doc, elements, background, ...)` is the whole-document entry every front door uses
-(through tefq.run): the document's TEF aggregate queries (`run`, over the whole input sorted by
+(through tefq.service): the document's TEF aggregate queries (`run`, over the whole input sorted by
 (t, stream order)) and its windowed REGISTER queries (`tefq.oracle.windowed.run`, spec §8),
 results in document order, one set of metrics. Decisions the spec leaves open: docs/semantics.md
 (late data: "Lateness"; absurd time ranges: "Ticks").

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from tefq.errors import TefqError
+from tefq import progress
 from tefq.semantics.expressions import EvalError, aggregate, compile_expr, evaluate, filters_pass, to_double
 from tefq.oracle.facts import INF, Binding, FactStore, TripleIndex, coalesce, unify
 from tefq.semantics.values import DateTime, datetime_term, is_numeric, to_term, to_value
@@ -327,12 +328,14 @@ class QueryEvaluator:
         return result
 
     def group_row(self, key: tuple, sols: Iterable[Solution], tau: int) -> tuple | None:
-        """(order keys, SELECT cells) of one group at tau, or None if no solution survives the filters."""
+        """(order keys, SELECT cells) of one group at tau, or None if no solution survives the filters
+        or the group fails HAVING."""
         tau_dt = DateTime(tau)
         args = self._args
         per_sol = [a for a in [args(s, tau, tau_dt) for s in sols] if a is not None]
-        if not per_sol:
-            return None
+        if not per_sol:  # SPARQL: the implicit group is a row even over no solutions
+            empty = self._empty_implicit_row() if self.implicit_group() and self.q.while_ is None else None
+            return None if empty is None else (tuple(cell_key(c) for c in empty), empty)
         env: dict[str, Any] = {n: k for n, k in zip(self.group_names, key) if k is not None}
         if self.while_vars is not None:
             env.update(self._while_bindings(key, tau))
@@ -346,6 +349,8 @@ class QueryEvaluator:
                 env.pop(agg.alias, None)
             else:  # env strings are N-Triples terms: a string value goes in as its term
                 env[agg.alias] = to_term(value) if isinstance(value, str) else value
+        if self.q.having and not filters_pass(self.q.having, env):  # spec §4: HAVING drops the group
+            return None
         cells: list[str | None] = []
         keys: list[tuple] = []
         for p, fn in zip(self.q.select, self.select_fns):
@@ -393,6 +398,7 @@ class QueryEvaluator:
         change_ticks = sorted(changes)
         ci = 0
         k = k_first
+        shown = progress.start(f"{q.name}: ticks", k_last - k_first + 1)
         while k <= k_last:
             tau = t0 + k * d
             dirty = self._apply(changes.get(k, ()), groups, volatile, active, tau)
@@ -410,9 +416,10 @@ class QueryEvaluator:
                 rows.update(key, self.group_row(key, members.values(), tau) if members else None)
             if rows.ordered:
                 result.rows.extend([(tau, e[2]) for e in rows.ordered])
-            elif implicit_empty:  # SPARQL: no GROUP BY gives one row even over no solutions
-                result.rows.append((tau, self._empty_implicit_row()))
+            elif implicit_empty and not groups and (empty := self._empty_implicit_row()) is not None:
+                result.rows.append((tau, empty))  # SPARQL: no GROUP BY gives one row even over no solutions
             k += 1
+            shown.advance(k - k_first)
             if not groups and not implicit_empty:  # nothing to report until the next change
                 while ci < len(change_ticks) and change_ticks[ci] < k:
                     ci += 1
@@ -420,6 +427,7 @@ class QueryEvaluator:
                     k = max(k, change_ticks[ci])
                 else:
                     break
+        shown.close()
         return result, k_last - k_first + 1
 
     def rows_at(self, instants: Iterable[int]) -> QueryResult:
@@ -435,8 +443,8 @@ class QueryEvaluator:
                     groups.setdefault(self._group_key(sol, tau), []).append(sol)
             rows = [r for r in (self.group_row(k, sols, tau) for k, sols in groups.items()) if r is not None]
             result.rows.extend((tau, cells) for _, cells in sorted(rows, key=lambda r: r[0]))
-            if not rows and self.implicit_group() and q.while_ is None:
-                result.rows.append((tau, self._empty_implicit_row()))
+            if not groups and self.implicit_group() and q.while_ is None and (empty := self._empty_implicit_row()):
+                result.rows.append((tau, empty))
         return result
 
     def _change_schedule(self, k_first: int, k_last: int, t0: int) -> dict[int, list[tuple[int, Solution]]]:
@@ -480,13 +488,16 @@ class QueryEvaluator:
                 del groups[key]
         return dirty
 
-    def _empty_implicit_row(self) -> tuple:
-        """The implicit group over no solutions: COUNT/SUM 0, AVG/MIN/MAX unbound (SPARQL 1.1)."""
+    def _empty_implicit_row(self) -> tuple | None:
+        """The implicit group over no solutions: COUNT/SUM 0, AVG/MIN/MAX unbound (SPARQL 1.1);
+        None if it fails HAVING."""
         env: dict[str, Any] = {}
         for agg in self.q.aggregates:
             value = 0 if agg.func in ("COUNT", "SUM") else None
             if value is not None:
                 env[agg.alias] = value
+        if self.q.having and not filters_pass(self.q.having, env):
+            return None
         cells: list[str | None] = []
         for p in self.q.select:
             try:

@@ -131,12 +131,16 @@ class _Printer:
         self.out(0, f"query {q.name}: aggregate")
         self.out(1, f"Tick every {format_ms(q.every_ms)}")
         self.out(2, "Project " + ", ".join(f"{p.name} := {self.expr(p.expr)}" for p in q.select))
+        d = 3
+        if q.having:
+            self.out(d, "Having " + " && ".join(self.expr(e) for e in q.having))
+            d += 1
         aggs = ", ".join(
             f"?{a.alias} := {a.func}({'DISTINCT ' if a.distinct else ''}{self.expr(a.arg) if a.arg is not None else '*'})"
             for a in q.aggregates)
         by = ", ".join("?" + v.name for v in q.group_by)
-        self.out(3, f"Aggregate by ({by}): {aggs}")
-        d = 4
+        self.out(d, f"Aggregate by ({by}): {aggs}")
+        d += 1
         if q.while_ is not None:
             self.scan(d, q.while_, label="While scope: Scan")
             d += 1
@@ -155,7 +159,7 @@ class _Printer:
             name = f"<{q.window_names[i]}> on " if i < len(q.window_names) and q.window_names[i] else ""
             self.out(1, f"Window {name}{stream} range {format_ms(w.range_ms)} {step}")
         if any(q.window_names) and len(q.windows) > 1:
-            self.out(1, "Windows merged: every WINDOW <w> { P } pattern reads all windows' content (docs/language.md)")
+            self.out(1, "Windows merged: every WINDOW <w> { P } pattern reads all windows' content (docs/front-end.md, RSP-QL)")
         for g in q.background:
             self.out(1, f"Background <{g}>")
         self.out(1, "SPARQL algebra (per window)")

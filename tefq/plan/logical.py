@@ -179,6 +179,7 @@ class AggregateQuery:
     while_: WherePattern | None  # kind `fact`
     every_ms: int
     span: Span = field(default=Span(), compare=False)
+    having: tuple[Expr, ...] = ()  # spec §4: a group is reported at a tick only if every one is true
 
 
 # ---------------------------------------------------------------- windowed queries (spec §8)
@@ -224,6 +225,14 @@ class Document:
     prefixes: tuple[tuple[str, str], ...]  # (prefix, namespace IRI), declared and predeclared
     facts: tuple[Fact, ...]  # in dependency order: a fact comes after every fact it builds on
     queries: tuple[Query, ...]  # in document order
+    # The error running this document raises: `:` used without a declaration (tefq.analysis.bind,
+    # UNMAPPED_NAMESPACE); it parses and explains, but runs only once `--prefix :=IRI` maps it.
+    unmapped: Exception | None = field(default=None, compare=False, repr=False)
+
+    def require_mapped(self) -> None:
+        """Raise the located error of a `:` the document uses without declaring it (spec §1)."""
+        if self.unmapped is not None:
+            raise self.unmapped
 
     def fact(self, name: str) -> Fact:
         for f in self.facts:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from decimal import (MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal,
+                     InvalidOperation)
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
@@ -20,8 +21,8 @@ from tefq.plan.allen import RELATIONS, allen_op
 from tefq.plan.logical import Expr, Term, Var
 from tefq.terms import XSD
 
-_EXACT = Context(prec=1000)  # + - * on decimals: exact for any realistic operand
-_DIVIDE = Context(prec=28, rounding="ROUND_HALF_EVEN")  # decimal division: 28 significant digits
+# + - * and sums of decimals are exact: a context that never rounds (its digits are allocated as needed)
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
 class EvalError(Exception):
@@ -54,12 +55,19 @@ def arith(op: str, a: Any, b: Any) -> Any:
             raise EvalError("division by zero")
         if rank == 2:
             return to_double(a) / to_double(b)
-        return _DIVIDE.divide(Decimal(a), Decimal(b))  # integer / integer is a decimal (SPARQL)
+        return decimal_divide(Decimal(a), Decimal(b))  # integer / integer is a decimal (SPARQL)
     a, b = _promote(a, rank), _promote(b, rank)
     if rank == 1:
-        return {"+": _EXACT.add, "-": _EXACT.subtract, "*": _EXACT.multiply}[op](a, b)
+        return {"+": EXACT.add, "-": EXACT.subtract, "*": EXACT.multiply}[op](a, b)
     return {"+": a + b, "-": a - b, "*": a * b}[op] if rank == 0 else \
         (a + b if op == "+" else a - b if op == "-" else a * b)
+
+
+def decimal_divide(a: Decimal, b: Decimal) -> Decimal:
+    """`a / b` rounded half even to at least 28 significant digits, and to as many as the two
+    operands hold together (so the integer part is exact and `x / 1` is `x`; docs/semantics.md)."""
+    digits = max(28, len(a.as_tuple().digits) + len(b.as_tuple().digits), a.adjusted() - b.adjusted() + 2)
+    return Context(prec=digits, rounding="ROUND_HALF_EVEN", Emax=MAX_EMAX, Emin=MIN_EMIN).divide(a, b)
 
 
 # ---------------------------------------------------------------- comparison and truth
@@ -404,7 +412,12 @@ def _cmp(test: Callable[[int], bool]) -> Callable[[Any, Any], bool]:
 
 def _neg(v: Any) -> Any:
     v = _num(v)
-    return _EXACT.minus(v) if isinstance(v, Decimal) else -v
+    return EXACT.minus(v) if isinstance(v, Decimal) else -v
+
+
+def _abs(v: Any) -> Any:
+    v = _num(v)
+    return EXACT.abs(v) if isinstance(v, Decimal) else abs(v)
 
 
 def _not(v: Any) -> bool:
@@ -419,7 +432,7 @@ _FUNCTIONS: dict[str, Callable[..., Value]] = {
     "<": _cmp(lambda c: c < 0), ">": _cmp(lambda c: c > 0),
     "<=": _cmp(lambda c: c <= 0), ">=": _cmp(lambda c: c >= 0),
     "DURATION": _duration,
-    "STR": str_of, "ABS": lambda v: abs(_num(v)), "ROUND": _round, "CEIL": _ceil, "FLOOR": _floor,
+    "STR": str_of, "ABS": _abs, "ROUND": _round, "CEIL": _ceil, "FLOOR": _floor,
     "STRLEN": lambda s: len(_string(s)), "UCASE": lambda s: _like(s, _string(s).upper()),
     "LCASE": lambda s: _like(s, _string(s).lower()), "CONCAT": _concat,
     "CONTAINS": lambda a, b: _string(b) in _string(a),
@@ -474,12 +487,7 @@ def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
     if func in ("MIN", "MAX"):
         if not values:
             return None
-        best = values[0]
-        for v in values[1:]:
-            c = _order(v, best)
-            if (c < 0) if func == "MIN" else (c > 0):
-                best = v
-        return best
+        return (min if func == "MIN" else max)(values, key=order_key)
     raise EvalError(f"unknown aggregate {func}")
 
 
@@ -499,7 +507,7 @@ def exact_sum(values: list[Value]) -> Value:
     if rank == 1:
         total = Decimal(0)
         for v in values:
-            total = _EXACT.add(total, Decimal(v))
+            total = EXACT.add(total, Decimal(v))
         return total
     return double_sum([to_double(v) for v in values])
 
@@ -536,23 +544,32 @@ def round_to_double(exact: Fraction) -> float:
         return math.inf if exact > 0 else -math.inf
 
 
-def _order(a: Value, b: Value) -> int:
-    """A total order for MIN/MAX: numbers by value, then SPARQL ORDER BY ranks."""
-    try:
-        return compare(a, b)
-    except EvalError:
-        ka, kb = _order_key(a), _order_key(b)
-        return (ka > kb) - (ka < kb)
-
-
-def _order_key(v: Value) -> tuple:
+@lru_cache(maxsize=1 << 16, typed=True)  # typed: 1, 1.0 and True are different values
+def order_key(v: Value) -> tuple:
+    """MIN/MAX's order (docs/semantics.md), a total one: blank nodes < IRIs < numbers < other
+    literals. Numbers by value as SPARQL's `<` compares them (promoted to double), then exactly,
+    NaN after every number; equal values: integer < decimal < double, then by term. Other
+    literals: booleans, dateTimes (by instant), strings, language strings (by tag, then text),
+    literals of other datatypes (by datatype, then text). Values with equal keys are one term."""
     if isinstance(v, BNode):
         return (1, v.id)
     if isinstance(v, IRI):
         return (2, v.value)
     if is_numeric(v):
-        return (3, to_double(v), to_term(v))
-    return (4, to_term(v))
+        d = to_double(v)
+        if d != d:
+            return (3, 1, 0.0, 0, 2, "")
+        exact = Fraction(v) if not isinstance(v, float) or math.isfinite(v) else v
+        return (3, 0, d, exact, _rank(v), to_term(v))
+    if isinstance(v, bool):
+        return (4, 0, int(v), "")
+    if isinstance(v, DateTime):
+        return (4, 1, v.ms, "")
+    if isinstance(v, str):
+        return (4, 2, v, "")
+    if isinstance(v, LangString):
+        return (4, 3, v.lang, v.lex)
+    return (4, 4, v.datatype, v.lex)
 
 
 def decimal_or_none(text: str) -> Decimal | None:

@@ -13,15 +13,14 @@ computed value back as the one canonical N-Triples term every engine emits (docs
 """
 from __future__ import annotations
 
-import calendar
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Union
 
+from tefq.vocabulary import utc_lexical, utc_ms
 from tefq.terms import (XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING,
                         literal, split_literal)
 
@@ -47,6 +46,7 @@ class DateTime:
     (A plain slotted class: the oracle makes millions of these.)"""
 
     __slots__ = ("ms",)
+    ms: int
 
     def __init__(self, ms: int) -> None:
         self.ms = ms
@@ -122,20 +122,15 @@ def to_value(nt: str) -> Value:
 
 def parse_datetime_ms(text: str) -> int | None:
     """`2024-01-01T10:00:00.5+02:00` -> ms since the epoch (UTC); digits below the millisecond are
-    truncated; no time zone means UTC. None if it is not an xsd:dateTime."""
+    truncated; no time zone means UTC; any year. None if it is not an xsd:dateTime."""
     m = _DATETIME_RE.match(text)
     if not m:
         return None
-    year, month, day, hour, minute, sec = (int(g) for g in m.groups()[:6])
-    frac, tz = m.group(7), m.group(8)
-    try:
-        if hour == 24 and minute == 0 and sec == 0:  # 24:00:00 is the next day's midnight
-            base = calendar.timegm(datetime(year, month, day, tzinfo=timezone.utc).timetuple()) + 86400
-        else:
-            base = calendar.timegm(datetime(year, month, day, hour, minute, sec, tzinfo=timezone.utc).timetuple())
-    except ValueError:
+    base = utc_ms(*(int(g) for g in m.groups()[:6]))
+    if base is None:
         return None
-    ms = base * 1000 + (int((frac[1:] + "00")[:3]) if frac else 0)
+    frac, tz = m.group(7), m.group(8)
+    ms = base + (int((frac[1:] + "00")[:3]) if frac else 0)
     if tz and tz != "Z":
         sign = 1 if tz[0] == "+" else -1
         ms -= sign * (int(tz[1:3]) * 60 + int(tz[4:6])) * 60_000
@@ -143,24 +138,19 @@ def parse_datetime_ms(text: str) -> int | None:
 
 
 def datetime_lexical(ms: int) -> str:
-    """ms since the epoch -> `YYYY-MM-DDTHH:MM:SS[.fff]Z`."""
-    secs, milli = divmod(ms, 1000)
-    d = datetime.fromtimestamp(secs, tz=timezone.utc)
-    text = d.strftime("%Y-%m-%dT%H:%M:%S")
-    if milli:
-        text += "." + f"{milli:03d}".rstrip("0")
-    return text + "Z"
+    """ms since the epoch -> `YYYY-MM-DDTHH:MM:SS[.fff]Z` (any year: `10000-...`, `-0001-...`)."""
+    return utc_lexical(ms)
 
 
 def decimal_lexical(d: Decimal) -> str:
-    """Shortest exact positional form: 2.50 -> 2.5, 18.0 -> 18, 1E+2 -> 100, -0 -> 0."""
+    """Shortest exact positional form, every digit kept: 2.50 -> 2.5, 18.0 -> 18, 1E+2 -> 100, -0 -> 0."""
     if d.is_nan():
         return "NaN"
     if d.is_infinite():
         return "INF" if d > 0 else "-INF"
     if d == 0:
         return "0"
-    text = format(d.normalize(), "f")
+    text = format(d, "f")  # exact (normalize() would round to the context's 28 digits)
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text

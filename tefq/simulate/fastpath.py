@@ -184,7 +184,7 @@ class SimplePlan:
 
 
 def compile_simple(doc: Document, q: AggregateQuery) -> SimplePlan | None:
-    if q.while_ is not None or q.filters or len(q.where) != 1 or q.where[0].kind != "current":
+    if q.while_ is not None or q.filters or q.having or len(q.where) != 1 or q.where[0].kind != "current":
         return None
     wp = q.where[0]
     sv, ev = (wp.interval[0].name, wp.interval[1].name) if wp.interval else (None, None)

@@ -17,7 +17,7 @@ from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, Fact, Var, WherePattern
 from tefq.plan.ticks import run_ticks
 from tefq.results import Metrics, QueryResult
-from tefq.semantics.expressions import EvalError, aggregate, evaluate
+from tefq.semantics.expressions import EvalError, aggregate, evaluate, filters_pass
 from tefq.semantics.values import DateTime, to_term
 from tefq.results import order_key
 from tefq.simulate.fastpath import compile_simple, start_terms
@@ -296,6 +296,8 @@ class WindowedExecutor:
                     env.pop(agg.alias, None)
                 else:
                     env[agg.alias] = value
+            if q.having and not filters_pass(q.having, env):  # spec §4: HAVING drops the group
+                continue
             cells: list[str | None] = []
             for p in q.select:
                 if isinstance(p.expr, Var) and p.expr.name in group_vars:

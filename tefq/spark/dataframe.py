@@ -10,10 +10,10 @@ so it gives every tick `tefq run` gives (the end-of-input flush included). A str
 never ends: each tick's rows come once the event time, minus `lateness`, has passed the tick
 (as `--follow`), and the user writes them with their own `writeStream` and checkpoint.
 
-Output: `tick` (timestamp, ms) and one string column per SELECT name holding the N-Triples term
-(null = unbound), the schema of `tefq run --format parquet`; with `terms="typed"`, each column
-typed as the plan says before the query runs (tefq.results.column_kinds: a COUNT long, a SUM or
-AVG double, a group variable a string with IRIs without brackets). Each bucket decodes its own rows
+Output: `tick` (timestamp, ms) and one column per SELECT name, the schema of `tefq run --format
+parquet`: typed as the plan says before the query runs (tefq.results.column_kinds: a COUNT long, a
+SUM or AVG double, a group variable a string with IRIs without brackets), or with
+`terms="ntriples"` each a string holding the N-Triples term (null = unbound), lossless. Each bucket decodes its own rows
 inside the stateful operator (`decoded`): an operator emits a micro-batch's term dictionary with
 the rows that use it, so no driver is needed. Metrics are not returned; warnings (late events) go
 to the executors' stderr.
@@ -50,13 +50,14 @@ SPARK_TYPES = {LONG: "long", DOUBLE: "double", BOOLEAN: "boolean"}  # any other 
 
 
 def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: int = 0, name: str | None = None,
-          background: Any = None, bad_rows: str | None = None, terms: str = "ntriples") -> DataFrame:
+          background: Any = None, bad_rows: str | None = None, terms: str = "typed") -> DataFrame:
     """The rows of one query of `query` (a `tefq.Query` or its text; `name` picks a query of a
     document with several, the first by default) over `events_df` (batch or streaming, columns
     ts: long epoch ms or timestamp; s, p, o: N-Triples terms). `lateness`: ms or a duration
     ("5s"). `background`: a file or rdflib graph (used by the general operator). `bad_rows`: a
     directory for malformed rows; without it a malformed row fails the Spark job, naming the row.
-    `terms`: "ntriples" (every column an N-Triples string) or "typed" (see the module doc)."""
+    `terms`: "typed" (a long column to sum; see the module doc) or "ntriples" (every column an
+    N-Triples string)."""
     check_term_form(terms, "terms")
     doc = document_of(query)
     spark = events_df.sparkSession
@@ -188,10 +189,13 @@ def decoded(func: Callable, plan, kinds: list[str]) -> Callable:
 def document_of(query: Any) -> Document:
     """The document of a compiled query (anything with `.document()`, as tefq.Query) or of query text."""
     if hasattr(query, "document"):
-        return query.document()
-    if isinstance(query, str):
+        doc = query.document()
+    elif isinstance(query, str):
         from tefq.analysis import bind
         from tefq.syntax import parse
 
-        return bind(parse(query, QUERY_TEXT), QUERY_TEXT, query, {}, frozenset())
-    raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")
+        doc = bind(parse(query, QUERY_TEXT), QUERY_TEXT, query, {}, frozenset())
+    else:
+        raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")
+    doc.require_mapped()
+    return doc

@@ -38,6 +38,7 @@ from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_in
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
 from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
+from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import default_master, get_session
 from tefq.spark.runtime.sink import collect
@@ -93,11 +94,6 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
         metrics.extra["join_orders"] = m["join_orders"]
 
 
-INGEST_LINES = {"columnar": " (columnar ingestion: Spark carries file paths, each task reads its Parquet files)",
-                "direct": " (direct ingestion: Spark carries file paths to every bucket, each bucket's operator reads "
-                          "them)"}
-
-
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, run: RunOptions, *,
                 operator: Callable | None = None,
                 ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
@@ -112,9 +108,10 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
                for plan in plans}  # auto keeps the path a restarted checkpoint was written by
     # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
     ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
-    say(run.progress, f"{len(input_files(file_inputs(paths)))} stream file(s), {len(plans)} quer{'y' if len(plans) == 1 else 'ies'}")
+    say(run.progress, f"{plural(len(input_files(file_inputs(paths))), 'stream file')}, "
+                      f"{plural(len(plans), 'query', 'queries')}")
     for plan in plans:
-        say(run.progress, f"running {plan.query}" + INGEST_LINES.get(choices[id(plan)], ""))
+        say(run.progress, f"running {plan.query}")  # how it reads its input: tefq explain --physical
         qrs, m, warns = run_plan(spark, doc, plan, paths, workdir, run, ranks=ranks, operator=operator,
                                  sources=staging.sources, ingest=choices[id(plan)])
         for w in warns:
@@ -141,7 +138,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
     to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
-    event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.run
+    event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.service
     passes its own; default: one for `bad_rows`, the --bad-rows directory). `stream_iris[i]`: the
     IRI stream path i is bound to (`--stream IRI=PATH`; windowed FROM STREAM <IRI> reads it)."""
     started = time.time()
@@ -242,7 +239,7 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
     if run.max_files_per_trigger is None:  # memory follows the micro-batch, not the input
         run = replace(run, max_files_per_trigger=files_per_trigger(staging.paths))
         if run.max_files_per_trigger:
-            say(run.progress, f"micro-batches of {run.max_files_per_trigger} file(s) per stream "
+            say(run.progress, f"micro-batches of {plural(run.max_files_per_trigger, 'file')} per stream "
                               f"(about {BATCH_EVENTS:,} events; --max-files-per-trigger N to change)")
     run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
     if len(file_inputs(stream_paths)) < len(stream_paths):
@@ -282,7 +279,8 @@ def refuse_colons(stream_paths: list[str]) -> None:
 
 def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> tuple[list[QueryResult], Metrics]:
     """Every plan's results, and the run's metrics: those of the first fact query (every query reads
-    the same input and the facts are shared) plus the windowed pipeline's."""
+    the same input and the facts are shared), its `ticks` summed over the aggregate queries
+    (docs/semantics.md, as the oracle counts them), plus the windowed pipeline's."""
     results, metrics, first = [], Metrics(), True
     for plan, qrs, m in runs:
         results.extend(qrs)
@@ -292,6 +290,8 @@ def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> t
         if first:
             fill_metrics(m, metrics)
             first = False
+        else:
+            metrics.ticks += int(m.get("ticks", 0))
         metrics.rows_out += sum(len(r.rows) for r in qrs)
     return results, metrics
 

@@ -1,8 +1,8 @@
 """The fact table's records on Spark (spec §12): a second output of the fact operator.
 
 When asked for facts (`RunOptions.facts`), the fact operator emits each fact's intervals as they
-close — one `facts` record per fact and micro-batch, numpy arrays: the identity term codes, start
-and end — and the intervals still open at the end of a bounded input (end `OPEN`), with the
+close — one `facts` record per fact and micro-batch (`FactIntervals`: the identity term codes,
+start and end) — and the intervals still open at the end of a bounded input (end `OPEN`), with the
 `code -> term` pairs they use (`output.terms_record`). The driver decodes them here into the
 oracle's `FactStore`, from which `tefq.facts.table.store_rows` makes the table, so both engines
 write it in one order and one format. The result collector (`output.Collector`) never sees them:
@@ -10,50 +10,62 @@ write it in one order and one format. The result collector (`output.Collector`) 
 
 In a live run (`--follow`) the operator also emits, at each batch of ticks it reports, the
 snapshot of the intervals still open at the last of them: one `open_facts` record per bucket
-(`open_facts_record`), which replaces that bucket's previous snapshot on the driver
+(`open_facts_record`, an `OpenSnapshot`), which replaces that bucket's previous snapshot on the driver
 (`FactCollector.open_snapshots`, `OpenFacts`): closed facts are appended as they close and the
 open ones rewritten (`tefq.facts.live`).
 """
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tefq.spark.kernels.intervals import OPEN
 from tefq.spark.operators.base import StreamLimits
-from tefq.spark.output import TERMS
+from tefq.spark.output import TERMS, data_record, read_record
 from tefq.vocabulary import RunLimits
 
-FACTS = "facts"  # sink record kind: intervals of one fact (payload: npz of fact, codes, start, end)
-OPEN_FACTS = "open_facts"  # a bucket's facts open at its last reported tick (payload: npz, see below)
+FACTS = "facts"  # sink record kind: intervals of one fact (a FactIntervals)
+OPEN_FACTS = "open_facts"  # a bucket's facts open at its last reported tick (an OpenSnapshot)
 
 Intervals = dict[str, dict[tuple[str, ...], list[tuple[int, float]]]]  # fact name -> identity -> (start, end)
 
 
+@dataclass
+class FactIntervals:
+    """Intervals of fact number `fact` (its place in the plan's facts): per interval its identity
+    term codes (a row of `codes`), start and end (`OPEN`: still open)."""
+
+    fact: int
+    codes: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+@dataclass
+class OpenSnapshot:
+    """Bucket `bucket`'s open intervals at its last reported tick: per fact number, the identity
+    codes and starts (no fact: an empty snapshot, which still replaces the previous one)."""
+
+    bucket: int
+    facts: dict[int, tuple[np.ndarray, np.ndarray]]
+
+
 def facts_record(fact: int, codes: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[str, int, bytes]:
-    """Intervals of fact number `fact` (its place in the plan's facts) as one binary record; the
-    tick is the last end among them that is closed (0: none is)."""
-    buf = io.BytesIO()
-    np.savez(buf, fact=np.array([fact], np.int64), codes=np.asarray(codes, np.int64),
-             start=np.asarray(start, np.int64), end=np.asarray(end, np.int64))
+    """Intervals of fact number `fact` as one record; the tick is the last end among them that is
+    closed (0: none is)."""
     closed = end[end != OPEN]
-    return FACTS, int(closed.max()) if len(closed) else 0, buf.getvalue()
+    return data_record(FACTS, int(closed.max()) if len(closed) else 0,
+                       FactIntervals(int(fact), np.asarray(codes, np.int64), np.asarray(start, np.int64),
+                                     np.asarray(end, np.int64)), FactIntervals)
 
 
 def open_facts_record(bucket: int, upto: int,
                       parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[str, int, bytes]:
     """Bucket `bucket`'s snapshot at its last reported tick `upto`: per fact number `i` in
-    `parts`, the identity codes `c{i}` and starts `s{i}` of its open intervals (none: an empty
-    snapshot, which still replaces the previous one)."""
-    buf = io.BytesIO()
-    arrays = {"bucket": np.array([bucket], np.int64), "facts": np.array([i for i, _, _ in parts], np.int64)}
-    for i, codes, start in parts:
-        arrays[f"c{i}"], arrays[f"s{i}"] = np.asarray(codes, np.int64), np.asarray(start, np.int64)
-    np.savez(buf, **arrays)
-    return OPEN_FACTS, int(upto), buf.getvalue()
+    `parts`, the identity codes and starts of its open intervals."""
+    facts = {int(i): (np.asarray(codes, np.int64), np.asarray(start, np.int64)) for i, codes, start in parts}
+    return data_record(OPEN_FACTS, upto, OpenSnapshot(int(bucket), facts), OpenSnapshot)
 
 
 def is_fact_record(kind: str) -> bool:
@@ -81,7 +93,7 @@ class FactCollector:
     names: tuple[str, ...]
     parts: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = field(default_factory=dict)
     terms: dict[int, str] = field(default_factory=dict)
-    snapshots: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # bucket -> (tick, payload): the latest
+    snapshots: dict[int, tuple[int, OpenSnapshot]] = field(default_factory=dict)  # bucket -> (tick, the latest)
 
     @classmethod
     def of(cls, plan) -> "FactCollector":
@@ -90,15 +102,14 @@ class FactCollector:
 
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == FACTS:
-            with np.load(io.BytesIO(payload)) as z:
-                self.parts.setdefault(int(z["fact"][0]), []).append((z["codes"], z["start"], z["end"]))
+            iv = read_record(kind, payload, FactIntervals)
+            self.parts.setdefault(iv.fact, []).append((iv.codes, iv.start, iv.end))
         elif kind == OPEN_FACTS:
-            with np.load(io.BytesIO(payload)) as z:
-                bucket = int(z["bucket"][0])
-            if bucket not in self.snapshots or self.snapshots[bucket][0] <= tick:
-                self.snapshots[bucket] = (int(tick), payload)
+            snapshot = read_record(kind, payload, OpenSnapshot)
+            if snapshot.bucket not in self.snapshots or self.snapshots[snapshot.bucket][0] <= tick:
+                self.snapshots[snapshot.bucket] = (int(tick), snapshot)
         elif kind == TERMS:
-            self.terms.update((int(k), v) for k, v in json.loads(payload))
+            self.terms.update(read_record(kind, payload, dict[int, str]))
 
     def intervals(self) -> Intervals:
         """Per fact name: identity terms -> its intervals sorted by start (an open end: +inf)."""
@@ -111,12 +122,10 @@ class FactCollector:
     def open_snapshots(self) -> dict[int, Intervals]:
         """Per bucket that sent one, its latest snapshot of open facts, decoded (ends +inf)."""
         out: dict[int, Intervals] = {}
-        for bucket, (_, payload) in self.snapshots.items():
+        for bucket, (_, snapshot) in self.snapshots.items():
             table: Intervals = {n: {} for n in self.names}
-            with np.load(io.BytesIO(payload)) as z:
-                for i in z["facts"].tolist():
-                    start = z[f"s{i}"]
-                    _decoded(table[self.names[i]], z[f"c{i}"], start, np.full(len(start), OPEN), self.terms)
+            for i, (codes, start) in snapshot.facts.items():
+                _decoded(table[self.names[i]], codes, start, np.full(len(start), OPEN), self.terms)
             out[bucket] = table
         return out
 
@@ -152,5 +161,5 @@ class OpenFacts:
         return sorted_intervals(out)
 
 
-__all__ = ["FACTS", "OPEN_FACTS", "Intervals", "facts_record", "open_facts_record", "is_fact_record",
+__all__ = ["FACTS", "OPEN_FACTS", "Intervals", "FactIntervals", "OpenSnapshot", "facts_record", "open_facts_record", "is_fact_record",
            "wants_open_snapshots", "FactCollector", "sorted_intervals", "OpenFacts"]

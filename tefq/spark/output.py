@@ -3,11 +3,13 @@
 An operator computes its rows as numbers — per row a tick, the group terms' int64 codes and one
 value per aggregate alias (int64: an xsd:integer count; float64: an xsd:double) — and emits them
 with `rows_record`, together with the `code -> term` pairs it learnt (`terms_record`). Metrics,
-warnings and the fallback's ready-made rows travel as JSON (`json_record`). The driver feeds every
-record of the sink to a `Collector`, which formats the cells with the oracle's canonical terms
+warnings and the fallback's ready-made rows travel as plain data (`data_record`). The driver feeds
+every record of the sink to a `Collector`, which formats the cells with the oracle's canonical terms
 (`tefq.semantics.values.to_term`) and the SELECT projections.
 
-Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`. The windowed operator's
+Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`; every payload is
+written and read back by runtime/codec, checked against the type its kind holds (`read_record`:
+a sink is a file that a checkpoint keeps, so what it holds must never run). The windowed operator's
 rows are columnar records of their own (tefq.spark.windowed_output: `WindowedCollector`). A plan
 with records of its own (the general plan) names its collector (`plan.collector()`:
 tefq.spark.kernels.general.collector).
@@ -15,19 +17,21 @@ tefq.spark.kernels.general.collector).
 from __future__ import annotations
 
 import gc
-import io
-import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from tefq.plan.logical import Call, Expr, Var
 from tefq.results import QueryResult, Row
+from tefq.spark.runtime.codec import decode, decode_json, encode, encode_json
 
 RECORD_SCHEMA = "kind string, tick long, payload binary"
 ROWS, TERMS = "nrows", "terms"
+METRIC, WARNING, READY_ROW = "metric", "warn", "row"
+METRICS = dict[str, Any]  # what a METRIC record holds (JSON: numbers, lists and dicts of them)
+READY_CELLS = list[str | None]  # a READY_ROW record: the fallback's cells of one row
 SIZE_FIGURES = ("state_bytes", "open_facts", "state_rows", "batch")  # a bucket's state at one batch: not summed
 
 
@@ -42,6 +46,9 @@ class NumericRows:
 
     def __len__(self) -> int:
         return len(self.ticks)
+
+    def take(self, idx: np.ndarray) -> "NumericRows":
+        return NumericRows(self.ticks[idx], self.groups[idx], {a: v[idx] for a, v in self.values.items()})
 
     @staticmethod
     def concat(parts: list["NumericRows"], ngroups: int, aliases: list[str]) -> "NumericRows":
@@ -81,8 +88,22 @@ def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -
     return NumericRows(ticks[starts], groups[starts], values)
 
 
-def json_record(kind: str, tick: int, obj) -> tuple[str, int, bytes]:
-    return kind, int(tick), json.dumps(obj).encode("utf-8")
+def data_record(kind: str, tick: int, value: Any, hint: Any = Any) -> tuple[str, int, bytes]:
+    """A sink record holding `value`, a `hint` (runtime/codec)."""
+    return kind, int(tick), encode(value, hint)
+
+
+def read_record(kind: str, payload: bytes, hint: Any) -> Any:
+    """A sink record's payload: the `hint` its kind holds, or exit 2 (runtime/codec.CodecError)."""
+    if kind == METRIC:
+        return decode_json(payload, hint, "a 'metric' record of the query's sink")
+    return decode(payload, hint, f"a {kind[:40]!r} record of the query's sink")
+
+
+def metric_record(tick: int, metrics: dict) -> tuple[str, int, bytes]:
+    """A bucket's metrics of one micro-batch, as JSON: Spark sums some of them itself
+    (runtime/pipelines.sink_metric)."""
+    return METRIC, int(tick), encode_json(metrics, METRICS)
 
 
 def summed(metrics: list[dict]) -> dict:
@@ -97,19 +118,11 @@ def summed(metrics: list[dict]) -> dict:
 
 def rows_record(rows: NumericRows) -> tuple[str, int, bytes]:
     """All of a bucket's rows of one micro-batch as one binary record (numpy arrays, no per-row work)."""
-    buf = io.BytesIO()
-    np.savez(buf, ticks=rows.ticks, groups=rows.groups, **{"v_" + k: v for k, v in rows.values.items()})
-    return ROWS, int(rows.ticks[-1]) if len(rows) else 0, buf.getvalue()
+    return data_record(ROWS, int(rows.ticks[-1]) if len(rows) else 0, rows, NumericRows)
 
 
 def terms_record(terms: dict[int, str]) -> tuple[str, int, bytes]:
-    return json_record(TERMS, 0, [[int(k), v] for k, v in terms.items()])
-
-
-def read_rows(payload: bytes) -> NumericRows:
-    with np.load(io.BytesIO(payload)) as z:
-        values = {k[2:]: z[k] for k in z.files if k.startswith("v_")}
-        return NumericRows(z["ticks"], z["groups"], values)
+    return data_record(TERMS, 0, {int(k): v for k, v in terms.items()}, dict[int, str])
 
 
 @dataclass
@@ -119,6 +132,7 @@ class Collector:
     group_vars: tuple[str, ...]
     projections: tuple[tuple[str, Expr], ...]  # group variables appear as Var("group:<name>")
     merge: tuple[tuple[str, str], ...] = ()  # (alias, op): the rows are buckets' partials to add first
+    having: tuple[Expr, ...] = ()  # spec §4: the groups reported (group variables as in `projections`)
     query: str = ""
     columns: tuple[str, ...] = ()
     numeric: list[NumericRows] = field(default_factory=list)
@@ -136,19 +150,19 @@ class Collector:
         routing = getattr(plan, "routing", None)
         merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
         return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge,
-                         getattr(plan, "query", ""), getattr(plan, "columns", ()))
+                         getattr(plan, "having", ()), getattr(plan, "query", ""), getattr(plan, "columns", ()))
 
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == ROWS:
-            self.numeric.append(read_rows(payload))
+            self.numeric.append(read_record(kind, payload, NumericRows))
         elif kind == TERMS:
-            self.terms.update((int(k), v) for k, v in json.loads(payload))
-        elif kind == "row":
-            self.ready.append((int(tick), tuple(json.loads(payload))))
-        elif kind == "metric":
-            self.metrics.append(json.loads(payload))
+            self.terms.update(read_record(kind, payload, dict[int, str]))
+        elif kind == READY_ROW:
+            self.ready.append((int(tick), tuple(read_record(kind, payload, READY_CELLS))))
+        elif kind == METRIC:
+            self.metrics.append(read_record(kind, payload, METRICS))
         else:
-            self.warnings.append(payload.decode("utf-8") if isinstance(payload, bytes) else str(payload))
+            self.warnings.append(read_record(kind, payload, str))
 
     def rows(self) -> list[Row]:
         """Every row, formatted, in no particular order."""
@@ -188,7 +202,8 @@ class Collector:
     def _numeric(self) -> NumericRows:
         aliases = list(self.numeric[0].values)
         rows = NumericRows.concat(self.numeric, len(self.group_vars), aliases)
-        return merge_partials(rows, self.merge) if self.merge else rows
+        rows = merge_partials(rows, self.merge) if self.merge else rows
+        return having_kept(rows, self.having, self.terms, self.group_vars) if self.having else rows
 
 
 def _to_term(v) -> str | None:
@@ -340,19 +355,36 @@ def paused_gc() -> Iterator[None]:
 def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:
     from tefq.semantics.expressions import EvalError, evaluate
 
-    group_cols = {name: rows.groups[:, j].tolist() for j, name in enumerate(group_vars)}
-    value_cols = {alias: (arr.tolist() if _is_int(arr) else [float(v) for v in arr.tolist()])
-                  for alias, arr in rows.values.items()}
     plain = _plain(e)
     col = []
-    for r in range(len(rows)):
-        env = {"group_" + name: terms.get(group_cols[name][r]) for name in group_vars}
-        env.update((alias, vals[r]) for alias, vals in value_cols.items())
+    for env in _row_envs(rows, terms, group_vars):
         try:
             col.append(_to_term(evaluate(plain, env)))
         except EvalError:
             col.append(None)
     return col
+
+
+def having_kept(rows: NumericRows, having: tuple[Expr, ...], terms: dict[int, str],
+                group_vars: tuple[str, ...]) -> NumericRows:
+    """The rows whose group meets every HAVING constraint (spec §4; an error is false, as in a
+    FILTER), evaluated with the oracle's semantics."""
+    from tefq.semantics.expressions import filters_pass
+
+    plain = [_plain(e) for e in having]
+    keep = np.fromiter((filters_pass(plain, env) for env in _row_envs(rows, terms, group_vars)), bool, len(rows))
+    return rows if keep.all() else rows.take(np.nonzero(keep)[0])
+
+
+def _row_envs(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> Iterator[dict]:
+    """Per row, the oracle's environment: group terms (as `group_<name>`) and aggregate values."""
+    group_cols = {name: rows.groups[:, j].tolist() for j, name in enumerate(group_vars)}
+    value_cols = {alias: (arr.tolist() if _is_int(arr) else [float(v) for v in arr.tolist()])
+                  for alias, arr in rows.values.items()}
+    for r in range(len(rows)):
+        env = {"group_" + name: terms.get(group_cols[name][r]) for name in group_vars}
+        env.update((alias, vals[r]) for alias, vals in value_cols.items())
+        yield env
 
 
 def _plain(e: Expr) -> Expr:

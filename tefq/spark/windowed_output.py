@@ -1,20 +1,18 @@
 """The windowed operator's result rows on the wire, columnar, and their decoding on the driver.
 
 Per micro-batch, bucket and windowed query the operator (tefq.spark.operators.windowed) sends one
-record `wrows<query index>` (`windowed_rows_record`): the rows' ticks (int64), per column int32
-codes into that record's distinct cells (-1: unbound), and those cells as JSON (exact for any
-Python string). A cell is made canonical (`canonical_cell`: numbers in the shared canonical form)
-once per distinct cell, not once per row.
+record `wrows<query index>` (`windowed_rows_record`, a `CodedRows`): the rows' ticks (int64), per
+column int32 codes into that record's distinct cells (-1: unbound), and those cells (strings). A
+cell is made canonical (`canonical_cell`: numbers in the shared canonical form) once per distinct
+cell, not once per row.
 
 The driver (`WindowedCollector`) maps every record's codes into one dictionary per column, ranks
 each column's distinct cells once by `tefq.results.order_key`, orders all rows by one lexsort
 (tick, then the cells left to right: `QueryResult.sorted_rows`' order) and builds the row tuples
-once, at the end. Metrics and warnings travel as JSON (`tefq.spark.output.json_record`).
+once, at the end. Metrics and warnings travel as plain data (`tefq.spark.output.data_record`).
 """
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -22,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tefq.results import QueryResult, Row, order_key
-from tefq.spark.output import paused_gc
+from tefq.spark.output import METRIC, METRICS, data_record, paused_gc, read_record
 
 WINDOWED_ROWS = "wrows"  # + the windowed query's index
 CUMULATIVE = ("events_in", "feedback_triples")  # a bucket state's running totals: the largest is the run's
@@ -63,15 +61,11 @@ def coded_rows(reports: Sequence) -> CodedRows:
 def windowed_rows_record(query: int, reports: Sequence) -> tuple[str, int, bytes]:
     """One query's rows of one micro-batch and bucket as one binary record (no per-row encoding)."""
     rows = coded_rows(reports)
-    buf = io.BytesIO()
-    np.savez(buf, ticks=rows.ticks, codes=rows.codes,
-             cells=np.frombuffer(json.dumps(rows.cells).encode("ascii"), np.uint8))
-    return windowed_rows_kind(query), int(rows.ticks[-1]) if len(rows.ticks) else 0, buf.getvalue()
+    return data_record(windowed_rows_kind(query), int(rows.ticks[-1]) if len(rows.ticks) else 0, rows, CodedRows)
 
 
 def read_coded_rows(payload: bytes) -> CodedRows:
-    with np.load(io.BytesIO(payload)) as z:
-        return CodedRows(z["ticks"], z["codes"], json.loads(z["cells"].tobytes().decode("ascii")))
+    return read_record(WINDOWED_ROWS, payload, CodedRows)
 
 
 def merged_column(parts: list[CodedRows], j: int) -> tuple[list[str | None], np.ndarray]:
@@ -128,10 +122,10 @@ class WindowedCollector:
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind.startswith(WINDOWED_ROWS):
             self.parts.setdefault(int(kind[len(WINDOWED_ROWS):]), []).append(read_coded_rows(payload))
-        elif kind == "metric":
-            self.metrics.append(json.loads(payload))
+        elif kind == METRIC:
+            self.metrics.append(read_record(kind, payload, METRICS))
         else:
-            self.warnings.append(payload.decode("utf-8"))
+            self.warnings.append(read_record(kind, payload, str))
 
     def results(self) -> list[QueryResult]:
         ordered = self.window_order or (False,) * len(self.names)

@@ -210,6 +210,7 @@ class AggregateBlock:
     while_: WhileClause | None
     every: Duration | None
     span: Span = field(default=_NOSPAN, compare=False)
+    having: tuple[Expr, ...] = ()  # HAVING's constraints, all of which a reported group meets
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,7 @@ class _ToAst(Transformer):
         aggs: list[ast.AggItem] = []
         where: tuple[Any, ...] = ()
         group_by = None
+        having: tuple[Any, ...] = ()
         while_ = None
         every = None
         for c in ch:
@@ -256,11 +257,13 @@ class _ToAst(Transformer):
                 where = c[1]
             elif isinstance(c, tuple) and c and c[0] == "group":
                 group_by = c[1]
+            elif isinstance(c, tuple) and c and c[0] == "having":
+                having = c[1]
             elif isinstance(c, ast.WhileClause):
                 while_ = c
             elif isinstance(c, ast.Duration):
                 every = c
-        return ast.AggregateBlock(tuple(leading), tuple(aggs), where, group_by, while_, every, _span(meta))
+        return ast.AggregateBlock(tuple(leading), tuple(aggs), where, group_by, while_, every, _span(meta), having)
 
     def _agg(self, meta, ch, distinct: bool, star: bool):
         func = str(ch[0]).upper()
@@ -286,6 +289,9 @@ class _ToAst(Transformer):
 
     def tef_group(self, meta, ch):
         return ("group", tuple(c for c in ch if isinstance(c, ast.Var)))
+
+    def tef_having(self, meta, ch):
+        return ("having", tuple(c for c in ch if not isinstance(c, Token)))
 
     def tef_while(self, meta, ch):
         nodes = _nodes(ch)

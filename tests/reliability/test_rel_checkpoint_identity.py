@@ -21,9 +21,9 @@ UC2 = os.path.join(ROOT, "usecases", "uc2.tef")  # the CLI case: test_rel_input_
 STREAMS = os.path.join(ROOT, "tests", "data", "streams")
 
 
-def uc1(every: str = '"P10S"', comment: str = "") -> str:
+def uc1(every: str = '"PT10S"', comment: str = "") -> str:
     text = open(UC1, encoding="utf-8").read()
-    return comment + text.replace("EVERY \"P10S\"", f"EVERY {every}")
+    return comment + text.replace("EVERY \"PT10S\"", f"EVERY {every}")
 
 
 def doc(text: str):

@@ -95,7 +95,7 @@ def test_a_finished_checkpoint_rerun_refuses_an_appended_file_and_another_every(
     first = run_uc1(["--stream", str(d), "--checkpoint", ck, "--out", str(tmp_path / "a.csv")])
     assert first.returncode == 0, first.stderr[-3000:]
     five = tmp_path / "uc1-5s.tef"
-    five.write_text(open(UC1, encoding="utf-8").read().replace('EVERY "P10S"', 'EVERY "PT5S"'))
+    five.write_text(open(UC1, encoding="utf-8").read().replace('EVERY "PT10S"', 'EVERY "PT5S"'))
     other = subprocess.run(TEFQ + ["run", str(five), "--quiet", "--stream", str(d), "--checkpoint", ck, "--out",
                                    str(tmp_path / "b.csv")], capture_output=True, text=True, timeout=600)
     assert other.returncode == 2 and "query q1: EVERY was PT10S, now PT5S" in other.stderr, other.stderr[-3000:]

@@ -82,6 +82,7 @@ def _query(args: argparse.Namespace):
         from tefq.plan.logical import WindowedQuery
 
         doc = load(str(path))
+        doc.require_mapped()
         qs = [q for q in doc.queries if isinstance(q, WindowedQuery)]
         if not qs:
             raise TefqError("the document has no windowed query", str(path))

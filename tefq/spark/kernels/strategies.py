@@ -66,6 +66,10 @@ class RefreshPerFact:
     re-emitted into the next window."""
 
     name = "refresh"
+    fid: np.ndarray
+    start: np.ndarray
+    groups: np.ndarray
+    bindings: int
 
     def __init__(self, ngv: int) -> None:
         z = np.zeros(0, np.int64)
@@ -86,6 +90,11 @@ class RefreshPerGroup:
     GROUP BY no pattern binds a group key: one binding per fact, as the oracle's simulation does."""
 
     name = "refresh-group"
+    keys: np.ndarray
+    offsets: np.ndarray
+    member_fid: np.ndarray
+    member_start: np.ndarray
+    bindings: int
 
     def __init__(self, ngv: int) -> None:
         z = np.zeros(0, np.int64)
@@ -121,6 +130,12 @@ class Sequence:
     its latest event (the "no intervening event" lookup), kept as an index into the log."""
 
     name = "sequence"
+    n: int
+    log: dict[str, np.ndarray]
+    log_groups: np.ndarray
+    index_fid: np.ndarray
+    index_pos: np.ndarray
+    bindings: int
 
     def __init__(self, ngv: int) -> None:
         self.n = 0

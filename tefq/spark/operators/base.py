@@ -2,7 +2,7 @@
 runs under (applyInPandasWithState, one call per bucket and micro-batch), over the rows the
 mappers send (their kinds and heartbeats: `tefq.spark.protocol`).
 
-The loop (`bucket_operator`) owns the plumbing: restore the bucket state (runtime/state_codec), read the rows,
+The loop (`bucket_operator`) owns the plumbing: restore the bucket state (runtime/codec), read the rows,
 take the event-time range from the heartbeats, drop late events (counted and warned about), choose
 the ticks that became final, save the state and emit the batch's metrics. A `BucketLogic` holds
 only the maths of one query shape: `ingest` the bucket's new rows, `advance` to the chosen ticks
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import typing
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -22,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
-from tefq.spark.output import RECORD_SCHEMA, json_record
+from tefq.spark.output import RECORD_SCHEMA, WARNING, data_record, metric_record
 from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, ranked_keys, read_heartbeats, streams_of_keys
-from tefq.spark.runtime.state_codec import decode as decode_state, encode as encode_state
+from tefq.spark.runtime.codec import CodecError, decode, encode
+from tefq.errors import WORKER_REFUSAL
 from tefq.vocabulary import RunLimits
 
 MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
@@ -84,6 +86,10 @@ class StreamClock:
     """Per input stream, kept in the bucket state: the largest t read (`latest`) and the wall
     time of its last delivery (`seen_at`, for idleness), and when the bucket first ran."""
 
+    latest: dict[int, int]
+    seen_at: dict[int, float]
+    started: float
+
     def __init__(self, now: float) -> None:
         self.latest: dict[int, int] = {}
         self.seen_at: dict[int, float] = {}
@@ -126,6 +132,9 @@ class UnnamedElements:
     is a set, spec §1). A copy arriving after that tick is late (`drop_late`), never a duplicate,
     so nothing older is needed: the state is bounded by the elements after the last tick."""
 
+    ts: np.ndarray
+    e: np.ndarray
+
     def __init__(self) -> None:
         self.ts = np.zeros(0, np.int64)
         self.e = np.zeros(0, np.int64)
@@ -148,32 +157,26 @@ class UnnamedElements:
         self.ts, self.e = self.ts[keep], self.e[keep]
 
 
-def unnamed_elements(st: "BucketState") -> UnnamedElements:
-    """The state's UnnamedElements (a state saved before there were any gets an empty one)."""
-    held = getattr(st, "unnamed", None)
-    if held is None:
-        held = st.unnamed = UnnamedElements()
-    return held
-
-
 def ingest_unnamed(st: "BucketState", pdf: pd.DataFrame, kinds: np.ndarray, batch: "Batch") -> None:
     """The OTHER rows of a bucket's micro-batch (late ones already dropped): count their repeats."""
     at = kinds == RowKind.OTHER
     if at.any():
-        batch.metrics["duplicates"] += unnamed_elements(st).ingest(pdf["ts"].to_numpy(np.int64)[at],
-                                                                   pdf["e"].to_numpy(np.int64)[at])
-
-
-def stream_clock(st: "BucketState") -> StreamClock:
-    """The state's StreamClock (a state saved before there was one gets a fresh one)."""
-    clock = getattr(st, "clock", None)
-    if clock is None:
-        clock = st.clock = StreamClock(time.time())
-    return clock
+        batch.metrics["duplicates"] += st.unnamed.ingest(pdf["ts"].to_numpy(np.int64)[at],
+                                                         pdf["e"].to_numpy(np.int64)[at])
 
 
 class BucketState:
-    """What every bucket keeps between micro-batches; a logic's state subclasses it."""
+    """What every bucket keeps between micro-batches; a logic's state subclasses it. Its fields are
+    annotated: the annotations are the schema it is saved and restored by (runtime/codec)."""
+
+    terms: dict[int, str]
+    gmin: int | None
+    gmax: int | None
+    clock: StreamClock
+    last_tick: int | None
+    batches: int
+    flushed: bool
+    unnamed: UnnamedElements
 
     def __init__(self) -> None:
         self.terms: dict[int, str] = {}  # group code -> term
@@ -201,7 +204,7 @@ class Batch:
     out: list = field(default_factory=list)  # (kind, tick, payload) records
 
     def warn(self, tick: int, text: str) -> None:
-        self.out.append(("warn", int(tick), text.encode("utf-8")))
+        self.out.append(data_record(WARNING, tick, text))
 
 
 class BucketLogic:
@@ -249,7 +252,7 @@ class BucketLogic:
         if len(ticks):
             self.advance(st, ticks, batch)
             st.last_tick = int(ticks[-1])
-            unnamed_elements(st).forget(st.last_tick)
+            st.unnamed.forget(st.last_tick)
             if batch.bucket == 0:  # every bucket reports the same ticks: counted once
                 batch.metrics["ticks"] = len(ticks)
         if batch.flush:
@@ -311,7 +314,7 @@ def uncount_late_copies(batch: Batch, copies: np.ndarray) -> None:
     batch.metrics["late_events"] -= int(copies.sum())
     count_late_streams(batch, batch.late_streams[copies], -1)
     warned = iter(copies[:MAX_WARNINGS].tolist())
-    batch.out = [r for r in batch.out if r[0] != "warn" or not next(warned, False)]
+    batch.out = [r for r in batch.out if r[0] != WARNING or not next(warned, False)]
 
 
 def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: int,
@@ -339,15 +342,23 @@ def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: B
         hb = read_heartbeats(pdf, kinds)
         logic.see_time(st, hb, pdf, kinds, batch)
         if hb is not None:
-            stream_clock(st).see(hb.latest, time.time())
+            st.clock.see(hb.latest, time.time())
         pdf, kinds = drop_late(st, pdf, kinds, logic, batch)
         if isinstance(batch.limits, StreamLimits) and batch.limits.ranked:
             pdf = in_stream_order(pdf, kinds, logic, st.batches)
         logic.ingest(st, pdf, kinds, batch)
-    batch.event_time = stream_clock(st).event_time(batch.limits, st.batches, time.time())
+    batch.event_time = st.clock.event_time(batch.limits, st.batches, time.time())
     batch.held = batch.event_time is None
     logic.report(st, batch, t0, lateness_ms)
 
+
+def restored(blob: bytes, state_class: type[BucketState]) -> BucketState:
+    """A bucket's state as `bucket_operator` saved it; anything else stops the run with one
+    sentence (a worker refusal: exit 2), never decoded as code (runtime/codec)."""
+    try:
+        return decode(blob, state_class, "the operator state in this checkpoint")
+    except CodecError as e:
+        raise RuntimeError(f"{WORKER_REFUSAL}: {e.message}: use a fresh --checkpoint") from None
 
 
 def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator", *,
@@ -355,22 +366,23 @@ def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "
     """The applyInPandasWithState function running `logic`: state restore/save, metrics, profile.
     `limits`: the run's bounds (shipped in the closure)."""
     max_ticks = limits.max_ticks
+    state_class = typing.get_type_hints(type(logic).new_state)["return"]  # the schema of its saved state
 
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         clock = [time.perf_counter()]
         batch = Batch(int(key[0]), max_ticks=max_ticks, limits=limits)
-        st = decode_state(state.get[0]) if state.exists else logic.new_state()
+        st = restored(state.get[0], state_class) if state.exists else logic.new_state()
         st.batches += 1
         pdf = batch_frame(pdfs)
         clock.append(time.perf_counter())
         step(logic, st, pdf, batch, t0, lateness_ms)
         clock.append(time.perf_counter())
-        blob = encode_state(st)
+        blob = encode(st, state_class)
         batch.metrics["state_bytes"] = len(blob)
         logic.snapshot(st, batch.metrics)
         batch.metrics["batch"] = st.batches
         state.update((blob,))
-        batch.out.append(json_record("metric", st.gmax if st.gmax is not None else 0, batch.metrics))
+        batch.out.append(metric_record(st.gmax if st.gmax is not None else 0, batch.metrics))
         clock.append(time.perf_counter())
         profile(name, bucket=batch.bucket, batch=st.batches, rows_in=0 if pdf is None else len(pdf),
                 rows_out=batch.metrics["rows_out"], read_s=clock[1] - clock[0], compute_s=clock[2] - clock[1],

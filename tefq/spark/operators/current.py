@@ -23,11 +23,15 @@ from tefq.vocabulary import RunLimits
 
 
 class CurrentState(BucketState):
+    base: Intervals
+    pending: list[Events]  # Events parts
+    pending_sorted: bool  # pending is one part, distinct and in apply order
+
     def __init__(self, ngroups: int) -> None:
         super().__init__()
         self.base = Intervals.empty(ngroups)
-        self.pending: list = []  # Events parts
-        self.pending_sorted = False  # pending is one part, distinct and in apply order
+        self.pending = []
+        self.pending_sorted = False
 
 
 def read_events(pdf: pd.DataFrame, rows: np.ndarray, ngroups: int, batch: int) -> Events:

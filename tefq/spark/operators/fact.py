@@ -39,12 +39,17 @@ from tefq.vocabulary import RunLimits
 
 
 class FactState(BucketState):
+    base: dict[str, Intervals]  # open after last_tick
+    pending: dict[str, list[Events]]
+    open: dict[str, Relation]
+    retained: Relation | None  # closed matched facts a live WHILE scope still needs
+
     def __init__(self, plan: FactAggregatePlan) -> None:
         super().__init__()
-        self.base = {f.name: Intervals.empty(len(f.identity)) for f in plan.event_facts}  # open after last_tick
-        self.pending: dict[str, list[Events]] = {f.name: [] for f in plan.event_facts}
+        self.base = {f.name: Intervals.empty(len(f.identity)) for f in plan.event_facts}
+        self.pending = {f.name: [] for f in plan.event_facts}
         self.open = {f.name: Relation.empty(f.identity) for f in plan.facts if isinstance(f, DerivedFactPlan)}
-        self.retained: Relation | None = None  # closed matched facts a live WHILE scope still needs
+        self.retained = None
 
 
 def tick_spec(plan: FactAggregatePlan) -> TickSpec:
@@ -256,7 +261,7 @@ class FactAggregateLogic(BucketLogic):
             since = mine[mine["k"].to_numpy() == SINCE]
             for j, pos in enumerate(f.terms):
                 pairs = since[[f"v{pos}", f"t{j}"]].dropna().drop_duplicates(f"v{pos}")
-                st.terms.update(zip(pairs[f"v{pos}"].tolist(), pairs[f"t{j}"].tolist()))
+                st.terms.update(zip(pairs[f"v{pos}"].to_numpy(np.int64).tolist(), pairs[f"t{j}"].tolist()))
             st.pending[f.name].append(read_fact_events(mine, len(f.identity), st.batches))
         for f in self.plan.event_facts:  # a stream is a set: the same element twice at one ms counts once
             if st.pending[f.name]:

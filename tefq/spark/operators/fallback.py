@@ -24,15 +24,17 @@ import pandas as pd
 
 from tefq.plan.logical import Document
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, widen
-from tefq.spark.output import json_record
+from tefq.spark.output import READY_ROW, data_record
 from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
 from tefq.vocabulary import RunLimits
 
 
 class FallbackState(BucketState):
+    elements: list[tuple[int, int, str, str, str]]  # (ts, order, s, p, o)
+
     def __init__(self) -> None:
         super().__init__()
-        self.elements: list[tuple[int, int, str, str, str]] = []  # (ts, order, s, p, o)
+        self.elements = []
 
 
 class FallbackLogic(BucketLogic):
@@ -74,7 +76,7 @@ class FallbackLogic(BucketLogic):
         res = (self.evaluate or oracle_run)(self.doc, [(t, s, p, o) for t, _, s, p, o in st.elements],
                                             self.background, self.t0)
         rows = [r for r in res.results[0].rows if start <= r[0] <= upto]
-        batch.out.extend(json_record("row", t, list(cells)) for t, cells in rows)
+        batch.out.extend(data_record(READY_ROW, t, list(cells)) for t, cells in rows)
         batch.metrics["rows_out"] = len(rows)
         if batch.flush:  # the oracle's counts of the whole run
             m = res.metrics

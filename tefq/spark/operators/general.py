@@ -9,11 +9,10 @@ duplicates), heartbeats and the flush. Each batch is coded here (SipHash
 term codes, the mapper's; under direct ingestion the terms arrive categorical, each distinct one
 coded once: `code_rows`), ingested, and at the ticks that became final the evaluator's rows
 (`BucketRows`: final, or partial aggregates the driver merges) leave as one record
-(kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays: pickled as one npz blob.
+(kernels/general/collector.general_rows_record). The state is the evaluator's numpy arrays (runtime/codec).
 """
 from __future__ import annotations
 
-import io
 import os
 import resource
 
@@ -32,21 +31,15 @@ from tefq.vocabulary import RunLimits
 
 
 class GeneralBucketState(BucketState):
-    """The loop's bookkeeping and the evaluator's state; pickled with the evaluator's arrays as one
-    npz blob (`GeneralState.to_arrays`: numbers and UTF-8 bytes only), restored by the logic."""
+    """The loop's bookkeeping and the evaluator's state (its arrays)."""
+
+    general: GeneralState
+    reported: dict[str, int]  # the counters already emitted as metrics
 
     def __init__(self, general: GeneralState) -> None:
         super().__init__()
-        self.general: GeneralState | bytes = general
-        self.reported = dict.fromkeys(COUNTERS, 0)  # the counters already emitted as metrics
-
-    def __getstate__(self) -> dict:
-        d = dict(self.__dict__)
-        if isinstance(self.general, GeneralState):
-            buf = io.BytesIO()
-            np.savez(buf, **self.general.to_arrays())
-            d["general"] = buf.getvalue()
-        return d
+        self.general = general
+        self.reported = dict.fromkeys(COUNTERS, 0)
 
 
 class GeneralLogic(BucketLogic):
@@ -70,13 +63,6 @@ class GeneralLogic(BucketLogic):
     def new_state(self) -> GeneralBucketState:
         return GeneralBucketState(GeneralState.new(self.cq.facts))
 
-    def general(self, st: GeneralBucketState) -> GeneralState:
-        """The evaluator's state, read back from its npz blob after a restore."""
-        if isinstance(st.general, bytes):
-            with np.load(io.BytesIO(st.general), allow_pickle=False) as z:
-                st.general = GeneralState.from_arrays({k: z[k] for k in z.files}, self.cq.facts)
-        return st.general
-
     def see_time(self, st: GeneralBucketState, hb: Heartbeats | None, pdf: pd.DataFrame, kinds: np.ndarray,
                  batch: Batch) -> None:
         """Also note which late rows are copies of an element another bucket got first (that one
@@ -91,7 +77,7 @@ class GeneralLogic(BucketLogic):
         uncount_late_copies(batch, self.late_copies)
         unmatched = pdf[kinds == RowKind.OTHER]
         if len(unmatched):  # only their duplicates count (runtime/encodings.GeneralRows)
-            self.evaluator(batch.bucket).ingest_unmatched(self.general(st), unmatched["ts"].to_numpy(np.int64),
+            self.evaluator(batch.bucket).ingest_unmatched(st.general, unmatched["ts"].to_numpy(np.int64),
                                                           unmatched["o"].to_numpy(np.int64),
                                                           unmatched["f"].to_numpy(np.int64))
         data = pdf[kinds == ELEMENT]
@@ -99,11 +85,11 @@ class GeneralLogic(BucketLogic):
             return
         el, terms = code_rows(data)
         el.order = st.batches * ORDER_SHIFT + data["o"].to_numpy(np.int64)  # ties in stream order
-        self.evaluator(batch.bucket).ingest(self.general(st), el, terms)
+        self.evaluator(batch.bucket).ingest(st.general, el, terms)
 
     def advance(self, st: GeneralBucketState, ticks: np.ndarray, batch: Batch) -> None:
         profile("general_memory", bucket=batch.bucket, phase="ingested", **worker_memory())
-        rows = self.evaluator(batch.bucket).advance(self.general(st), ticks)
+        rows = self.evaluator(batch.bucket).advance(st.general, ticks)
         profile("general_memory", bucket=batch.bucket, phase="advanced", **worker_memory())
         if len(rows):
             batch.out.append(general_rows_record(rows))
@@ -120,7 +106,7 @@ class GeneralLogic(BucketLogic):
         """The duplicates since the last report (bucket 0's only when the plan reads an input whole:
         its copies would count once per bucket), the UNTILs matched to nothing and the facts closed
         by this advance (of the facts this bucket counts)."""
-        g, ev, counted = self.general(st), self.evaluator(batch.bucket), self.counted(batch.bucket)
+        g, ev, counted = st.general, self.evaluator(batch.bucket), self.counted(batch.bucket)
         new = g.counters["duplicates"] - st.reported["duplicates"]
         st.reported["duplicates"] = g.counters["duplicates"]
         if batch.bucket == 0 or not self.plan.whole:
@@ -132,11 +118,11 @@ class GeneralLogic(BucketLogic):
 
     def finish(self, st: GeneralBucketState, batch: Batch) -> None:
         """End of input: the facts still open were created, not closed."""
-        still = sum(len(iv) for name, iv in self.general(st).open.items() if name in self.counted(batch.bucket))
+        still = sum(len(iv) for name, iv in st.general.open.items() if name in self.counted(batch.bucket))
         batch.metrics["facts_created"] += still
 
     def snapshot(self, st: GeneralBucketState, metrics: dict) -> None:
-        size = self.general(st).size()
+        size = st.general.size()
         metrics["open_facts"] = size["open_facts"]
         metrics["state_rows"] = sum(size.values())
 

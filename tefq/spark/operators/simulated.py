@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tefq.spark.kernels.intervals import OPEN, Events, apply_events
-from tefq.spark.kernels.strategies import Changes, make_strategy, state_changes
+from tefq.spark.kernels.strategies import Changes, RefreshPerFact, RefreshPerGroup, Sequence, make_strategy, state_changes
 from tefq.spark.operators.base import Batch, BucketState, bucket_operator
 from tefq.spark.operators.current import CurrentAggregateLogic, emit_rows, read_events, read_terms, tick_rows
 from tefq.spark.output import NumericRows
@@ -51,10 +51,13 @@ def simulate_window(strategy, plan: CurrentAggregatePlan, tau: int, w: int, ev: 
 
 
 class SimState(BucketState):
-    def __init__(self, strategy) -> None:
+    strategy: RefreshPerFact | RefreshPerGroup | Sequence
+    pending: list[Events]
+
+    def __init__(self, strategy: RefreshPerFact | RefreshPerGroup | Sequence) -> None:
         super().__init__()
         self.strategy = strategy
-        self.pending: list[Events] = []
+        self.pending = []
 
 
 class SimulationLogic(CurrentAggregateLogic):

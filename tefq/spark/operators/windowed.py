@@ -28,6 +28,7 @@ from tefq.spark.windowed_output import paused_gc, windowed_rows_record
 from tefq.vocabulary import RunLimits
 
 if TYPE_CHECKING:
+    from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
     from tefq.spark.kernels.windowed.partitioning import WindowSlabs
 
 ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column -> IncrementalRun's
@@ -37,11 +38,19 @@ WINDOWED_EVENTS = "events_read"  # bucket 0's events of this micro-batch (events
 class WindowedBucket(BucketState):
     """A bucket's state: the incremental run's (`FrameState`)."""
 
+    windows: FrameState
+
     def __init__(self) -> None:
         super().__init__()
+        self.windows = self.annotation_types()["FrameState"]()
+
+    @staticmethod
+    def annotation_types() -> dict[str, type]:
+        """The classes its annotations name that this module imports only when a run needs them
+        (the windowed kernels; runtime/codec resolves the annotations with them)."""
         from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
 
-        self.windows = FrameState()
+        return {"FrameState": FrameState}
 
 
 class WindowedLogic(BucketLogic):

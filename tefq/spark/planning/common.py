@@ -133,6 +133,12 @@ def projections(q, rename: dict[str, str]) -> tuple[tuple[str, Expr], ...]:
     return tuple((p.name, rename_expr(p.expr, rename)) for p in q.select)
 
 
+def having(q, rename: dict[str, str]) -> tuple[Expr, ...]:
+    """HAVING's constraints with group variables renamed as in `projections` (the driver's
+    Collector evaluates them over each group's row: tefq.spark.output.having_kept)."""
+    return tuple(rename_expr(e, rename) for e in q.having)
+
+
 def unify(pattern: Pattern, template: Pattern, what: str, strict: bool = True) -> dict[str, str] | Refusal:
     """pattern variable -> template variable, for a pattern that matches the template position by
     position. `strict`: two pattern variables may not name one template variable either."""

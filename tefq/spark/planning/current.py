@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tefq.plan.logical import AggregateQuery, Document, EventFact, Expr, Var
 from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
-                                        is_duration_of, projections, unify)
+                                        having, is_duration_of, projections, unify)
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -32,6 +32,7 @@ class CurrentAggregatePlan:
     every_ms: int
     buckets: int
     operator: str = "FactOperator"  # the simulations name theirs
+    having: tuple[Expr, ...] = ()  # spec §4, group variables as in `projections`
 
     @property
     def identity_is_element(self) -> bool:
@@ -111,4 +112,5 @@ def plan_current_aggregate(doc: Document, q: AggregateQuery, buckets: int = 8) -
         + tuple(clause_plan(UNTIL, c.trigger, identity) for c in fact.until),
         group_vars=group_vars, aggregates=tuple(aggs),
         projections=projections(q, {g.name: rename[g.name] for g in q.group_by}),
+        having=having(q, {g.name: rename[g.name] for g in q.group_by}),
         every_ms=q.every_ms, buckets=buckets if group_vars else 1)

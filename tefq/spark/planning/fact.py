@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Expr, Var
 from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
-                                        is_duration_of, projections, unify)
+                                        having, is_duration_of, projections, unify)
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -89,6 +89,7 @@ class FactAggregatePlan:
     partitioning: str
     buckets: int = 1
     routing: Routing | None = None
+    having: tuple[Expr, ...] = ()  # spec §4, group variables as in `projections`
 
     @property
     def event_facts(self) -> tuple[EventFactPlan, ...]:
@@ -286,7 +287,8 @@ def plan_fact_aggregate(doc: Document, q, buckets: int = 8, merge_partials: bool
         group_cols=tuple(identity.index(g) for g in group_vars), aggregates=tuple(aggs),
         distinct_cols=tuple(distinct), projections=projections(q, {g.name: rename[g.name] for g in q.group_by}),
         while_=scope, every_ms=q.every_ms, partitioning=partitioning(plans, order, group_vars),
-        buckets=fact_buckets(routing, buckets), routing=routing)
+        buckets=fact_buckets(routing, buckets), routing=routing,
+        having=having(q, {g.name: rename[g.name] for g in q.group_by}))
 
 
 def plan_facts(doc: Document, order: list[str], needed: dict[str, set[str]]) -> dict | Refusal:

@@ -1,5 +1,5 @@
-"""The layout version of a `--checkpoint` directory: its operator state is pickled Python objects
-whose classes live in tefq's modules, so a checkpoint resumes only under the layout that wrote it.
+"""The layout version of a `--checkpoint` directory: its operator state and sink records are tefq's
+data classes (runtime/codec), so a checkpoint resumes only under the layout that wrote it.
 
 Version 1: checkpoints written before the marker existed (operators in `tefq/spark/operator.py`,
 `derived_operator.py`, `fallback.py`, `simulate.py`). Version 2: the operators in
@@ -14,14 +14,15 @@ bucket holds another share of the facts). Version 6: one driver loop and one wir
 class), runs under the bucket labels and ingest record of every plan, and whole elements got their
 own row kind. Version 7: the general plan (issue 27, operators/general.py) runs the aggregate
 queries a version-6 checkpoint ran on the fallback (its state: every element read, one bucket).
-Version 8: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (FrameState.named). The
-marker `tefq-state-version` sits in the checkpoint
-directory, beside the per-query directories.
+Version 8: state and sink records in runtime/codec's data format, checked against the reader's
+schema (issue 39); versions up to 7 held pickles, which this tefq refuses and never unpickles.
+Version 9: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (`named`). The
+marker `tefq-state-version` sits in the checkpoint directory, beside the per-query directories.
 
 Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),
 and `tefq-input-files`, the stream files it read (runtime/input_files). `resume` checks both, and
-Spark's logs (runtime/log_entries), before a run starts on the checkpoint. Operator state is
-decoded by runtime/state_codec (no arbitrary pickle).
+Spark's logs (runtime/log_entries), before a run starts on the checkpoint. Operator state and sink
+records are decoded by runtime/codec (data only: nothing in a checkpoint can run code).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
 from tefq.spark.runtime.input_files import check_inputs, grown_redis_streams, input_files
 from tefq.spark.runtime.log_entries import check_logs
 
-STATE_VERSION = 8
+STATE_VERSION = 9
 MARKER = "tefq-state-version"
 
 

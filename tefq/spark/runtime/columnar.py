@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from tefq.io.paths import local_path
+from tefq.io.readers import ts_out_of_range
 from tefq.io.staging import files_in_stream_order
 from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob
@@ -177,16 +178,19 @@ class Column:
         return bad
 
 
-def ts_column(batch: pa.RecordBatch) -> pa.Array:
-    """ts as int64 ms, as the oracle's reader takes it (an integer, or a timestamp floored to ms)."""
+def ts_column(batch: pa.RecordBatch) -> tuple[pa.Array, np.ndarray]:
+    """ts as int64 ms, as the oracle's reader takes it (an integer, or a timestamp floored to ms),
+    and per row whether it lies outside tefq's time range (a bad row, as in the reader)."""
     import pyarrow.compute as pc
 
     col = batch.column("ts")
     if pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
     if pa.types.is_timestamp(col.type):
-        return pc.floor_temporal(col, unit="millisecond").cast(pa.timestamp("ms", col.type.tz)).view(pa.int64())
-    return col.cast(pa.int64())
+        col = pc.floor_temporal(col, unit="millisecond").cast(pa.timestamp("ms", col.type.tz)).view(pa.int64())
+    beyond = np.zeros(len(col), bool)
+    beyond[ts_out_of_range(col)] = True
+    return col.cast(pa.int64(), safe=False), beyond
 
 
 def check_schema(pf, path: str) -> None:
@@ -215,7 +219,8 @@ def bad_records(uri: str, batch: pa.RecordBatch, ts: pa.Array, bad: np.ndarray, 
     out = []
     rows = np.flatnonzero(bad)
     raw = {c: batch.column(c).take(pa.array(rows)).to_pylist() for c in "spo"}
-    tsl = ts.take(pa.array(rows)).to_pylist()
+    written = batch.column("ts") if pa.types.is_integer(batch.column("ts").type) else ts  # uint64 as it is
+    tsl = written.take(pa.array(rows)).to_pylist()
     for k, i in enumerate(rows.tolist()):
         record = bad_record(uri, row0 + i + 1, tsl[k], raw["s"][k], raw["p"][k], raw["o"][k])
         assert record is not None, "the columnar check and the Parquet reader disagree"
@@ -273,9 +278,9 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
             stream = 0 if ranked is None else ranked >> RANK_BITS
             for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
                 n = batch.num_rows
-                ts = ts_column(batch)
+                ts, beyond = ts_column(batch)
                 cols = {c: Column(batch.column(c), c, patterns) for c in "spo"}
-                bad = ts.is_null().to_numpy(zero_copy_only=False) if ts.null_count else np.zeros(n, bool)
+                bad = ts.is_null().to_numpy(zero_copy_only=False) | beyond if ts.null_count else beyond
                 for c in "spo":
                     bad |= cols[c].bad_rows()
                 tsv = (ts.fill_null(0) if ts.null_count else ts).to_numpy(zero_copy_only=False)

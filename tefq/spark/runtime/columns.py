@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
+from tefq.io.validate import TS_MAX, TS_MIN
 from tefq.spark.planning import CurrentAggregatePlan, WindowedPlan
 from tefq.spark.protocol import RowKind
 from tefq.spark.runtime.sources import FLUSH_TERM
@@ -33,7 +34,7 @@ def fixes_p(c) -> bool:
 
 
 def vouched(plan: CurrentAggregatePlan | None = None, m: "F.Column | None" = None) -> "F.Column":
-    """True only for a row the oracle accepts as it is: ts present, every cell already in normal
+    """True only for a row the oracle accepts as it is: ts in range, every cell already in normal
     form (one regex per cell; p only where the matched clause `m` of `plan` fixes it). False
     means "not decided here": the mapper classifies those rows with the oracle's own rules
     (`scan.settle_undecided`; they are rare), so Spark accepts and rejects exactly the rows
@@ -42,7 +43,8 @@ def vouched(plan: CurrentAggregatePlan | None = None, m: "F.Column | None" = Non
     cell = {c: F.col(c).rlike(NORMAL_CELL[c]) for c in "spo"}
     p_ok = F.when(m.isin(fixed), F.lit(True)).otherwise(cell["p"]) if fixed else cell["p"]
     o_ok = cell["o"] & ~F.col("o").endswith(XSD_STRING_SUFFIX)
-    return F.coalesce(F.col("ts").isNotNull() & cell["s"] & p_ok & o_ok, F.lit(False))
+    in_range = F.col("ts").between(F.lit(TS_MIN), F.lit(TS_MAX))  # null: not vouched for either
+    return F.coalesce(in_range & cell["s"] & p_ok & o_ok, F.lit(False))
 
 
 def undecided_cells(sure: "F.Column") -> "F.Column":

@@ -35,7 +35,7 @@ from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
-from tefq.spark.runtime.sink import committed_files, read_sink_files
+from tefq.spark.runtime.sink import committed_files, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
@@ -65,11 +65,12 @@ class SinkTail:
         col = Collector.of(self.plan)
         facts = FactCollector.of(self.plan) if self.on_facts is not None else None
         pdf = read_sink_files(files)
-        for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-            if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
-                facts.add(kind, tick, payload)
-            if not is_fact_record(kind):
-                col.add(kind, tick, payload)
+        with reading_sink(self.out):
+            for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
+                if facts is not None and (is_fact_record(kind) or kind == TERMS):  # the fact table's (RunOptions.facts)
+                    facts.add(kind, tick, payload)
+                if not is_fact_record(kind):
+                    col.add(kind, tick, payload)
         if facts is not None and (facts.parts or facts.snapshots):
             self.on_facts(facts)
         rows = col.rows()
@@ -133,8 +134,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         for p in stream_paths:
             if not wait_for_files(p, stopping):
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
-        check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing meanwhile is seen
-        staging = stage_streams(stream_paths, workdir, log)
+        recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
+        staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
@@ -144,8 +145,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, on_rows is None, on_facts), pr))
         try:
             while True:
-                check_inputs(workdir, stream_paths)  # a file changed since it was read: exit 2 (runtime/input_files)
-                staging.sync()
+                recorded = check_inputs(workdir, stream_paths)  # a file changed since it was read: exit 2
+                staging.sync(recorded)  # only files recorded before they are read (runtime/input_files)
                 _hand_over(running, on_rows)
                 if stopping():
                     _finish_current_batches([q for _, q, _, _ in running])
@@ -166,7 +167,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
     results = [QueryResult(plan.query, plan.columns, tail.rows) for plan, _, tail, _ in running]
     for r in results:
         r.rows = r.sorted_rows()
-    metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input)
+    metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input) ...
+    metrics["ticks"] = sum(int(tail.metrics.get("ticks", 0)) for _, _, tail, _ in running)  # ... ticks: every query's
     metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
     metrics["micro_batches"] = running[0][3].batches
     metrics["state_by_batch"] = running[0][2].state_by_batch()

@@ -84,10 +84,11 @@ def changed_file_error(path: str, how: str, workdir: str) -> TefqError:
                      f"(the record is {os.path.join(workdir, RECORD)})", path)
 
 
-def check_inputs(workdir: str, stream_paths: list[str]) -> None:
+def check_inputs(workdir: str, stream_paths: list[str]) -> frozenset[str]:
     """Refuse (exit 2) a stream file recorded in `workdir` that changed since; record the ones not
     recorded yet. Called before the files are read: at a checkpoint's resume, and on every poll of
-    the follow loop."""
+    the follow loop. Returns the recorded files (absolute paths): the only ones a reader may read
+    now, since a file that appeared after this call could grow before it is recorded."""
     record = read_record(workdir)
     fresh: dict[str, Seen] = {}
     for path in input_files(stream_paths):
@@ -106,6 +107,7 @@ def check_inputs(workdir: str, stream_paths: list[str]) -> None:
             raise changed_file_error(renamed[now], f"was renamed to {path} (log rotation?)", workdir)
     if fresh:
         write_record(workdir, {**record, **fresh})
+    return frozenset(record) | frozenset(fresh)
 
 
 def input_files(stream_paths: list[str]) -> list[str]:

@@ -3,6 +3,7 @@ isinstance chain; the mapper between them is the one of runtime/mappers.py), and
 which wires one plan's streaming query. Every plan, windowed ones included, runs through here."""
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, replace
 from functools import reduce
@@ -33,6 +34,8 @@ from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, rela
 from tefq.spark.runtime.progress import ColumnarProgress, Progress
 from tefq.spark.runtime.sources import read_control, read_stream
 from tefq.vocabulary import RunLimits
+
+_QUERY_NUMBERS = itertools.count(1)  # a streaming query's name is unique in its session, even across threads
 
 
 @dataclass(frozen=True)
@@ -192,9 +195,10 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
         result = result.observe("tefq_in", F.max(F.when(F.col("kind") == "metric", F.col("tick"))).alias("event_time"),
                                 (events + sink_metric("bad_rows")).alias("n"))
     pr = (ColumnarProgress if ingest != "rows" else Progress)(run.progress, plan.query)
+    name = f"tefq_{plan.query}_{os.getpid()}_{next(_QUERY_NUMBERS)}"
 
     def start(**trigger):
         return (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
-                .outputMode("append").trigger(**trigger).queryName(f"tefq_{plan.query}_{os.getpid()}").start())
+                .outputMode("append").trigger(**trigger).queryName(name).start())
 
     return start, out, ctl, pr

@@ -7,7 +7,10 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
+from tefq import progress
 from tefq.errors import TefqError
+from tefq.io.timestamps import format_iso_ms
+from tefq.progress import plural
 from tefq.spark.operators.base import TOO_MANY_TICKS
 from tefq.spark.runtime.scan import BAD_ROW
 
@@ -56,9 +59,14 @@ def state_figures(operators: list, names: tuple[str, ...] = STATE_TIMES) -> dict
 
 
 class Progress:
+    """A streaming query's micro-batches: their figures for the metrics and the bench, and for a
+    person a line per micro-batch (and on a terminal a bar of the events read; tefq.progress)."""
+
     def __init__(self, enabled: bool, name: str) -> None:
         self.enabled, self.name, self.seen = enabled, name, -1
         self.batches: list[dict] = []  # per micro-batch: id, input rows, ms, state bytes (for the bench)
+        self.bar = progress.start(f"[spark {name}] events read") if enabled else None
+        self.events_read = 0
 
     def report(self, query) -> None:
         for p in query.recentProgress:
@@ -76,14 +84,28 @@ class Progress:
                              "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", [])),
                              "state_ms": state_figures(p.get("stateOperators", [])),
                              "state_sizes": state_figures(p.get("stateOperators", []), STATE_SIZES)})
-        if not self.enabled:
-            return
-        state = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
-        partial = f"partial rows {obs_out['partial']} (added on the driver), " if obs_out.get("partial") else ""
-        print(f"[spark {self.name}] batch {p['batchId']}: events read {p.get('numInputRows', 0)}, "
-              f"event time {obs.get('event_time')}, ticks emitted {obs_out.get('ticks') or 0}, "
-              f"rows emitted {obs_out.get('rows') or 0}, {partial}"
-              f"state {state} bytes, {p.get('durationMs', {}).get('triggerExecution', 0)} ms", file=sys.stderr)
+        self.events_read += p.get("numInputRows", 0) or 0
+        if self.bar is not None:
+            self.bar.say(self.line(p, obs, obs_out))
+
+    def line(self, p, obs: dict, obs_out: dict) -> str:
+        """A micro-batch in a reader's words: what it read (up to which event time), what it reported."""
+        t = obs.get("event_time")
+        upto = f" (up to {format_iso_ms(int(t))})" if t is not None else ""
+        rows = obs_out.get("rows") or 0  # a plan whose records carry rows of their own counts none here
+        out = f"{plural(obs_out.get('ticks') or 0, 'tick')}{', ' + plural(rows, 'row') if rows else ''} reported"
+        seconds = p.get("durationMs", {}).get("triggerExecution", 0) / 1000
+        return (f"[spark {self.name}] micro-batch {p['batchId'] + 1}: {plural(p.get('numInputRows', 0) or 0, 'event')} "
+                f"read{upto}, {out}, {seconds:.1f} s")
+
+    def tick(self) -> None:
+        """A second went by: the bar shows the events read so far and the time."""
+        if self.bar is not None:
+            self.bar.advance(self.events_read)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 
@@ -123,9 +145,12 @@ def run_until_done(query, progress: Progress) -> None:
             while query.isActive and not pending:
                 query.awaitTermination(1.0)
                 progress.report(query)
+                progress.tick()
         except BaseException:
             stop_quietly(query)
             raise
+        finally:
+            progress.close()
         if pending:
             stop_quietly(query)
     if pending:  # to the handlers of tefq.cli.main / pyspark: exit 143 or 130

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
@@ -35,12 +36,22 @@ def _cores(master: str) -> int:
     return os.cpu_count() or 2
 
 
+@dataclass(frozen=True)
+class SessionSettings:
+    """Spark settings the user gives (`--conf KEY=VALUE`, `--driver-memory`), applied over tefq's own
+    when a session starts (a running session keeps the settings it started with)."""
+
+    conf: tuple[tuple[str, str], ...] = ()
+    driver_memory: str | None = None
+
+
 def get_session(master: str | None = None, app_name: str = "tefq",
-                archive_options: list[str] | None = None) -> SparkSession:
+                archive_options: list[str] | None = None, settings: SessionSettings = SessionSettings()) -> SparkSession:
     """Create (or reuse) the session. Workers must run this very interpreter, or they start the
     system Python and fail with ModuleNotFoundError (measured, see DESIGN.md). A new driver JVM maps
     the class-data-sharing archive when there is one (`archive_options`: the driver JVM's archive
-    options instead, jvm_archive_setup's dump); executors' JVMs are left alone."""
+    options instead, jvm_archive_setup's dump); executors' JVMs are left alone. `settings`: the
+    user's, last."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
@@ -70,7 +81,7 @@ def get_session(master: str | None = None, app_name: str = "tefq",
         .config("spark.sql.streaming.minBatchesToRetain", str(MIN_BATCHES_TO_RETAIN))
         # Small bounded inputs: reuse the Python workers and skip the startup of a second one.
         .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.memory", os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", settings.driver_memory or os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         # Workers start in the driver's working directory and `python -m` would put it first on
         # their path: a `tefq/` folder there (another checkout) would shadow the installed one.
@@ -78,6 +89,8 @@ def get_session(master: str | None = None, app_name: str = "tefq",
         .config("spark.driver.extraJavaOptions", driver_java_options)
         .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
     )
+    for key, value in settings.conf:
+        builder = builder.config(key, value)
     with filtered_jvm_stderr(), jvm_scratch():  # the JVM's own "Using incubator modules" notice; its scratch
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TEFQ_SPARK_LOG", "OFF").upper())

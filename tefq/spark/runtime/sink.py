@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Iterator
 
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
 from tefq.spark.output import Collector
 from tefq.spark.planning import WindowedPlan
+from tefq.spark.runtime.codec import CodecError
 from tefq.spark.runtime.log_entries import entries, read_entry
 from tefq.spark.windowed_output import WindowedCollector
 
@@ -40,6 +43,17 @@ def read_sink(out: str):
     return read_sink_files(committed_files(out))
 
 
+@contextmanager
+def reading_sink(out: str) -> Iterator[None]:
+    """Decoding the records of the sink in `out`: a record that is not tefq's data (runtime/codec)
+    is exit 2 naming the sink, as one sentence."""
+    try:
+        yield
+    except CodecError as e:
+        raise CodecError(f"{e.message}: this sink (a query's output in the checkpoint) was written by "
+                         "something other than tefq; use a fresh --checkpoint", out) from None
+
+
 def collector_of(plan) -> Collector | WindowedCollector:
     """The collector that decodes a plan's sink records (`tefq.spark.output`)."""
     if isinstance(plan, WindowedPlan):
@@ -51,9 +65,10 @@ def collect(plan, out: str) -> tuple[list[QueryResult], dict, list[str]]:
     """A finished query's sink: its results, its metrics and the warnings its operators emitted."""
     pdf = read_sink(out)
     col = collector_of(plan)
-    for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-        if not is_fact_record(kind):  # the fact table's records go to `collect_facts`
-            col.add(kind, tick, payload)
+    with reading_sink(out):
+        for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
+            if not is_fact_record(kind):  # the fact table's records go to `collect_facts`
+                col.add(kind, tick, payload)
     return col.results(), col.run_metrics(), col.warnings
 
 
@@ -61,6 +76,7 @@ def collect_facts(plan, out: str) -> FactCollector:
     """A finished query's fact-table records (`tefq.spark.fact_output`), decoded."""
     pdf = read_sink(out)
     facts = FactCollector.of(plan)
-    for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
-        facts.add(kind, tick, payload)
+    with reading_sink(out):
+        for kind, tick, payload in zip(pdf["kind"], pdf["tick"], pdf["payload"]):
+            facts.add(kind, tick, payload)
     return facts

@@ -14,11 +14,9 @@ only for what neither holds) and MIN/MAX their values, for the driver to merge.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from tefq.semantics.expressions import aggregate
+from tefq.semantics.expressions import order_key
 from tefq.plan.logical import Aggregate
 from tefq.spark.kernels.exact import age_limbs, range_sums
 from tefq.spark.kernels.general.contributions import Aged, Contributions
@@ -66,28 +64,19 @@ def distinct(c: Contributions, v: Values) -> tuple[np.ndarray, np.ndarray, np.nd
     return merged.codes[:, 0], merged.start, merged.end, v.take(rep[merged.codes[:, 1]])
 
 
-def oracle_order(a, b) -> int:
-    """MIN/MAX's order, asked of the oracle's own `aggregate` (-1: `a` comes first)."""
-    if a is b:
-        return 0
-    if aggregate("MIN", [b, a], False) is a:
-        return -1
-    return 1 if aggregate("MIN", [a, b], False) is b else 0
-
-
 def ranks(v: Values) -> np.ndarray:
-    """Order-preserving ranks of the values (equal values, equal rank)."""
-    if v.kind in ("int", "double", "dt", "bool"):
+    """Ranks of the values in MIN/MAX's order (`order_key`, a total order: equal rank, equal term)."""
+    if v.kind in ("int", "double", "dt", "bool"):  # numpy's order is order_key's (NaN last, -0.0 = 0.0)
         return np.unique(v.data, return_inverse=True)[1].reshape(-1).astype(np.int64)
     ids = value_ids(v)
     first = np.zeros(int(ids.max(initial=-1)) + 1, np.int64)
     first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
-    objs = v.as_objects().data[first].tolist()  # one value per distinct value, sorted in the oracle's order
-    order = sorted(range(len(objs)), key=functools.cmp_to_key(lambda i, j: oracle_order(objs[i], objs[j])))
-    rank = np.zeros(len(objs), np.int64)
+    keys = [order_key(x) for x in v.as_objects().data[first].tolist()]  # one per distinct value
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    rank = np.zeros(len(keys), np.int64)
     r = -1
     for pos, i in enumerate(order):
-        if pos == 0 or oracle_order(objs[order[pos - 1]], objs[i]) != 0:
+        if pos == 0 or keys[order[pos - 1]] != keys[i]:
             r += 1
         rank[i] = r
     return rank[ids]

@@ -35,6 +35,9 @@ def bucket_of(codes: np.ndarray, buckets: int) -> np.ndarray:
 class TermDictionary:
     """code -> N-Triples text for the codes a bucket may evaluate or print, as two sorted arrays."""
 
+    codes: np.ndarray
+    terms: np.ndarray  # object: str
+
     def __init__(self, codes: np.ndarray | None = None, terms: np.ndarray | None = None) -> None:
         self.codes = np.zeros(0, np.int64) if codes is None else codes
         self.terms = np.zeros(0, dtype=object) if terms is None else terms
@@ -76,22 +79,6 @@ class TermDictionary:
         """Forget every code not in `codes` (pruning with the state)."""
         mask = np.isin(self.codes, codes)
         self.codes, self.terms = self.codes[mask], self.terms[mask]
-
-    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        """As numeric arrays (Arrow's string layout: UTF-8 bytes and offsets)."""
-        data = [t.encode("utf-8") for t in self.terms.tolist()]
-        offsets = np.zeros(len(data) + 1, np.int64)
-        offsets[1:] = np.cumsum([len(b) for b in data])
-        blob = np.frombuffer(b"".join(data), dtype=np.uint8)
-        return {prefix + "codes": self.codes, prefix + "bytes": blob, prefix + "offsets": offsets}
-
-    @staticmethod
-    def from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> "TermDictionary":
-        blob = arrays[prefix + "bytes"].tobytes()
-        off = arrays[prefix + "offsets"].tolist()
-        terms = np.empty(len(off) - 1, dtype=object)
-        terms[:] = [blob[a:b].decode("utf-8") for a, b in zip(off[:-1], off[1:])]
-        return TermDictionary(np.asarray(arrays[prefix + "codes"], np.int64), terms)
 
 
 @dataclass

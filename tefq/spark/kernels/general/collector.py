@@ -1,26 +1,25 @@
 """The driver's side of the general plan on Spark: a bucket's rows of one micro-batch travel as one
-record (`general_rows_record`: the `BucketRows`, pickled — final values, or partial aggregates:
-counts, exact sums as limb or integer arrays (`sums.CellSums`), MIN/MAX candidates; from our own
-operator to our own driver), and
+record (`general_rows_record`: the `BucketRows` — final values, or partial aggregates: counts,
+exact sums as limb or integer arrays (`sums.CellSums`), MIN/MAX candidates — as runtime/codec
+data, read back checked against `BucketRows`' fields: the sink is a file), and
 `GeneralCollector` gathers a query's records, merges partial rows per (tick, group) and formats them
 in the oracle's cells and order.
 """
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
 from tefq.results import Row
 from tefq.spark.kernels.general.rows import BucketRows, concat, format_rows, merge_partials
-from tefq.spark.output import Collector
+from tefq.spark.output import Collector, data_record, read_record
 
 GENERAL_ROWS = "grows"  # a general operator bucket's BucketRows of one micro-batch
 
 
 def general_rows_record(rows: BucketRows) -> tuple[str, int, bytes]:
     """A general operator bucket's rows of one micro-batch as one sink record."""
-    return GENERAL_ROWS, int(rows.ticks[-1]) if len(rows) else 0, pickle.dumps(rows, protocol=5)
+    return data_record(GENERAL_ROWS, int(rows.ticks[-1]) if len(rows) else 0, rows, BucketRows)
 
 
 @dataclass
@@ -33,7 +32,7 @@ class GeneralCollector(Collector):
 
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == GENERAL_ROWS:
-            self.parts.append(pickle.loads(payload))  # our own operator's record (tefq.spark.operators.general)
+            self.parts.append(read_record(kind, payload, BucketRows))
         else:
             super().add(kind, tick, payload)
 

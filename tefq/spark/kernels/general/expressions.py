@@ -14,13 +14,13 @@ expression goes to tier 2, so the two never mix inside one expression.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from tefq.semantics.allen import RELATIONS as ALLEN_RELATIONS
 from tefq.semantics.expressions import EvalError, compile_expr
-from tefq.semantics.values import IRI, BNode, DateTime, to_value
+from tefq.semantics.values import IRI, BNode, DateTime, Value, to_value
 from tefq.plan.allen import relation_of
 from tefq.plan.logical import Call, Expr, Term, Var
 from tefq.spark.kernels.general.coding import TermDictionary
@@ -35,7 +35,7 @@ class Values:
     Python values); `ok` is False where the expression raised (or a variable is unbound)."""
 
     kind: str
-    data: np.ndarray
+    data: Annotated[np.ndarray, Value | None]  # an object array (kind "object") holds Values or None
     ok: np.ndarray
     inputs: np.ndarray | None = None  # per row, the index of its distinct input (tier 2): equal inputs, equal values
     inputs_are_values: bool = False  # distinct inputs are distinct values too (IRIs, blank nodes)

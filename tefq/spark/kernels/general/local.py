@@ -5,7 +5,6 @@ tests compare this with the oracle and the bench times it.
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -20,6 +19,7 @@ from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.routing import element_buckets
 from tefq.spark.kernels.general.rows import BucketRows, concat, format_rows, merge_partials
 from tefq.spark.kernels.general.state import GeneralState
+from tefq.spark.runtime.codec import decode, encode as encode_state
 from tefq.vocabulary import Element
 
 
@@ -46,7 +46,7 @@ class LocalRun:
     background: Background
     bg_terms: TermDictionary
     buckets: int = 1
-    restart: bool = False  # every state through npz bytes after each batch (as a checkpoint would)
+    restart: bool = False  # every state through its saved bytes after each batch (as a checkpoint would)
     t0: int = 0
     done: int | None = None  # the index of the last reported tick
 
@@ -65,7 +65,7 @@ class LocalRun:
     def advance(self, ticks: np.ndarray) -> None:
         parts = [ev.advance(st, ticks) for ev, st in zip(self.evaluators, self.states)]
         if self.restart:
-            self.states = [GeneralState.from_arrays(from_npz(to_npz(st.to_arrays())), self.cq.facts)
+            self.states = [decode(encode_state(st, GeneralState), GeneralState, "a bucket's state")
                            for st in self.states]
         if self.evaluators[0].partial:
             self.out.append(merge_partials(self.cq, parts))
@@ -81,17 +81,6 @@ class LocalRun:
 
     def rows(self) -> list[Row]:
         return format_rows(self.cq, concat(self.out, self.cq))
-
-
-def to_npz(arrays: dict[str, np.ndarray]) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
-
-
-def from_npz(data: bytes) -> dict[str, np.ndarray]:
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
 
 
 class _Both:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tefq.semantics.expressions import EvalError, compile_expr
+from tefq.semantics.expressions import EvalError, compile_expr, ebv
 from tefq.semantics.values import datetime_term, to_term
 from tefq.plan.logical import Var
 from tefq.results import Row
@@ -184,8 +184,22 @@ def select_env(cq: CompiledQuery, rows: BucketRows, values: dict[str, Values]) -
     return Env(len(rows), terms, times, dictionary, {k: v for k, v in values.items() if isinstance(v, Values)})
 
 
-def _expression_cells(e, rows: BucketRows, groups: dict, values: dict) -> np.ndarray:
-    """A SELECT expression with the oracle's evaluator, once per distinct input."""
+def having_kept(cq: CompiledQuery, rows: BucketRows) -> BucketRows:
+    """The rows whose group meets every HAVING constraint (spec §4; an error is false, as in a
+    FILTER), with the oracle's evaluator."""
+    if not cq.q.having or not len(rows):
+        return rows
+    groups = {n: c for n, (c, _) in group_cells(cq, rows).items()}
+    values = {a.alias: rows.columns[a.alias] for a in cq.q.aggregates}
+    keep = np.ones(len(rows), bool)
+    for e in cq.q.having:
+        keep &= np.fromiter((v is True for v in _expression_cells(e, rows, groups, values, ebv)), bool, len(rows))
+    return rows if keep.all() else rows.take(np.nonzero(keep)[0])
+
+
+def _expression_cells(e, rows: BucketRows, groups: dict, values: dict, result=to_term) -> np.ndarray:
+    """A SELECT expression with the oracle's evaluator, once per distinct input; `result` makes
+    each value a cell (HAVING: its effective boolean value)."""
     names = [v for v in variables(e) if v in groups or v in values]
     objs = {n: (groups[n] if n in groups else _env_values(values[n])) for n in names}
     fn = compile_expr(e)
@@ -196,7 +210,7 @@ def _expression_cells(e, rows: BucketRows, groups: dict, values: dict) -> np.nda
         if key not in memo:
             env = {n: objs[n][r] for n in names if objs[n][r] is not None}  # a group variable as its term
             try:
-                memo[key] = to_term(fn(env))
+                memo[key] = result(fn(env))
             except EvalError:
                 memo[key] = None
         out.append(memo[key])
@@ -214,6 +228,7 @@ def _env_values(v: Values) -> np.ndarray:
 
 def format_rows(cq: CompiledQuery, rows: BucketRows) -> list[Row]:
     """The oracle's rows: (tick, cells), ordered by tick and then the cells' order keys."""
+    rows = having_kept(cq, rows)
     if not len(rows):
         return []
     selected = select_cells(cq, rows)

@@ -9,7 +9,7 @@
 - `unmatched`: elements after the last reported tick that nothing matches, as (ts, order, element
   hash) — kept only so that a repeat of one counts as a duplicate (a stream is a set);
 - the term dictionary of the codes above; counters.
-`to_arrays` / `from_arrays` give it as a flat dict of arrays (npz, or one Arrow table per bucket).
+It is saved and restored as its fields (runtime/codec).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tefq.plan.logical import EventFact, Fact
+from tefq.plan.logical import Fact
 from tefq.spark.kernels.general.coding import Elements, TermDictionary
 from tefq.spark.kernels.general.facts import empty_open
 from tefq.spark.kernels.intervals import Intervals
@@ -54,41 +54,3 @@ class GeneralState:
         return {"pending": len(self.pending), "unmatched": len(self.unmatched), "events": len(self.events),
                 "open_facts": sum(len(v) for v in self.open.values()),
                 "closed_facts": sum(len(v) for v in self.closed.values()), "terms": len(self.dictionary)}
-
-    def to_arrays(self) -> dict[str, np.ndarray]:
-        out = {"last_tick": np.array([-1 if self.last_tick is None else self.last_tick, self.last_tick is None],
-                                     np.int64),
-               "counters": np.array([self.counters[k] for k in COUNTERS], np.int64)}
-        for name, el in (("pending", self.pending), ("events", self.events), ("unmatched", self.unmatched)):
-            out.update({f"{name}.ts": el.ts, f"{name}.order": el.order, f"{name}.spo": el.spo})
-        for name, iv in self.open.items():
-            if isinstance(iv, Intervals):
-                out.update({f"open.{name}.fid": iv.fid, f"open.{name}.start": iv.start,
-                            f"open.{name}.end": iv.end, f"open.{name}.codes": iv.groups})
-            else:
-                out.update({f"open.{name}.start": iv.start, f"open.{name}.end": iv.end, f"open.{name}.codes": iv.codes})
-        for name, r in self.closed.items():
-            out.update({f"closed.{name}.start": r.start, f"closed.{name}.end": r.end, f"closed.{name}.codes": r.codes})
-        out.update(self.dictionary.to_arrays("terms."))
-        return out
-
-    @staticmethod
-    def from_arrays(a: dict[str, np.ndarray], facts: tuple[Fact, ...]) -> "GeneralState":
-        last, none = a["last_tick"].tolist()
-        st = GeneralState(None if none else last, _elements(a, "pending"), _elements(a, "events"), {}, {},
-                          TermDictionary.from_arrays(a, "terms."), dict(zip(COUNTERS, a["counters"].tolist())),
-                          _elements(a, "unmatched") if "unmatched.ts" in a else Elements.empty())
-        for f in facts:
-            ident = tuple(v.name for v in f.identity)
-            p = f"open.{f.name}."
-            if isinstance(f, EventFact):
-                st.open[f.name] = Intervals(a[p + "fid"], a[p + "start"], a[p + "end"], a[p + "codes"])
-            else:
-                st.open[f.name] = Relation(ident, a[p + "codes"], a[p + "start"], a[p + "end"])
-            c = f"closed.{f.name}."
-            st.closed[f.name] = Relation(ident, a[c + "codes"], a[c + "start"], a[c + "end"])
-        return st
-
-
-def _elements(a: dict[str, np.ndarray], name: str) -> Elements:
-    return Elements(a[f"{name}.ts"], a[f"{name}.order"], a[f"{name}.spo"].reshape(-1, 3))

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from decimal import Context, Decimal
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Iterable
 
 import numpy as np
 
-from tefq.semantics.expressions import arith
+from tefq.semantics.expressions import EXACT, arith, round_to_double, to_double
 from tefq.spark.kernels.exact import SCALE, limbs, range_sums, rounded
 from tefq.spark.kernels.general.expressions import Values
 
-_EXACT = Context(prec=1000)
 _NUMBERS = (int, Decimal, float)
 SMALL_INT = 2**40  # |integers| below this sum exactly in int64 over < 2^22 contributions per cell
 
@@ -52,22 +51,24 @@ class ExactTotal:
         self.n += 1
         if type(v) is float:
             self.n_float += 1
-            if not math.isfinite(v):
-                p, m, nan = self.inf
-                self.inf = (p + (v > 0), m + (v < 0), nan + (v != v))
-                return
-            self.doubles += Fraction(v)
-            return
-        if type(v) is Decimal:
+        elif type(v) is Decimal:
             self.n_decimal += 1
+            self.decimals = EXACT.add(self.decimals, v)
         else:
             self.ints += v
-        self.decimals = _EXACT.add(self.decimals, Decimal(v))
-        self.doubles += Fraction(float(v))
+            self.decimals = EXACT.add(self.decimals, Decimal(v))
+        self.add_double(to_double(v))  # the sum were any value a double: each promoted on its own
+
+    def add_double(self, x: float) -> None:
+        if math.isfinite(x):
+            self.doubles += Fraction(x)
+            return
+        p, m, nan = self.inf
+        self.inf = (p + (x > 0), m + (x < 0), nan + (x != x))
 
     def __add__(self, o: "ExactTotal") -> "ExactTotal":
         return ExactTotal(self.n + o.n, self.n_float + o.n_float, self.n_decimal + o.n_decimal, self.ints + o.ints,
-                          _EXACT.add(self.decimals, o.decimals), self.doubles + o.doubles,
+                          EXACT.add(self.decimals, o.decimals), self.doubles + o.doubles,
                           tuple(a + b for a, b in zip(self.inf, o.inf)))  # type: ignore[arg-type]
 
     def total(self) -> Any:
@@ -78,7 +79,7 @@ class ExactTotal:
             p, m, nan = self.inf
             if nan or (p and m):
                 return math.nan
-            return math.inf if p else -math.inf if m else float(self.doubles)
+            return math.inf if p else -math.inf if m else round_to_double(self.doubles)
         return self.decimals if self.n_decimal else self.ints
 
     def average(self) -> Any:

@@ -21,6 +21,7 @@ arguments carry the same names.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -28,9 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tefq import cleanup
-from tefq.errors import TefqError
+from tefq import cleanup, progress
+from tefq.progress import plural
+from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
+from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
 from tefq.results import RunResult
 from tefq.vocabulary import RunLimits
@@ -43,7 +46,8 @@ if TYPE_CHECKING:
 
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
-SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout")
+SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
+                      "driver_memory")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
@@ -84,6 +88,33 @@ class QueryFile:
 
 
 @dataclass(frozen=True)
+class QueryText:
+    """A document given as text (`tefq run -` reads it from standard input, `-e TEXT` inline), with
+    the prefixes the command line maps."""
+
+    text: str
+    name: str
+    prefixes: Mapping[str, str] = field(default_factory=dict)
+
+    def document(self, background_predicates: frozenset[str] = frozenset()) -> Document:
+        from tefq.analysis import bind_text
+
+        return bind_text(self.text, self.name, self.prefixes, background_predicates)
+
+
+def query_source(path: str | None, text: str | None, prefixes: Mapping[str, str]) -> QueryFile | QueryText:
+    """The document a command line names: FILE.tef, `-` (standard input, read now) or `-e TEXT`."""
+    if (path is None) == (text is None):
+        raise TefqError("give the query as FILE.tef, as - (standard input) or with -e TEXT (one of them)",
+                        file="query")
+    if text is not None:
+        return QueryText(text, "<-e>", prefixes)
+    if path == STDIN:
+        return QueryText(sys.stdin.read(), "<stdin>", prefixes)
+    return QueryFile(path, prefixes)
+
+
+@dataclass(frozen=True)
 class SparkOptions:
     """What only the Spark engine reads (refused with the oracle, which would drop it)."""
 
@@ -95,6 +126,8 @@ class SparkOptions:
     join_order: str | None = None  # windowed BGPs: static | adaptive (None: adaptive)
     idle_timeout: int | str | None = None  # --follow: spec §6.1's idle timeout (default 10 s)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
+    conf: tuple[tuple[str, str], ...] | None = None  # --conf KEY=VALUE: a session started for the run gets them
+    driver_memory: str | None = None  # --driver-memory (default: TEFQ_SPARK_DRIVER_MEMORY or 2g)
 
     def given(self) -> list[str]:
         """The Spark-only options set, spelled as on the command line."""
@@ -111,6 +144,22 @@ class Output:
     tick_format: str = "ms"
     metrics: str | None = None
     terms: str = "ntriples"  # parquet / arrow: "typed" columns (tefq.results.typed_column)
+
+    @staticmethod
+    def chosen(fmt: str | None, out: str | None, command: str, *, tick_format: str | None = None,
+               metrics: str | None = None, terms: str | None = None, follow: bool = False) -> "Output":
+        """The output a command line asks for, its unset options settled by one rule
+        (tefq.io.output_format: --out's extension, the terminal; --follow appends, so its format must)."""
+        from tefq.io.output_format import chosen_format, chosen_terms, chosen_tick_format
+        from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS, check_term_output
+
+        fmt = chosen_format(fmt, out, FORMATS, command, terminal="csv" if follow else "text")
+        if follow and fmt not in APPENDABLE_FORMATS:
+            raise TefqError(f"--follow appends rows as they come: use --format {', '.join(APPENDABLE_FORMATS)}",
+                            file="--format")
+        terms = chosen_terms(terms, fmt)
+        check_term_output(fmt, terms)  # before the run, not after it
+        return Output(fmt, out, chosen_tick_format(tick_format, fmt), metrics, terms)
 
 
 @dataclass(frozen=True)
@@ -145,13 +194,17 @@ class RunOutcome:
 
     engine: str
     run: RunResult
+    facts: bool = True  # the document defines facts (else the summary does not count them)
 
     def summary(self) -> str:
-        """The one line the command line prints on stderr."""
+        """The one line the command line prints on stderr, in a reader's words."""
         m = self.run.metrics
-        return (f"tefq: {m.events_in} events, {m.ticks} ticks, {m.rows_out} rows, facts created "
-                f"{m.facts_created}, closed {m.facts_closed}, late {m.late_events}, {m.wall_seconds:.2f} s "
-                f"({self.engine})")
+        parts = [f"{plural(m.events_in, 'event')} in, {plural(m.rows_out, 'row')} out at {plural(m.ticks, 'tick')}"]
+        if self.facts:
+            parts.append(f"{plural(m.facts_created, 'fact')} ({m.facts_closed:,} closed)")
+        if m.late_events:
+            parts.append(f"{plural(m.late_events, 'late event')} not applied")
+        return f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on {'Spark' if self.engine == 'spark' else 'the oracle'}"
 
 
 # ---------------------------------------------------------------- the sequence
@@ -160,13 +213,16 @@ def execute(request: RunRequest) -> RunOutcome:
     from tefq.io.run_inputs import stage
 
     paths, table = check_inputs(request)
+    check_outputs(request)
     engine = choose_engine(request)
+    if engine == "spark" and importlib.util.find_spec("pyspark") is None:
+        raise TefqError(SPARK_MISSING, file="--engine")
     settings = settle(request, engine)
     background = read_background(request.background)
     doc = bind(request.query, background)
     # registered: removed however the run ends (tefq.cleanup), also when memory ran out and
     # the block's own clean-up could not run
-    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir:
+    with cleanup.temporary_directory(prefix="tefq-stage-") as workdir, progress.showing(request.progress):
         job = Job(request, settings, doc, background, stage(paths, request.stream_format, workdir, table), workdir,
                   BadRowLog(request.bad_rows))
         started = time.perf_counter()
@@ -174,11 +230,11 @@ def execute(request: RunRequest) -> RunOutcome:
             run = RUNS[settings.engine, request.simulate is not None](job)
         finally:
             job.log.close()
-    finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
-    plan_kinds(run, doc)
-    if request.output is not None:
-        write(run, request.output, appended=request.spark.follow)
-    return RunOutcome(settings.engine, run)
+        finish_metrics(run, job.log, started, count_rows=not request.spark.follow)
+        plan_kinds(run, doc)
+        if request.output is not None:
+            write(run, request.output, appended=request.spark.follow)
+    return RunOutcome(settings.engine, run, bool(doc.facts))
 
 
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
@@ -188,6 +244,8 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
 
     if isinstance(request.t0, bool) or not isinstance(request.t0, int):
         raise TefqError(f"--t0 expects integer milliseconds, got {type(request.t0).__name__}", file="--t0")
+    if not TS_MIN <= request.t0 <= TS_MAX:
+        raise TefqError(f"--t0 {request.t0} is {RANGE_HINT}", file="--t0")
     bg = request.background
     if isinstance(bg, (str, os.PathLike)) and not os.path.exists(bg):
         raise TefqError(f"no such background file: {os.fspath(bg)}", file="--background")
@@ -202,6 +260,19 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
         elif path != STDIN and not os.path.exists(path):
             raise TefqError(f"no such stream file or directory: {path}", file="--stream")
     return paths, None
+
+
+def check_outputs(request: RunRequest) -> None:
+    """Exit 2 before the run, naming the option, if a file it ends by writing could not be written
+    (tefq.io.atomic.check_writable)."""
+    from tefq.io.atomic import check_writable
+    from tefq.io.result_writers import is_directory_target
+
+    out = request.output
+    if out is not None:
+        check_writable(out.out, "--out", is_directory_target(out.out))
+        check_writable(out.metrics, "--metrics")
+    check_writable(request.bad_rows, "--bad-rows", directory_target=True)
 
 
 def stream_paths(events: Any) -> list[str]:
@@ -343,10 +414,12 @@ def read_background(source: Any) -> "Background | None":
 
 
 def bind(query: DocumentSource | Document, background: "Background | None") -> Document:
-    """The document, bound with the background's predicates (a bound Document is taken as is)."""
-    if isinstance(query, Document):
-        return query
-    return query.document(background.predicates if background is not None else frozenset())
+    """The document, bound with the background's predicates (a bound Document is taken as is),
+    ready to run: a `:` it uses undeclared is an error now (spec §1: it parses, it runs once mapped)."""
+    doc = query if isinstance(query, Document) else query.document(
+        background.predicates if background is not None else frozenset())
+    doc.require_mapped()
+    return doc
 
 
 # ---------------------------------------------------------------- the four runs
@@ -370,10 +443,22 @@ class Job:
     def spark_options(self) -> dict[str, Any]:
         """The keyword options both Spark runs take."""
         r, s = self.request, self.request.spark
-        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms,
-                    master=s.master or os.environ.get("TEFQ_SPARK_MASTER"),
+        master = s.master or os.environ.get("TEFQ_SPARK_MASTER")
+        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms, master=master,
                     max_files_per_trigger=s.max_files_per_trigger, bad_row_log=self.log, progress=r.progress,
-                    max_ticks=self.settings.limits.max_ticks, spark=s.session)
+                    max_ticks=self.settings.limits.max_ticks, spark=s.session or self.configured_session(master))
+
+    def configured_session(self, master: str | None) -> Any:
+        """A session started with the user's Spark settings (--conf, --driver-memory); None without
+        them (the engine starts its own)."""
+        s = self.request.spark
+        if not s.conf and s.driver_memory is None:
+            return None
+        from tefq.spark.runtime.progress import say
+        from tefq.spark.runtime.session import SessionSettings, default_master, get_session
+
+        say(self.request.progress, f"starting Spark ({default_master(master)}) with your settings…")
+        return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property
     def graph(self) -> Any:
@@ -448,12 +533,15 @@ def plan_kinds(run: RunResult, doc: Document) -> None:
 
 
 def write(run: RunResult, output: Output, *, appended: bool) -> None:
-    """The results (unless follow mode appended them as they came) and the metrics file."""
+    """The results (unless follow mode appended them as they came) and the metrics file, also when
+    writing the results failed (`tefq run ... --metrics m.json | head` closes standard output early)."""
     from tefq.io.result_writers import write_metrics, write_results
 
-    if not appended:
-        write_results(run.results, output.format, output.out, output.tick_format, output.terms)
-    write_metrics(run.metrics, output.metrics)
+    try:
+        if not appended:
+            write_results(run.results, output.format, output.out, output.tick_format, output.terms)
+    finally:
+        write_metrics(run.metrics, output.metrics)
 
 
 __all__ = ["RunRequest", "RunOutcome", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute", "choose_engine",
