@@ -6,7 +6,8 @@ text, unchanged, the body of a `REGISTER QUERY` over that window's stream.
 
 runs every test through `tefq run` (one document per engine: every test a query over its own
 stream, `FROM STREAM <urn:w3c:N>` bound by `--stream urn:w3c:N=PATH`) and prints the per-category
-table: passed / wrong / refused (exit 2). tests/test_w3c.py runs the same in `make test` against
+table: passed / wrong / refused (exit 2) / failed (exit 1); `--per-test` runs each test alone (what
+a tefq without `--stream IRI=PATH` can do). tests/test_w3c.py runs the same in `make test` against
 the expected-failure list `EXPECTED_FAILURES` below.
 
 Results are compared as the W3C's own test rules say: a bag of solutions (in order under a
@@ -345,53 +346,33 @@ def write_streams(tests: list[Test], directory: Path) -> list[tuple[str, Path]]:
 # ---------------------------------------------------------------- running an engine
 @dataclass
 class Outcome:
-    verdict: str  # passed | wrong | refused
+    verdict: str  # passed | wrong | refused (exit 2) | failed (exit 1)
     detail: str = ""
     rows: list = field(default_factory=list)
     names: tuple[str, ...] = ()
 
 
-def refusal(test: Test) -> str | None:
-    """The front end's exit-2 message for the test's query alone, or None if it binds."""
-    from tefq.analysis import bind_text
-    from tefq.errors import TefqError
-
-    try:
-        bind_text(document([test]), "<w3c>")
-    except TefqError as e:
-        return str(e).splitlines()[0]
-    return None
-
-
-def run_engine(engine: str, tests: list[Test], workdir: Path, spark=None) -> dict[str, Outcome]:
-    """Every test through `tefq run` on `engine`: one document for the tests that bind; a test
-    whose evaluation the engine refuses (exit 2 naming its query's line) is taken out and the
+def run_engine(engine: str, tests: list[Test], workdir: Path, spark=None, progress: bool = False) -> dict[str, Outcome]:
+    """Every test through `tefq run` on `engine`, one document: a test whose query the engine
+    refuses (exit 2 naming its line: at binding, or when it is evaluated) is taken out and the
     document run again."""
     from tefq.errors import TefqError
-    from tefq.run import RunRequest, SparkOptions, execute, QueryFile
+    from tefq.service import QueryFile, RunRequest, SparkOptions, execute
 
     outcomes: dict[str, Outcome] = {}
-    todo = []
-    for t in tests:
-        why = refusal(t)
-        if why:
-            outcomes[t.id] = Outcome("refused", why)
-        else:
-            todo.append(t)
+    todo = list(tests)
     streams = dict(write_streams(tests, workdir))
     while todo:
         doc = workdir / f"w3c-{engine}.rspql"
         text = document(todo)
         doc.write_text(text, encoding="utf-8")
         request = RunRequest(QueryFile(str(doc)), [str(streams[t.stream]) for t in todo], engine=engine,
-                             progress=False, spark=SparkOptions(session=spark),
+                             progress=progress, spark=SparkOptions(session=spark),
                              stream_iris=tuple(t.stream for t in todo))
         try:
             run = execute(request).run
         except TefqError as e:
-            line = e.line or 0
-            starts = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(r"^REGISTER QUERY", text, re.M)]
-            k = max((i for i, s in enumerate(starts) if s <= line), default=None) if line else None
+            k = _query_at(text, e.line or 0)
             if k is None:
                 raise
             outcomes[todo[k].id] = Outcome("refused", str(e).splitlines()[0])
@@ -405,6 +386,38 @@ def run_engine(engine: str, tests: list[Test], workdir: Path, spark=None) -> dic
             outcomes[t.id] = Outcome("passed" if ok else "wrong", "", rows, names)
         break
     return outcomes
+
+
+def run_each(engine: str, tests: list[Test], workdir: Path) -> dict[str, Outcome]:
+    """Every test as its own `tefq run` (one document, one unnamed stream): what a tefq without
+    `--stream IRI=PATH` can run, for the figures before it (slow on Spark: a run per test)."""
+    from tefq.errors import TefqError
+    from tefq.service import QueryFile, RunRequest, execute
+
+    outcomes: dict[str, Outcome] = {}
+    streams = dict(write_streams(tests, workdir))
+    for i, t in enumerate(tests):
+        doc = workdir / f"t{i:03d}.rspql"
+        doc.write_text(document([t]), encoding="utf-8")
+        try:
+            run = execute(RunRequest(QueryFile(str(doc)), [str(streams[t.stream])], engine=engine, progress=False)).run
+        except TefqError as e:
+            outcomes[t.id] = Outcome("refused", str(e).splitlines()[0])
+            continue
+        except Exception as e:  # noqa: BLE001 - an engine's own failure (exit 1) is counted, not raised
+            outcomes[t.id] = Outcome("failed", f"{type(e).__name__}: {e}".splitlines()[0])
+            continue
+        result = run.results[0]
+        rows = [cells for _, cells in result.sorted_rows()]
+        outcomes[t.id] = Outcome("passed" if verdict(t, tuple(result.columns), rows) else "wrong", "", rows,
+                                 tuple(result.columns))
+    return outcomes
+
+
+def _query_at(text: str, line: int) -> int | None:
+    """The index of the REGISTER QUERY that holds `line` of the document."""
+    starts = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(r"^REGISTER QUERY", text, re.M)]
+    return max((i for i, s in enumerate(starts) if s <= line), default=None) if line else None
 
 
 def same_answer(a: Outcome, b: Outcome, test: Test) -> bool:
@@ -422,10 +435,10 @@ def table(outcomes: dict[str, Outcome], tests: list[Test]) -> str:
     for t in tests:
         counts.setdefault(t.category, Counter())[outcomes[t.id].verdict] += 1
     total = sum(counts.values(), Counter())
-    lines = [f"{'category':34} {'tests':>5} {'passed':>6} {'wrong':>5} {'refused':>7}"]
+    lines = [f"{'category':34} {'tests':>5} {'passed':>6} {'wrong':>5} {'refused':>7} {'failed':>6}"]
     for cat in sorted(counts) + ["all"]:
         c = total if cat == "all" else counts[cat]
-        lines.append(f"{cat:34} {sum(c.values()):5} {c['passed']:6} {c['wrong']:5} {c['refused']:7}")
+        lines.append(f"{cat:34} {sum(c.values()):5} {c['passed']:6} {c['wrong']:5} {c['refused']:7} {c['failed']:6}")
     return "\n".join(lines)
 
 
@@ -437,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small-window", help="TEFQ_SMALL_WINDOW for Spark (0: every window vectorised)")
     ap.add_argument("--show", choices=("wrong", "refused", "failed"), help="list those tests with why")
     ap.add_argument("--only", nargs="*", help="test ids (default: all)")
+    ap.add_argument("--progress", action="store_true", help="the engines' progress lines on stderr")
+    ap.add_argument("--per-test", action="store_true", help="a run per test, one unnamed stream (tefq before 37)")
     args = ap.parse_args(argv)
     if args.small_window is not None:
         os.environ["TEFQ_SMALL_WINDOW"] = args.small_window
@@ -445,7 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     with tempfile.TemporaryDirectory(prefix="tefq-w3c-") as d:
         for engine in engines:
-            results[engine] = run_engine(engine, tests, Path(d))
+            results[engine] = run_each(engine, tests, Path(d)) if args.per_test else \
+                run_engine(engine, tests, Path(d), progress=args.progress)
             print(f"--- {engine}")
             print(table(results[engine], tests))
             if args.show:

@@ -434,7 +434,8 @@ class _Binder:
             raise self.err("a windowed query needs FROM STREAM <iri> [RANGE d TUMBLING] (C-SPARQL) or"
                            " FROM NAMED WINDOW <w> ON <iri> [RANGE d STEP d] (RSP-QL)", q.span)
         if q.named_graphs:
-            raise self.err("FROM NAMED is not supported in windowed queries", q.span)
+            raise self.err("FROM NAMED is not supported in windowed queries: a window's content is one default graph"
+                           " (spec §8)", q.span)
         windows = [self._window(scope, s) for s in q.streams]
         self._check_window_patterns(scope, q)
         background = tuple(scope.iri(g) for g in q.graphs)
@@ -462,7 +463,7 @@ class _Binder:
         """One C-SPARQL `FROM STREAM` or RSP-QL `FROM NAMED WINDOW` clause as a time window."""
         if s.elements is not None:
             raise self.err("count-based windows ([ELEMENTS n]) are not supported: tefq's windows are"
-                           " time-based, [RANGE d STEP d] or [RANGE d]", s.span)
+                           " time-based, [RANGE d STEP d] or [RANGE d] (spec §8)", s.span)
         if s.range is None:
             if s.name is not None:
                 raise self.err("FROM NAMED WINDOW needs a window: [RANGE d STEP d] or [RANGE d] (tumbling)", s.span)

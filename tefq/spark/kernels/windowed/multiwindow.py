@@ -86,7 +86,7 @@ class MultiWindowEvaluator:
         return self.prepared.form
 
     def error(self, what: str) -> TefqError:
-        return TefqError(f"{what} is not supported by the vectorised SPARQL evaluator (try --engine oracle)",
+        return TefqError(f"{what} is not supported by the vectorised SPARQL evaluator (spec §8; try --engine oracle)",
                          self.source, self.line, 1)
 
     def evaluate(self, batch: Batch) -> dict[int, Answer]:
