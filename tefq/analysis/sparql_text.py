@@ -95,4 +95,25 @@ def _without_dots(path: str) -> str:
     return "".join(out)
 
 
-__all__ = ["star_order", "top_level_order", "variables_in_order", "resolve_iri"]
+def stable_triple_order(triples: list) -> list:
+    """A BGP's triple patterns in an order that does not depend on rdflib's blank-node labels
+    (random in every process: `[ ]` and `( ... )` make them, and rdflib sorts a BGP by them);
+    without blank nodes, as they are. A
+    blank node is known by its neighbourhood: colours refined three times from the predicates and
+    terms around it, as graph canonicalisation does; what is left tied is symmetric."""
+    from rdflib import BNode
+
+    colour = {t: "" for triple in triples for t in triple if isinstance(t, BNode)}
+    if not colour:
+        return triples  # rdflib's own order, deterministic without blank nodes
+    for _ in range(3):
+        colour = {b: repr(sorted((pos, _key(triple, colour, b)) for triple in triples
+                                 for pos, t in enumerate(triple) if t == b)) for b in colour}
+    return sorted(triples, key=lambda triple: _key(triple, colour, None))
+
+
+def _key(triple, colour: dict, me) -> tuple:
+    return tuple("@" if t == me else f"_:{colour[t]}" if t in colour else f"{type(t).__name__}:{t}" for t in triple)
+
+
+__all__ = ["star_order", "top_level_order", "variables_in_order", "resolve_iri", "stable_triple_order"]

@@ -21,7 +21,7 @@ from rdflib.term import Node, Variable
 
 import tefq.io.rdf  # noqa: F401 - sets rdflib to keep literals' lexical forms (see there)
 from tefq.analysis.network import keyword_offset, refusal, remote_constructs
-from tefq.analysis.sparql_text import star_order
+from tefq.analysis.sparql_text import stable_triple_order, star_order
 from tefq.errors import TefqError
 from tefq.oracle.windowed import corrections
 from tefq.terms import XSD_INTEGER, is_blank, is_iri, split_literal
@@ -89,7 +89,7 @@ def _reorder_bgps(node: object, seen: set | None = None) -> None:
     seen.add(id(node))
     if isinstance(node, CompValue):
         if node.name == "BGP" and node.get("triples"):
-            node["triples"] = _join_order(list(node["triples"]))
+            node["triples"] = _join_order(stable_triple_order(list(node["triples"])))
             node["_tefq_ordered"] = True
         for v in node.values():
             _reorder_bgps(v, seen)

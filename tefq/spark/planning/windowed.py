@@ -99,10 +99,21 @@ def query_details(run, q, ev, key: JoinKey | None, slabs: WindowSlabs | None) ->
            f"state: elements with ts >= last close - {run.max_range} ms (windows not yet closed)",
            "rounds: by feedback (a window after the windows whose output it reads)" if feedback
            else "rounds: 0 (no feedback: all due windows in one pass, <= 2,000,000 assigned elements a batch)"]
+    labels: dict[str, str] = {}  # rdflib's random blank-node labels, numbered: explain's text is stable
     for k, bgp in enumerate(bgp_nodes(ev.algebra)):
         triples = list(bgp.triples)
         order = static_order(triples)
         out.append(f"BGP {k}, {len(triples)} pattern(s); join order: --join-order adaptive (default: Strider's "
                    f"forward/backward AQP on exact cardinalities, Θ = 0.7) or static")
-        out.append("  static order: " + "; ".join(" ".join(x.n3() for x in triples[i]) for i in order))
+        out.append("  static order: " + "; ".join(" ".join(spelled(x, labels) for x in triples[i]) for i in order))
     return tuple(out)
+
+
+def spelled(term, labels: dict[str, str]) -> str:
+    """A pattern's term as explain writes it: N-Triples, blank nodes numbered in order of appearance."""
+    from rdflib import BNode
+
+    if isinstance(term, BNode):
+        return labels.setdefault(str(term), f"_:b{len(labels)}")
+    return term.n3()
+
