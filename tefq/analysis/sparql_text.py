@@ -36,6 +36,32 @@ def star_order(sparql: str, projected: Iterable[object]) -> tuple[str, ...]:
     return tuple(seen) + tuple(sorted(wanted - set(seen)))  # (none left: every variable is in the text)
 
 
+def walk(node, seen: set | None = None) -> Iterator:
+    """Every node of an rdflib algebra below `node` (itself included), each once, parents first
+    (a caller may change a node before its parts are walked)."""
+    from rdflib.plugins.sparql.parserutils import CompValue
+
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, CompValue):
+        yield node
+        for v in children(node):
+            yield from walk(v, seen)
+    elif isinstance(node, (list, tuple)):
+        for v in node:
+            yield from walk(v, seen)
+
+
+def children(node) -> list:
+    """A node's parts; an EXISTS's pattern is its translated algebra (rdflib sets it as an
+    attribute and leaves the parse tree in the item)."""
+    if node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
+        return [node.graph]
+    return [v for k, v in node.items() if k != "_vars"]
+
+
 def top_level_order(algebra) -> bool:
     """Whether the query's own solution modifiers include ORDER BY (rdflib's algebra: an OrderBy
     under the top Slice / Distinct / Reduced / Project / Extend nodes)."""
@@ -116,4 +142,5 @@ def _key(triple, colour: dict, me) -> tuple:
     return tuple("@" if t == me else f"_:{colour[t]}" if t in colour else f"{type(t).__name__}:{t}" for t in triple)
 
 
-__all__ = ["star_order", "top_level_order", "variables_in_order", "resolve_iri", "stable_triple_order"]
+__all__ = ["star_order", "top_level_order", "variables_in_order", "resolve_iri", "stable_triple_order", "walk",
+           "children"]

@@ -20,6 +20,7 @@ from rdflib.plugins.sparql.aggregates import Aggregator
 from rdflib.plugins.sparql.parserutils import CompValue, Expr
 from rdflib.plugins.sparql.sparql import FrozenBindings
 
+from tefq.analysis.sparql_text import walk
 from tefq.oracle.windowed import sparql_values as values
 
 
@@ -129,29 +130,18 @@ def _translated_exists(node: Expr) -> None:
 
 
 def corrected(algebra: Any) -> Any:
-    """`algebra` with rdflib's expression functions replaced where they are wrong (in place)."""
-    seen: set[int] = set()
-
-    def walk(node: Any) -> None:
-        if id(node) in seen:
-            return
-        seen.add(id(node))
+    """`algebra` with rdflib's departures corrected in place: expression functions replaced,
+    EXISTS patterns translated, sub-SELECT joins marked to be evaluated on their own, repeats of
+    `*` paths dropped."""
+    for node in walk(algebra):  # parents first: an EXISTS is translated before its pattern is walked
         if isinstance(node, Expr) and node.name in values.EXPRESSIONS:
             node._evalfn = MethodType(values.EXPRESSIONS[node.name], node)
         elif isinstance(node, Expr) and node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
             _translated_exists(node)
-        elif isinstance(node, CompValue) and node.name in ("Join", "LeftJoin") and _independent(node.p2):
+        elif node.name in ("Join", "LeftJoin") and _independent(node.p2):
             node["_tefq_bottom_up"] = True  # the join evaluates its right side on its own
-        elif isinstance(node, CompValue) and node.name == "BGP" and node.get("triples"):
+        elif node.name == "BGP" and node.get("triples"):
             node["triples"] = [tuple(values.distinct_paths(x) for x in t) for t in node["triples"]]
-        if isinstance(node, CompValue):
-            for v in ([node.graph] if node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS") else node.values()):
-                walk(v)
-        elif isinstance(node, (list, tuple)):
-            for v in node:
-                walk(v)
-
-    walk(algebra)
     return algebra
 
 

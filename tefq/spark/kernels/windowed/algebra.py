@@ -2,40 +2,18 @@
 row order can change an answer, and copies of expressions with parts replaced."""
 from __future__ import annotations
 
-from typing import Iterator
 
 from types import MethodType
 
 from rdflib.plugins.sparql.parserutils import CompValue, Expr
 from rdflib.term import Variable
 
+from tefq.analysis.sparql_text import children, walk
+
 # operators whose answer depends on the order of their input rows: ties, "first", adjacency, and
 # floating-point sums (rdflib adds in row order; a double's sum is not associative)
 _ORDERED = ("Slice", "OrderBy", "Aggregate_GroupConcat", "Aggregate_Sum", "Aggregate_Avg",
             "Aggregate_Min", "Aggregate_Max")
-
-
-def walk(node, seen: set | None = None) -> Iterator[CompValue]:
-    """Every algebra node below `node` (itself included), each once, parents first."""
-    seen = set() if seen is None else seen
-    if id(node) in seen:
-        return
-    seen.add(id(node))
-    if isinstance(node, CompValue):
-        yield node
-        for v in children(node):
-            yield from walk(v, seen)
-    elif isinstance(node, (list, tuple)):
-        for v in node:
-            yield from walk(v, seen)
-
-
-def children(node: CompValue) -> list:
-    """A node's parts; an EXISTS's pattern is its translated algebra (rdflib sets it as an
-    attribute and leaves the parse tree in the item)."""
-    if node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
-        return [node.graph]
-    return [v for k, v in node.items() if k != "_vars"]
 
 
 def bgp_nodes(algebra) -> list[CompValue]:
