@@ -40,7 +40,7 @@ test-fast: $(VENV)/.installed
 # a foreign file as the driver JVM's start-up archive; the grammar's strict LALR check (40 s).
 test-faults: setup
 	TEFQ_FAULTS_LONG=1 TEFQ_FUZZ_EXAMPLES=2000 $(BIN)/python -m pytest -q --timeout=900 --durations=5 -m reliability tests/reliability
-	TEFQ_FAULTS_LONG=1 $(BIN)/python -m pytest -q --timeout=900 tests/test_jvm_archive.py tests/test_grammar.py
+	TEFQ_FAULTS_LONG=1 $(BIN)/python -m pytest -q --timeout=900 tests/spark/runtime/test_jvm_archive.py tests/syntax/test_grammar.py
 
 uc1 uc2 uc3: setup
 	$(BIN)/tefq usecase $@

@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -14,8 +13,8 @@ import pytest
 
 import tefq
 from tefq.api import python_value
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SPEC10 = ROOT / "examples" / "spec10"
 NS = "http://example.org/iptv#"
 
@@ -27,7 +26,7 @@ def events_tuples() -> list[tuple[int, str, str, str]]:
 
 
 def expected_table() -> pd.DataFrame:
-    """The CLI's oracle rows for spec §10's UC1 (tests/test_cli.py checks them by hand)."""
+    """The CLI's oracle rows for spec §10's UC1 (tests/cli/test_cli.py checks them by hand)."""
     ticks = pd.to_datetime([5000, 5000, 10000, 10000, 15000, 15000], unit="ms", utc=True).astype("datetime64[ms, UTC]")
     return pd.DataFrame({"tick": ticks, "CHANNEL": [NS + c for c in "ABABAB"],
                          "USER": pd.array([1, 1, 1, 2, 1, 3], dtype="Int64")})

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from tefq.cli import run_command
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def sh_blocks(text: str) -> list[str]:

@@ -6,6 +6,7 @@ function)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -164,4 +165,34 @@ def test_no_module_state_assigned_at_run_time() -> None:
                         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                                 and target.value.id in classes:
                             bad.append(f"{module}.{fn.name}: {target.value.id}.{target.attr} = ...")
+    assert not bad, "\n".join(bad)
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def sources_of_tests() -> dict[str, Path]:
+    return {str(p.relative_to(TESTS)): p for p in sorted(TESTS.rglob("*.py"))}
+
+
+def test_no_test_module_imports_another() -> None:
+    """What test modules share lives in tests/support/ (or a fixture in conftest.py), so a test
+    module is never imported twice under two names and moving one breaks nothing else."""
+    bad = []
+    for name, path in sources_of_tests().items():
+        for node in ast.walk(tree(path)):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad += [f"{name}:{node.lineno}: {m}" for m in mods if m.rpartition(".")[2].startswith("test_")
+                    or m in ("conftest", "tests.conftest")]
+    assert not bad, "\n".join(bad)
+
+
+def test_tests_neither_edit_sys_path_nor_name_absolute_paths() -> None:
+    """Tests import `tests.support` as a package and find files from tests/support/paths.py."""
+    bad = []
+    for name, path in sources_of_tests().items():
+        bad += [f"{name}:{n.lineno}: sys.path" for n in ast.walk(tree(path)) if isinstance(n, ast.Attribute)
+                and n.attr == "path" and isinstance(n.value, ast.Name) and n.value.id == "sys"]
+        bad += [f"{name}: {m}" for m in re.findall(r"[\"'](/(?:work|home)/[^\"']*)[\"']", path.read_text(encoding="utf-8"))]
     assert not bad, "\n".join(bad)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 SPEC10 = ROOT / "examples" / "spec10"
 WITHOUT_PYSPARK = """
 import importlib.util

@@ -11,16 +11,11 @@ vectorised (`TEFQ_SMALL_WINDOW=0`).
 """
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-sys.path.insert(0, os.path.dirname(__file__))
-import w3c  # noqa: E402
-from spark_helpers import spark  # noqa: E402,F401
+from bench import w3c
+
+pytestmark = pytest.mark.needs_shared("external/w3c-sparql")
 
 # Where an answer departs from the W3C's, on both engines (they share rdflib's expression code),
 # and why. docs/windowed-oracle.md has the table of corrections made instead.
@@ -33,10 +28,6 @@ AT_LEAST = 440  # the issue's bar: more than pyoxigraph's 434 of 459
 
 @pytest.fixture(scope="module")
 def suite() -> list[w3c.Test]:
-    if not w3c.SUITE.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"the W3C suite is missing: {w3c.SUITE}")
-        pytest.skip("../shared/external/w3c-sparql is not available")
     return w3c.load()
 
 
@@ -65,7 +56,7 @@ def test_the_oracle_answers_as_the_w3c(oracle, suite) -> None:
 
 @pytest.mark.spark
 @pytest.mark.parametrize("small_window", [None, "0"], ids=["default", "every-window-vectorised"])
-def test_spark_answers_every_test_as_the_oracle(small_window, oracle, suite, spark, tmp_path_factory,  # noqa: F811
+def test_spark_answers_every_test_as_the_oracle(small_window, oracle, suite, spark, tmp_path_factory,
                                                 monkeypatch) -> None:
     if small_window is not None:
         monkeypatch.setenv("TEFQ_SMALL_WINDOW", small_window)

@@ -12,10 +12,10 @@ import pytest
 import tefq
 from tefq.errors import TefqError
 from tefq.spark.runtime.checkpoint import resume
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.reliability]
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 UC2 = os.path.join(ROOT, "usecases", "uc2.tef")  # the CLI case: test_rel_input_files
 STREAMS = os.path.join(ROOT, "tests", "data", "streams")

@@ -26,12 +26,11 @@ from tefq.spark.kernels.intervals import Events, Intervals
 from tefq.spark.operators.current import CurrentState
 from tefq.spark.operators.windowed import WindowedBucket
 from tefq.spark.output import NumericRows
-from tefq.spark.runtime.codec import MAGIC, CodecError, decode, encode
+from tefq.spark.runtime.codec import CodecError, MAGIC, decode, encode
 from tefq.spark.windowed_output import CodedRows
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.reliability]
-
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 class Payload:

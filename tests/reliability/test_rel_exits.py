@@ -19,9 +19,10 @@ import time
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytestmark = pytest.mark.reliability
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 TEFQ = os.environ.get("TEFQ_CLI", f"{sys.executable} -m tefq").split()  # TEFQ_CLI: to try old code
 MEMORY = 1 << 30

@@ -1,6 +1,6 @@
 """The general plan (issue 27) under faults, on real Spark:
 - every shape of the issue on 1, 3 and 4 buckets against the oracle (`make test-faults` only:
-  tests/test_spark_general.py runs one shape per bucket count);
+  tests/spark/test_spark_general.py runs one shape per bucket count);
 - SIGKILL of a `tefq run --checkpoint` of a general-shape query (two facts joined: partial rows
   merged on the driver) over staged micro-batches, then a restart with the same checkpoint: the
   output equals the oracle's byte for byte: one kill once two micro-batches are committed, and
@@ -17,11 +17,9 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from spark_helpers import spark  # noqa: E402,F401 (spark: the fixture)
-from test_general_kernels import BACKGROUND, PREFIX, SHAPES, iri, with_every  # noqa: E402
-from test_rel_kills import first_lines  # noqa: E402
-from test_spark_general import ISSUE_SHAPES, check_against_the_oracle  # noqa: E402
+from tests.support.general_shapes import BACKGROUND, PREFIX, SHAPES, iri, with_every
+from tests.support.general_spark import ISSUE_SHAPES, check_against_the_oracle
+from tests.support.kills import first_lines
 
 LONG = os.environ.get("TEFQ_FAULTS_LONG") == "1"
 pytestmark = [pytest.mark.reliability, pytest.mark.spark,

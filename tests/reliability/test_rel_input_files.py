@@ -14,10 +14,10 @@ import pytest
 
 from tefq.errors import TefqError
 from tefq.spark.runtime.input_files import check_inputs
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.reliability]
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 TEFQ = [sys.executable, "-m", "tefq"]
 X = "http://example.org/iptv#"

@@ -13,10 +13,10 @@ import pytest
 from tefq.analysis import load
 from tefq.oracle import run
 from tefq.oracle.late import drop_late
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.reliability
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 TEFQ = os.environ.get("TEFQ_CLI", f"{sys.executable} -m tefq").split()  # TEFQ_CLI: to try old code
 X = "http://example.org/iptv#"

@@ -13,9 +13,10 @@ import sys
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytestmark = pytest.mark.reliability
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 LONG = os.environ.get("TEFQ_FAULTS_LONG") == "1"
 CASES = 3000 if LONG else 150
 MEMORY = 1 << 30  # bytes of address space for the whole batch

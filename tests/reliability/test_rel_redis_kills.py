@@ -17,9 +17,7 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from redis_helpers import redis_port  # noqa: E402,F401 (redis_port: the fixture)
-from test_rel_kills import UC1, first_lines, killed_after, write_stream  # noqa: E402
+from tests.support.kills import UC1, first_lines, killed_after, write_stream
 
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
 

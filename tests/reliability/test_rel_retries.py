@@ -13,10 +13,10 @@ import time
 import pytest
 
 from tefq.spark.runtime.task_retries import TASK_ATTEMPTS, with_retries
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.reliability]
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 X = "http://example.org/iptv#"
 BASE = 1_700_000_000_000

@@ -10,19 +10,19 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.readers import read_stream
 from tefq.io.validate import KINDS, classify_cells, classify_line
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.reliability
 
 S, P, O = "<http://x/s>", "<http://x/p>", "<http://x/o>"
 TSV_H, CSV_H = "ts\ts\tp\to\n", "ts,s,p,o\n"
 TEFQ = os.environ.get("TEFQ_CLI", f"{sys.executable} -m tefq").split()  # TEFQ_CLI: to try old code
-UC1 = os.path.join(os.path.dirname(__file__), "..", "..", "usecases", "uc1.tef")
+UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 
 
 def oracle_verdicts(path: str, bad_dir: str) -> tuple[int, list[tuple[int, str]]]:

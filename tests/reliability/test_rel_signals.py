@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytestmark = pytest.mark.reliability
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 # A run of tefq's main() with one scratch directory registered the way the Spark engine will.
 RUNNER = ("import sys, tempfile; from tefq import cleanup; "

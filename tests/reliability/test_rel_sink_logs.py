@@ -13,10 +13,10 @@ import pytest
 from tefq.errors import TefqError
 from tefq.spark.runtime.log_entries import check_logs
 from tefq.spark.runtime.sink import committed_files
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.reliability]
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 X = "http://example.org/iptv#"
 BASE = 1_700_000_000_000

@@ -9,15 +9,13 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import spark_docs as sd  # noqa: E402
-from spark_helpers import oracle, run_spark, spark  # noqa: E402,F401 (spark: the fixture)
-
-from tefq.errors import TefqError  # noqa: E402
+from tefq.errors import TefqError
+from tests.support import spark_docs as sd
+from tests.support.paths import ROOT
+from tests.support.spark import oracle, run_spark
 
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
 X = "http://example.org/iptv#"
 BASE = sd.VIEWS_START

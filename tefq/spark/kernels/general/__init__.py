@@ -11,7 +11,7 @@ become contributions over ranges of ticks (`contributions`: settled ranges whole
 per tick or — durations of open facts — as exact ages); aggregates per (tick, group) with sparse
 difference arrays and exact sums (`aggregates`, `sums`); rows with the oracle's cells and order
 (`rows`). The state keeps only what a later tick can see (`state`, `retention`), as arrays.
-UC1-UC3 are instances of it (tests/test_general_kernels.py).
+UC1-UC3 are instances of it (tests/spark/kernels/test_general_kernels.py).
 
 Modules: coding (term codes, coded elements, buckets), tables (patterns over coded triples),
 query (CompiledQuery, Split), expressions, facts, where, contributions, sums, aggregates, rows,

@@ -5,7 +5,7 @@ The windowed oracle (`tefq.oracle.windowed.r2r`) evaluates each window with rdfl
 this evaluates the *same* prepared query (the oracle's `Evaluator` parses it, rewrites
 `timestamp()`, orders the BGPs and corrects rdflib where it departs from SPARQL 1.1) with
 relational operators over pandas tables. Its answer is the oracle's: the tests compare the two
-window by window (tests/test_sparql_vectorised.py) and on the W3C suite (tests/test_w3c.py).
+window by window (tests/spark/kernels/test_sparql_vectorised.py) and on the W3C suite (tests/test_w3c.py).
 """
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""tefq's tests, grouped as tefq/ is (tests/spark/ for tefq/spark/, ...); tests/reliability/ holds the fault tests."""
