@@ -260,6 +260,8 @@ class Evaluator:
 def prepared(sparql: str, source: str = "<query>", background: tuple[tuple[str, str, str], ...] = (),
              line: int = 0) -> Evaluator:
     """The one `Evaluator` of a query text (its parse and translation cost ~50 ms; the windowed
-    operator prepares a document's queries in every micro-batch, a worker process keeps them)."""
+    operator prepares a document's queries in every micro-batch, a worker process keeps them).
+    Shared within a process, so for one thread at a time (rdflib's expressions hold the solution
+    being evaluated): Spark's Python workers run one task each; the oracle makes its own."""
     return Evaluator(sparql, source, background, line=line)
 
