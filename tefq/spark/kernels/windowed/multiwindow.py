@@ -383,33 +383,38 @@ class _BatchRun:
     def _AggregateJoin(self, node) -> pd.DataFrame:
         group = node.p
         df = self.part(group.p).reset_index(drop=True)
-        filler = self._no_solution(node, np.setdiff1d(self.batch.windows, df[WINDOW].to_numpy(np.int64)))
+        keys = self.keys()  # per window (and, inside an EXISTS, per seed)
+        filler = self._no_solution(node, df, keys)
         if not len(df):
             return filler
-        keys = [df[WINDOW].to_numpy()]
+        columns = [df[k].to_numpy() for k in keys]
         for e in group.expr or []:
             if isinstance(e, Variable):
-                keys.append(df[str(e)].to_numpy(dtype=object) if str(e) in df.columns
-                            else np.full(len(df), None, dtype=object))
+                columns.append(df[str(e)].to_numpy(dtype=object) if str(e) in df.columns
+                               else np.full(len(df), None, dtype=object))
             else:
-                keys.append(self.x.value(e, df))
-        codes = group_codes(keys)
+                columns.append(self.x.value(e, df))
+        codes = group_codes(columns)
         groups, first = first_rows(codes)  # groups are numbered as they appear
         grouped = {str(e) for e in group.expr or [] if isinstance(e, Variable)}
-        out = {WINDOW: df[WINDOW].to_numpy()[first],
+        out = {**{k: df[k].to_numpy()[first] for k in keys},
                **aggregate_columns(df, codes, groups, node.A, self.x, first, grouped)}
         found = pd.DataFrame(out)
         return normalised(pd.concat([found, filler], ignore_index=True)) if len(filler) else found
 
-    def _no_solution(self, node, windows: np.ndarray) -> pd.DataFrame:
-        """The answer in windows where the aggregate sees no solution: with GROUP BY none (no
-        group); without, the aggregates of the one (empty) implicit group (COUNT 0, AVG 0, ...)."""
+    def _no_solution(self, node, df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+        """The answer where the aggregate sees no solution (windows, or seeds, without a row of
+        `df`): with GROUP BY none (no group); without, the aggregates of the one (empty) implicit
+        group (COUNT 0, AVG 0, ...)."""
+        unit = self.unit()[keys]
         if node.p.expr is not None:
-            return pd.DataFrame({WINDOW: windows[:0]})
+            return unit.iloc[:0]
+        missing = unit.merge(df[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+        missing = missing.loc[missing["_merge"] == "left_only", keys].reset_index(drop=True)
         from rdflib.plugins.sparql.aggregates import Aggregator
 
         got = Aggregator(aggregations=node.A).get_bindings()
-        return pd.DataFrame({WINDOW: windows, **{str(a.res): [to_nt(got.get(a.res))] * len(windows) for a in node.A}})
+        return missing.assign(**{str(a.res): [to_nt(got.get(a.res))] * len(missing) for a in node.A})
 
     # ---------------------------------------------------------------- CONSTRUCT
     def construct(self, query) -> pd.DataFrame:
