@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := data/demo
 
-.PHONY: setup spark-archive demo test test-fast uc1 uc2 uc3 bench clean
+.PHONY: setup spark-archive demo test test-fast test-props uc1 uc2 uc3 bench clean
 
 setup: $(VENV)/.installed spark-archive
 
@@ -34,6 +34,12 @@ test: setup
 
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not spark"
+
+# The differential tests ten times over (issue 38): 5,000 generated streams per plan kind against the
+# oracle without Spark, 200 per plan kind on Spark (ten batched runs of 20).
+test-props: setup
+	TEFQ_PROPS_SCALE=10 $(BIN)/python -m pytest -q --timeout=3600 --durations=10 -n $(TEFQ_TEST_PROCESSES) --dist loadfile \
+		tests/spark/test_differential.py tests/spark/test_spark_differential.py
 
 # The long part of tests/reliability: more fuzz cases, stray timestamps at the default --max-ticks, 20 SIGKILLs;
 # checkpoint identity, changed files, log entries, task retries, state decoding and failures (issue 26);

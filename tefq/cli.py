@@ -157,9 +157,15 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
                          join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
+<<<<<<< HEAD
                          driver_memory=args.driver_memory)
     streams = [_stream_arg(v) for v in args.stream]
     return RunRequest(_query_file(args), [s.path for s in streams], args.stream_format,
+=======
+                         driver_memory=args.driver_memory,
+                         accept_gaps=True if getattr(args, "accept_gaps", False) else None)
+    return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
+>>>>>>> main
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
                       args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args),
                       stream_iris=tuple(s.iri for s in streams))
@@ -288,6 +294,9 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-timeout", metavar="DURATION",
                    help="--follow: a stream silent this long stops holding the event time back (spec §6.1; "
                         "default 10s; 0: never)")
+    p.add_argument("--accept-gaps", action="store_true",
+                   help="Redis: read on when entries were removed from a stream (XTRIM, MAXLEN) before tefq read "
+                        "them (default: exit 2 naming how many and their IDs)")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files (default: a bounded run reads about 2M events a micro-batch)")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
                    help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "

@@ -70,7 +70,8 @@ class RunResult:
 
 @lru_cache(maxsize=1 << 16)  # result cells repeat (channels, small counts): sorting millions of rows
 def order_key(cell: Cell) -> tuple:
-    """SPARQL-ish ORDER BY key: unbound < blank < IRI < literal; numbers by value."""
+    """SPARQL-ish ORDER BY key, a total order: unbound < blank < IRI < literal; numbers by value,
+    NaN after every number (a NaN key compared equal to everything: engines sorted differently)."""
     if cell is None:
         return (0,)
     if cell.startswith("_:"):
@@ -83,9 +84,11 @@ def order_key(cell: Cell) -> tuple:
     if dt and dt.startswith("http://www.w3.org/2001/XMLSchema#") and dt.rsplit("#", 1)[1] in (
             "integer", "decimal", "double", "float", "int", "long"):
         try:
-            return (3, float(lex), cell)
+            value = float(lex)
         except ValueError:
             pass
+        else:
+            return (3, 1, 0.0, cell) if value != value else (3, 0, value, cell)
     return (4, lex, cell)
 
 

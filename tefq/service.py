@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tefq import cleanup, progress
+from tefq.plan.absent import warn_absent
 from tefq.progress import plural
 from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 ENGINES = ("spark", "oracle", "auto")
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
 SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
-                      "driver_memory")
+                      "driver_memory", "accept_gaps")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
@@ -125,6 +126,7 @@ class SparkOptions:
     follow: bool = False
     join_order: str | None = None  # windowed BGPs: static | adaptive (None: adaptive)
     idle_timeout: int | str | None = None  # --follow: spec §6.1's idle timeout (default 10 s)
+    accept_gaps: bool | None = None  # Redis: read on after entries removed before they were read (None: stop)
     session: Any = None  # a SparkSession to run in (tefq compare runs many); None: started as needed
     conf: tuple[tuple[str, str], ...] | None = None  # --conf KEY=VALUE: a session started for the run gets them
     driver_memory: str | None = None  # --driver-memory (default: TEFQ_SPARK_DRIVER_MEMORY or 2g)
@@ -473,6 +475,7 @@ def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
     elements, arrival = job.staged.read_all(job.log)
+    warn_absent(job.doc, {p for _, _, p, _ in elements})
     return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
                         lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate,
                         stream_iris=job.request.stream_iris)
@@ -482,6 +485,7 @@ def simulated_on_oracle(job: Job) -> RunResult:
     from tefq.simulate import run as simulate
 
     elements, arrival = job.staged.read_all(job.log)
+    warn_absent(job.doc, {p for _, _, p, _ in elements})
     return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
                     t0=job.request.t0, max_ticks=job.settings.limits.max_ticks, locate=job.staged.locate)
 
@@ -496,6 +500,7 @@ def on_spark(job: Job) -> RunResult:
     return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
                      ingest=s.ingest or "auto", on_rows=appender, **idle, **job.spark_options(),
                      stream_iris=job.request.stream_iris,
+                     accept_gaps=bool(s.accept_gaps),
                      **({"join_order": s.join_order} if s.join_order else {}))
 
 

@@ -228,6 +228,9 @@ class _Binder:
         pat = scope.pattern(elem.triple)
         facts = tuple(name for name, tpl in self.templates if unifies(pat, tpl))
         interval = (L.Var(elem.interval[0].name), L.Var(elem.interval[1].name)) if elem.interval else None
+        if interval is not None and interval[0] == interval[1]:
+            raise self.err(f"[?{interval[0].name}, ?{interval[1].name}] binds ?{interval[0].name} twice: the start"
+                           " and the end of an interval need two names, e.g. [?S, ?E]", elem.interval[1].span)
         if elem.current:
             if derived:
                 raise self.err("CURRENT has no meaning in a derived fact's body (all body facts hold at"
@@ -349,8 +352,10 @@ class _Binder:
             if while_.kind != "fact":
                 what = "CURRENT" if while_.kind == "current" else "a pattern that matches no fact template"
                 raise self.err(f"WHILE needs a fact pattern, not {what}", b.while_.span)
+        self._intervals_once(b, where, while_)
         bound = {v.name for wp in where for v in wp.pattern.variables()}
         bound |= {v.name for wp in where if wp.interval for v in wp.interval}
+        where_bound = set(bound)  # what a FILTER inside WHERE sees
         if while_ is not None:
             bound |= {v.name for v in while_.pattern.variables()}
             bound |= {v.name for v in (while_.interval or ())}
@@ -375,8 +380,13 @@ class _Binder:
             else:
                 raise self.err(f"{a.func} over an expression needs a name: {a.func} ... AS ?name", a.span)
             if alias in [x.alias for x in aggregates]:
-                raise self.err(f"two aggregates bind ?{alias}", a.span)
+                raise self.err(f"two aggregates bind ?{alias}: give each its own name (... AS ?name)", a.span)
+            if alias in group_names:
+                raise self.err(f"?{alias} is a group variable and {a.func}'s result: the name would have two"
+                               f" meanings; name the aggregate differently ({a.func} ... AS ?{a.func.lower()})",
+                               a.alias.span if a.alias is not None else a.span)
             aggregates.append(L.Aggregate(a.func, scope.expr(a.arg) if a.arg is not None else None, a.distinct, alias))
+        self._filters_see_solutions(b, where_bound, aggregates)
         known = set(group_names) | {x.alias for x in aggregates}
         having = tuple(self._having(scope, e, group_names, aggregates) for e in b.having)
         projections: list[L.Projection] = []
@@ -399,6 +409,36 @@ class _Binder:
             raise self.err("SELECT names no output", q.span)
         return L.AggregateQuery(name, tuple(projections), tuple(L.Var(n) for n in group_names), tuple(aggregates),
                                 tuple(where), tuple(filters), while_, every_ms, q.span, having)
+
+    def _intervals_once(self, b: ast.AggregateBlock, where: list[L.WherePattern], while_: L.WherePattern | None) -> None:
+        """An interval variable is bound by one interval binding and is no pattern variable (a name
+        has one meaning, spec §4): a second binding would be silently ignored."""
+        elems = [e for e in b.where if not isinstance(e, ast.FilterElem)] + ([b.while_.elem] if b.while_ else [])
+        pattern_vars = {v.name for wp in [*where, *([while_] if while_ else [])] for v in wp.pattern.variables()}
+        seen: set[str] = set()
+        for e in elems:
+            for v in e.interval or ():
+                if v.name in pattern_vars:
+                    raise self.err(f"?{v.name} is bound by a triple pattern and by this interval binding: an interval"
+                                   " variable needs a name of its own", v.span)
+                if v.name in seen:
+                    raise self.err(f"?{v.name} is bound by two interval bindings: each interval variable needs a"
+                                   " name of its own (compare them with a FILTER)", v.span)
+                seen.add(v.name)
+
+    def _filters_see_solutions(self, b: ast.AggregateBlock, where_bound: set[str],
+                               aggregates: list[L.Aggregate]) -> None:
+        """A FILTER inside WHERE sees each solution, not the aggregates (spec §4): naming an
+        aggregate's result there is an error that says where the condition belongs."""
+        results = {a.alias: a.func for a in aggregates}
+        for e in b.where:
+            if not isinstance(e, ast.FilterElem):
+                continue
+            for v in _expr_vars(e.expr):
+                if v.name in results and v.name not in where_bound:
+                    raise self.err(f"?{v.name} is {results[v.name]}'s result, which a FILTER inside WHERE cannot see"
+                                   " (it filters each solution before grouping): put the condition in HAVING,"
+                                   f" after GROUP BY, e.g. HAVING (?{v.name} > 3)", v.span)
 
     def _having(self, scope: _Scope, e: ast.Expr, group_names: list[str], aggregates: list[L.Aggregate]) -> L.Expr:
         """One HAVING constraint (spec §4): over group variables and aggregate results only."""
@@ -573,7 +613,26 @@ class _Binder:
         if self.where.unmapped:
             prefixes.setdefault("", UNMAPPED_NAMESPACE)  # explain shows `:join`, as written
         return L.Document(self.where.file, self.base, tuple(prefixes.items()), facts, tuple(queries),
-                          self._unmapped())
+                          self._unmapped(), self._input_predicates(facts, queries))
+
+    def _input_predicates(self, facts: Sequence[L.Fact], queries: Sequence[L.Query]) -> tuple[tuple[str, Span], ...]:
+        """The constant predicates of the patterns that neither a fact template nor the background
+        answers (SINCE/UNTIL clauses, event patterns...), first position each (`Document.input_predicates`)."""
+        patterns: list[L.Pattern] = []
+        for f in facts:
+            if isinstance(f, L.EventFact):  # an UNTIL no input holds yet is common (no one quit): not named
+                patterns += [p for c in f.since for p in (c.trigger, *c.background)]
+                patterns += [p for c in f.until for p in c.background]
+            else:
+                patterns += [wp.pattern for wp in f.body if wp.kind not in ("current", "fact")]
+        for q in queries:
+            if isinstance(q, L.AggregateQuery):
+                patterns += [wp.pattern for wp in q.where if wp.kind not in ("current", "fact")]
+        found: dict[str, Span] = {}
+        for pat in patterns:
+            if isinstance(pat.p, L.Term) and pat.p.nt not in self.background_predicates:
+                found.setdefault(pat.p.nt, pat.span)
+        return tuple(found.items())
 
     def _unmapped(self) -> TefqError | None:
         """The error a run of this document raises when it used `:` undeclared (at its first use)."""

@@ -154,6 +154,47 @@ def head(client: "redis.Redis", stream: RedisStream) -> Position:
     return Position(last.decode() if isinstance(last, bytes) else str(last), int(info["entries-added"]))
 
 
+def unread_gap(client: "redis.Redis", stream: RedisStream, start: Position) -> str | None:
+    """Entries after `start` that left the stream (XTRIM, MAXLEN, XDEL) before a reader that stopped at
+    `start` read them, in words (how many, which IDs), else None. Counted from XINFO STREAM:
+    entries added since `start` less those still there after it. A reader at the very start
+    (`0-0`: a fresh run reads what is there) and a stream made again from 0 have none."""
+    import redis
+
+    if start.id == ZERO_ID:
+        return None
+    with redis_errors(stream):
+        try:
+            info = client.xinfo_stream(stream.key)
+        except redis.exceptions.ResponseError as e:
+            if "no such key" not in str(e).lower():
+                raise
+            info = {"entries-added": 0, "length": 0, "first-entry": None, "max-deleted-entry-id": b"0-0"}
+    added = int(info.get("entries-added", 0)) - start.n
+    if added <= 0:
+        return None  # nothing added since `start` (or a stream made again: counted from 0)
+    first = _text(info["first-entry"][0]) if info.get("first-entry") else None
+    deleted = _text(info.get("max-deleted-entry-id")) or ZERO_ID  # XDEL's last (XTRIM leaves it)
+    if first is None or id_order(first) > id_order(start.id):  # trimmed past `start`: all left are unread
+        present, where = int(info.get("length", 0)), (f"before {first}" if first else "the stream is empty now")
+    elif id_order(deleted) > id_order(start.id):  # entries deleted after `start`: count what is left
+        with redis_errors(stream):
+            present = int(client.eval(COUNT_SCRIPT, 1, stream.key, "(" + start.id, "+"))
+        where = f"up to {deleted}"
+    else:
+        return None
+    lost = added - present
+    if lost <= 0:
+        return None
+    return (f"{lost} entries after {start.id} (the last entry read, by this run or the one its --checkpoint "
+            f"holds) were removed from the stream (XTRIM, MAXLEN or XDEL) before tefq read them ({where}): "
+            "every tick after them would miss their events. Run with --accept-gaps to go on without them")
+
+
+def _text(value: object) -> str | None:
+    return value.decode() if isinstance(value, bytes) else None if value is None else str(value)
+
+
 def advance(client: "redis.Redis", stream: RedisStream, start: Position, latest: Position,
             max_entries: int | None) -> Position:
     """Where a read from `start` ends: `latest`, or with `max_entries` the position after that many

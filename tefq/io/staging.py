@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tefq.errors import TefqError
@@ -63,6 +63,28 @@ def files_in_stream_order(paths: list[str]) -> list[str]:
     directory's files by relative path; a staged directory's files in their sources' order."""
     return [f for p in paths if not is_redis_url(p)
             for f in (staged_in_order(p) if os.path.isdir(p) and is_stage_dir(p) else stream_files(p))]
+
+
+def predicates_present(paths: list[str], wanted: Collection[str]) -> set[str] | None:
+    """Which of the predicates `wanted` the Parquet stream files of `paths` (staged ones included)
+    hold in column p, reading that column only and stopping once all are found; None when it
+    cannot be known (a Redis stream)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if any(is_redis_url(p) for p in paths):
+        return None
+    missing, found = set(wanted), set()
+    for f in files_in_stream_order(paths):
+        if not missing:
+            break
+        for batch in pq.ParquetFile(f).iter_batches(columns=["p"]):
+            column = batch.column(0)
+            values = set(pc.utf8_trim_whitespace(pc.unique(column.dictionary_decode()
+                                                            if hasattr(column, "dictionary") else column)).to_pylist())
+            found |= missing & values
+            missing -= values
+    return found
 
 
 def is_stage_dir(path: str) -> bool:

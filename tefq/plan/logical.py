@@ -228,6 +228,10 @@ class Document:
     # The error running this document raises: `:` used without a declaration (tefq.analysis.bind,
     # UNMAPPED_NAMESPACE); it parses and explains, but runs only once `--prefix :=IRI` maps it.
     unmapped: Exception | None = field(default=None, compare=False, repr=False)
+    # The constant predicates of the patterns no fact template and no background answers, each with
+    # its first pattern's position: only an input can match them (a run warns about those no
+    # input holds: tefq.plan.absent).
+    input_predicates: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
 
     def require_mapped(self) -> None:
         """Raise the located error of a `:` the document uses without declaring it (spec §1)."""

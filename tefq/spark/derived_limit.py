@@ -8,7 +8,7 @@ import numpy as np
 from tefq.spark.protocol import SINCE
 from tefq.spark.operators.fact import FactEvaluator, FactState
 from tefq.spark.planning.fact import FactAggregatePlan
-from tefq.plan.ticks import tick_at_or_after
+from tefq.plan.ticks import tick_array, tick_at_or_after
 from tefq.spark.kernels.intervals import Events
 
 
@@ -43,8 +43,8 @@ def single_pass(plan: FactAggregatePlan, table, t0: int = 0) -> tuple[dict[str, 
                 for q in f.terms:
                     st.terms.update((int(k), uniques[k]) for k in np.unique(ident[:, q]).tolist())
         st.pending[f.name] = [Events.concat(parts)]
-    ticks = np.arange(tick_at_or_after(int(ts.min()), t0, plan.every_ms),
-                      tick_at_or_after(int(ts.max()), t0, plan.every_ms) + 1, plan.every_ms, dtype=np.int64)
+    ticks = tick_array(tick_at_or_after(int(ts.min()), t0, plan.every_ms),
+                       tick_at_or_after(int(ts.max()), t0, plan.every_ms), plan.every_ms)
     metrics = {"unmatched_until": 0, "facts_created": 0, "facts_closed": 0, "rows_out": 0}
     evaluator = FactEvaluator(plan)
     records = evaluator.advance(st, ticks, metrics)

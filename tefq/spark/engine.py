@@ -27,7 +27,8 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
 from tefq.io.redis_stream import is_redis_url
-from tefq.io.staging import Staging, stage_streams
+from tefq.io.staging import Staging, predicates_present, stage_streams
+from tefq.plan.absent import warn_absent
 from tefq.plan.logical import Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
@@ -125,7 +126,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
         max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
         on_rows: Callable[[list[QueryResult]], None] | None = None,
         stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS,
-        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None,
+        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None, accept_gaps: bool = False,
         stream_iris: tuple[str | None, ...] = ()) -> RunResult:
     """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
 
@@ -139,8 +140,10 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
     to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
     event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.service
-    passes its own; default: one for `bad_rows`, the --bad-rows directory). `stream_iris[i]`: the
-    IRI stream path i is bound to (`--stream IRI=PATH`; windowed FROM STREAM <IRI> reads it)."""
+    passes its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis
+    stream that lost entries before they were read goes on (default: exit 2, naming them).
+    `stream_iris[i]`: the IRI stream path i is bound to (`--stream IRI=PATH`; windowed FROM STREAM
+    <IRI> reads it)."""
     started = time.time()
     check_run(doc, stream_paths, follow, ingest)
     log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
@@ -149,7 +152,8 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
     tmp = None
     try:
         opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
-                          StreamLimits(max_ticks, idle_ms=idle_ms, stream_iris=tuple(stream_iris)), join_order)
+                          StreamLimits(max_ticks, idle_ms=idle_ms, stream_iris=tuple(stream_iris)), join_order,
+                          accept_gaps=accept_gaps)
         if spark is None:
             say(progress, f"starting Spark ({default_master(master)})…")
             spark = get_session(master)
@@ -234,7 +238,8 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
                run: RunOptions, ingest: str, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
     """A bounded run: the streams staged (bad rows to the run's `log`), every plan through `run_bounded`."""
     staging = stage_streams(stream_paths, workdir, log)
-    staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False)
+    warn_absent_predicates(doc, staging.paths)
+    staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False, accept_gaps=run.accept_gaps)
     record_redis_ends(workdir, staging.paths)  # a finished checkpoint refuses entries past these
     if run.max_files_per_trigger is None:  # memory follows the micro-batch, not the input
         run = replace(run, max_files_per_trigger=files_per_trigger(staging.paths))
@@ -245,6 +250,15 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
     return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
+
+
+def warn_absent_predicates(doc: Document, paths: list[str]) -> None:
+    """Warn about the patterns no input can match (tefq.plan.absent), from the staged files' p
+    column (not for Redis streams: their content is not known before the run)."""
+    wanted = [p for p, _ in doc.input_predicates]
+    present = predicates_present(paths, wanted) if wanted else None
+    if present is not None:
+        warn_absent(doc, present)
 
 
 def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,

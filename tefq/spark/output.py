@@ -55,8 +55,10 @@ class NumericRows:
         if not parts:
             return NumericRows(np.zeros(0, np.int64), np.zeros((0, ngroups), np.int64),
                                {a: np.zeros(0, np.int64) for a in aliases})
+        names = list(dict.fromkeys([*aliases, *(a for p in parts for a in p.values)]))  # wide limbs in some parts
         return NumericRows(np.concatenate([p.ticks for p in parts]), np.concatenate([p.groups for p in parts]),
-                           {a: np.concatenate([p.values[a] for p in parts]) for a in aliases})
+                           {a: np.concatenate([p.values[a] if a in p.values or "#" not in a else np.zeros(len(p), np.int64)
+                                               for p in parts]) for a in names})
 
 
 def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -> NumericRows:
@@ -83,7 +85,8 @@ def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -
         if op in ("count", "count_distinct"):
             values[alias] = added(rows.values[alias])
         else:
-            total = rounded(np.stack([added(rows.values[f"{alias}#{j}"]) for j in range(3)]))
+            limbs = sorted(int(k.rsplit("#", 1)[1]) for k in rows.values if k.startswith(alias + "#") and k[-1].isdigit())
+            total = rounded(np.stack([added(rows.values[f"{alias}#{j}"]) for j in limbs]))  # 3 limbs, or 5 wide
             values[alias] = total if op == "sum_duration" else total / added(rows.values[f"{alias}#n"])
     return NumericRows(ticks[starts], groups[starts], values)
 

@@ -75,7 +75,7 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
     driver loop (`tefq.spark.engine.run_bounded`) with the simulation operators. `bad_row_log`:
     the run's one log of bad rows (as `engine.run`'s)."""
     from tefq.io.staging import stage_streams
-    from tefq.spark.engine import counted, run_bounded
+    from tefq.spark.engine import counted, run_bounded, warn_absent_predicates
     from tefq.spark.runtime.pipelines import RunOptions
     from tefq.spark.runtime.session import get_session
 
@@ -98,6 +98,7 @@ def run(doc: Document, stream_paths: list[str], strategy: str, window_ms: int | 
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
         staging = stage_streams(stream_paths, workdir, log)
+        warn_absent_predicates(doc, staging.paths)
         runs = run_bounded(spark, sim_doc, plans, staging, workdir, opts, operator=operator)
         results, metrics, paths = simulated_results(runs)
         metrics.extra["bad_rows"] = counted(log, metrics.extra.get("bad_rows", 0))

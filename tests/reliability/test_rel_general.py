@@ -1,11 +1,11 @@
 """The general plan (issue 27) under faults, on real Spark:
-- every shape of the issue on 1, 3 and 4 buckets against the oracle (`make test-faults` only:
-  tests/spark/test_spark_general.py runs one shape per bucket count);
+- every shape of the issue against the oracle on 1, 3 and 4 buckets: in `make test` each shape on
+  one of them (in turn, one generated stream each), in `make test-faults` (TEFQ_FAULTS_LONG=1)
+  every shape on each, two streams each;
 - SIGKILL of a `tefq run --checkpoint` of a general-shape query (two facts joined: partial rows
   merged on the driver) over staged micro-batches, then a restart with the same checkpoint: the
-  output equals the oracle's byte for byte: one kill once two micro-batches are committed, and
-  kills at random points. Each takes minutes (several Spark starts), so all of this module runs
-  in `make test-faults` (TEFQ_FAULTS_LONG=1) only."""
+  output equals the oracle's byte for byte: one kill once two micro-batches are committed (in
+  `make test`), and kills at random points (several Spark starts: `make test-faults` only)."""
 from __future__ import annotations
 
 import os
@@ -22,18 +22,20 @@ from tests.support.general_spark import ISSUE_SHAPES, check_against_the_oracle
 from tests.support.kills import first_lines
 
 LONG = os.environ.get("TEFQ_FAULTS_LONG") == "1"
-pytestmark = [pytest.mark.reliability, pytest.mark.spark,
-              pytest.mark.skipif(not LONG, reason="make test-faults (TEFQ_FAULTS_LONG=1): minutes of Spark runs")]
+pytestmark = [pytest.mark.reliability, pytest.mark.spark]
 RANDOM_KILLS = 4
 FILES = 6
 BASE = 1_700_000_000_000
 SHAPE = "two facts joined"
 
 
-@pytest.mark.parametrize("buckets", [1, 3, 4])
-@pytest.mark.parametrize("shape", ISSUE_SHAPES + ["no GROUP BY: the implicit group"])
+SHAPES_CHECKED = ISSUE_SHAPES + ["no GROUP BY: the implicit group"]
+MATRIX = [(shape, b) for i, shape in enumerate(SHAPES_CHECKED) for b in [1, 3, 4] if LONG or b == [1, 3, 4][i % 3]]
+
+
+@pytest.mark.parametrize("shape, buckets", MATRIX)
 def test_every_shape_on_1_3_and_4_buckets_equals_the_oracle(spark, shape, buckets):
-    check_against_the_oracle(spark, shape, buckets, 2)
+    check_against_the_oracle(spark, shape, buckets, 2 if LONG else 1)
 
 
 def write_inputs(tmp_path) -> tuple[str, str, str]:
@@ -118,6 +120,7 @@ def test_sigkill_after_two_micro_batches_then_restart_equals_the_oracle(tmp_path
     assert runs.got.read_bytes() == want
 
 
+@pytest.mark.skipif(not LONG, reason="make test-faults (TEFQ_FAULTS_LONG=1): several Spark starts")
 def test_sigkills_at_random_points_then_restart_equal_the_oracle(tmp_path) -> None:
     runs = Runs(tmp_path)
     want = runs.oracle()

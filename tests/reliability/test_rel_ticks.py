@@ -52,7 +52,7 @@ STRAYS = {
     "zero": 0,
     "minus_one": -1,
     "seconds_not_ms": BASE // 1000,
-    "near_2_63": (1 << 63) - 1000,
+    "near_the_end_of_the_range": (1 << 61) - 1000,
     "hundred_years_later": BASE + 100 * 365 * 86_400_000,
 }
 

@@ -189,3 +189,49 @@ def test_spark_at_both_ends_of_the_range(spark, tmp_path):
         write_stream(events, str(path), fmt="tsv")
         want = oracle(uc2, events).results[0].sorted_rows()
         assert len(want) >= 3 and run_spark(spark, uc2, [str(path)]).results[0].sorted_rows() == want
+
+
+# ---------------------------------------------------------------- found by the generators (issue 38)
+def test_ticks_near_the_end_of_the_range_are_counted_in_integers():
+    """np.arange counted its elements in doubles: the last tick of a range near 2^61 was lost."""
+    from tefq.plan.ticks import tick_array
+
+    every = 576_460_752_303_423_500
+    start = -3 * every
+    assert tick_array(start, start + every, every).tolist() == [start, start + every]
+    assert tick_array(5, 4, 1).tolist() == [] and tick_array(0, 10, 5).tolist() == [0, 5, 10]
+
+
+@pytest.mark.parametrize("shape", ["current", "fact", "general"])
+@pytest.mark.parametrize("every_s", ["576460752303423.488", "576460752303423.375"])  # 2^59 ms; a multiple of 125 ms
+def test_durations_of_hundreds_of_millions_of_years(tmp_path, shape, every_s):
+    """A fact open from one end of the time range to the other: its DURATION (2^52 s) is beyond the
+    3 exact limbs (2^34 s); every kernel sums it in the wide form, as the oracle's fsum does."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from tests.support.local_engine import run_local
+
+    from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, GeneralPlan, plan_document
+
+    fact = "PREFIX : <http://x/>\nCONSTRUCT FACT F {?g :has ?v .} (UNION (SINCE ?g :set ?v) (UNTIL ?g :unset ?v))\n"
+    every = f'"PT{every_s}S"^^xsd:duration'  # 125 ms: open durations summed as ages
+    query = {"current": f"SELECT ?v AS V, ?t AS T (AGGREGATE ?v, SUM DURATION(?S,?E) AS ?t WHERE (CURRENT ?g :has ?v [?S,?E])"
+                        f" GROUP BY ?v EVERY {every})",
+             "fact": f"SELECT ?v AS V, ?t AS T (AGGREGATE ?v, SUM DURATION(?S,?E) AS ?t WHERE ?g :has ?v [?S,?E]"
+                     f" GROUP BY ?v EVERY {every})",
+             "general": f"SELECT ?v AS V, ?t AS T, ?m AS M (AGGREGATE ?v, SUM DURATION(?S,?E) AS ?t, MAX DURATION(?S,?E)"
+                        f" AS ?m WHERE ?g :has ?v [?S,?E] GROUP BY ?v EVERY {every})"}[shape]
+    q = tefq.compile(fact + query)
+    plan_kind = {"current": CurrentAggregatePlan, "fact": FactAggregatePlan, "general": GeneralPlan}[shape]
+    assert isinstance(plan_document(q.document(), 2)[0], plan_kind)
+    events = [(TIME_MIN, "<http://x/a>", "<http://x/set>", "<http://x/c>"),
+              (0, "<http://x/b>", "<http://x/set>", "<http://x/c>"),
+              (TIME_MAX, "<http://x/a>", "<http://x/unset>", "<http://x/c>")]
+    path = tmp_path / "events.parquet"
+    pq.write_table(pa.table({"ts": pa.array([e[0] for e in events], pa.int64()),
+                             **{c: [e[k] for e in events] for k, c in enumerate("spo", 1)}}), path)
+    want = q.run(str(path)).results[0].sorted_rows()
+    assert len(want) >= 9 and want[-1][1][1] != want[-2][1][1]
+    for buckets in (1, 2):
+        got, _ = run_local(q.document(), [str(path)], buckets=buckets)
+        assert got[0].sorted_rows() == want

@@ -7,11 +7,17 @@ at every tick of a range) sum per binade segment when every tick is the same ins
 (`range_duration_limbs`)."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
+
+from tefq.semantics.expressions import round_to_double
 
 LIMB = 32  # bits per limb: bincount sums limbs in float64, exact below 2^53 ...
 MAX_TERMS = 1 << 21  # ... for up to 2^21 terms per call
 SCALE = 62  # a duration of whole ms, as a double, is an integer multiple of 2^-62 s
+WIDE = 5  # limbs of the wide form: any duration of tefq's time range (below 2^53 s), 2^21 at a time
+FAST_RANGE_MS = (1 << 34) * 1000  # durations below this fit the 3 limbs of the fast form (2^34 s: 544 years)
 
 
 def members(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -44,26 +50,62 @@ def limbs(x: np.ndarray) -> np.ndarray:
 
 
 
+def wide_limbs(x: np.ndarray) -> np.ndarray:
+    """(WIDE, n) int64: the 32-bit limbs of `x * 2^SCALE` for any non-negative double of whole ms
+    in seconds, however large (the wide form: Python integers, for what `limbs` cannot hold)."""
+    out = np.zeros((WIDE, len(x)), np.int64)
+    for i, v in enumerate(x.tolist()):
+        scaled = Fraction(v) * (1 << SCALE)
+        if v < 0 or scaled.denominator != 1:
+            raise ValueError("a duration that is not whole milliseconds")
+        n = int(scaled)
+        for j in range(WIDE):
+            out[j, i] = (n >> (LIMB * j)) & ((1 << LIMB) - 1)
+    return out
+
+
+def any_limbs(x: np.ndarray) -> np.ndarray:
+    """`limbs(x)`, or the wide form when some value is beyond its range."""
+    try:
+        return limbs(x)
+    except ValueError:
+        return wide_limbs(x)
+
+
+def widened(a: np.ndarray, rows: int) -> np.ndarray:
+    """Limb sums with zero rows added up to `rows` (the fast form as the wide one)."""
+    return a if len(a) >= rows else np.concatenate([a, np.zeros((rows - len(a), a.shape[1]), a.dtype)])
+
+
+def added(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sum of two limb-sum arrays of either form."""
+    rows = max(len(a), len(b))
+    return widened(a, rows) + widened(b, rows)
+
+
 def cell_sums(cell: np.ndarray, lim: np.ndarray, ncells: int) -> np.ndarray:
-    """(3, ncells) int64: per cell, the sums of the limbs (float64 sums of 32-bit values: exact)."""
-    out = np.zeros((3, ncells), dtype=np.int64)
+    """(limbs, ncells) int64: per cell, the sums of the limbs (float64 sums of 32-bit values: exact)."""
+    out = np.zeros((len(lim), ncells), dtype=np.int64)
     for lo in range(0, len(cell), MAX_TERMS):
         part = slice(lo, lo + MAX_TERMS)
-        for j in range(3):
+        for j in range(len(lim)):
             out[j] += np.bincount(cell[part], weights=lim[j, part].astype(np.float64), minlength=ncells).astype(np.int64)
     return out
 
 
 
 def limb_sums(cell: np.ndarray, x: np.ndarray, ncells: int) -> np.ndarray:
-    return cell_sums(cell, limbs(x), ncells)
+    return cell_sums(cell, any_limbs(x), ncells)
 
 
 
 def rounded(sums: np.ndarray) -> np.ndarray:
     """The correctly rounded double of each column's exact total `sum_j sums[j] * 2^(32 j - SCALE)`.
     After carrying, total = hi * 2^43 + lo with hi < 2^53 and lo < 2^43 both exact doubles, and one
-    IEEE addition rounds their exact sum correctly."""
+    IEEE addition rounds their exact sum correctly. The wide form is rounded exactly in Python."""
+    if len(sums) > 3:
+        return np.array([round_to_double(Fraction(sum(int(v) << (LIMB * j) for j, v in enumerate(col)), 1 << SCALE))
+                         for col in sums.T.tolist()], np.float64)
     mask = (1 << LIMB) - 1
     n = sums.copy()
     for j in range(2):
@@ -89,9 +131,15 @@ def range_duration_limbs(cell_base: np.ndarray, lo: np.ndarray, n: np.ndarray, r
         part = slice(first, last)
         k = members(lo[part], n[part])  # tick index of every (fact, tick) pair
         x = (np.repeat(-rel[part], n[part]) + k * every) / 1000.0
-        total += limb_sums(np.repeat(cell_base[part], n[part]) + k, x, ncells)
+        total = added(total, limb_sums(np.repeat(cell_base[part], n[part]) + k, x, ncells))
         first = last
     return total
+
+
+def ages_fit(first_tick: int, last_tick: int, start: np.ndarray) -> bool:
+    """Whether every age `tau - start` at these ticks is below FAST_RANGE_MS (so `age_limbs` and the
+    fast limbs hold it); else the ages go per (fact, tick) pair in the wide form."""
+    return not len(start) or (last_tick - int(start.min()) < FAST_RANGE_MS and first_tick - int(start.max()) > -FAST_RANGE_MS)
 
 
 def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.ndarray, every: int, ng: int,
@@ -99,7 +147,7 @@ def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.n
     """(ng, nt): per (group, tick index), the correctly rounded exact sum of `(tau - start) / 1000.0`
     over the facts of group `g` valid at ticks `lo <= k < hi` (`tau = t_first + k * every`, `rel =
     start - t_first`). Ticks the same instant modulo 125 ms: as ages (`age_limbs`), not per pair."""
-    if every % 125 == 0:
+    if every % 125 == 0 and ages_fit(0, (nt - 1) * every, rel):
         cells = np.arange(ng * nt, dtype=np.int64)
         sums = age_limbs(lambda gi, k: gi * nt + k, g, lo, hi, rel, 0, every, cells, cells % nt, ng * nt)
     else:

@@ -284,11 +284,13 @@ def group_index(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def durations_exact(iv: Intervals, ticks: np.ndarray) -> bool:
     """True when every duration `tau - start` (ms) is a multiple of 125 ms: then each one is an exact
-    double in seconds, and the exact ms sum / 1000 equals the oracle's `math.fsum` of the doubles."""
+    double in seconds, and the exact ms sum / 1000 equals the oracle's `math.fsum` of the doubles,
+    as long as every sum stays below 2^53 ms (in int64, and exact as a double)."""
     if len(ticks) == 0 or len(iv) == 0:
         return True
     every = int(ticks[1] - ticks[0]) if len(ticks) > 1 else 125
-    return every % 125 == 0 and bool(((iv.start - int(ticks[0])) % 125 == 0).all())
+    longest = int(ticks[-1]) - int(iv.start.min())
+    return every % 125 == 0 and len(iv) * max(longest, 0) < 2**53 and bool(((iv.start - int(ticks[0])) % 125 == 0).all())
 
 
 def fsum_durations(iv: Intervals, ticks: np.ndarray, group_codes: np.ndarray,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tefq.spark.kernels.exact import age_limbs, limbs, range_duration_limbs, range_sums, rounded
+from tefq.spark.kernels.exact import added, age_limbs, ages_fit, any_limbs, range_duration_limbs, range_sums, rounded
 from tefq.spark.kernels.intervals import group_index
 from tefq.spark.kernels.joins import Relation, coalesce, expand, key_ranks
 from tefq.spark.output import NumericRows
@@ -159,9 +159,10 @@ def tick_rows(sol: Relation, spec: TickSpec, scope: Relation | None, ticks: np.n
 
 
 def partial_sum(alias: str, op: str, sums: np.ndarray, count: np.ndarray) -> dict[str, np.ndarray]:
-    """A bucket's share of a duration SUM / AVG per row: the exact limb sums (`alias#0..2`), and
-    for AVG the number of solutions (`alias#n`); `output.merge_partials` adds and rounds them."""
-    out = {f"{alias}#{j}": sums[j] for j in range(3)}
+    """A bucket's share of a duration SUM / AVG per row: the exact limb sums (`alias#0..2`, to
+    `alias#4` in the wide form), and for AVG the number of solutions (`alias#n`);
+    `output.merge_partials` adds and rounds them."""
+    out = {f"{alias}#{j}": sums[j] for j in range(len(sums))}
     if op == "avg_duration":
         out[f"{alias}#n"] = count
     return out
@@ -179,10 +180,10 @@ def _duration_sums(sol: Relation, sid: np.ndarray, g: np.ndarray, ka: np.ndarray
     closed = kc < kb
     gc = g[closed]
     total = range_sums(lay.cell(gc, kc[closed]), lay.cell(gc, kb[closed]),
-                       limbs((e[closed] - s[closed]) / 1000.0), report, lay.size)
+                       any_limbs((e[closed] - s[closed]) / 1000.0), report, lay.size)
     opened = kc > ka
-    if d % 125 == 0:
-        return total + age_limbs(lay.cell, g[opened], ka[opened], kc[opened], s[opened], t_first, d, report,
-                                 report_k, lay.size)
-    return total + range_duration_limbs((lay.base - lay.lo)[g[opened]], ka[opened], (kc - ka)[opened],
-                                        s[opened] - t_first, d, lay.size)[:, report]
+    if d % 125 == 0 and ages_fit(t_first, int(ticks[-1]), s[opened]):
+        return added(total, age_limbs(lay.cell, g[opened], ka[opened], kc[opened], s[opened], t_first, d, report,
+                                      report_k, lay.size))
+    return added(total, range_duration_limbs((lay.base - lay.lo)[g[opened]], ka[opened], (kc - ka)[opened],
+                                             s[opened] - t_first, d, lay.size)[:, report])

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from tefq.plan.ticks import tick_at_or_after, tick_at_or_before
+from tefq.plan.ticks import tick_array, tick_at_or_after, tick_at_or_before
 from tefq.spark.output import RECORD_SCHEMA, WARNING, data_record, metric_record
 from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, ranked_keys, read_heartbeats, streams_of_keys
 from tefq.spark.runtime.codec import CodecError, decode, encode
@@ -330,7 +330,7 @@ def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: 
             else tick_at_or_before(now - lateness_ms - 1, t0, every))
     if max_ticks > 0 and (upto - first) // every + 1 > max_ticks:
         raise too_many_ticks(max_ticks, every, st.gmin, st.gmax)
-    return np.arange(start, upto + 1, every, dtype=np.int64) if upto >= start else np.zeros(0, np.int64)
+    return tick_array(start, upto, every)
 
 
 def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: Batch, t0: int,

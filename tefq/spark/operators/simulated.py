@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tefq.plan.ticks import tick_array
 from tefq.spark.kernels.intervals import OPEN, Events, apply_events
 from tefq.spark.kernels.strategies import Changes, RefreshPerFact, RefreshPerGroup, Sequence, make_strategy, state_changes
 from tefq.spark.operators.base import Batch, BucketState, bucket_operator
@@ -84,7 +85,7 @@ class SimulationLogic(CurrentAggregateLogic):
             d = pend.distinct()  # a stream is a set
             batch.metrics["duplicates"] = len(pend) - len(d)
             pend = d.take(np.argsort(d.ts, kind="stable"))
-        bounds = (np.searchsorted(pend.ts, np.arange(start - w, upto + 1, w), side="right")
+        bounds = (np.searchsorted(pend.ts, tick_array(start - w, upto, w), side="right")
                   if pend is not None else None)
         rows = []
         for k, tau in enumerate(ticks.tolist()):

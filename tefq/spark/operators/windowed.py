@@ -110,8 +110,11 @@ class WindowedLogic(BucketLogic):
 
     def report_due(self, st: WindowedBucket, batch: Batch, lateness_ms: int) -> None:
         w = st.windows
-        upto = None if batch.flush else (w.last - lateness_ms if w.last is not None else None)
-        reports = self.run.evaluate_due(w, upto, self.owned(batch.bucket))
+        # spec §6.1: windows close by the run's event time (the least among the active streams),
+        # not by the latest element seen (a stream running ahead made the others' elements late)
+        held = not batch.flush and (batch.event_time is None or w.last is None)
+        upto = None if batch.flush or held else batch.event_time - lateness_ms
+        reports = [] if held else self.run.evaluate_due(w, upto, self.owned(batch.bucket))
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).append(r)

@@ -136,7 +136,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
         recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
         staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
-        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True)
+        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps)
         run = replace(run, limits=stream_limits(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
         running = []

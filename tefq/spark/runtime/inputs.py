@@ -16,16 +16,17 @@ from tefq.spark.runtime.ranks import is_ranked
 from tefq.spark.runtime.sources import StreamInput
 
 
-def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool) -> list[StreamInput]:
+def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool, accept_gaps: bool = False) -> list[StreamInput]:
     """Each input with its --stream index; a Redis stream of a bounded run pinned at its head now,
-    so that every query of the run reads the same entries while a publisher goes on writing."""
+    so that every query of the run reads the same entries while a publisher goes on writing.
+    `accept_gaps`: Redis sources read on after entries removed before they were read (--accept-gaps)."""
     out = []
     for i, p in enumerate(paths):
         end = None
         if is_redis_url(p) and not follow:
             stream = RedisStream.parse(p)
             end = head(stream.connect(), stream)
-        out.append(StreamInput(p, i, end, bad_rows))
+        out.append(StreamInput(p, i, end, bad_rows, accept_gaps))
     return out
 
 

@@ -51,6 +51,7 @@ class RunOptions:
     limits: RunLimits = RunLimits()
     join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.spark.kernels.windowed.join_order)
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
+    accept_gaps: bool = False  # Redis sources read on after entries removed before they were read
 
 
 @dataclass(frozen=True)

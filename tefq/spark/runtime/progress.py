@@ -213,12 +213,12 @@ def too_many_ticks_error(text: str, query: str, paths: Sequence[str]) -> TefqErr
 def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
     """Spark wraps worker errors: a bad row becomes the reader's located TefqError, a tick range
     over --max-ticks the oracle's message naming the row."""
-    from tefq.spark.runtime.redis_source import bad_entry_error
+    from tefq.spark.runtime.redis_source import bad_entry_error, gap_error
 
     text = str(e)
     if TOO_MANY_TICKS in text:
         return too_many_ticks_error(text, query, paths)
-    entry = bad_entry_error(text)  # a bad Redis entry: the very error the oracle raises
+    entry = bad_entry_error(text) or gap_error(text)  # a bad Redis entry: the very error the oracle raises
     if entry is not None:
         return entry
     return bad_row_error(text) if BAD_ROW in text else e

@@ -45,7 +45,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
-                                  is_redis_url, split_range)
+                                  is_redis_url, split_range, unread_gap)
 from tefq.io.validate import Fault
 from tefq.spark.protocol import file_hash
 
@@ -54,6 +54,7 @@ SCHEMA = "ts long, s string, p string, o string, file string, row long"
 ARROW_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
                           ("file", pa.string()), ("row", pa.int64())])
 BAD_ENTRY = "TEFQ_BAD_ENTRY"  # a bad entry's marker in a worker's error (see bad_entry_error)
+GAP = "TEFQ_REDIS_GAP"  # entries removed before they were read (see gap_error)
 STARTS = ("earliest", "latest")
 ENGINE_PARTITIONS: int | None = None  # the engine's micro-batches: split in this many ranges (None: one per core)
 LEAST_PER_PARTITION = 5_000  # a smaller range is not worth a task of its own
@@ -67,7 +68,9 @@ class SourceOptions:
     fails the query); `startingPosition`: `earliest` (default: every entry) or `latest` (entries
     added after the query first starts); `endingOffset`: a position as JSON (`Position.to_offset`)
     after which nothing is read (a bounded run pins the stream's head once for all its queries);
-    `partitions`: a micro-batch's entries in up to this many ID ranges, one task each (default 1)."""
+    `partitions`: a micro-batch's entries in up to this many ID ranges, one task each (default 1);
+    `acceptGaps`: `true` reads on after entries removed from the stream before they were read
+    (default: the query stops, `unread_gap`)."""
 
     stream: RedisStream
     max_entries: int | None = None
@@ -75,6 +78,7 @@ class SourceOptions:
     start: str = "earliest"
     end: Position | None = None
     partitions: int = 1
+    accept_gaps: bool = False
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -88,7 +92,8 @@ class SourceOptions:
             raise TefqError(f"startingPosition must be earliest or latest, got {start!r}", FORMAT)
         return cls(RedisStream.parse(url), positive_option("maxEntriesPerTrigger", given.get("maxentriespertrigger")),
                    given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")),
-                   positive_option("partitions", given.get("partitions")) or 1)
+                   positive_option("partitions", given.get("partitions")) or 1,
+                   given.get("acceptgaps", "false").lower() == "true")
 
 
 def positive_option(name: str, text: str | None) -> int | None:
@@ -187,6 +192,9 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         first, last = Position.of_offset(start), Position.of_offset(end)
         if not first.is_before(last):
             return []
+        gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
+        if gap is not None:
+            raise ValueError(f"{GAP}\t" + json.dumps([self.options.stream.url, gap]))
         return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
                                                     self.options.partitions, LEAST_PER_PARTITION)]
 
@@ -283,6 +291,19 @@ def bad_entry_error(text: str) -> TefqError | None:
     return BadRow(Fault(kind, 0, message), file, int(line), row, 0)
 
 
+def gap_error(text: str) -> TefqError | None:
+    """The located error (exit 2) of entries removed before they were read (`text`: Spark's error
+    text, holding the source's GAP line); None if there is none."""
+    at = text.find(GAP + "\t")
+    if at < 0:
+        return None
+    try:
+        url, message = json.loads(text[at + len(GAP) + 1:].split("\n", 1)[0])
+    except ValueError:
+        return None
+    return TefqError(message, url)
+
+
 # ---------------------------------------------------------------------------------------------
 # For the engine and for tefq.spark.apply users
 
@@ -293,7 +314,7 @@ def register(spark: SparkSession) -> None:
 
 def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None = None,
                        bad_rows: str | None = None, start: str = "earliest", end: Position | None = None,
-                       stream: int = 0) -> DataFrame:
+                       stream: int = 0, accept_gaps: bool = False) -> DataFrame:
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
     run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
@@ -307,5 +328,7 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
         reader = reader.option("maxEntriesPerTrigger", str(max_entries))
     if bad_rows:
         reader = reader.option("badRows", os.path.abspath(bad_rows))
+    if accept_gaps:
+        reader = reader.option("acceptGaps", "true")
     reader = reader.option("partitions", str(ENGINE_PARTITIONS or os.cpu_count() or 1))
     return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")

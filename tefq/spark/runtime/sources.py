@@ -49,15 +49,16 @@ class StreamInput(str):
     stream: int = 0
     end: "Position | None" = None
     bad_rows: str | None = None
+    accept_gaps: bool = False  # a Redis input: read on after entries removed before they were read
 
     def __new__(cls, path: str, stream: int = 0, end: "Position | None" = None,
-                bad_rows: str | None = None) -> "StreamInput":
+                bad_rows: str | None = None, accept_gaps: bool = False) -> "StreamInput":
         made = str.__new__(cls, path)
-        made.stream, made.end, made.bad_rows = stream, end, bad_rows
+        made.stream, made.end, made.bad_rows, made.accept_gaps = stream, end, bad_rows, accept_gaps
         return made
 
     def __reduce__(self):
-        return StreamInput, (str(self), self.stream, self.end, self.bad_rows)
+        return StreamInput, (str(self), self.stream, self.end, self.bad_rows, self.accept_gaps)
 
 
 def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None, stream: int | None = None) -> DataFrame:
@@ -74,7 +75,8 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
         from tefq.spark.runtime.redis_source import redis_stream_frame
 
         given = path if isinstance(path, StreamInput) else StreamInput(path)
-        return redis_stream_frame(spark, str(path), bad_rows=given.bad_rows, end=given.end, stream=stream)
+        return redis_stream_frame(spark, str(path), bad_rows=given.bad_rows, end=given.end, stream=stream,
+                                  accept_gaps=given.accept_gaps)
 
     stream_format_of(path)  # one format, Parquet (text streams are staged first)
     if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`

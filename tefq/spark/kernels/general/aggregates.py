@@ -18,7 +18,7 @@ import numpy as np
 
 from tefq.semantics.expressions import order_key
 from tefq.plan.logical import Aggregate
-from tefq.spark.kernels.exact import age_limbs, range_sums
+from tefq.spark.kernels.exact import age_limbs, ages_fit, range_sums
 from tefq.spark.kernels.general.contributions import Aged, Contributions
 from tefq.spark.kernels.general.expressions import Values
 from tefq.spark.kernels.general.sums import (SMALL_INT, CellSums, ExactTotal, double_limbs, int_range_sums,
@@ -121,10 +121,13 @@ class CellAggregator:
         return sums if partial else sums.final(a.func)
 
     def aged_sums(self, g, ka, kb, v: Values, aged: Aged) -> CellSums:
-        """Durations: the settled ones as limbs of their doubles, the open ones as ages."""
+        """Durations: the settled ones as limbs of their doubles, the open ones as ages (beyond the
+        limbs' range, every (duration, tick) pair as an exact total)."""
         lim = double_limbs(v, np.full(len(v), 2))
-        if lim is None:
-            raise ValueError("a duration outside the exact range")
+        last = self.t_first + (self.nt - 1) * self.every
+        if lim is None or not ages_fit(self.t_first, last, aged.start):
+            return CellSums(self.counts(g, ka, kb) + self.counts(aged.group, aged.ka, aged.kb),
+                            totals=self.exact_totals(g, ka, kb, v, aged))
         total = range_sums(self.lay.cell(g, ka), self.lay.cell(g, kb), lim, self.report, self.lay.size)
         total += age_limbs(self.lay.cell, aged.group, aged.ka, aged.kb, aged.start, self.t_first, self.every,
                            self.report, self.ki, self.lay.size)
@@ -146,14 +149,21 @@ class CellAggregator:
             return CellSums(n, ints=int_range_sums(lo, hi, v.data, self.report, self.lay.size))
         return CellSums(n, totals=self.exact_totals(g, ka, kb, v))
 
-    def exact_totals(self, g, ka, kb, v: Values) -> list[ExactTotal]:
-        """Per reported cell, the ExactTotal of its values (one (range, tick) pair at a time)."""
+    def exact_totals(self, g, ka, kb, v: Values, aged: Aged | None = None) -> list[ExactTotal]:
+        """Per reported cell, the ExactTotal of its values (one (range, tick) pair at a time), and of
+        the `aged` open durations `(tau - start) / 1000` at each of their ticks."""
         owner, k = expand(ka, kb)
         where = np.searchsorted(self.report, self.lay.cell(g[owner], k))
         totals = [ExactTotal() for _ in range(len(self.report))]
         objs = v.as_objects().data
         for w, o in zip(where.tolist(), owner.tolist()):
             totals[w].add_value(objs[o])
+        if aged is not None:
+            owner, k = expand(aged.ka, aged.kb)
+            where = np.searchsorted(self.report, self.lay.cell(aged.group[owner], k))
+            ages = (self.t_first + k * self.every - aged.start[owner]) / 1000.0  # as the oracle's DURATION
+            for w, x in zip(where.tolist(), ages.tolist()):
+                totals[w].add_value(x)
         return totals
 
     def extreme(self, func: str, g, ka, kb, v: Values) -> Values:
