@@ -157,15 +157,10 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
                          join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
-<<<<<<< HEAD
-                         driver_memory=args.driver_memory)
-    streams = [_stream_arg(v) for v in args.stream]
-    return RunRequest(_query_file(args), [s.path for s in streams], args.stream_format,
-=======
                          driver_memory=args.driver_memory,
                          accept_gaps=True if getattr(args, "accept_gaps", False) else None)
-    return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
->>>>>>> main
+    streams = [_stream_arg(v) for v in args.stream]
+    return RunRequest(_query_file(args), [s.path for s in streams], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
                       args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args),
                       stream_iris=tuple(s.iri for s in streams))
