@@ -55,6 +55,7 @@ def test_the_oracle_answers_as_the_w3c(oracle, suite) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(1800)  # one Spark run of 459 queries over 459 streams: minutes on a loaded machine
 @pytest.mark.parametrize("small_window", [None, "0"], ids=["default", "every-window-vectorised"])
 def test_spark_answers_every_test_as_the_oracle(small_window, oracle, suite, spark, tmp_path_factory,
                                                 monkeypatch) -> None:
