@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: setup
 	@test -d $(DEMO) || $(BIN)/tefq gen iptv --out $(DEMO) --events 20000 --users 4600 --channels 40 --seed 7
-	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --out $(DEMO)-uc1.parquet --metrics $(DEMO)-uc1.metrics.json
+	$(BIN)/tefq run usecases/uc1.tef --stream $(DEMO) --engine spark --out $(DEMO)-uc1.parquet --metrics $(DEMO)-uc1.metrics.json
 	@$(BIN)/python examples/demo/top_channels.py $(DEMO)-uc1.parquet $(DEMO)-uc1.metrics.json
 
 # Two test processes (pytest-xdist), each module whole in one of them (its Spark session shared):

@@ -72,6 +72,7 @@ from live_oracle import oracle_agreement  # noqa: E402 (bench/live_oracle.py)
 from live_state import state_trend, trend_line  # noqa: E402 (bench/live_state.py)
 from memory import PeakMemory, cpu_ticks  # noqa: E402 (bench/memory.py)
 TEFQ = [sys.executable, "-m", "tefq"]
+os.environ.setdefault("TEFQ_SERVER", "0")  # the run in its own process: its JVM and workers are measured
 DIR_SOURCES = {"dir": "tsv", "dir-parquet": "parquet"}  # --source: a followed directory of these files
 GROWTH_MS_PER_S = 50.0  # a delay growing faster than this over the measured seconds is not sustained
 GROWTH_LAST_WINDOW_MS = 1000.0  # nor one whose last window's median is this much above its first's

@@ -151,6 +151,8 @@ def parse_args() -> argparse.Namespace:
                     help="instead: wall time of `tefq run` on Spark vs the oracle on the default data "
                          "(--data, default /tmp/tefq-bench-default: tefq gen iptv --epg --seed 1)")
     ap.add_argument("--repeat", type=int, default=2, help="--whole-run: runs of each engine, alternating")
+    ap.add_argument("--warm-runs", type=int, default=0,
+                    help="then the same run N times on the session the first started (the warm engine's case)")
     return ap.parse_args()
 
 
@@ -282,6 +284,25 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
     if limit_rows is not None:  # UC3: every cell, not only the count
         result["rows_equal_limit_cells"] = rows_digest(r.results[0].rows) == limit_rows
     ratios(result, steady)
+    warm_runs(args, doc, streams, fpt, result, r.metrics.rows_out)
+
+
+def warm_runs(args: argparse.Namespace, doc, streams: list[str], fpt: int, result: dict, rows_out: int) -> None:
+    """--warm-runs N: the same run N times more on the session the first one started, as a run in the
+    warm engine finds it (docs/spark.md "Warm engine"): whole-run seconds and events/s of each."""
+    from tefq.spark.engine import run
+
+    walls, steadies = [], []
+    for _ in range(args.warm_runs):
+        started = time.perf_counter()
+        again = run(doc, streams, master=args.master, max_files_per_trigger=fpt, progress=False,
+                    buckets=args.buckets, ingest=args.ingest)
+        walls.append(round(time.perf_counter() - started, 3))
+        steadies.append(batch_figures(again.metrics.extra.get("micro_batches", []))[1])
+        assert again.metrics.rows_out == rows_out, "a warm run's rows differ from the first run's"
+    if walls:
+        result.update({"warm_wall_seconds": walls, "warm_events_per_s": result["events"] / min(walls),
+                       "warm_steady_events_per_s": steadies})
 
 
 def ratios(result: dict, steady: float | None) -> None:

@@ -1,3 +1,3 @@
-from tefq.cli import main
+from tefq.entry import main
 
 main()

@@ -82,10 +82,11 @@ class Query:
         """The names of the document's queries, in order (`q1`, ... unless registered)."""
         return [q.name for q in self.document().queries]
 
-    def run(self, events: Any, *, engine: str = "oracle", background: Any = None, t0: int = 0,
+    def run(self, events: Any, *, engine: str = "auto", background: Any = None, t0: int = 0,
             lateness: int | str = 0, at: Any = None) -> "Result":
         """Run every query of the document over `events` (see the module doc) on one engine
-        (`oracle`, `spark`, or `auto`: the oracle for small inputs).
+        (`oracle`, `spark`, or `auto`, the default: the oracle for small inputs, Spark for large
+        ones, the bar lower when a Spark session is already up in this process).
 
         `background`: a file (Turtle, N-Triples, TriG) or an rdflib Graph. `lateness`: ms or a
         duration such as "5s" (on the oracle each input file is one arrival batch: docs/semantics.md).
@@ -103,7 +104,7 @@ class Query:
         outcome = execute(request)
         return Result(outcome.run, facts, outcome.engine)
 
-    def facts(self, events: Any, *, engine: str = "oracle", background: Any = None,
+    def facts(self, events: Any, *, engine: str = "auto", background: Any = None,
               master: str | None = None) -> "FactRows":
         """The fact table of spec §12 over `events`: `.rows`, `.columns`, `.to_pandas()`. `engine`:
         `oracle`, `spark` (the fact operator's table; `master` as `tefq facts --master`) or `auto`

@@ -19,7 +19,7 @@ from typing import Sequence
 from tefq import __version__
 from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
-from tefq.errors import SPARK_MISSING, TefqError, failure_message, is_refusal, spark_missing
+from tefq.errors import SPARK_MISSING, TOO_DEEP, TefqError, failure_message, is_refusal, spark_missing, too_deep
 from tefq.facts.cli import register as register_facts, run_as_of
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import FORMATS as RESULT_FORMATS
@@ -27,14 +27,15 @@ from tefq.iptv.cli import register as register_iptv
 from tefq.oracle.windowed.cli import register as register_oracle
 from tefq.publish import register as register_publish
 from tefq.results import TERM_FORMS
-from tefq.service import (ENGINES, STDIN, Output, QueryFile, QueryText, RunRequest, SparkOptions, execute,
-                          prefix_mappings, query_source)
+from tefq.service import (ENGINES, STDIN, Output, QueryFile, QueryText, RunRequest, SparkOptions, default_engine,
+                          execute, prefix_mappings, query_source)
 from tefq.sensors.cli import register as register_sensors
+from tefq.server.cli import register as register_server
 from tefq.simulate.names import STRATEGIES
 
 # The commands that live with their subsystem (generator, windowed oracle, baselines comparison).
 SUBSYSTEM_COMMANDS = (register_iptv, register_sensors, register_oracle, register_compare, register_facts,
-                      register_publish)
+                      register_publish, register_server)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -238,9 +239,9 @@ def _add_run_command(sub: argparse._SubParsersAction) -> None:
                    help=f"read every --stream as {'|'.join(STREAM_FORMATS)} whatever its extension "
                         "(default: by extension; tsv for standard input)")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
-    p.add_argument("--engine", choices=ENGINES, default="spark",
-                   help="the engine that runs the document; auto: the oracle for small bounded inputs, "
-                        "else Spark (docs/cli.md)")
+    p.add_argument("--engine", choices=ENGINES, default=default_engine(),
+                   help="the engine that runs the document; auto: the oracle for small bounded inputs (smaller "
+                        "still when Spark is warm), else Spark; the summary line says which and why (docs/cli.md)")
     _add_output_options(p)
     p.add_argument("--t0", type=int, default=0, metavar="MS", help="tick origin in ms (ticks are t0 + k*EVERY)")
     p.add_argument("--lateness", metavar="DURATION",
@@ -322,6 +323,9 @@ def run_command(argv: Sequence[str], signals: "ReceivedSignals | None" = None) -
     except Exception as e:  # an internal failure: say so plainly, with the trace only on request
         if interrupted(e):  # py4j failed while a Ctrl-C cut its call short
             return stopped(signals)
+        if too_deep(e):  # nested past the parser's checks (tefq.syntax.nesting), here or in a worker
+            print(f"tefq: error: {TOO_DEEP}", file=sys.stderr)
+            return 2
         if spark_missing(e):  # an oracle-only install asked for Spark (tefq facts, run --at, ...)
             print(TefqError(SPARK_MISSING, file="--engine").render(), file=sys.stderr)
             return 2

@@ -52,11 +52,13 @@ class TefqError(Exception):
             where += f":{self.line}"
             if self.column:
                 where += f":{self.column}"
-        text = f"{where}: {self.kind}: {self.message}"
+        message = self.message if len(self.message) <= MAX_MESSAGE else self.message[:MAX_MESSAGE] + "…"
+        text = f"{where}: {self.kind}: {message}"
         if self.source_line is not None:
-            text += "\n  " + shown(self.source_line.rstrip("\n"))
-            if self.column:
-                caret_pad = "".join("\t" if c == "\t" else " " for c in shown(self.source_line[: self.column - 1]))
+            line, column = window(self.source_line.rstrip("\n"), self.column)
+            text += "\n  " + shown(line)
+            if column:
+                caret_pad = "".join("\t" if c == "\t" else " " for c in shown(line[: column - 1]))
                 text += "\n  " + caret_pad + "^"
         return text
 
@@ -67,6 +69,21 @@ class TefqError(Exception):
 # Control characters (C0 but TAB, DEL, C1) as escapes: an offending line is shown, never replayed
 # to the terminal (binary data, escape sequences).
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0))}
+
+
+MAX_MESSAGE = 600  # characters of a message shown (what a message quotes of the input is cut before)
+SHOWN_LINE = 160  # characters of an offending line shown, around its column
+
+
+def window(line: str, column: int) -> tuple[str, int]:
+    """At most SHOWN_LINE characters of `line` around `column` (1-based; 0: none), "…" where cut,
+    and the column within them."""
+    if len(line) <= SHOWN_LINE:
+        return line, column
+    start = max(0, min(column - 1 - SHOWN_LINE // 2, len(line) - SHOWN_LINE)) if column else 0
+    head = "…" if start else ""
+    tail = "…" if start + SHOWN_LINE < len(line) else ""
+    return head + line[start:start + SHOWN_LINE] + tail, column - start + len(head) if column else 0
 
 
 def shown(text: str) -> str:
@@ -99,6 +116,15 @@ NEARLY_FULL_BYTES = 64 << 20
 # A refusal raised in a Spark worker, as `WORKER_REFUSAL: message` (one line): Spark wraps it in its
 # own dump; the command line shows the message alone.
 WORKER_REFUSAL = "TEFQ_WORKER_REFUSAL"
+
+
+TOO_DEEP = ("the query is nested or chained too deeply to evaluate (Python's recursion limit): split the "
+            "expression or pattern (docs/language.md, \"Limits\")")
+
+
+def too_deep(e: BaseException) -> bool:
+    """Whether `e` is a RecursionError, raised here or in a Spark worker (its text)."""
+    return isinstance(e, RecursionError) or "RecursionError: maximum recursion depth" in str(e)
 
 
 def is_refusal(e: BaseException) -> bool:

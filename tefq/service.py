@@ -46,12 +46,15 @@ if TYPE_CHECKING:
     from tefq.io.run_inputs import StagedStreams
 
 ENGINES = ("spark", "oracle", "auto")
+ENGINE_VARIABLE = "TEFQ_ENGINE"  # the command line's default engine (else auto)
 # Options only the Spark engine reads: with the oracle they would be silently dropped.
 SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
                       "driver_memory", "accept_gaps")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
-# whole run beats Spark's start-up there (docs/cli.md, "Choosing the engine").
+# whole run beats Spark's there: with Spark to start (cold) and with Spark already up (a warm engine,
+# tefq.server; or a session in this process) (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 200_000
+AUTO_ORACLE_EVENTS_WARM = 20_000
 TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
 STDIN = "-"
 
@@ -177,7 +180,7 @@ class RunRequest:
     events: Any
     stream_format: str | None = None
     background: Any = None
-    engine: str = "spark"
+    engine: str = "auto"
     t0: int = 0
     lateness: int | str | None = None
     max_ticks: int | None = None
@@ -190,6 +193,18 @@ class RunRequest:
     stream_iris: tuple[str | None, ...] = ()
 
 
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine a run takes, and why (`--engine auto`; empty for an engine named outright)."""
+
+    engine: str
+    why: str = ""
+
+    def label(self) -> str:
+        """As the summary line shows it: `spark`, `spark, warm`, `oracle: auto, about 8 events, ...`."""
+        return f"{self.engine}: {self.why}" if self.why else self.engine
+
+
 @dataclass
 class RunOutcome:
     """A finished run: the engine that ran it (after `--engine auto`) and its rows and metrics."""
@@ -197,16 +212,20 @@ class RunOutcome:
     engine: str
     run: RunResult
     facts: bool = True  # the document defines facts (else the summary does not count them)
+    choice: EngineChoice | None = None
 
     def summary(self) -> str:
-        """The one line the command line prints on stderr, in a reader's words."""
+        """The one line the command line prints on stderr, in a reader's words, ending with the
+        engine and, when `--engine auto` chose it or it ran warm, why."""
         m = self.run.metrics
         parts = [f"{plural(m.events_in, 'event')} in, {plural(m.rows_out, 'row')} out at {plural(m.ticks, 'tick')}"]
         if self.facts:
             parts.append(f"{plural(m.facts_created, 'fact')} ({m.facts_closed:,} closed)")
         if m.late_events:
             parts.append(f"{plural(m.late_events, 'late event')} not applied")
-        return f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on {'Spark' if self.engine == 'spark' else 'the oracle'}"
+        why = f" ({self.choice.why})" if self.choice is not None and self.choice.why else ""
+        return (f"tefq: {'; '.join(parts)}; {m.wall_seconds:.2f} s on "
+                f"{'Spark' if self.engine == 'spark' else 'the oracle'}{why}")
 
 
 # ---------------------------------------------------------------- the sequence
@@ -216,7 +235,8 @@ def execute(request: RunRequest) -> RunOutcome:
 
     paths, table = check_inputs(request)
     check_outputs(request)
-    engine = choose_engine(request)
+    choice = engine_choice(request)
+    engine = choice.engine
     if engine == "spark" and importlib.util.find_spec("pyspark") is None:
         raise TefqError(SPARK_MISSING, file="--engine")
     settings = settle(request, engine)
@@ -236,7 +256,7 @@ def execute(request: RunRequest) -> RunOutcome:
         plan_kinds(run, doc)
         if request.output is not None:
             write(run, request.output, appended=request.spark.follow)
-    return RunOutcome(settings.engine, run, bool(doc.facts))
+    return RunOutcome(settings.engine, run, bool(doc.facts), choice)
 
 
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
@@ -286,23 +306,47 @@ def stream_paths(events: Any) -> list[str]:
     return [os.fspath(events)] if isinstance(events, (str, os.PathLike)) else [os.fspath(p) for p in events]
 
 
+def default_engine() -> str:
+    """The command line's `--engine` when none is given: `TEFQ_ENGINE`, else auto."""
+    engine = os.environ.get(ENGINE_VARIABLE, "auto").strip() or "auto"
+    if engine not in ENGINES:
+        raise TefqError(f"{ENGINE_VARIABLE}={engine!r}: expected oracle, spark or auto", file=ENGINE_VARIABLE)
+    return engine
+
+
 def choose_engine(request: RunRequest) -> str:
+    """The engine `request` runs on (`engine_choice`)."""
+    return engine_choice(request).engine
+
+
+def engine_choice(request: RunRequest) -> EngineChoice:
     """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
-    --max-files-per-trigger, --ingest, standard input of unknown size) and for large inputs; else
-    the oracle."""
+    --max-files-per-trigger, --ingest, standard input of unknown size), else `auto_engine` by the
+    input's size."""
+    from tefq.spark.runtime.session_source import is_warm
+
     if request.engine not in ENGINES:
         raise TefqError(f"unknown engine {request.engine!r}: expected oracle, spark or auto", file="--engine")
+    warm = ", warm" if is_warm() else ""
     if request.engine != "auto":
-        return request.engine
+        return EngineChoice(request.engine, warm.lstrip(", ") if request.engine == "spark" else "")
     paths = stream_paths(request.events)
     if request.spark.given() or request.spark.follow or STDIN in paths:
-        return "spark"
+        return EngineChoice("spark", f"auto, {'standard input' if STDIN in paths else 'a Spark option'}{warm}")
     n = estimated_events(paths) if paths else len(request.events) if hasattr(request.events, "__len__") else 0
-    engine = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
-    if request.progress:
-        print(f"tefq: --engine auto: {engine} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
-              file=sys.stderr)
-    return engine
+    return auto_engine(n)
+
+
+def auto_engine(events: int) -> EngineChoice:
+    """`--engine auto` for a bounded input of about `events` events: the oracle below
+    AUTO_ORACLE_EVENTS, or AUTO_ORACLE_EVENTS_WARM when Spark is up already, else Spark."""
+    from tefq.spark.runtime.session_source import is_warm
+
+    warm = is_warm()
+    limit = AUTO_ORACLE_EVENTS_WARM if warm else AUTO_ORACLE_EVENTS
+    engine = "oracle" if events < limit else "spark"
+    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,} with Spark "
+                                f"{'warm' if warm else 'to start'}")
 
 
 def estimated_events(paths: list[str]) -> int:
@@ -457,9 +501,10 @@ class Job:
         if not s.conf and s.driver_memory is None:
             return None
         from tefq.spark.runtime.progress import say
-        from tefq.spark.runtime.session import SessionSettings, default_master, get_session
+        from tefq.spark.runtime.session import SessionSettings, get_session
+        from tefq.spark.runtime.session_source import starting_line
 
-        say(self.request.progress, f"starting Spark ({default_master(master)}) with your settings…")
+        say(self.request.progress, f"{starting_line(master).rstrip('…')} with your settings…")
         return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property
@@ -549,5 +594,6 @@ def write(run: RunResult, output: Output, *, appended: bool) -> None:
         write_metrics(run.metrics, output.metrics)
 
 
-__all__ = ["RunRequest", "RunOutcome", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute", "choose_engine",
-           "estimated_events", "read_background", "bind", "run_limits", "AUTO_ORACLE_EVENTS"]
+__all__ = ["RunRequest", "RunOutcome", "EngineChoice", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute",
+           "default_engine", "choose_engine", "engine_choice", "auto_engine", "estimated_events", "read_background", "bind", "run_limits",
+           "AUTO_ORACLE_EVENTS", "AUTO_ORACLE_EVENTS_WARM"]

@@ -1,5 +1,7 @@
 """Fixtures every test folder shares: one SparkSession per module, a private redis-server, and the
-`needs_shared` marker for tests that read ../shared (skipped outside CI, failed in CI).
+`needs_shared` marker for tests that read ../shared (skipped outside CI, failed in CI). Every
+`tefq` a test starts runs in its own process (TEFQ_SERVER=0: no warm engine, which would outlive
+the test) unless the test asks for one (tests/server/test_server.py).
 
 A test that takes the `spark` fixture is marked `spark` here, so `make test-fast` (-m "not spark")
 starts no Spark; a test that starts Spark another way (a child process, `master=`) carries the
@@ -15,6 +17,8 @@ import time
 import pytest
 
 from tests.support.paths import SHARED
+
+os.environ["TEFQ_SERVER"] = "0"
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,11 @@ def bind_text(source: str, name: str, extra_prefixes: Mapping[str, str] | None =
     The background's predicates take part in binding: a pattern on one of them is a background
     pattern, not an event pattern."""
     from tefq.syntax import parse
+    from tefq.syntax.nesting import deep_recursion
 
-    return bind(parse(source, name), name, source, dict(extra_prefixes or {}), background_predicates)
+    document = parse(source, name)  # nested at most MAX_NESTING deep
+    with deep_recursion():
+        return bind(document, name, source, dict(extra_prefixes or {}), background_predicates)
 
 
 def read_query_file(path: str) -> str:

@@ -9,7 +9,7 @@ import sys
 from tefq import progress
 from tefq.errors import TefqError
 from tefq.iptv.model import NS as IPTV_NS
-from tefq.service import QueryFile, bind, prefix_mappings, read_background
+from tefq.service import QueryFile, bind, default_engine, prefix_mappings, read_background
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
 _UNITS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
@@ -42,8 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--stream", required=True, metavar="DIR",
                    help="a generated data set (tefq gen iptv: DIR/log, DIR/epg) or a stream file/directory")
     p.add_argument("--windows", default="10s,100s,200s,400s", metavar="LIST", help="window sizes (default: %(default)s)")
-    p.add_argument("--engine", choices=("oracle", "spark"), default="oracle",
-                   help="run TEF and the simulations on the oracle's windowed executor or on Spark")
+    p.add_argument("--engine", choices=("oracle", "spark", "auto"), default=default_engine(),
+                   help="run TEF and the simulations on the oracle's windowed executor or on Spark; auto: by the "
+                        "stream's size and whether Spark is warm (docs/cli.md, 'Choosing the engine')")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per approach and window (spread)")
     p.add_argument("--approaches", default="tef,refresh,refresh-group,sequence", metavar="LIST",
                    help="which approaches (default: %(default)s; add csparql-query for uc1/uc2: "
@@ -78,6 +79,7 @@ def handler(args: argparse.Namespace) -> int:
     paths = stream_paths(args.stream, args.usecase)  # bad paths fail before the (slower) parse
     doc = bind(query, background)
     elements = read_elements(paths)
+    args.engine = chosen_engine(args.engine, len(elements))
     csparql = None
     if "csparql-query" in approaches:
         from tefq.simulate.csparql import csparql_path
@@ -89,6 +91,16 @@ def handler(args: argparse.Namespace) -> int:
                      args.t0, args.check_oracle, StepShown(shown), engine=args.engine, stream_paths=paths,
                      csparql=csparql)
     return report(ms, args, len(elements))
+
+
+def chosen_engine(engine: str, events: int) -> str:
+    """`--engine auto` resolved by the stream's size (tefq.service.auto_engine); the rows of the
+    table's JSON name the engine."""
+    if engine != "auto":
+        return engine
+    from tefq.service import auto_engine
+
+    return auto_engine(events).engine
 
 
 class StepShown:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -17,39 +16,36 @@ from tefq.facts.table import FactRows, event_elements, fact_table, facts_frame
 
 if TYPE_CHECKING:
     from tefq.results import RunResult
-    from tefq.service import DocumentSource
+    from tefq.service import DocumentSource, EngineChoice
 
 FACT_ENGINES = ("oracle", "spark", "auto")
 
 
-def chosen_engine(engine: str, paths: list[str], progress: bool) -> str:
-    """`--engine auto`: the oracle below `tefq.service.AUTO_ORACLE_EVENTS` events (as `tefq run` does), else Spark."""
-    from tefq.service import AUTO_ORACLE_EVENTS, STDIN, estimated_events
+def chosen_engine(engine: str, paths: list[str]) -> "EngineChoice":
+    """`--engine auto` over stream paths as `tefq run` picks (tefq.service.auto_engine; standard
+    input: Spark), or the engine named."""
+    from tefq.service import STDIN, EngineChoice, auto_engine, estimated_events
 
     if engine != "auto":
-        return engine
-    n = AUTO_ORACLE_EVENTS if STDIN in paths else estimated_events(paths)
-    chosen = "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
-    if progress:
-        print(f"tefq: --engine auto: {chosen} (about {n:,} events; the oracle below {AUTO_ORACLE_EVENTS:,})",
-              file=sys.stderr)
-    return chosen
+        return EngineChoice(engine)
+    if STDIN in paths:
+        return EngineChoice("spark", "auto, standard input")
+    return auto_engine(estimated_events(paths))
 
 
 def fact_engine(engine: str, events: Any) -> str:
-    """`engine`, or for "auto" the oracle below `tefq.service.AUTO_ORACLE_EVENTS` events, else Spark
-    (as `tefq facts --engine auto` and `Query.run` pick)."""
+    """`engine`, or for "auto" the engine `tefq.service.auto_engine` picks for the events (as
+    `tefq facts --engine auto` and `Query.run` pick)."""
     from tefq.io.run_inputs import is_paths
-    from tefq.service import AUTO_ORACLE_EVENTS, stream_paths
+    from tefq.service import auto_engine, stream_paths
 
     if engine not in FACT_ENGINES:
         raise TefqError(f"unknown engine {engine!r}: expected {', '.join(FACT_ENGINES)}", file="engine")
     if engine != "auto":
         return engine
     if is_paths(events):
-        return chosen_engine(engine, stream_paths(events), progress=False)
-    n = len(events) if hasattr(events, "__len__") else 0
-    return "oracle" if n < AUTO_ORACLE_EVENTS else "spark"
+        return chosen_engine(engine, stream_paths(events)).engine
+    return auto_engine(len(events) if hasattr(events, "__len__") else 0).engine
 
 
 @contextlib.contextmanager
@@ -76,7 +72,7 @@ def spark_inputs(events: Any) -> Iterator[list[str]]:
         cleanup.unregister(tmp)
 
 
-def facts_of(query: "DocumentSource", events: Any, background: Any = None, *, engine: str = "oracle",
+def facts_of(query: "DocumentSource", events: Any, background: Any = None, *, engine: str = "auto",
              master: str | None = None) -> FactRows:
     """The fact table of spec §12 of `query`'s document over `events`, on `engine` (oracle, spark,
     auto); `master`: the Spark master (default: TEFQ_SPARK_MASTER or local[*])."""

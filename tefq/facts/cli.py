@@ -16,6 +16,7 @@ from tefq.facts.plot import MAX_ROWS, SCREEN_ROWS
 from tefq.facts.writer import FACT_FORMATS
 from tefq.io.atomic import check_writable
 from tefq.io.result_writers import is_directory_target
+from tefq.service import default_engine
 
 if TYPE_CHECKING:
     from tefq.service import Output
@@ -54,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=("spark", "oracle", "auto"), default="auto",
+    p.add_argument("--engine", choices=("spark", "oracle", "auto"), default=default_engine(),
                    help="the engine that computes the facts (default auto: the oracle for small bounded inputs, "
                         "else Spark; both give the same table)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
@@ -110,13 +111,14 @@ def _stream_table(args: argparse.Namespace, doc, background):
     """The fact table over `--stream`, on the engine `--engine` names; (table, engine that ran)."""
     from tefq.facts.table import fact_table
 
-    engine = chosen_engine(getattr(args, "engine", "oracle"), args.stream, not args.quiet)
-    if engine == "oracle":
-        return fact_table(doc, _elements(args.stream), background), "oracle"
+    choice = chosen_engine(getattr(args, "engine", "oracle"), args.stream)
+    if choice.engine == "oracle":
+        return fact_table(doc, _elements(args.stream), background), choice.label()
     from tefq.facts.spark import spark_fact_table
 
-    return spark_fact_table(doc, args.stream, background, master=getattr(args, "master", None),
-                            progress=not args.quiet)
+    table, engine = spark_fact_table(doc, args.stream, background, master=getattr(args, "master", None),
+                                     progress=not args.quiet)
+    return table, choice.label() if choice.why else engine
 
 
 def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]], started: float, doc,
@@ -173,7 +175,7 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
         run = as_of_facts(doc, args.facts, instants, background)
     else:
         paths = [getattr(s, "path", s) for s in args.stream]
-        if chosen_engine(getattr(args, "engine", "oracle"), paths, not getattr(args, "quiet", False)) == "spark":
+        if chosen_engine(getattr(args, "engine", "oracle"), paths).engine == "spark":
             run = as_of_spark(doc, paths, instants, background, master=getattr(args, "master", None),
                               progress=not getattr(args, "quiet", False))
         else:

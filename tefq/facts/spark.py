@@ -89,12 +89,13 @@ def table_run(doc: Document, background: Any, *, master: str | None, progress: b
     from tefq.spark.operators.fallback import rdflib_triples
     from tefq.spark.runtime.pipelines import RunOptions
     from tefq.spark.runtime.progress import say
-    from tefq.spark.runtime.session import default_master, get_session
+    from tefq.spark.runtime.session import get_session
+    from tefq.spark.runtime.session_source import starting_line
 
     opts = RunOptions(progress=progress, background=rdflib_triples(background),
                       limits=StreamLimits(DEFAULT_MAX_TICKS), facts=True)
     if spark is None:
-        say(progress, f"starting Spark ({default_master(master)})…")
+        say(progress, starting_line(master))
         spark = get_session(master)
     plan = table_plan(doc, max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))), every_ms)
     workdir = cleanup.register(tempfile.mkdtemp(prefix="tefq-facts-"))

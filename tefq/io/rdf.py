@@ -7,7 +7,6 @@ Kept apart from `tefq.io.readers` because both libraries are slow to import.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import pathlib
 import warnings
@@ -23,7 +22,8 @@ from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, normalise_term
 from tefq.io.elements import statement, timestamp_graphs
-from tefq.io.sniff import HEAD_BYTES, refuse_binary
+from tefq.io.limits import open_input
+from tefq.io.sniff import HEAD_BYTES, refuse_binary, refuse_special
 from tefq.vocabulary import Element, Triple
 
 # RDF terms keep their lexical form everywhere in tefq (docs/formats.md: `"01"^^xsd:integer` stays
@@ -48,12 +48,8 @@ def _read_bytes(path: str, gz: bool, fmt: str) -> bytes:
     """The (decompressed) bytes of an RDF file; one that starts like a binary format is refused
     (tefq.io.sniff)."""
     try:
-        if gz:
-            with gzip.open(path, "rb") as f:
-                data = f.read()
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
+        with open_input(path, gz) as f:
+            data = f.read()
     except (OSError, EOFError, zlib.error) as e:
         raise TefqError(f"cannot read the file: {getattr(e, 'strerror', None) or e}", path) from None
     refuse_binary(data[:HEAD_BYTES], path, fmt)
@@ -182,6 +178,7 @@ _BACKGROUND_FORMATS = {"ttl": "turtle", "turtle": "turtle", "nt": "nt", "n3": "n
 def read_background(path: str) -> rdflib.Graph:
     """A static background graph (Turtle, N-Triples, TriG, N-Quads by extension; `.gz` too).
     TriG/N-Quads give a Dataset; their named graphs all count as background."""
+    refuse_special(path, "background")
     if not os.path.isfile(path):
         raise TefqError("no such background file", path)
     name = os.path.basename(path).lower()
@@ -192,8 +189,28 @@ def read_background(path: str) -> rdflib.Graph:
         raise TefqError(f"unknown background file type {os.path.basename(path)!r}: expected .ttl, .nt, "
                         ".n3, .trig or .nq (optionally .gz)", path)
     graph: rdflib.Graph = rdflib.Dataset() if fmt in ("trig", "nquads") else rdflib.Graph()
-    _parse_rdf(_read_bytes(path, gz, fmt), fmt, path, graph)
+    data = _read_bytes(path, gz, fmt)
+    _parse_rdf(data, fmt, path, graph)
+    if fmt == "n3":
+        _refuse_formulas(graph, data.decode("utf-8"), path)
     return graph
+
+
+def _refuse_formulas(graph: rdflib.Graph, text: str, path: str) -> None:
+    """Exit 2, at the first `{` (or `=>`), if an N3 background holds more than triples: a formula
+    `{ … }`, a rule `=>`, a variable. A background is a set of triples."""
+    plain = (rdflib.URIRef, rdflib.BNode, rdflib.Literal)
+    if all(isinstance(t, plain) for triple in graph for t in triple):
+        return
+    from tefq.syntax.nesting import first_bracket
+
+    offset = first_bracket(text, "{")
+    if offset is None:
+        offset = max(text.find("=>"), 0)
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    raise TefqError("an N3 formula, rule or variable ({ … }, =>, ?x): tefq uses a background as a set of "
+                    "triples; give the triples alone (Turtle or N-Triples)", path, line, offset - start + 1).located(path, text)
 
 
 def background_as_ntriples(background: object) -> list[Triple]:

@@ -7,7 +7,6 @@ for Parquet) and, where known, the column: nothing is skipped silently. See docs
 """
 from __future__ import annotations
 
-import gzip
 import itertools
 import os
 import re
@@ -18,9 +17,10 @@ from typing import TYPE_CHECKING
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
+from tefq.io.limits import EXCERPT, max_line_bytes, max_term_chars, open_input, skip_line
 from tefq.io.elements import TIME_PREDICATES, parse_statement, time_literal, timestamp_graphs  # noqa: F401
 from tefq.io.ntriples import TermError, check_position, normalise_term
-from tefq.io.sniff import HEAD_BYTES, refuse_binary
+from tefq.io.sniff import HEAD_BYTES, refuse_binary, refuse_special
 from tefq.io.validate import (HEADER, RANGE_HINT, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
                               element_of_line, header_order, split_csv)
 from tefq.vocabulary import Element
@@ -62,6 +62,7 @@ def stream_files(path: str) -> list[str]:
     if not os.path.exists(path):
         raise TefqError("no such stream file or directory", path)
     if not os.path.isdir(path):
+        refuse_special(path, "stream file")
         stream_format(path)
         return [path]
     found: list[tuple[str, str]] = []
@@ -75,6 +76,7 @@ def stream_files(path: str) -> list[str]:
         raise TefqError("the stream directory holds no stream files", path)
     found.sort()
     for _, full in found:
+        refuse_special(full, "stream file")
         stream_format(full)
     return [full for _, full in found]
 
@@ -127,26 +129,31 @@ def _lines(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] | Non
     a raw control character is a bad row (tefq.io.validate); read errors are located TefqErrors.
     `where[0]`, if given, follows the current line number (to locate a row later)."""
     try:
-        f = gzip.open(path, "rb") if gz else open(path, "rb")
+        f = open_input(path, gz)
     except OSError as e:
         raise TefqError(f"cannot read the stream file: {e.strerror or e}", path) from None
-    lineno = 0
+    lineno, limit = 0, max_line_bytes()
     with f:
         try:
             refuse_binary(f.peek(HEAD_BYTES)[:HEAD_BYTES], path, fmt)
         except (OSError, EOFError, zlib.error) as e:
             raise TefqError(f"cannot read the stream file: {e}", path, 1) from None
-        it = iter(f)
+        readline = f.readline
         while True:
             try:
-                raw = next(it)
-            except StopIteration:
-                return
+                raw = readline(limit + 1)  # a longer line: its first limit + 1 bytes
+                if not raw:
+                    return
+                lineno += 1
+                if where is not None:
+                    where[0] = lineno
+                if len(raw) > limit and not raw.endswith(b"\n"):
+                    log.report(Fault("line-too-long", 0, f"the line is longer than the limit of {limit:,} bytes "
+                                     "(TEFQ_MAX_LINE_BYTES)"), path, lineno, raw[:EXCERPT].decode("utf-8", "replace"))
+                    skip_line(f)  # recorded (--bad-rows): read on after it
+                    continue
             except (OSError, EOFError, zlib.error) as e:
                 raise TefqError(f"cannot read the stream file: {e}", path, lineno + 1) from None
-            lineno += 1
-            if where is not None:
-                where[0] = lineno
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM is accepted
                 raw = raw[3:]
             raw = raw.rstrip(b"\r\n")
@@ -418,6 +425,7 @@ def in_normal_form(values: "pa.Array", role: str) -> "pa.Array":
     import pyarrow.compute as pc
 
     ok = pc.match_substring_regex(values, fast_term_patterns()[role])
+    ok = pc.and_(ok, pc.less_equal(pc.utf8_length(values), max_term_chars()))  # longer: check_term refuses it
     if role == "o":
         ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
     return ok

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 from tefq.errors import TefqError
 
@@ -51,3 +52,21 @@ def refuse_binary(head: bytes, path: str, expected: str) -> None:
 
 
 __all__ = ["SIGNATURES", "HEAD_BYTES", "binary_kind", "refuse_binary"]
+
+
+SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def refuse_special(path: str, what: str) -> None:
+    """Exit 2 naming what `path` is when it exists but is no regular file (nor directory): tefq
+    reads an input file more than once (staging, a restart's check) and a FIFO or device would
+    block, never end, or read differently each time. `what`: "stream file", "background"."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing: the caller says so
+    kind = next((name for test, name in SPECIAL_KINDS if test(mode)), None)
+    if kind is not None:
+        pipe = " (pipe it in: --stream - < FILE)" if what == "stream file" else ""
+        raise TefqError(f"this {what} is {kind}, not a regular file: tefq reads regular files only{pipe}", path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from tefq.io.limits import max_term_chars
 from tefq.io.ntriples import TermError, check_position, normalise_term
 from tefq.io.timestamps import parse_ts
 from tefq.vocabulary import TIME_MAX, TIME_MIN
@@ -38,6 +39,8 @@ KINDS: dict[str, str] = {
     "bad-term": "a cell or statement part that is not an N-Triples term",
     "term-position": "a literal as subject or graph name, or a predicate that is not an IRI",
     "bad-statement": "an N-Quads / YABench line that is not `s p o [x] .`",
+    "line-too-long": "a text line longer than TEFQ_MAX_LINE_BYTES (default 1 MiB; skipped in bounded memory)",
+    "term-too-long": "an s, p or o longer than TEFQ_MAX_TERM_CHARS characters (default 65,536)",
 }
 
 _BAD_ESCAPE = re.compile(r'\\(?![tbnrf"\'\\]|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})')
@@ -179,6 +182,9 @@ def check_term(text: str, role: str, cell: int = -1) -> str:
     lead = len(text) - len(text.lstrip(" "))
     if not body:
         raise Fault("empty-cell", 0, f"column {role} is empty", cell)
+    if len(body) > max_term_chars():
+        raise Fault("term-too-long", lead, f"this term is {len(body):,} characters long, more than the limit "
+                    f"of {max_term_chars():,} (TEFQ_MAX_TERM_CHARS)", cell)
     try:
         term = normalise_term(body)
         check_position(term, role)

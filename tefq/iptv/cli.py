@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from tefq.errors import TefqError
-from tefq.service import Output, QueryFile, RunRequest, execute
+from tefq.service import Output, QueryFile, RunRequest, default_engine, execute
 
 DEFAULT_DATA = os.path.join("data", "iptv-default")
 USECASES = ("uc1", "uc2", "uc3")
@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "channel, uc3: viewers and viewing time per program")
     u.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
                    help=f"IPTV data directory, generated with the defaults if absent (default {DEFAULT_DATA})")
-    u.add_argument("--engine", choices=("spark", "oracle"), default="spark", help="the engine that runs the use-case")
+    u.add_argument("--engine", choices=("spark", "oracle", "auto"), default=default_engine(),
+                   help="the engine that runs the use-case; auto: by the data's size and whether Spark is warm")
     u.add_argument("--format", choices=RESULT_FORMATS, metavar="FMT",
                    help=f"result format: {'|'.join(RESULT_FORMATS)} (default: the one --out's extension names; on a "
                         "terminal a text table, else csv)")
@@ -132,7 +133,7 @@ def cmd_usecase(args: argparse.Namespace) -> int:
     ensure_default_data(args.data)
     request = usecase_request(args)
     if not args.quiet:
-        print(f"tefq usecase: {args.name}: {request.query.path} over {request.events[0]} on {args.engine}",
+        print(f"tefq usecase: {args.name}: {request.query.path} over {request.events[0]}",
               file=sys.stderr)
     outcome = execute(request)
     if not args.quiet:

@@ -38,10 +38,12 @@ from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
 from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_limits
+from tefq.spark.runtime.listing import listed_inputs
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
-from tefq.spark.runtime.session import default_master, get_session
+from tefq.spark.runtime.session import get_session
+from tefq.spark.runtime.session_source import starting_line
 from tefq.spark.runtime.sink import collect
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
@@ -101,8 +103,10 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
     """The one driver loop of a bounded run over staged streams (`tefq.io.staging.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
     `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
-    `ingest`: auto | columnar | direct | rows (runtime/ingest.choose_ingest, per plan)."""
-    paths = staging.paths
+    `ingest`: auto | columnar | direct | rows (runtime/ingest.choose_ingest, per plan). Spark
+    reads each file input in stream order (runtime/listing.py), as the per-stream limits count it."""
+    paths = listed_inputs(spark, staging.paths, workdir)
+    run = replace(run, limits=stream_limits(paths, run, follow=False))
     if operator is not None and ingest != "rows":
         raise TefqError(f"--ingest {ingest} does not run the simulations", file="--ingest")
     choices = {id(plan): choose_ingest(ingest, plan, paths, recorded_ingest(path_in(workdir, plan.query)))
@@ -155,7 +159,7 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
                           StreamLimits(max_ticks, idle_ms=idle_ms, stream_iris=tuple(stream_iris)), join_order,
                           accept_gaps=accept_gaps)
         if spark is None:
-            say(progress, f"starting Spark ({default_master(master)})…")
+            say(progress, starting_line(master))
             spark = get_session(master)
         say(progress, "planning")
         plans = plan_document(doc, buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
@@ -246,7 +250,6 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
         if run.max_files_per_trigger:
             say(run.progress, f"micro-batches of {plural(run.max_files_per_trigger, 'file')} per stream "
                               f"(about {BATCH_EVENTS:,} events; --max-files-per-trigger N to change)")
-    run = replace(run, limits=stream_limits(staging.paths, run, follow=False))
     if len(file_inputs(stream_paths)) < len(stream_paths):
         ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
     return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))

@@ -13,6 +13,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from tefq.errors import Span, TefqError
 from tefq.syntax import ast
+from tefq.syntax.nesting import check_depth, check_nesting, deep_recursion
 from tefq.terms import RDF, XSD
 
 GRAMMAR_NAME = "tef.lark"
@@ -658,14 +659,19 @@ def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> TefqError:
 
 
 def parse(text: str, filename: str = "<input>") -> ast.Document:
-    """Parse a .tef document into its syntax tree; a syntax error is a located TefqError."""
+    """Parse a .tef document into its syntax tree; a syntax error, or nesting deeper than
+    `nesting.MAX_NESTING`, is a located TefqError."""
+    check_nesting(text, filename)
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise _syntax_error(e, text, filename) from None
     try:
-        return _ToAst(text).transform(tree)
+        with deep_recursion():
+            document = _ToAst(text).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, TefqError):
             raise e.orig_exc.located(filename, text) from None
         raise
+    check_depth(document, filename, text)
+    return document

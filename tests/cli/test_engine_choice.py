@@ -1,12 +1,14 @@
-"""`--engine auto` (docs/cli.md, "Choosing the engine"): the oracle for small bounded inputs,
-Spark for what only Spark does and for large inputs. No Spark is started here."""
+"""`--engine auto`, the default (docs/cli.md, "Choosing the engine"): the oracle for small bounded
+inputs (a lower bar when Spark is warm), Spark for what only Spark does and for large inputs. No
+Spark is started here."""
 from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tefq.cli import build_parser, run_request
-from tefq.service import AUTO_ORACLE_EVENTS, choose_engine, estimated_events
+from tefq.service import AUTO_ORACLE_EVENTS, AUTO_ORACLE_EVENTS_WARM, choose_engine, engine_choice, estimated_events
+from tefq.spark.runtime.session_source import SESSION_SOURCE
 
 
 def request_for(*argv: str):
@@ -20,7 +22,8 @@ def test_parquet_rows_are_counted_text_estimated(tmp_path) -> None:
     assert estimated_events([str(tmp_path / "t.tsv")]) == 10
 
 
-def test_small_bounded_input_goes_to_the_oracle(tmp_path) -> None:
+def test_small_bounded_input_goes_to_the_oracle(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
     (tmp_path / "s.tsv").write_text("ts\ts\tp\to\n")
     request = request_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
     assert choose_engine(request) == "oracle"
@@ -29,13 +32,52 @@ def test_small_bounded_input_goes_to_the_oracle(tmp_path) -> None:
         assert choose_engine(request) == "spark", extra
 
 
-def test_large_input_goes_to_spark(tmp_path) -> None:
+def test_large_input_goes_to_spark(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
     with open(tmp_path / "s.tsv", "wb") as fh:
         fh.truncate(AUTO_ORACLE_EVENTS * 80)  # sparse: no disk used
     request = request_for("--stream", str(tmp_path / "s.tsv"), "--engine", "auto", "--quiet")
     assert choose_engine(request) == "spark"
 
 
-def test_spark_stays_the_default() -> None:
-    request = request_for("--stream", "x")
-    assert request.engine == "spark" and choose_engine(request) == "spark"
+def cold(monkeypatch) -> None:
+    """Spark as a fresh process finds it, whatever this test process started before."""
+    import tefq.spark.runtime.session_source as source
+
+    monkeypatch.setattr(source, "is_warm", lambda: False)
+
+
+def test_auto_is_the_default_and_says_why(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
+    (tmp_path / "s.tsv").write_text("ts\ts\tp\to\n" + "1\t<a>\t<b>\t<c>\n" * 10)
+    request = request_for("--stream", str(tmp_path / "s.tsv"))
+    assert request.engine == "auto"
+    choice = engine_choice(request)
+    assert choice.engine == "oracle" and choice.label().startswith("oracle: auto, about ")
+    assert f"below {AUTO_ORACLE_EVENTS:,} with Spark to start" in choice.label()
+    assert engine_choice(request_for("--stream", "x", "--engine", "spark")).label() == "spark"
+
+
+class Warm:
+    """A session source that says Spark is up (what a run inside the warm engine sees)."""
+
+    warm = True
+
+    def __call__(self, master: str, settings=None):
+        raise AssertionError("no session is taken while choosing")
+
+
+def test_a_warm_spark_lowers_the_bar(tmp_path, monkeypatch) -> None:
+    cold(monkeypatch)
+    with open(tmp_path / "s.tsv", "wb") as fh:
+        fh.truncate(AUTO_ORACLE_EVENTS_WARM * 80)
+    request = request_for("--stream", str(tmp_path / "s.tsv"))
+    assert choose_engine(request) == "oracle"
+    monkeypatch.undo()  # is_warm as it is: the source says warm
+    token = SESSION_SOURCE.set(Warm())
+    try:
+        choice = engine_choice(request)
+        assert choice.engine == "spark" and "with Spark warm" in choice.label()
+        assert engine_choice(request_for("--stream", "x", "--engine", "spark")).label() == "spark: warm"
+    finally:
+        SESSION_SOURCE.reset(token)

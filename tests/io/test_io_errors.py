@@ -133,7 +133,7 @@ def test_truncated_gzip_names_the_line(tmp_path) -> None:
 
 
 def test_unreadable_file(tmp_path, monkeypatch) -> None:
-    import tefq.io.readers as readers
+    import tefq.io.limits as limits
 
     f = tmp_path / "s.tsv"
     f.write_text(H)
@@ -141,7 +141,7 @@ def test_unreadable_file(tmp_path, monkeypatch) -> None:
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(readers, "open", denied, raising=False)  # chmod does not stop root
+    monkeypatch.setattr(limits, "open", denied, raising=False)  # chmod does not stop root
     e = error_of(str(f))
     assert e.file == str(f) and "cannot read" in e.message and "Permission denied" in e.message
 

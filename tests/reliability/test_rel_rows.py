@@ -87,6 +87,8 @@ CASES = [
     ("statement.nq", f"{S} {P} {O} <urn:g>\n", 1, 47, "bad-statement"),
     ("term.stream", f'{S} {P} "a\\qb" "1" .\n', 1, 27, "bad-escape"),
     ("ts_range.stream", f'{S} {P} {O} "99999999999999999999" .\n', 1, 40, "timestamp-range"),
+    ("long_line.tsv", TSV_H + f'1\t{S}\t{P}\t"' + "a" * (1 << 20) + '"\n', 2, 1, "line-too-long"),
+    ("long_term.tsv", TSV_H + "1\t<http://x/" + "a" * 70_000 + f">\t{P}\t{O}\n", 2, 3, "term-too-long"),
 ]
 
 

@@ -75,7 +75,7 @@ def test_zone_less_timestamps_are_utc_on_spark_in_tokyo(tmp_path) -> None:
                     f"2023-11-14T22:15:00,<{X}u1>,<{X}quit>,<{X}ch1>\n")
     args = [sys.executable, "-m", "tefq", "run", UC1, "--stream", str(path), "--quiet", "--format", "csv"]
     env = {**os.environ, "TZ": "Asia/Tokyo", "TEFQ_SPARK_MASTER": "local[1]"}
-    spark_out = subprocess.run(args, capture_output=True, text=True, env=env)
+    spark_out = subprocess.run(args + ["--engine", "spark"], capture_output=True, text=True, env=env)
     oracle_out = subprocess.run(args + ["--engine", "oracle"], capture_output=True, text=True, env=env)
     assert spark_out.returncode == 0, spark_out.stderr[-2000:]
     assert spark_out.stdout == oracle_out.stdout

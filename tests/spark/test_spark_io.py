@@ -123,7 +123,7 @@ def test_cli_bounded_run_nq_with_background_is_quiet(tmp_path):  # its own JVM: 
     stream = tmp_path / "s.nq"
     write_stream(elements, str(stream))
     args = ["run", "examples/genre/viewers-per-genre.tef", "--stream", str(stream),
-            "--background", "examples/genre/channels.ttl"]
+            "--background", "examples/genre/channels.ttl", "--engine", "spark"]
     env = dict(os.environ)
     env.pop("TEFQ_SPARK_LOG", None)
     out = subprocess.run(TEFQ + args + ["--out", str(tmp_path / "spark.csv")], cwd=ROOT, env=env,

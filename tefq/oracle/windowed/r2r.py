@@ -24,6 +24,7 @@ from tefq.analysis.network import keyword_offset, refusal, remote_constructs
 from tefq.analysis.sparql_text import stable_triple_order, star_order
 from tefq.errors import TefqError
 from tefq.oracle.windowed import corrections
+from tefq.syntax.nesting import check_nesting, deep_recursion
 from tefq.terms import XSD_INTEGER, is_blank, is_iri, split_literal
 from tefq.vocabulary import Element
 
@@ -199,9 +200,11 @@ class Evaluator:
     def __init__(self, sparql: str, source: str = "<query>", background: Iterable[tuple[str, str, str]] = (),
                  line_offset: int = 0, line: int = 0) -> None:
         self.sparql = sparql
+        check_nesting(sparql, source)  # rdflib recurses ~30 frames a level: deep_recursion below
         try:
-            parsed = parseQuery(_rewrite_timestamp(sparql))
-            self.query = translateQuery(parsed)
+            with deep_recursion():
+                parsed = parseQuery(_rewrite_timestamp(sparql))
+                self.query = translateQuery(parsed)
         except Exception as e:  # pyparsing.ParseException and rdflib's own errors
             line = getattr(e, "lineno", 0) or getattr(e, "line", 0)
             col = getattr(e, "col", 0) or getattr(e, "column", 0)
@@ -209,15 +212,16 @@ class Evaluator:
             raise TefqError(f"SPARQL syntax error: {msg}", source,
                             (line + line_offset) if isinstance(line, int) else 0,
                             col if isinstance(col, int) else 0) from None
-        refuse_remote(self.query.algebra, sparql, source, line_offset)
-        if self.query.algebra.name == "SelectQuery" and "projection" not in parsed[1]:
-            _star_in_text_order(self.query.algebra, sparql)
-        # FROM <iri> names background the caller supplies; never let rdflib fetch it
-        if "datasetClause" in self.query.algebra:
-            self.query.algebra["datasetClause"] = None
-        _reorder_bgps(self.query.algebra)
-        corrections.corrected(self.query.algebra)
-        self.predicates = _predicates(self.query.algebra)
+        with deep_recursion():
+            refuse_remote(self.query.algebra, sparql, source, line_offset)
+            if self.query.algebra.name == "SelectQuery" and "projection" not in parsed[1]:
+                _star_in_text_order(self.query.algebra, sparql)
+            # FROM <iri> names background the caller supplies; never let rdflib fetch it
+            if "datasetClause" in self.query.algebra:
+                self.query.algebra["datasetClause"] = None
+            _reorder_bgps(self.query.algebra)
+            corrections.corrected(self.query.algebra)
+            self.predicates = _predicates(self.query.algebra)
         self.uses_timestamp = str(_TIMESTAMP_FN) in _rewrite_timestamp(sparql)
         self.form = self.query.algebra.name  # SelectQuery | ConstructQuery | AskQuery | DescribeQuery
         self.names: tuple[str, ...] = tuple(str(v) for v in self.query.algebra.get("PV", []) or [])
@@ -239,21 +243,25 @@ class Evaluator:
             g.add(t)
         token = _timestamps.set(stamps)
         try:  # rdflib evaluates lazily: consume the solutions while the timestamps are set
-            res = evalQuery(g, self.query, {})
-            if self.form == "AskQuery":
-                return Answer(("ask",), [(to_nt(Literal(bool(res["askAnswer"]))),)], [])
-            if self.form in ("ConstructQuery", "DescribeQuery"):
-                return Answer(("s", "p", "o"), [],
-                              [(to_nt(s), to_nt(p), to_nt(o)) for s, p, o in res["graph"]])  # type: ignore[misc]
-            names = self.names  # a solution whose variables are all unbound is a row too
-            rows = [tuple(to_nt(b.get(Variable(n))) for n in names) for b in res["bindings"]]
-            return Answer(names, rows, [])
+            with deep_recursion():
+                return self._answer(evalQuery(g, self.query, {}))
         except TefqError:
             raise
         except Exception as e:  # an evaluation error is the query's fault, not an internal one
             raise TefqError(f"SPARQL evaluation failed: {e}", self.source, self.line) from None
         finally:
             _timestamps.reset(token)
+
+    def _answer(self, res) -> Answer:
+        """The rows (or triples, or the boolean) of rdflib's lazy result `res`, consumed now."""
+        if self.form == "AskQuery":
+            return Answer(("ask",), [(to_nt(Literal(bool(res["askAnswer"]))),)], [])
+        if self.form in ("ConstructQuery", "DescribeQuery"):
+            return Answer(("s", "p", "o"), [],
+                          [(to_nt(s), to_nt(p), to_nt(o)) for s, p, o in res["graph"]])  # type: ignore[misc]
+        names = self.names  # a solution whose variables are all unbound is a row too
+        rows = [tuple(to_nt(b.get(Variable(n))) for n in names) for b in res["bindings"]]
+        return Answer(names, rows, [])
 
 
 @lru_cache(maxsize=4096)
@@ -264,4 +272,3 @@ def prepared(sparql: str, source: str = "<query>", background: tuple[tuple[str, 
     Shared within a process, so for one thread at a time (rdflib's expressions hold the solution
     being evaluated): Spark's Python workers run one task each; the oracle makes its own."""
     return Evaluator(sparql, source, background, line=line)
-

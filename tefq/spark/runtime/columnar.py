@@ -32,29 +32,24 @@ from tefq.io.paths import local_path
 from tefq.io.readers import ts_out_of_range
 from tefq.io.staging import files_in_stream_order
 from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
-from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob
+from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob, spark_directory
 
 
 # ---------------------------------------------------------------------------------------------
 # The Spark side: a path source and the control source, one (path, flush) schema
 
 def read_paths(spark, path: str, max_files_per_trigger: int | None):
-    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in Spark's
-    file-source order (modification time), as `sources.read_stream` lists them."""
+    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in the
+    order `sources.read_stream` takes them (its listing's, else modification time)."""
     from pyspark.sql import functions as F
 
-    from tefq.io.readers import literal_path_pattern
-
-    if os.path.isdir(path):
-        directory, glob = path, name_glob("parquet", False)
-    else:
-        directory, glob = os.path.dirname(os.path.abspath(path)), literal_path_pattern(os.path.basename(path))
+    directory, glob = spark_directory(path, name_glob("parquet", False))
     reader = (spark.readStream.format("binaryFile").option("recursiveFileLookup", "true")
               .option("pathGlobFilter", glob)
               .schema("path string, modificationTime timestamp, length long, content binary"))
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    return reader.load(literal_path_pattern(directory)).select("path", F.lit(False).alias("flush"))
+    return reader.load(directory).select("path", F.lit(False).alias("flush"))
 
 
 def read_flush(spark, directory: str):
@@ -116,10 +111,10 @@ class Column:
     """One s/p/o column of a batch, dictionary-encoded: per distinct value its normal form (None
     if it is not a term: `faults[i]`), its code; per row the dictionary index (-1: null cell)."""
 
-    def __init__(self, arr: pa.Array, role: str, patterns: dict[str, str]) -> None:
+    def __init__(self, arr: pa.Array, role: str) -> None:
         import pyarrow.compute as pc
 
-        from tefq import terms
+        from tefq.io.readers import in_normal_form
         from tefq.io.validate import Fault, check_term
 
         if not pa.types.is_dictionary(arr.type):
@@ -132,10 +127,7 @@ class Column:
         self.idx = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) if self.null \
             else idx.to_numpy(zero_copy_only=False).astype(np.int64)
         self.faults: dict[int, Fault] = {}
-        ok = pc.match_substring_regex(values, patterns[role])
-        if role == "o":
-            ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
-        ok = ok.fill_null(False)
+        ok = in_normal_form(values, role).fill_null(False)  # the Parquet reader's test (term length too)
         if pc.all(ok).as_py() and values.null_count == 0:
             self.norm = values
         else:
@@ -258,9 +250,6 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
     at or after it are elements of the run (a windowed plan's t0; the others are not counted)."""
     import pyarrow.parquet as pq
 
-    from tefq.io.readers import fast_term_patterns
-
-    patterns = fast_term_patterns()
     for rb in batches:
         st.seen = True
         for uri, flush in zip(rb.column("path").to_pylist(), rb.column("flush").to_pylist()):
@@ -279,7 +268,7 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
             for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
                 n = batch.num_rows
                 ts, beyond = ts_column(batch)
-                cols = {c: Column(batch.column(c), c, patterns) for c in "spo"}
+                cols = {c: Column(batch.column(c), c) for c in "spo"}
                 bad = ts.is_null().to_numpy(zero_copy_only=False) | beyond if ts.null_count else beyond
                 for c in "spo":
                     bad |= cols[c].bad_rows()

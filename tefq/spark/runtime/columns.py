@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
+from tefq.io.limits import max_term_chars
 from tefq.io.validate import TS_MAX, TS_MIN
 from tefq.spark.planning import CurrentAggregatePlan, WindowedPlan
 from tefq.spark.protocol import RowKind
@@ -40,7 +41,8 @@ def vouched(plan: CurrentAggregatePlan | None = None, m: "F.Column | None" = Non
     (`scan.settle_undecided`; they are rare), so Spark accepts and rejects exactly the rows
     the oracle does, in every pipeline."""
     fixed = [i for i, c in enumerate(plan.clauses) if fixes_p(c)] if plan is not None else []
-    cell = {c: F.col(c).rlike(NORMAL_CELL[c]) for c in "spo"}
+    longest = F.lit(max_term_chars())  # a longer term is the oracle's to refuse (term-too-long)
+    cell = {c: F.col(c).rlike(NORMAL_CELL[c]) & (F.length(F.col(c)) <= longest) for c in "spo"}
     p_ok = F.when(m.isin(fixed), F.lit(True)).otherwise(cell["p"]) if fixed else cell["p"]
     o_ok = cell["o"] & ~F.col("o").endswith(XSD_STRING_SUFFIX)
     in_range = F.col("ts").between(F.lit(TS_MIN), F.lit(TS_MAX))  # null: not vouched for either

@@ -35,7 +35,7 @@ from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
-from tefq.spark.runtime.sink import committed_files, read_sink_files, reading_sink
+from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
@@ -51,13 +51,15 @@ class SinkTail:
                  on_facts: Callable[[FactCollector], None] | None = None) -> None:
         self.plan, self.out, self.keep, self.on_facts = plan, out, keep, on_facts
         self.seen: set[str] = set()
+        self.last_entry = -1  # the sink log's last entry read
         self.rows: list = []  # only with `keep`
         self.rows_out = 0
         self.metrics: dict = {}  # summed over the micro-batches
         self.sizes: dict[int, dict] = {}  # the operator's call (batch) -> its state's size figures, over buckets
 
     def poll(self) -> tuple[list, list[str]]:
-        files = [f for f in committed_files(self.out) if f not in self.seen]
+        named, self.last_entry = committed_since(self.out, self.last_entry)
+        files = [f for f in named if f not in self.seen]
         if not files:
             return [], []
         self.seen.update(files)

@@ -69,4 +69,5 @@ def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> S
             m = run.max_files_per_trigger
             batches.append(-(-len(files) // m) if m else min(len(files), 1))
     # as file_ranks ranks them: then ties go by (t, stream order) across micro-batches
-    return replace(run.limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=is_ranked(rank, follow))
+    limits = run.limits if isinstance(run.limits, StreamLimits) else StreamLimits(run.limits.max_ticks)
+    return replace(limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=is_ranked(rank, follow))

@@ -21,19 +21,26 @@ def spark_file_uris(spark: SparkSession, paths: list[str]) -> list[tuple[str, in
     """(URI as `_metadata.file_path` reports it, input stream, modification time in ms as
     `_metadata.file_modification_time` reports it: Hadoop's, whole ms) of every file of `paths`,
     in the oracle's order (the --stream paths in turn, each directory's files by relative path)."""
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
     uris: list[tuple[str, int, int]] = []
     for stream, p in enumerate(paths):
         files = files_in_stream_order([p])
-        if not files:
-            continue
-        fs = jvm.org.apache.hadoop.fs.Path(os.path.abspath(files[0])).getFileSystem(conf)
-        for f in files:
-            uri = fs.makeQualified(jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))).toUri().toString()
-            uri = "file:/" + uri[8:] if uri.startswith("file:///") else uri  # as Spark writes it
+        for f, uri in zip(files, spark_uris(spark, files)):
             uris.append((uri, stream, os.stat(f).st_mtime_ns // 1_000_000))  # ms, as java.io.File truncates
     return uris
+
+
+def spark_uris(spark: SparkSession, files: list[str]) -> list[str]:
+    """Each local file's URI as Spark writes it (Hadoop's own qualification, through the JVM)."""
+    if not files:
+        return []
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    fs = jvm.org.apache.hadoop.fs.Path(os.path.abspath(files[0])).getFileSystem(conf)
+    out = []
+    for f in files:
+        uri = fs.makeQualified(jvm.org.apache.hadoop.fs.Path(os.path.abspath(f))).toUri().toString()
+        out.append("file:/" + uri[8:] if uri.startswith("file:///") else uri)  # as Spark writes it
+    return out
 
 
 def path_hash(uri: str, stream: int, mtime_ms: int = 0) -> int:

@@ -1,4 +1,5 @@
-"""The SparkSession factory: one place for every Spark setting tefq relies on."""
+"""The SparkSession factory: one place for every Spark setting tefq relies on. A session comes
+from `session_source.SESSION_SOURCE` when one is set (a warm engine's), else it starts here."""
 from __future__ import annotations
 
 import os
@@ -11,17 +12,13 @@ from tefq.spark.planning.document import shuffle_partitions
 from tefq.spark.runtime import jvm_archive
 from tefq.spark.runtime.jvm_scratch import jvm_scratch
 from tefq.spark.runtime.quiet import filtered_jvm_stderr
+from tefq.spark.runtime.session_source import SESSION_SOURCE, default_master
 from tefq.spark.runtime.task_retries import with_retries
 
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
 # (TEFQ_SPARK_LOG=warn shows them again).
 MIN_BATCHES_TO_RETAIN = 20  # docs/spark.md "Restart and reliability"
 LOG4J2_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log4j2.properties")  # tefq/spark/
-
-
-def default_master(master: str | None = None) -> str:
-    """`--master`, else `TEFQ_SPARK_MASTER`, else an embedded `local[*]`."""
-    return master or os.environ.get("TEFQ_SPARK_MASTER") or "local[*]"
 
 
 def _cores(master: str) -> int:
@@ -47,7 +44,18 @@ class SessionSettings:
 
 def get_session(master: str | None = None, app_name: str = "tefq",
                 archive_options: list[str] | None = None, settings: SessionSettings = SessionSettings()) -> SparkSession:
-    """Create (or reuse) the session. Workers must run this very interpreter, or they start the
+    """The session of `master` (default: `default_master`): from `SESSION_SOURCE` when one is set
+    (the warm engine's, given the user's `settings`; or HandOver), else started here
+    (`start_session`)."""
+    source = SESSION_SOURCE.get()
+    if source is not None and archive_options is None:
+        return source(default_master(master), settings)
+    return start_session(master, app_name, archive_options, settings)
+
+
+def start_session(master: str | None = None, app_name: str = "tefq", archive_options: list[str] | None = None,
+                  settings: SessionSettings = SessionSettings()) -> SparkSession:
+    """Create (or reuse) the session in this process. Workers must run this very interpreter, or they start the
     system Python and fail with ModuleNotFoundError (measured, see DESIGN.md). A new driver JVM maps
     the class-data-sharing archive when there is one (`archive_options`: the driver JVM's archive
     options instead, jvm_archive_setup's dump); executors' JVMs are left alone. `settings`: the

@@ -18,14 +18,26 @@ def committed_files(out: str) -> list[str]:
     """The committed files of the parquet sink (its _spark_metadata log): files of a batch that
     died before its commit are not part of the output. An empty or garbled log entry is exit 2
     naming it (runtime/log_entries), never read as a batch without rows."""
+    return committed_since(out, -1)[0]
+
+
+def committed_since(out: str, after: int) -> tuple[list[str], int]:
+    """The files the sink's log entries of batches after `after` name (a compacted entry names
+    those before it too), and the last batch read: a live run reads each entry once, not the
+    whole log at every poll."""
     from urllib.parse import unquote, urlparse
 
     files: list[str] = []
+    last = after
     for log in entries(os.path.join(out, "_spark_metadata")):
+        batch = int(os.path.basename(log).split(".")[0])
+        if batch <= after:
+            continue
+        last = batch
         for entry in read_entry(log):
             if entry.get("action", "add") == "add" and "path" in entry:
                 files.append(unquote(urlparse(entry["path"]).path))
-    return list(dict.fromkeys(files))
+    return list(dict.fromkeys(files)), last
 
 
 def read_sink_files(files: list[str]):

@@ -44,29 +44,33 @@ def stream_format_of(path: str) -> str:
 class StreamInput(str):
     """One input as the pipelines pass it to `read_stream`: a stream path or a Redis URL (the str),
     with its --stream index (`stream`, spec §6.1), and for a Redis input the last position a
-    bounded run reads (`end`: None, follow it) and the --bad-rows directory its source writes to."""
+    bounded run reads (`end`: None, follow it) and the --bad-rows directory its source writes to;
+    for a file input of a bounded run, the `listing` Spark reads its files from, in stream order
+    (runtime/listing.py)."""
 
     stream: int = 0
     end: "Position | None" = None
     bad_rows: str | None = None
     accept_gaps: bool = False  # a Redis input: read on after entries removed before they were read
+    listing: str | None = None
 
-    def __new__(cls, path: str, stream: int = 0, end: "Position | None" = None,
-                bad_rows: str | None = None, accept_gaps: bool = False) -> "StreamInput":
+    def __new__(cls, path: str, stream: int = 0, end: "Position | None" = None, bad_rows: str | None = None,
+                accept_gaps: bool = False, listing: str | None = None) -> "StreamInput":
         made = str.__new__(cls, path)
-        made.stream, made.end, made.bad_rows, made.accept_gaps = stream, end, bad_rows, accept_gaps
+        made.stream, made.end, made.bad_rows = stream, end, bad_rows
+        made.accept_gaps, made.listing = accept_gaps, listing
         return made
 
     def __reduce__(self):
-        return StreamInput, (str(self), self.stream, self.end, self.bad_rows, self.accept_gaps)
+        return StreamInput, (str(self), self.stream, self.end, self.bad_rows, self.accept_gaps,
+                             self.listing)
 
 
 def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None, stream: int | None = None) -> DataFrame:
     """A streaming DataFrame (ts long or null, s, p, o, file, fh, row) over a Parquet file or
     directory, or a Redis stream (`redis_source.redis_stream_frame`), input `stream` (its --stream
     index; default: a StreamInput's own, else 0). Files are taken in Spark's file-source order
-    (modification time)."""
-    from tefq.io.readers import literal_path_pattern
+    (modification time), or, for an input with a listing, in its listing's order."""
     from tefq.io.redis_stream import is_redis_url
 
     if stream is None:
@@ -79,11 +83,7 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
                                   accept_gaps=given.accept_gaps)
 
     stream_format_of(path)  # one format, Parquet (text streams are staged first)
-    if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
-        directory, glob = path, name_glob(*_formats(path).pop())
-    else:  # the file's own name, taken literally (`s[1].tsv` matched s1.tsv)
-        directory, glob = os.path.dirname(os.path.abspath(path)), literal_path_pattern(os.path.basename(path))
-    directory = literal_path_pattern(directory)  # Spark globs its paths: `d[x]` read `dx` (issue 17)
+    directory, glob = spark_directory(path, name_glob(*_formats(path).pop()))
     reader = spark.readStream.option("recursiveFileLookup", "true").option("pathGlobFilter", glob)
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
@@ -92,6 +92,21 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     return df.select("ts", "s", "p", "o", meta.file_path.alias("file"),
                      file_hash(meta.file_path, stream, meta.file_modification_time).alias("fh"),
                      (F.col("_metadata.row_index") + 1).alias("row"))  # as the oracle's readers number rows
+
+
+def spark_directory(path: str, names: str) -> tuple[str, str]:
+    """The directory a file source of `path` reads and its pathGlobFilter: an input's listing
+    (every file it names; recursiveFileLookup must be on, the files lie outside it), a directory
+    with `names` (a name_glob), a file by its own name."""
+    from tefq.io.readers import literal_path_pattern
+
+    if isinstance(path, StreamInput) and path.listing is not None:
+        return path.listing, "*"
+    if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
+        directory, glob = path, names
+    else:  # the file's own name, taken literally (`s[1].tsv` matched s1.tsv)
+        directory, glob = os.path.dirname(os.path.abspath(path)), literal_path_pattern(os.path.basename(path))
+    return literal_path_pattern(directory), glob  # Spark globs its paths: `d[x]` read `dx` (issue 17)
 
 
 def name_glob(fmt: str, gz: bool) -> str:

@@ -1,0 +1,100 @@
+"""Whole-run wall time of `tefq run` with the warm engine (docs/spark.md "Warm engine"), timed from
+outside as a user types it (a benchmark, not a test):
+
+    python bench/warm.py [--pairs 3] [--data DIR] [--json OUT]
+
+Two runs: the tour's query (`examples/spec10/uc1.tef` over its 8 events) and UC1 on the default
+data (`tefq gen iptv --out DIR --epg --seed 1`, 100,000 log events). Each pair, in this order:
+
+- `first`: `--engine spark` with no engine up (it starts one and runs there: the new cold run);
+- `warm`: `--engine spark` in that engine, a fresh `tefq` process;
+- `auto-warm`: the default `--engine auto` with the engine up (the tour: the oracle in the engine);
+- `oracle`: `--engine oracle`, `TEFQ_SERVER=0` (a fresh process, as before the engine);
+- `cold`: `--engine spark`, `TEFQ_SERVER=0` (Spark started in the run's own process, as before).
+
+Every run's CSV must equal the oracle's. The engines live in a private directory and are stopped
+at the end; the load average is recorded beside each pair.
+"""
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOUR = ("tour", os.path.join(ROOT, "examples", "spec10", "uc1.tef"), os.path.join(ROOT, "examples", "spec10", "events.tsv"))
+VARIANTS = ("first", "warm", "auto-warm", "oracle", "cold")
+
+
+def tefq(args: list[str], env: dict) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "tefq", *args], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"tefq {' '.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def variant_args(variant: str) -> list[str]:
+    return {"first": ["--engine", "spark"], "warm": ["--engine", "spark"], "auto-warm": [],
+            "oracle": ["--engine", "oracle"], "cold": ["--engine", "spark"]}[variant]
+
+
+def one_pair(runs: list[tuple[str, str, str]], tmp: str, env: dict, alone: dict) -> dict:
+    """One run of every variant of every query; {query: {variant: seconds}} and whether the CSVs agree."""
+    tefq(["server", "stop"], env)
+    out: dict = {name: {} for name, _, _ in runs}
+    equal = True
+    for variant in VARIANTS:
+        for name, query, stream in runs:
+            csv = os.path.join(tmp, f"{name}-{variant}.csv")
+            args = ["run", query, "--stream", stream, "--out", csv, "--format", "csv", "--quiet", *variant_args(variant)]
+            out[name][variant] = round(tefq(args, alone if variant in ("oracle", "cold") else env), 3)
+    for name, _, _ in runs:
+        want = os.path.join(tmp, f"{name}-oracle.csv")
+        equal = equal and all(filecmp.cmp(want, os.path.join(tmp, f"{name}-{v}.csv"), shallow=False) for v in VARIANTS)
+    return {"seconds": out, "outputs_equal": equal, "load": list(os.getloadavg())}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--data", default="/tmp/tefq-bench-default", help="the default data (generated when absent)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    home = tempfile.mkdtemp(prefix="tefq-bench-engines-")
+    env = {**os.environ, "TEFQ_SERVER": "1", "TEFQ_SERVER_DIR": home}
+    alone = {**os.environ, "TEFQ_SERVER": "0"}
+    if not os.path.isdir(os.path.join(args.data, "log")):
+        tefq(["gen", "iptv", "--out", args.data, "--epg", "--seed", "1"], alone)
+    runs = [TOUR, ("uc1-100k", os.path.join(ROOT, "usecases", "uc1.tef"), os.path.join(args.data, "log"))]
+    pairs = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(args.pairs):
+                pairs.append(one_pair(runs, tmp, env, alone))
+                print(json.dumps(pairs[-1]), file=sys.stderr, flush=True)
+    finally:
+        tefq(["server", "stop"], env)
+    medians = {name: {v: statistics.median(p["seconds"][name][v] for p in pairs) for v in VARIANTS}
+               for name, _, _ in runs}
+    result = {"pairs": pairs, "medians": medians, "outputs_equal": all(p["outputs_equal"] for p in pairs),
+              "cpus": os.cpu_count()}
+    for name, m in medians.items():
+        print(f"{name}: " + ", ".join(f"{v} {m[v]:.2f} s" for v in VARIANTS)
+              + f"; warm/oracle {m['warm'] / m['oracle']:.2f}, first/cold {m['first'] / m['cold']:.2f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(result, fh, indent=1)
+    return 0 if result["outputs_equal"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

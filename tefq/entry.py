@@ -1,0 +1,101 @@
+"""The `tefq` command's entry point: the warm engine first (tefq.server), else this process.
+
+A command line a warm engine can run (`client.eligible_master`) goes to the engine of its
+identity when one is up. Otherwise it runs here, and if it is about to start Spark on that
+embedded master (`session_source.HandOver`) it starts the engine and runs there instead: the
+first Spark run pays Spark's start-up once, the runs after it do not; one that names Spark starts
+the engine at once, while it reads and checks its input. `TEFQ_SERVER=0` keeps every
+run in its own process. A command that reads standard input runs here when no engine is up
+(what it read cannot be read again)."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from tefq.server import client
+from tefq.spark.runtime.session_source import SESSION_SOURCE, HandOver, runtime_key
+
+
+class HandOverSource:
+    """`get_session` in a command line that a warm engine should run: HandOver for its master."""
+
+    warm = False
+    starts_engine = True  # session_source.starting_line says so
+
+    def __init__(self, master: str) -> None:
+        self.master = master
+
+    def __call__(self, master: str, settings):
+        if master == self.master and settings.driver_memory is None and all(runtime_key(k) for k, _ in settings.conf):
+            raise HandOver(master)
+        from tefq.spark.runtime.session import start_session
+
+        return start_session(master, settings=settings)
+
+
+def here() -> None:
+    """The command line in this process (tefq.cli.main; exits)."""
+    from tefq.cli import main
+
+    main()
+
+
+def reads_stdin(argv: list[str]) -> bool:
+    return "-" in argv or any(a.endswith("=-") for a in argv)
+
+
+def bound_for_spark(argv: list[str]) -> bool:
+    """A command line that names Spark (`--engine spark`, TEFQ_ENGINE=spark) or follows a stream."""
+    engine = os.environ.get("TEFQ_ENGINE", "auto")
+    for i, arg in enumerate(argv):
+        if arg == "--engine" and i + 1 < len(argv):
+            engine = argv[i + 1]
+        elif arg.startswith("--engine="):
+            engine = arg.split("=", 1)[1]
+    return engine == "spark" or (engine != "oracle" and "--follow" in argv)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    master = client.eligible_master(argv)
+    if master is None:
+        here()
+    code = client.delegate(argv, master)
+    if code is not None:
+        sys.exit(code)
+    if reads_stdin(argv):
+        here()
+    launched = client.launch_early(master) if bound_for_spark(argv) else None
+    token = SESSION_SOURCE.set(HandOverSource(master))
+    try:
+        here()
+    except HandOver:
+        sys.exit(hand_over(argv, master, launched))
+    except SystemExit:  # it ended here (bad input, or no Spark after all): the early engine is not needed
+        client.abandon(launched)
+        raise
+    finally:
+        SESSION_SOURCE.reset(token)
+
+
+def hand_over(argv: list[str], master: str, launched) -> int:
+    """Start the warm engine (or wait for the one `launched` early) and run the command line there;
+    if it cannot start, run it here."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # tefq.cli.main ignored them on its way out
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        place = client.start(master, say=False, launched=launched)  # starting_line said it
+        code = client.delegate(argv, master) if place is not None else None
+    except KeyboardInterrupt:
+        print("tefq: interrupted", file=sys.stderr)
+        return 130
+    if code is not None:
+        return code
+    from tefq.cli import main
+
+    try:
+        main()
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 1
+    return 0

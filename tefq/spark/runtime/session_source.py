@@ -1,0 +1,67 @@
+"""Where this process's SparkSession comes from, light enough for the command line's first
+milliseconds (no pyspark import): started here (the default), a warm engine's (a run inside
+`tefq server`, tefq.server.runner), or handed over (a command line whose Spark run the warm engine
+takes, tefq.entry). `tefq.spark.runtime.session.get_session` asks `SESSION_SOURCE` first."""
+from __future__ import annotations
+
+import os
+import sys
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# A context variable, not a module global: set and reset by the one who owns the context (the
+# warm engine's run, the command line's entry), never seen by a stranger's thread.
+# Called with the master and the user's settings (`session.SessionSettings`: --conf, --driver-memory).
+SESSION_SOURCE: ContextVar[Callable[[str, object], "SparkSession"] | None] = ContextVar(
+    "tefq_session_source", default=None)
+
+
+class HandOver(BaseException):
+    """A command line's run is about to start Spark on `master`: the warm engine runs the command
+    line instead (tefq.entry catches this). A BaseException, so that no `except Exception` on the
+    way up swallows it."""
+
+    def __init__(self, master: str) -> None:
+        super().__init__(master)
+        self.master = master
+
+
+def default_master(master: str | None = None) -> str:
+    """`--master`, else `TEFQ_SPARK_MASTER`, else an embedded `local[*]`."""
+    return master or os.environ.get("TEFQ_SPARK_MASTER") or "local[*]"
+
+
+def runtime_key(key: str) -> bool:
+    """A `--conf` key a running session can take per run (Spark SQL's settings; the others shape
+    the JVM or the context when Spark starts)."""
+    return key.startswith("spark.sql.")
+
+
+def is_local(master: str) -> bool:
+    """An embedded master (`local`, `local[N]`, `local[N,F]`, `local[*]`): what a warm engine runs."""
+    return master == "local" or (master.startswith("local[") and master.endswith("]"))
+
+
+def starting_line(master: str | None) -> str:
+    """What a run says before it takes its session (progress lines)."""
+    source = SESSION_SOURCE.get()
+    if getattr(source, "warm", False):
+        return f"Spark is warm ({default_master(master)}, the warm engine)"
+    if getattr(source, "starts_engine", False):
+        return f"starting the warm engine ({default_master(master)}): later runs use it; `tefq server stop` stops it…"
+    return f"starting Spark ({default_master(master)})…"
+
+
+def is_warm() -> bool:
+    """Whether a Spark run here would find Spark started: inside a warm engine, or a session already
+    up in this process (a Python user's, a test module's). Never imports pyspark."""
+    if getattr(SESSION_SOURCE.get(), "warm", False):
+        return True
+    if "pyspark.sql" not in sys.modules:
+        return False
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is not None
