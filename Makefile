@@ -39,7 +39,7 @@ test-fast: $(VENV)/.installed
 # oracle without Spark, 200 per plan kind on Spark (ten batched runs of 20).
 test-props: setup
 	TEFQ_PROPS_SCALE=10 $(BIN)/python -m pytest -q --timeout=3600 --durations=10 -n $(TEFQ_TEST_PROCESSES) --dist loadfile \
-		tests/spark/test_differential.py tests/spark/test_spark_differential.py
+		tests/spark/test_differential.py tests/spark/test_differential_windowed.py tests/spark/test_spark_differential.py
 
 # The long part of tests/reliability: more fuzz cases, stray timestamps at the default --max-ticks, 20 SIGKILLs;
 # checkpoint identity, changed files, log entries, task retries, state decoding and failures (issue 26);

@@ -29,7 +29,7 @@ def main() -> int:
     ap.add_argument("--files-per-trigger", type=int, default=5)
     args = ap.parse_args()
     import tefq
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     load_start = load_average()
     started = time.perf_counter()

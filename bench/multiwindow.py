@@ -221,7 +221,7 @@ def sensor_warm(path: Path, stream_dir: str, want_csv: str, runs: int) -> dict:
     """`runs` runs of one sensor query in one Spark session, after one that starts its Python
     workers (not counted): per run its micro-batches' elements/s (`steady_rate`), rows checked."""
     from tefq.io.result_writers import results_text
-    from tefq.spark.engine import run
+    from tefq.spark import run
     from tefq.spark.runtime.session import get_session
 
     spark, doc, rates = get_session(), load(str(path)), []

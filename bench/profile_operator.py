@@ -22,15 +22,16 @@ import pyarrow as pa
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, ".."))  # the checkout: tests.support holds the hand-built documents
 
 from throughput import IPTV, docs, load  # noqa: E402
 
 from tefq.spark.runtime.mappers import make_mapper  # noqa: E402
 from tefq.spark.operators.base import FLUSH  # noqa: E402
 from tefq.spark.operators.current import make_operator  # noqa: E402
-from tefq.spark.output import Collector  # noqa: E402
-from tefq.spark.planning import plan_document  # noqa: E402
+
+from tefq.spark.shapes import collector_of, plan_document  # noqa: E402
+from tefq.vocabulary import RunSettings
 
 
 class FakeState:
@@ -79,10 +80,10 @@ def main() -> None:
         "b": pa.array([0], pa.int32()), "x": pa.nulls(1, pa.string())})
     per_batch = max(1, a.batch // a.partition)
     batches = [parts[i:i + per_batch] for i in range(0, len(parts), per_batch)] + [[flush]]
-    op = make_operator(plan, 0, 0)
+    op = make_operator(plan, RunSettings(0, 0))
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(a.buckets)]
-    collector = Collector.of(plan)
+    collector = collector_of(plan)
     prof = cProfile.Profile() if a.cprofile else None
     for i, group in enumerate(batches):
         started = time.perf_counter()

@@ -15,7 +15,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, ".."))  # the checkout: tests.support holds the hand-built documents
 
 from throughput import docs  # noqa: E402
 
@@ -31,7 +31,7 @@ def main() -> None:
 
     from tefq.io.readers import stream_files
     from tefq.spark.runtime import columns, mappers
-    from tefq.spark.planning import plan_document
+    from tefq.spark.shapes import plan_document
     from tefq.spark.runtime.session import get_session
 
     spark = get_session()

@@ -79,7 +79,7 @@ def operator_calls(profile: str, start: int) -> list[dict]:
 def one_run(spark, doc, stream: str, order: str) -> dict:
     """One whole run; per micro-batch its elements/s (Spark's duration) and the operator's own
     compute seconds (TEFQ_SPARK_PROFILE: the join work without Spark's per-batch cost)."""
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     profile = os.environ["TEFQ_SPARK_PROFILE"]
     start = os.path.getsize(profile) if os.path.exists(profile) else 0

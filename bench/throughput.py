@@ -28,12 +28,12 @@ import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, ".."))  # the checkout: tests.support holds the hand-built documents
 IPTV = "http://example.org/iptv#"
 
 
 def docs(usecase: str):
-    import spark_docs as sd
+    from tests.support import spark_docs as sd
 
     return {"uc1": lambda: sd.uc1(10_000), "uc2": lambda: sd.uc2(60_000), "uc3": lambda: sd.uc3(60_000)}[usecase]()
 
@@ -213,8 +213,8 @@ def baselines(args: argparse.Namespace, doc, table, result: dict) -> str | None:
             result["python_loop_events_per_s"] = table.num_rows / secs
     else:  # the fact-aggregate plan evaluated in one numpy pass (tefq.spark.derived_limit)
         from tefq.spark.derived_limit import single_pass
-        from tefq.spark.output import Collector
-        from tefq.spark.planning import plan_document
+
+        from tefq.spark.shapes import collector_of, plan_document
 
         def timed_single_pass(plan, events):
             started = time.perf_counter()
@@ -226,7 +226,7 @@ def baselines(args: argparse.Namespace, doc, table, result: dict) -> str | None:
         result["limit_rows"], result["limit_facts_created"] = counts["rows_out"], counts["facts_created"]
         result["limit_events_per_s"] = table.num_rows / secs
         result["python_loop_note"] = "no per-event Python loop for UC3 (the oracle is one: see tefq compare)"
-        col = Collector.of(plan)
+        col = collector_of(plan)
         for record in records:
             col.add(*record)
         return rows_digest(col.sorted_rows())  # a digest: the rows would weigh on the engine's peaks
@@ -251,7 +251,7 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
     from memory import PeakMemory, du_bytes
 
     from tefq.errors import TefqError
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     if args.checkpoint:
         shutil.rmtree(args.checkpoint, ignore_errors=True)

@@ -6,6 +6,7 @@ caret under the column.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -113,9 +114,38 @@ PATH_OPTIONS = ("--checkpoint", "--out", "--bad-rows", "--metrics")  # where a r
 NEARLY_FULL_BYTES = 64 << 20
 
 
-# A refusal raised in a Spark worker, as `WORKER_REFUSAL: message` (one line): Spark wraps it in its
-# own dump; the command line shows the message alone.
-WORKER_REFUSAL = "TEFQ_WORKER_REFUSAL"
+WORKER_FAILURE = "TEFQ_WORKER_FAILURE"  # the marker of a worker's failure record in Spark's error text
+BAD_ROW, BAD_ENTRY, REDIS_GAP, TOO_MANY_TICKS, REFUSAL = "bad_row", "bad_entry", "redis_gap", "too_many_ticks", "refusal"
+
+
+@dataclass(frozen=True)
+class WorkerFailure:
+    """Why a Spark worker stopped the run, carried back to the driver in the one channel Spark gives
+    (the text of the exception that fails the task: Spark wraps it in its own dump) as one line,
+    the marker then the record as JSON data, and read back by `found_in`, the one decoder. Kinds
+    and their fields: bad_row (file, reason), bad_entry (file, line, kind, message, row: a Redis
+    entry), redis_gap (url, message: entries trimmed before they were read), too_many_ticks
+    (max_ticks, every, first, last), refusal (message: a checkpoint's state the worker will not read). The driver gives each kind its meaning (tefq.spark.runtime.progress.ours,
+    and `failure_message` for a refusal)."""
+
+    kind: str
+    fields: dict
+
+    def error(self) -> RuntimeError:
+        """The exception a worker raises to stop the run with this record."""
+        return RuntimeError(f"{WORKER_FAILURE}\t" + json.dumps([self.kind, self.fields]))
+
+    @staticmethod
+    def found_in(text: str) -> "WorkerFailure | None":
+        """The record in an error's text (None: there is none, or it is not one of ours)."""
+        at = text.find(WORKER_FAILURE + "\t")
+        if at < 0:
+            return None
+        try:
+            kind, fields = json.loads(text[at + len(WORKER_FAILURE) + 1:].split("\n", 1)[0])
+        except ValueError:
+            return None
+        return WorkerFailure(kind, fields) if isinstance(kind, str) and isinstance(fields, dict) else None
 
 
 TOO_DEEP = ("the query is nested or chained too deeply to evaluate (Python's recursion limit): split the "
@@ -129,7 +159,8 @@ def too_deep(e: BaseException) -> bool:
 
 def is_refusal(e: BaseException) -> bool:
     """Whether `e` carries a worker's refusal of what it read (exit 2, like any bad input)."""
-    return WORKER_REFUSAL + ": " in str(e)
+    failure = WorkerFailure.found_in(str(e))
+    return failure is not None and failure.kind == REFUSAL
 
 
 def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
@@ -138,7 +169,7 @@ def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     (never a Spark plan dump or a Java stack)."""
     text = str(e)
     if is_refusal(e):
-        return "tefq: error: " + shown(text.split(WORKER_REFUSAL + ": ", 1)[1].splitlines()[0])
+        return "tefq: error: " + shown(str(WorkerFailure.found_in(text).fields.get("message", "")).splitlines()[0])
     if full_disk(e, text):
         return full_disk_message(e, argv)
     if "Wrong basePath" in text:  # a checkpoint older than its identity record, moved (checkpoint_identity)

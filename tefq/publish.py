@@ -29,7 +29,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from tefq.analysis.durations import duration_ms
 from tefq.errors import TefqError
+from tefq.io.element_tables import TableQueue, elements_of, stream_tables, write_tables, write_tsv_table
+from tefq.io.redis_stream import RedisStream, add_elements, is_redis_url
+from tefq.io.stream_writers import write_stream
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
@@ -192,9 +196,6 @@ class DirectorySink:
         self.next = max(taken, default=-1) + 1
 
     def write(self, chunk: "pa.Table") -> None:
-        from tefq.io.element_tables import elements_of, write_tables, write_tsv_table
-        from tefq.io.stream_writers import write_stream
-
         name = f"part-{self.next:08d}.{self.fmt}"
         tmp = os.path.join(self.directory, f".{name}.tmp")
         try:
@@ -218,15 +219,10 @@ class RedisSink:
     """XADD into a Redis stream, in pipelines."""
 
     def __init__(self, url: str) -> None:
-        from tefq.io.redis_stream import RedisStream
-
         self.stream = RedisStream.parse(url)
         self.client = self.stream.connect()
 
     def write(self, chunk: "pa.Table") -> None:
-        from tefq.io.element_tables import elements_of
-        from tefq.io.redis_stream import add_elements
-
         add_elements(self.client, self.stream, elements_of(chunk))
 
     def close(self) -> None:
@@ -234,8 +230,6 @@ class RedisSink:
 
 
 def open_sink(target: str, fmt: str | None) -> Sink:
-    from tefq.io.redis_stream import is_redis_url
-
     if is_redis_url(target):
         if fmt:
             raise TefqError("--format is for a directory target (a Redis stream holds entries)", "--format")
@@ -251,8 +245,6 @@ def publish(path: str, target: str, pace: Pace = Pace(), *, restamp: str = "keep
             progress: Callable[[str], None] | None = None) -> PublishReport:
     """Send the elements of the stream `path` to `target` at `pace` (the module doc); `limit`:
     at most this many elements; `progress`: called with a line now and then and at the end."""
-    from tefq.io.element_tables import TableQueue, stream_tables
-
     clock = clock or Clock()
     elements, left = TableQueue(stream_tables(path)), limit  # checked, column-wise where a file allows
     sink, stamp = open_sink(target, fmt), Restamper(restamp, pace.interval_ms)
@@ -318,8 +310,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from tefq.analysis.durations import duration_ms
-
     interval = duration_ms(args.interval, "--interval")
     if interval <= 0:
         raise TefqError("--interval must be longer than 0", "--interval")

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from tefq.errors import TefqError
+from tefq.plan.logical import AggregateQuery, Call, Term, Var
 from tefq.terms import (XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, iri_value,
                         is_iri, is_literal, split_literal)
 
@@ -78,7 +80,6 @@ def order_key(cell: Cell) -> tuple:
         return (1, cell)
     if cell.startswith("<"):
         return (2, cell[1:-1])  # by the IRI itself: `...#ch6` before `...#ch69`
-    from tefq.terms import split_literal
 
     lex, dt, _ = split_literal(cell)
     if dt and dt.startswith("http://www.w3.org/2001/XMLSchema#") and dt.rsplit("#", 1)[1] in (
@@ -129,8 +130,6 @@ INT64 = range(-(1 << 63), 1 << 63)
 
 def check_term_form(form: str, option: str = "--terms") -> str:
     if form not in TERM_FORMS:
-        from tefq.errors import TefqError
-
         raise TefqError(f"unknown {option} {form!r}: expected {' or '.join(TERM_FORMS)}", file=option)
     return form
 
@@ -226,8 +225,6 @@ def column_kinds(query: Any) -> dict[str, str]:
     its schema first): a COUNT a long, a SUM or AVG (DURATION's seconds included) a double,
     arithmetic over those a long or a double, a numeric constant its datatype's; anything else
     (a group variable, MIN/MAX, a function) TERM. A windowed query's columns are all TERM."""
-    from tefq.plan.logical import AggregateQuery
-
     if not isinstance(query, AggregateQuery):
         return dict.fromkeys(getattr(query, "select_names", ()), TERM)
     aliases = {a.alias: AGGREGATE_KINDS.get(a.func, TERM) for a in query.aggregates}
@@ -235,8 +232,6 @@ def column_kinds(query: Any) -> dict[str, str]:
 
 
 def expression_kind(expr: Any, aliases: dict[str, str]) -> str:
-    from tefq.plan.logical import Call, Term, Var
-
     if isinstance(expr, Var):
         return aliases.get(expr.name, TERM)
     if isinstance(expr, Term):

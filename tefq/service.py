@@ -6,7 +6,7 @@
 1. the inputs checked: stream paths and the background file exist; in-memory events become an
    Arrow table (tefq.io.run_inputs);
 2. the engine chosen (`--engine auto`: `choose_engine`);
-3. the options settled (`settle`): durations in ms, the tick bound checked (`RunLimits`),
+3. the options settled (`settle`): durations in ms, the tick bound checked: one `RunSettings`,
    options the chosen engine would silently drop refused;
 4. the background read once (its predicates bind the document; its triples feed the oracle, its
    graph Spark) and the document bound;
@@ -37,13 +37,14 @@ from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.plan.logical import Document
 from tefq.results import RunResult
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import DEFAULT_IDLE_MS, DEFAULT_MAX_TICKS, RunSettings
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from tefq.io.rdf import Background
-    from tefq.io.run_inputs import StagedStreams
+    from tefq.io.run_inputs import RunInputs
+    from tefq.spark.engine import SparkRun
 
 ENGINES = ("spark", "oracle", "auto")
 ENGINE_VARIABLE = "TEFQ_ENGINE"  # the command line's default engine (else auto)
@@ -86,6 +87,7 @@ class QueryFile:
     prefixes: Mapping[str, str] = field(default_factory=dict)
 
     def document(self, background_predicates: frozenset[str] = frozenset()) -> Document:
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.analysis import load
 
         return load(self.path, extra_prefixes=self.prefixes, background_predicates=background_predicates)
@@ -101,6 +103,7 @@ class QueryText:
     prefixes: Mapping[str, str] = field(default_factory=dict)
 
     def document(self, background_predicates: frozenset[str] = frozenset()) -> Document:
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.analysis import bind_text
 
         return bind_text(self.text, self.name, self.prefixes, background_predicates)
@@ -155,6 +158,7 @@ class Output:
                metrics: str | None = None, terms: str | None = None, follow: bool = False) -> "Output":
         """The output a command line asks for, its unset options settled by one rule
         (tefq.io.output_format: --out's extension, the terminal; --follow appends, so its format must)."""
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.io.output_format import chosen_format, chosen_terms, chosen_tick_format
         from tefq.io.result_writers import APPENDABLE_FORMATS, FORMATS, check_term_output
 
@@ -231,6 +235,7 @@ class RunOutcome:
 # ---------------------------------------------------------------- the sequence
 def execute(request: RunRequest) -> RunOutcome:
     """Run `request` (see the module doc); bad input raises a located TefqError."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.run_inputs import stage
 
     paths, table = check_inputs(request)
@@ -262,6 +267,7 @@ def execute(request: RunRequest) -> RunOutcome:
 def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
     """The stream paths (each must exist; `-` is standard input) or the in-memory events as a
     table; the background file must exist."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.run_inputs import events_table, is_paths
 
     if isinstance(request.t0, bool) or not isinstance(request.t0, int):
@@ -273,6 +279,7 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
         raise TefqError(f"no such background file: {os.fspath(bg)}", file="--background")
     if not is_paths(request.events):
         return [], events_table(request.events)
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.redis_stream import RedisStream, is_redis_url
 
     paths = stream_paths(request.events)
@@ -287,6 +294,7 @@ def check_inputs(request: RunRequest) -> tuple[list[str], "pa.Table | None"]:
 def check_outputs(request: RunRequest) -> None:
     """Exit 2 before the run, naming the option, if a file it ends by writing could not be written
     (tefq.io.atomic.check_writable)."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.atomic import check_writable
     from tefq.io.result_writers import is_directory_target
 
@@ -299,6 +307,7 @@ def check_outputs(request: RunRequest) -> None:
 
 def stream_paths(events: Any) -> list[str]:
     """The stream paths `events` names (`-`: standard input); none for in-memory events."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.run_inputs import is_paths
 
     if not is_paths(events):
@@ -323,6 +332,7 @@ def engine_choice(request: RunRequest) -> EngineChoice:
     """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
     --max-files-per-trigger, --ingest, standard input of unknown size), else `auto_engine` by the
     input's size."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.spark.runtime.session_source import is_warm
 
     if request.engine not in ENGINES:
@@ -340,6 +350,7 @@ def engine_choice(request: RunRequest) -> EngineChoice:
 def auto_engine(events: int) -> EngineChoice:
     """`--engine auto` for a bounded input of about `events` events: the oracle below
     AUTO_ORACLE_EVENTS, or AUTO_ORACLE_EVENTS_WARM when Spark is up already, else Spark."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.spark.runtime.session_source import is_warm
 
     warm = is_warm()
@@ -352,6 +363,7 @@ def auto_engine(events: int) -> EngineChoice:
 def estimated_events(paths: list[str]) -> int:
     """Stream events, cheaply: Parquet footers' row counts, else bytes / TEXT_BYTES_PER_EVENT; a
     Redis stream's entries added so far."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.readers import stream_files
     from tefq.io.redis_stream import RedisStream, head, is_redis_url
 
@@ -373,13 +385,13 @@ def estimated_events(paths: list[str]) -> int:
 
 @dataclass(frozen=True)
 class Settings:
-    """A request's options in the units the engines take, checked once."""
+    """A request's options in the units the engines take, checked once: the engine, the
+    simulation's window, and the run's settings (t0, lateness, tick bound, idle timeout), which
+    every engine takes whole."""
 
     engine: str
-    lateness_ms: int
     window_ms: int | None
-    limits: RunLimits
-    idle_ms: int | None = None  # --idle-timeout (None: the engine's default)
+    run: RunSettings
 
 
 def settle(request: RunRequest, engine: str) -> Settings:
@@ -392,16 +404,17 @@ def settle(request: RunRequest, engine: str) -> Settings:
     idle_ms = duration_ms(idle, "--idle-timeout") if idle is not None else None
     refuse_dropped_options(request, engine)
     refuse_restaged_inputs(request)
-    return Settings(engine, lateness_ms, window_ms, run_limits(request.max_ticks), idle_ms)
+    return Settings(engine, window_ms, RunSettings(request.t0, lateness_ms, checked_max_ticks(request.max_ticks),
+                                                   DEFAULT_IDLE_MS if idle_ms is None else idle_ms))
 
 
-def run_limits(max_ticks: int | None) -> RunLimits:
+def checked_max_ticks(max_ticks: int | None) -> int:
     """`--max-ticks` checked (None: the default bound; 0: no bound)."""
     if max_ticks is None:
-        return RunLimits()
+        return DEFAULT_MAX_TICKS
     if max_ticks < 0:
         raise TefqError("--max-ticks expects a count >= 0 (0: no bound)", file="--max-ticks")
-    return RunLimits(max_ticks)
+    return max_ticks
 
 
 def refuse_dropped_options(request: RunRequest, engine: str) -> None:
@@ -424,6 +437,7 @@ def refuse_dropped_options(request: RunRequest, engine: str) -> None:
 def refuse_restaged_inputs(request: RunRequest) -> None:
     """Standard input and --stream-format inputs are staged afresh by each run: once, and never
     for a run that must read the same files again (--follow, --checkpoint)."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.redis_stream import is_redis_url
 
     paths = stream_paths(request.events)
@@ -450,6 +464,7 @@ def read_background(source: Any) -> "Background | None":
         raise TefqError(f"no such background file: {os.fspath(source)}", file="--background")
     import rdflib
 
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.rdf import load_background
 
     if not isinstance(source, (str, os.PathLike, rdflib.Graph)):
@@ -477,22 +492,26 @@ class Job:
     settings: Settings
     doc: Document
     background: "Background | None"
-    staged: "StagedStreams"
+    staged: "RunInputs"
     workdir: str
     log: BadRowLog  # the run's one log of bad rows: every engine and the stager record and count theirs here
 
     def spark_paths(self) -> list[str]:
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.io.staging import as_parquet
 
         return as_parquet(self.staged, self.workdir, self.log)
 
-    def spark_options(self) -> dict[str, Any]:
-        """The keyword options both Spark runs take."""
+    def spark_run(self, **options: Any) -> "SparkRun":
+        """The request both Spark runs take: the run's settings whole, the background read once."""
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+        from tefq.spark.engine import SparkRun
+
         r, s = self.request, self.request.spark
         master = s.master or os.environ.get("TEFQ_SPARK_MASTER")
-        return dict(t0=r.t0, lateness_ms=self.settings.lateness_ms, master=master,
-                    max_files_per_trigger=s.max_files_per_trigger, bad_row_log=self.log, progress=r.progress,
-                    max_ticks=self.settings.limits.max_ticks, spark=s.session or self.configured_session(master))
+        return SparkRun(self.doc, tuple(self.spark_paths()), self.background, self.settings.run, master=master,
+                        spark=s.session or self.configured_session(master), max_files_per_trigger=s.max_files_per_trigger,
+                        bad_row_log=self.log, progress=r.progress, **options)
 
     def configured_session(self, master: str | None) -> Any:
         """A session started with the user's Spark settings (--conf, --driver-memory); None without
@@ -500,6 +519,7 @@ class Job:
         s = self.request.spark
         if not s.conf and s.driver_memory is None:
             return None
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.spark.runtime.progress import say
         from tefq.spark.runtime.session import SessionSettings, get_session
         from tefq.spark.runtime.session_source import starting_line
@@ -508,52 +528,47 @@ class Job:
         return get_session(master, settings=SessionSettings(tuple(s.conf or ()), s.driver_memory))
 
     @property
-    def graph(self) -> Any:
-        return None if self.background is None else self.background.graph
-
-    @property
     def triples(self) -> tuple | None:
         return None if self.background is None else self.background.triples
 
 
 def on_oracle(job: Job) -> RunResult:
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.oracle import run_document
 
     elements, arrival = job.staged.read_all(job.log)
     warn_absent(job.doc, {p for _, _, p, _ in elements})
-    return run_document(job.doc, elements, job.triples, t0=job.request.t0, limits=job.settings.limits,
-                        lateness_ms=job.settings.lateness_ms or None, arrival=arrival, locate=job.staged.locate,
-                        stream_iris=job.request.stream_iris)
+    return run_document(job.doc, elements, job.triples, settings=job.settings.run, arrival=arrival,
+                        locate=job.staged.locate, stream_iris=job.request.stream_iris)
 
 
 def simulated_on_oracle(job: Job) -> RunResult:
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.simulate import run as simulate
 
     elements, arrival = job.staged.read_all(job.log)
     warn_absent(job.doc, {p for _, _, p, _ in elements})
     return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
-                    t0=job.request.t0, max_ticks=job.settings.limits.max_ticks, locate=job.staged.locate)
+                    t0=job.settings.run.t0, max_ticks=job.settings.run.max_ticks, locate=job.staged.locate)
 
 
 def on_spark(job: Job) -> RunResult:
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.result_writers import ResultAppender
     from tefq.spark.engine import run as spark_run
 
     s, out = job.request.spark, job.request.output
     appender = ResultAppender(out.format, out.out, out.tick_format) if s.follow and out is not None else None
-    idle = {} if job.settings.idle_ms is None else {"idle_ms": job.settings.idle_ms}
-    return spark_run(job.doc, job.spark_paths(), job.graph, checkpoint=s.checkpoint, follow=s.follow,
-                     ingest=s.ingest or "auto", on_rows=appender, **idle, **job.spark_options(),
-                     stream_iris=job.request.stream_iris,
-                     accept_gaps=bool(s.accept_gaps),
-                     **({"join_order": s.join_order} if s.join_order else {}))
+    return spark_run(job.spark_run(checkpoint=s.checkpoint, follow=s.follow, ingest=s.ingest or "auto", on_rows=appender,
+                                   accept_gaps=bool(s.accept_gaps), stream_iris=job.request.stream_iris,
+                                   **({"join_order": s.join_order} if s.join_order else {})))
 
 
 def simulated_on_spark(job: Job) -> RunResult:
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.spark.simulate import run as spark_simulate
 
-    return spark_simulate(job.doc, job.spark_paths(), job.request.simulate, job.settings.window_ms, job.graph,
-                          **job.spark_options())
+    return spark_simulate(job.spark_run(), job.request.simulate, job.settings.window_ms)
 
 
 RUNS: dict[tuple[str, bool], Callable[[Job], RunResult]] = {
@@ -574,6 +589,7 @@ def finish_metrics(run: RunResult, log: BadRowLog, started: float, *, count_rows
 
 def plan_kinds(run: RunResult, doc: Document) -> None:
     """Each result's column kinds as its plan gives them (typed outputs: tefq.results.column_kinds)."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.results import column_kinds
 
     queries = {q.name: q for q in doc.queries}
@@ -585,6 +601,7 @@ def plan_kinds(run: RunResult, doc: Document) -> None:
 def write(run: RunResult, output: Output, *, appended: bool) -> None:
     """The results (unless follow mode appended them as they came) and the metrics file, also when
     writing the results failed (`tefq run ... --metrics m.json | head` closes standard output early)."""
+    # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.io.result_writers import write_metrics, write_results
 
     try:
@@ -595,5 +612,5 @@ def write(run: RunResult, output: Output, *, appended: bool) -> None:
 
 
 __all__ = ["RunRequest", "RunOutcome", "EngineChoice", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute",
-           "default_engine", "choose_engine", "engine_choice", "auto_engine", "estimated_events", "read_background", "bind", "run_limits",
+           "default_engine", "choose_engine", "engine_choice", "auto_engine", "estimated_events", "read_background", "bind", "checked_max_ticks",
            "AUTO_ORACLE_EVENTS", "AUTO_ORACLE_EVENTS_WARM"]

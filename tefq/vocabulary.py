@@ -1,4 +1,4 @@
-"""The names every layer of tefq shares: a stream element, the run's limits, time in milliseconds.
+"""The names every layer of tefq shares: a stream element, the run's settings, time in milliseconds.
 
 One home for them, so that a module needing "an element" or "the default tick bound" imports it
 from here instead of defining its own copy (issue 22)."""
@@ -16,11 +16,20 @@ DEFAULT_MAX_TICKS = 1_000_000
 """Ticks with rows one query may report before a run stops with exit 2 (`--max-ticks`; 0 = no bound)."""
 
 
-@dataclass(frozen=True)
-class RunLimits:
-    """Bounds a run is given and hands down to whatever evaluates it (never a global)."""
+DEFAULT_IDLE_MS = 10_000
+"""A live input silent this long stops holding the event time back (`--idle-timeout`, spec §6.1)."""
 
-    max_ticks: int = DEFAULT_MAX_TICKS  # 0: no bound
+
+@dataclass(frozen=True)
+class RunSettings:
+    """A run's settings, each in one unit (ms), settled once (`tefq.service.settle`) and handed down
+    unopened to whatever evaluates the run: the oracle, the simulations, Spark's driver and each
+    bucket's operator (never a global, never taken apart into loose arguments on the way)."""
+
+    t0: int = 0  # the tick grid's origin (spec §4.1)
+    lateness_ms: int = 0  # how far behind the event time an element may arrive (spec §6); 0: none
+    max_ticks: int = DEFAULT_MAX_TICKS  # ticks with rows one query may report (0: no bound)
+    idle_ms: int = DEFAULT_IDLE_MS  # a live input silent that long stops holding the event time (0: never)
 
 
 TIME_MIN, TIME_MAX = -(1 << 61), (1 << 61) - 1
@@ -89,5 +98,5 @@ def format_ms(ms: int) -> str:
     return f"{ms}ms"
 
 
-__all__ = ["Element", "Triple", "DEFAULT_MAX_TICKS", "RunLimits", "TIME_MIN", "TIME_MAX", "MAX_DURATION_MS",
+__all__ = ["Element", "Triple", "DEFAULT_MAX_TICKS", "DEFAULT_IDLE_MS", "RunSettings", "TIME_MIN", "TIME_MAX", "MAX_DURATION_MS",
            "days_from_civil", "civil_from_days", "utc_ms", "utc_lexical", "format_ms"]

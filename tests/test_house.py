@@ -196,3 +196,71 @@ def test_tests_neither_edit_sys_path_nor_name_absolute_paths() -> None:
                 and n.attr == "path" and isinstance(n.value, ast.Name) and n.value.id == "sys"]
         bad += [f"{name}: {m}" for m in re.findall(r"[\"'](/(?:work|home)/[^\"']*)[\"']", path.read_text(encoding="utf-8"))]
     assert not bad, "\n".join(bad)
+
+
+def plan_classes() -> set[str]:
+    """The plan kinds: the plan class each `Shape(name, PlanClass, ...)` of tefq/spark/shapes/ names."""
+    return {n.args[1].id for m, p in MODULES.items() if m.startswith("tefq.spark.shapes.") for n in ast.walk(tree(p))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Shape"
+            and len(n.args) > 1 and isinstance(n.args[1], ast.Name)}
+
+
+def test_no_dispatch_on_plan_classes_outside_the_registry() -> None:
+    """What differs by plan kind is asked of its shape (tefq.spark.shapes.shape_of): no isinstance,
+    no type() test and no hasattr/getattr on a plan anywhere else."""
+    kinds, bad = plan_classes(), []
+    assert {"CurrentAggregatePlan", "FactAggregatePlan", "GeneralPlan", "FallbackPlan", "WindowedPlan"} <= kinds
+    for module, path in MODULES.items():
+        if module.startswith("tefq.spark.shapes"):
+            continue
+        for n in ast.walk(tree(path)):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+                continue
+            names = {x.id for a in n.args[1:] for x in ast.walk(a) if isinstance(x, ast.Name)}
+            if n.func.id in ("isinstance", "issubclass") and names & kinds:
+                bad.append(f"{module}:{n.lineno}: {n.func.id}(..., {', '.join(sorted(names & kinds))})")
+            if n.func.id in ("hasattr", "getattr") and n.args and isinstance(n.args[0], ast.Name) \
+                    and n.args[0].id == "plan":
+                bad.append(f"{module}:{n.lineno}: {n.func.id}(plan, ...)")
+    for module, path in MODULES.items():
+        if not module.startswith("tefq.spark.shapes"):
+            bad += [f"{module}:{n.lineno}: type(...) is/== a plan class" for n in ast.walk(tree(path))
+                    if isinstance(n, ast.Compare) and any(isinstance(x, ast.Name) and x.id in kinds
+                                                           for x in n.comparators)]
+    assert not bad, "\n".join(bad)
+
+
+def test_every_function_local_tefq_import_says_why() -> None:
+    """Imports are at module top; one inside a function (to break an import circle, or to spare a
+    command a measured import cost: pyspark, rdflib) carries a comment saying which, on the line
+    above it or on its own lines."""
+    bad = []
+    for module, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for fn in [n for n in ast.walk(tree(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for n in ast.walk(fn):
+                if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("tefq")) or \
+                        isinstance(n, ast.Import) and any(a.name.startswith("tefq") for a in n.names):
+                    above = lines[n.lineno - 2].strip() if n.lineno > 1 else ""
+                    said = above.startswith("#") or any("#" in line for line in lines[n.lineno - 1:n.end_lineno])
+                    # a block of imports: the comment above its first one says it for all
+                    block = above.startswith(("from ", "import ")) and not said
+                    if not said and not block:
+                        bad.append(f"{module}:{n.lineno}: {lines[n.lineno - 1].strip()}")
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
+def test_nothing_read_back_is_unpickled() -> None:
+    """What tefq reads from a file (operator state, sink records) goes through the one data codec
+    (tefq.spark.runtime.codec): no pickle, marshal or shelve reader anywhere in tefq/ (a checkpoint
+    is a file anyone may have written)."""
+    readers = {("pickle", "load"), ("pickle", "loads"), ("pickle", "Unpickler"), ("marshal", "load"),
+               ("marshal", "loads"), ("shelve", "open"), ("dill", "load"), ("dill", "loads"), ("cloudpickle", "loads")}
+    bad = []
+    for module, path in MODULES.items():
+        for n in ast.walk(tree(path)):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and (n.value.id, n.attr) in readers:
+                bad.append(f"{module}:{n.lineno}: {n.value.id}.{n.attr}")
+            if isinstance(n, ast.ImportFrom) and any((n.module or "", a.name) in readers for a in n.names):
+                bad.append(f"{module}:{n.lineno}: from {n.module} import ...")
+    assert not bad, "\n".join(bad)

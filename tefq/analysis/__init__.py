@@ -13,6 +13,8 @@ from tefq.analysis.durations import parse_duration
 from tefq.analysis.summary import summary
 from tefq.errors import TefqError
 from tefq.plan.logical import Document
+from tefq.syntax import parse
+from tefq.syntax.nesting import deep_recursion
 
 
 def load(path: str, extra_prefixes: Mapping[str, str] | None = None,
@@ -26,9 +28,6 @@ def bind_text(source: str, name: str, extra_prefixes: Mapping[str, str] | None =
     """Parse and bind a document's text; errors are located in `name` (a path, or `<string>`).
     The background's predicates take part in binding: a pattern on one of them is a background
     pattern, not an event pattern."""
-    from tefq.syntax import parse
-    from tefq.syntax.nesting import deep_recursion
-
     document = parse(source, name)  # nested at most MAX_NESTING deep
     with deep_recursion():
         return bind(document, name, source, dict(extra_prefixes or {}), background_predicates)

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from tefq.errors import TefqError
+from tefq.io.readers import read_stream
+from tefq.oracle import prepare, run as oracle_run
 from tefq.plan.logical import AggregateQuery, Document
-from tefq.oracle import run as oracle_run
 from tefq.results import RunResult
 from tefq.service import RunRequest, SparkOptions, execute
 from tefq.simulate import STRATEGIES, run, run_native
+from tefq.simulate.csparql import check, run_csparql
 from tefq.vocabulary import Element
 
 APPROACHES = ("tef",) + STRATEGIES
@@ -72,8 +74,6 @@ def compare(doc: Document, elements: Iterable[Element], windows_ms: list[int], a
     `engine="spark"` runs TEF and the simulations on Spark over `stream_paths` through the run
     service (one session, `spark` or a new one, for every run); `csparql-query` (the .rspql at
     `csparql`) always runs on the windowed oracle."""
-    from tefq.oracle import prepare
-
     approaches = list(approaches)
     check_approaches(approaches, repeat, csparql)
     bench = Bench(doc, prepare(elements), background, t0, engine, stream_paths, csparql, spark)
@@ -129,6 +129,7 @@ class Bench:
             raise TefqError("background knowledge is not yet supported on Spark (try --engine oracle)",
                             file="--background")
         if self.spark is None:
+            # deferred: pyspark takes ~2 s to import; only a Spark run needs it
             from tefq.spark.runtime.session import get_session
 
             self.spark = get_session()
@@ -162,8 +163,6 @@ class Bench:
         return m, rows
 
     def measure_csparql(self, m: Measurement, w: int, tef_rows: list | None) -> None:
-        from tefq.simulate.csparql import check, run_csparql
-
         c = run_csparql(self.csparql, self.events, w, self.t0)  # type: ignore[arg-type]
         m.wall.append(c.wall)
         m.intermediate_bindings, m.rows_out = c.feedback_triples, len(c.rows)
@@ -218,8 +217,6 @@ def stream_paths(directory: str, usecase: str) -> list[str]:
 
 
 def read_elements(paths: list[str]) -> list[Element]:
-    from tefq.io.readers import read_stream
-
     out: list[Element] = []
     for p in paths:
         out.extend(read_stream(p))

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from tefq.errors import TefqError
 from tefq.facts.reader import read_fact_store
+from tefq.facts.spark import spark_fact_store
+from tefq.facts.table import event_elements
 from tefq.io.timestamps import parse_ts
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.oracle import prepare
@@ -130,9 +132,6 @@ def as_of_spark(doc: Document, stream_paths: list[str], instants: Sequence[int],
     """The same rows with the facts from Spark's fact table (`tefq.facts.spark`; `options`: its
     `spark_fact_store`'s), evaluated as over a stored table; the events are read only when a
     query has an event pattern."""
-    from tefq.facts.table import event_elements
-    from tefq.facts.spark import spark_fact_store
-
     started = time.perf_counter()
     aggregate_queries(doc)
     store, engine = spark_fact_store(doc, stream_paths, background, **options)

@@ -1,6 +1,6 @@
 """`tefq facts FILE.tef --stream DIR --follow [--out FILE]`: the fact table of a live run (spec §12).
 
-One unbounded streaming query, the fact table's (`tefq.facts.spark.table_plan` on a grid of
+One unbounded streaming query, the fact table's (`tefq.spark.planning.fact.plan_fact_table` on a grid of
 FOLLOW_EVERY_MS of event time: an interval is final one grid step after the event time passed its
 end), followed as `tefq run --follow` follows its queries (`tefq.spark.runtime.follow`: stream
 directories and Redis streams; SIGINT or SIGTERM stops after the micro-batch in progress). After
@@ -20,18 +20,22 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tefq.errors import TefqError
 from tefq.facts.plot import keep
-from tefq.facts.spark import collected_store, table_plan, table_run
+from tefq.facts.spark import collected_store, table_request
 from tefq.facts.table import FactRows, store_rows
 from tefq.facts.writer import fact_text
 from tefq.io.atomic import atomic_open
 from tefq.io.records import append_records
 from tefq.io.result_writers import is_directory_target
 from tefq.plan.logical import Document
+from tefq.spark.engine import run_fact_table
 from tefq.spark.fact_output import FactCollector, Intervals, OpenFacts
+from tefq.spark.planning.common import Refusal
+from tefq.spark.planning.fact import plan_fact_table
 
 FOLLOW_EVERY_MS = 1000  # the live grid: closed facts are final 1 s of event time after they close
 LIVE_FORMATS = ("csv", "tsv", "jsonl")  # appendable: one header (or none), then rows
@@ -94,22 +98,15 @@ def follow_fact_table(doc: Document, stream_paths: list[str], background: Any, w
     """Follow `stream_paths` until stopped, handing each poll's fact records to `writer`;
     returns the run's metrics (`follow_plans`'). A document whose facts Spark's fact operator
     cannot run is refused (exit 2): the oracle has no live mode."""
-    from tefq.io.bad_rows import BadRowLog
-    from tefq.spark.engine import check_run
-    from tefq.spark.planning.common import Refusal
-    from tefq.spark.runtime.follow import follow_plans
-
-    plan = table_plan(doc)
+    plan = plan_fact_table(doc)
     if plan is None:
         raise TefqError("the document defines no fact: there is no fact table to follow", doc.source)
     if isinstance(plan, Refusal):
         raise TefqError(f"--follow needs Spark's fact operator, which does not run {plan.what}: run tefq facts "
                         "without --follow (the fact table of the input so far)", "--follow")
-    check_run(doc, stream_paths, False, "rows")  # a table run: the document's queries do not run
-    with table_run(doc, background, master=master, progress=progress, spark=spark, every_ms=FOLLOW_EVERY_MS) as run:
-        _, metrics = follow_plans(run.spark, doc, [run.plan], stream_paths, run.workdir, run.options, on_rows=None,
-                                  stop=stop, log=BadRowLog(), on_facts=writer)
-    return metrics
+    request = replace(table_request(doc, stream_paths, background, master=master, progress=progress, spark=spark,
+                                    stop=stop), follow=True, ingest="rows")
+    return run_fact_table(request, FOLLOW_EVERY_MS, on_facts=writer)
 
 
 __all__ = ["FOLLOW_EVERY_MS", "LIVE_FORMATS", "open_snapshot_path", "LiveFactWriter", "follow_fact_table"]

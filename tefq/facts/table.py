@@ -11,11 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tefq.io.readers import read_stream, read_table
+from tefq.io.run_inputs import events_table, is_paths
 from tefq.oracle import prepare
 from tefq.oracle.facts import INF, FactStore, background_index, build_store
 from tefq.plan.explain import pattern_text
 from tefq.plan.logical import Document, Fact
 from tefq.results import Cell, order_key, python_value
+from tefq.service import stream_paths
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
@@ -103,10 +106,6 @@ def fact_table(doc: Document, elements: Iterable[Element], background=None) -> F
 
 def event_elements(events: Any) -> list[Element]:
     """Stream paths or in-memory events as elements; bad rows are TefqErrors naming them."""
-    from tefq.io.readers import read_stream, read_table
-    from tefq.io.run_inputs import events_table, is_paths
-    from tefq.service import stream_paths
-
     if is_paths(events):
         return [e for path in stream_paths(events) for e in read_stream(path)]
     return list(read_table(events_table(events), "events"))

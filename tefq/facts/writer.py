@@ -16,11 +16,12 @@ from typing import IO, TYPE_CHECKING
 
 from tefq import terms
 from tefq.errors import TefqError
+from tefq.facts.table import arrow_facts
 from tefq.io.atomic import atomic_open, atomic_path
+from tefq.io.output_format import chosen_format
 from tefq.io.paths import path_in
 from tefq.io.result_writers import csv_cell, is_directory_target, json_cell, tsv_cell, write_text_table
 from tefq.io.timestamps import format_iso_ms
-from tefq.facts.table import arrow_facts
 from tefq.results import Cell
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ EXTENSIONS = {"text": "txt"}  # file extension per format where it is not the fo
 def format_of(fmt: str | None, out: str | None, follow: bool = False) -> str:
     """The format of `tefq facts`'s output (tefq.io.output_format: --out's extension, else
     --format, else a text table on a terminal and CSV elsewhere; --follow appends, so CSV)."""
-    from tefq.io.output_format import chosen_format
-
     return chosen_format(fmt, out, FACT_FORMATS, "tefq facts", terminal="csv" if follow else "text")
 
 

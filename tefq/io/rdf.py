@@ -25,6 +25,7 @@ from tefq.io.elements import statement, timestamp_graphs
 from tefq.io.limits import open_input
 from tefq.io.sniff import HEAD_BYTES, refuse_binary, refuse_special
 from tefq.vocabulary import Element, Triple
+from tefq.syntax.nesting import first_bracket
 
 # RDF terms keep their lexical form everywhere in tefq (docs/formats.md: `"01"^^xsd:integer` stays
 # "01"; RDF 1.1 tells the two terms apart, SPARQL's `=` compares their values). rdflib would
@@ -202,15 +203,15 @@ def _refuse_formulas(graph: rdflib.Graph, text: str, path: str) -> None:
     plain = (rdflib.URIRef, rdflib.BNode, rdflib.Literal)
     if all(isinstance(t, plain) for triple in graph for t in triple):
         return
-    from tefq.syntax.nesting import first_bracket
 
     offset = first_bracket(text, "{")
     if offset is None:
         offset = max(text.find("=>"), 0)
     line = text.count("\n", 0, offset) + 1
     start = text.rfind("\n", 0, offset) + 1
-    raise TefqError("an N3 formula, rule or variable ({ … }, =>, ?x): tefq uses a background as a set of "
-                    "triples; give the triples alone (Turtle or N-Triples)", path, line, offset - start + 1).located(path, text)
+    error = TefqError("an N3 formula, rule or variable ({ … }, =>, ?x): tefq uses a background as a set of "
+                      "triples; give the triples alone (Turtle or N-Triples)", path, line, offset - start + 1)
+    raise error.located(path, text)
 
 
 def background_as_ntriples(background: object) -> list[Triple]:
@@ -252,3 +253,10 @@ def load_background(source: str | os.PathLike | rdflib.Graph) -> Background:
     """A background file (see `read_background`) or an rdflib graph, as a Background."""
     graph = read_background(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else source
     return Background(graph, tuple(background_as_ntriples(graph)))
+
+
+def as_background(source: "str | os.PathLike | rdflib.Graph | Background | None") -> Background | None:
+    """The background a run is handed (a file, an rdflib graph, a Background, or None), read once."""
+    if source is None or isinstance(source, Background):
+        return source
+    return load_background(source)

@@ -19,10 +19,10 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
 from tefq.io.limits import EXCERPT, max_line_bytes, max_term_chars, open_input, skip_line
 from tefq.io.elements import TIME_PREDICATES, parse_statement, time_literal, timestamp_graphs  # noqa: F401
-from tefq.io.ntriples import TermError, check_position, normalise_term
+from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST, TermError, check_position, normalise_term
 from tefq.io.sniff import HEAD_BYTES, refuse_binary, refuse_special
-from tefq.io.validate import (HEADER, RANGE_HINT, TS_MAX, TS_MIN, Fault, RowChecker, check_text, check_term, decode_line,
-                              element_of_line, header_order, split_csv)
+from tefq.io.validate import (HEADER, RANGE_HINT, TS_MAX, TS_MIN, Fault, RowChecker, check_term, check_text,
+                              decode_line, element_of_line, header_order, split_csv)
 from tefq.vocabulary import Element
 
 if TYPE_CHECKING:
@@ -293,6 +293,7 @@ def _read_quads(path: str, gz: bool, fmt: str, log: BadRowLog, where: list[int] 
 # rdflib-based readers live in tefq.io.rdf (imported on use: rdflib is slow to import)
 
 def _read_trig(path: str, gz: bool) -> Iterator[Element]:
+    # deferred: rdflib takes ~1.9 s to import; only a run with RDF needs it
     from tefq.io.rdf import read_trig
 
     return read_trig(path, gz)
@@ -300,6 +301,7 @@ def _read_trig(path: str, gz: bool) -> Iterator[Element]:
 
 def read_background(path: str) -> "rdflib.Graph":
     """A static background graph (Turtle, N-Triples, TriG, N-Quads; `.gz` too): see tefq.io.rdf."""
+    # deferred: rdflib takes ~1.9 s to import; only a run with RDF needs it
     from tefq.io.rdf import read_background as read
 
     return read(path)
@@ -441,8 +443,6 @@ def terms_in_normal_form(table: "pa.Table") -> bool:
 def fast_term_patterns() -> dict[str, str]:
     """Per role, the cells a Parquet reader takes unchanged (already in normal form; except an
     object ending in ^^xsd:string, which is rewritten): the rest go through `check_term`."""
-    from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
-
     return {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$",
             "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})$"}
 

@@ -2,7 +2,7 @@
 
 `--stream -` (standard input), `--stream PATH --stream-format FMT` (a file or directory whose
 extension does not say its format) and the Python API's in-memory events become one
-`StagedStreams`: stdin is copied to a file in a working directory, overridden files are linked
+`RunInputs`: stdin is copied to a file in a working directory, overridden files are linked
 under a name with the right extension, in-memory events stay in memory as an Arrow table. The
 readers (tefq.io.readers) then check every row by the rules of tefq.io.validate — a table's rows
 as a Parquet file's — and an error names the original input (`<stdin>`, the user's file,
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from tefq.errors import TefqError
 from tefq.io.arrival import Arrival
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
-from tefq.io.readers import STREAM_FORMATS, read_stream, read_stream_file, read_table, stream_files
+from tefq.io.readers import STREAM_FORMATS, locate_ts, read_stream, read_stream_file, read_table, stream_files
+from tefq.io.redis_stream import RedisStream, is_redis_url, read_elements
 from tefq.io.validate import HEADER
 from tefq.vocabulary import Element
 
@@ -35,7 +36,7 @@ EVENTS = "<events>"  # the name in-memory events are reported under
 
 
 @dataclass
-class StagedStreams:
+class RunInputs:
     """Stream paths for the readers (each reported under the name in `shown`, if staged) and
     in-memory event tables (read after the paths: a front door gives one or the other)."""
 
@@ -50,8 +51,6 @@ class StagedStreams:
     def streams(self, bad_rows: BadRowLog = STRICT) -> Iterator[tuple[str, Iterator[Iterator[Element]]]]:
         """Per stream (a path, then each table): its label and its arrival batches (one per file; a
         Redis stream: its entries up to its head now, in one batch)."""
-        from tefq.io.redis_stream import RedisStream, is_redis_url, read_elements
-
         for path in self.paths:
             if is_redis_url(path):
                 stream = RedisStream.parse(path)
@@ -95,9 +94,6 @@ class StagedStreams:
     def locate(self, ts: int) -> tuple[str, int]:
         """(file, line) of the first row at `ts`, under the name the user gave (an error path);
         in-memory events: (`<events>`, row)."""
-        from tefq.io.readers import locate_ts
-        from tefq.io.redis_stream import is_redis_url
-
         file, line = locate_ts([p for p in self.paths if not is_redis_url(p)], ts)
         if line or not self.tables:
             return self.shown.get(file, file), line
@@ -108,9 +104,9 @@ class StagedStreams:
         error.file = self.shown.get(error.file or "", error.file)
         return error
 
-    def part(self, path: str) -> "StagedStreams":
+    def part(self, path: str) -> "RunInputs":
         """The staging of one of `paths` (empty `shown` if it was passed through)."""
-        return StagedStreams([path], {k: v for k, v in self.shown.items()
+        return RunInputs([path], {k: v for k, v in self.shown.items()
                                       if k == path or k.startswith(path + os.sep)})
 
 
@@ -120,9 +116,9 @@ def check_format(fmt: str | None) -> None:
                         file="--stream-format")
 
 
-def stage(paths: Iterable[str], fmt: str | None, workdir: str, table: "pa.Table | None" = None) -> StagedStreams:
+def stage(paths: Iterable[str], fmt: str | None, workdir: str, table: "pa.Table | None" = None) -> RunInputs:
     """Every `--stream` argument (`stage_stream`), and in-memory events as a table."""
-    staged = StagedStreams()
+    staged = RunInputs()
     for path in paths:
         stage_stream(path, fmt, workdir, staged)
     if table is not None:
@@ -130,7 +126,7 @@ def stage(paths: Iterable[str], fmt: str | None, workdir: str, table: "pa.Table 
     return staged
 
 
-def stage_stream(path: str, fmt: str | None, workdir: str, into: StagedStreams) -> None:
+def stage_stream(path: str, fmt: str | None, workdir: str, into: RunInputs) -> None:
     """Add one `--stream` argument: `-` (stdin, TSV unless `fmt` says otherwise), a path read as
     `fmt`, or (no `fmt`) a path read by its extension as is."""
     check_format(fmt)

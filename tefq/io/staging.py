@@ -26,7 +26,7 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog
 from tefq.io.readers import read_table, stream_files, stream_format
 from tefq.io.redis_stream import is_redis_url
-from tefq.io.run_inputs import EVENTS, StagedStreams, fresh_path
+from tefq.io.run_inputs import EVENTS, RunInputs, fresh_path
 from tefq.io.element_tables import chunked, file_tables, write_tables
 from tefq.vocabulary import Element
 
@@ -190,7 +190,7 @@ def stage_streams(stream_paths: list[str], workdir: str, log: BadRowLog,
     return Staging(list(stream_paths), paths, stagers)
 
 
-def as_parquet(streams: StagedStreams, workdir: str, log: BadRowLog = STRICT) -> list[str]:
+def as_parquet(streams: RunInputs, workdir: str, log: BadRowLog = STRICT) -> list[str]:
     """Paths an engine that picks its reader by extension can read: the inputs staged for the
     readers (standard input, --stream-format) staged again by `Stager` as Parquet, each table
     written as one Parquet file (both checked by tefq's readers on the way, bad rows raised or

@@ -16,6 +16,7 @@ from typing import IO
 from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.ntriples import TermError, check_position, normalise_term
+from tefq.io.readers import read_stream
 from tefq.io.timestamps import format_iso_ms
 from tefq.vocabulary import Element
 
@@ -167,6 +168,4 @@ def _table(chunk: list[Element], schema):
 def convert_stream(src: str, dst: str, fmt: str | None = None) -> int:
     """Read any stream path (file or directory) and write it as one file in normal form, e.g. an
     N-Quads or TriG stream as Parquet for an engine that reads only tabular formats."""
-    from tefq.io.readers import read_stream
-
     return write_stream(read_stream(src), dst, fmt)

@@ -16,8 +16,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from tefq.errors import TefqError
-from tefq.iptv import model as m
-from tefq.iptv import sessions as S
+from tefq.iptv import model as m, sessions as S
 
 JOIN, QUIT = f"<{m.NS}join>", f"<{m.NS}quit>"
 START, FINISH = f"<{m.NS}start>", f"<{m.NS}finish>"
@@ -52,6 +51,7 @@ def _read_fast(path: str) -> pa.Table:
 
 def _read_other(path: str) -> pa.Table:
     try:
+        # deferred: tried here, where its absence is handled
         from tefq.io.readers import read_stream
     except ImportError:
         raise TefqError("this version cannot read this stream format (only .parquet, .tsv, .csv)", file=path) from None

@@ -18,7 +18,7 @@ from tefq.oracle.late import MAX_WARNINGS, late_by_stream, outlier
 from tefq.oracle.query import QueryEvaluator, TooManyTicks
 from tefq.plan.logical import AggregateQuery, Document, WindowedQuery
 from tefq.results import Metrics, QueryResult, RunResult
-from tefq.vocabulary import DEFAULT_MAX_TICKS, Element, RunLimits
+from tefq.vocabulary import DEFAULT_MAX_TICKS, Element, RunSettings
 
 
 def prepare(elements: Iterable[Element]) -> list[Element]:
@@ -32,26 +32,27 @@ def prepare(elements: Iterable[Element]) -> list[Element]:
     return out
 
 
-def run_document(doc: Document, elements: Iterable[Element], background=None, *, t0: int = 0,
-                 limits: RunLimits = RunLimits(), lateness_ms: int | None = None,
-                 batch_sizes: Sequence[int] | None = None, arrival: Arrival | None = None,
-                 locate: Callable[[int], tuple[str, int]] | None = None,
+def run_document(doc: Document, elements: Iterable[Element], background=None, *,
+                 settings: RunSettings = RunSettings(), batch_sizes: Sequence[int] | None = None,
+                 arrival: Arrival | None = None, locate: Callable[[int], tuple[str, int]] | None = None,
                  stream_iris: Sequence[str | None] = ()) -> RunResult:
     """Every query of `doc` over `elements` (in arrival order; `background`: any form
-    `tefq.io.rdf.background_as_ntriples` takes). Aggregate queries as `run` says (lateness,
-    arrival batches); windowed queries report every window that closes, their windows counted
-    as ticks and their REGISTER STREAM feedback triples as intermediate bindings (spec §7, §8).
-    More ticks than `limits.max_ticks` stop the run (TooManyTicks naming the row, via `locate`).
+    `tefq.io.rdf.background_as_ntriples` takes), with the run's `settings`. Aggregate queries as
+    `run` says; with `settings.lateness_ms` 0 every element applies (the definition), with a
+    lateness an element at or before a tick already reported is late, as on Spark (arrival
+    batches). Windowed queries report every window that closes, their windows counted as ticks and
+    their REGISTER STREAM feedback triples as intermediate bindings (spec §7, §8). More ticks than
+    `settings.max_ticks` stop the run (TooManyTicks naming the row, via `locate`).
     `stream_iris[i]`: the IRI input i is bound to (`--stream IRI=PATH`: windowed FROM STREAM <IRI>
     reads it, with the unnamed inputs), None or missing: unnamed."""
-    arrived = list(elements)
-    result = run(doc, arrived, background, t0, max_ticks=limits.max_ticks, lateness_ms=lateness_ms,
+    arrived, t0 = list(elements), settings.t0
+    result = run(doc, arrived, background, t0, max_ticks=settings.max_ticks, lateness_ms=settings.lateness_ms or None,
                  batch_sizes=batch_sizes, arrival=arrival, locate=locate)
     if any(isinstance(q, WindowedQuery) for q in doc.queries):
         streams = by_stream_iri(arrived, arrival, stream_iris)
         if arrival is not None:
             arrived = arrival.in_stream_order(arrived)
-        _add_windowed(result, doc, arrived, streams, background, t0, limits.max_ticks, locate)
+        _add_windowed(result, doc, arrived, streams, background, t0, settings.max_ticks, locate)
     return result
 
 

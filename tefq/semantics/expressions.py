@@ -14,12 +14,12 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
-from tefq.semantics.allen import holds as allen_holds
-from tefq.semantics.values import (BNode, DateTime, IRI, LangString, Typed, Value, decimal_of, is_numeric,
-                                to_term, to_value)
 from tefq.plan.allen import RELATIONS, allen_op
 from tefq.plan.logical import Expr, Term, Var
-from tefq.terms import XSD
+from tefq.semantics.allen import holds as allen_holds
+from tefq.semantics.values import (IRI, BNode, DateTime, LangString, Typed, Value, decimal_of, is_numeric, to_term,
+                                   to_value)
+from tefq.terms import XSD, split_literal
 
 # + - * and sums of decimals are exact: a context that never rounds (its digits are allocated as needed)
 EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
@@ -150,7 +150,6 @@ def str_of(v: Any) -> str:
         return v.lex
     if isinstance(v, Typed):
         return v.lex
-    from tefq.terms import split_literal
 
     return split_literal(to_term(v))[0]
 
@@ -393,7 +392,6 @@ def _datatype(v: Any) -> IRI:
         return IRI("http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
     if isinstance(v, Typed):
         return IRI(v.datatype)
-    from tefq.terms import split_literal
 
     return IRI(split_literal(to_term(v))[1] or XSD + "string")
 

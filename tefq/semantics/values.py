@@ -20,7 +20,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Union
 
-from tefq.vocabulary import utc_lexical, utc_ms
+from tefq.vocabulary import TIME_MAX, TIME_MIN, utc_lexical, utc_ms
 from tefq.terms import (XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING,
                         literal, split_literal)
 
@@ -122,7 +122,8 @@ def to_value(nt: str) -> Value:
 
 def parse_datetime_ms(text: str) -> int | None:
     """`2024-01-01T10:00:00.5+02:00` -> ms since the epoch (UTC); digits below the millisecond are
-    truncated; no time zone means UTC; any year. None if it is not an xsd:dateTime."""
+    truncated; no time zone means UTC; any year of tefq's time range. None if it is not an
+    xsd:dateTime, or one outside that range (it stays a literal, as an ill-typed one does)."""
     m = _DATETIME_RE.match(text)
     if not m:
         return None
@@ -134,7 +135,7 @@ def parse_datetime_ms(text: str) -> int | None:
     if tz and tz != "Z":
         sign = 1 if tz[0] == "+" else -1
         ms -= sign * (int(tz[1:3]) * 60 + int(tz[4:6])) * 60_000
-    return ms
+    return ms if TIME_MIN <= ms <= TIME_MAX else None  # beyond tefq's time range: not computed with
 
 
 def datetime_lexical(ms: int) -> str:

@@ -67,6 +67,7 @@ def run_command_line(request: dict, fds: list[int], session, master: str, closin
         session.sparkContext.addJobTag(job_tag(os.getpid()))
         SESSION_SOURCE.set(WarmSource(session, master))
         sys.argv = ["tefq", *request["argv"]]
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
         from tefq.cli import main
 
         main()

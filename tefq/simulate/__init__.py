@@ -10,28 +10,28 @@ import time
 from typing import Callable, Iterable
 
 from tefq.errors import TefqError
+from tefq.oracle import name_the_row
+from tefq.oracle.query import TooManyTicks
 from tefq.plan.logical import AggregateQuery, Document
 from tefq.results import Metrics, RunResult
+from tefq.simulate.matching import BackgroundIndex
 from tefq.simulate.names import STRATEGIES
+from tefq.simulate.native import NativeFacts
+from tefq.simulate.refresh import RefreshPerFact
+from tefq.simulate.refresh_group import RefreshPerGroup
+from tefq.simulate.sequence import Sequence
+from tefq.simulate.window import WindowedExecutor, check_supported, prepare
 from tefq.vocabulary import Element
 
 
 def _strategy(name: str, doc: Document, queries: list[AggregateQuery]):
     if name == "refresh":
-        from tefq.simulate.refresh import RefreshPerFact
-
         return RefreshPerFact()
     if name == "refresh-group":
-        from tefq.simulate.refresh_group import RefreshPerGroup
-
         return RefreshPerGroup(doc, queries)
     if name == "sequence":
-        from tefq.simulate.sequence import Sequence
-
         return Sequence()
     if name == "tef":
-        from tefq.simulate.native import NativeFacts
-
         return NativeFacts()
     raise ValueError(name)
 
@@ -46,9 +46,6 @@ def run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: in
     More than `max_ticks` windows (0: no bound) stop the run first (TooManyTicks, the stray row
     named through `locate(ts) -> (file, line)`, as in `tefq.oracle.run`).
     """
-    from tefq.oracle import name_the_row
-    from tefq.oracle.query import TooManyTicks
-
     if strategy not in STRATEGIES:
         raise TefqError(f"unknown simulation '{strategy}' (expected one of {', '.join(STRATEGIES)})",
                         file="--simulate")
@@ -67,15 +64,12 @@ def run_native(doc: Document, elements: Iterable[Element], window_ms: int | None
 
 def _run(doc: Document, elements: Iterable[Element], strategy: str, window_ms: int | None,
          background, t0: int, max_ticks: int) -> RunResult:
-    from tefq.simulate.matching import Background
-    from tefq.simulate.window import WindowedExecutor, check_supported, prepare
-
     started = time.perf_counter()
     if window_ms is not None and window_ms <= 0:
         raise TefqError(f"--window must be a positive duration, got {window_ms} ms", file="--window")
     queries = [q for q in doc.queries if isinstance(q, AggregateQuery)]
     check_supported(doc, queries)
-    bg = Background.of(background)
+    bg = BackgroundIndex.of(background)
     events = prepare(elements)
 
     by_window: dict[int, list[AggregateQuery]] = {}

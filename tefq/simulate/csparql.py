@@ -17,7 +17,9 @@ import re
 import time
 from dataclasses import dataclass
 
+from tefq.analysis import bind_text, read_query_file
 from tefq.errors import TefqError
+from tefq.oracle.windowed import run as windowed_run
 from tefq.results import Row
 from tefq.simulate.usecases import usecase_path
 from tefq.vocabulary import Element
@@ -48,9 +50,6 @@ class CsparqlRun:
 
 
 def run_csparql(path: str, events: list[Element], window_ms: int, t0: int = 0) -> CsparqlRun:
-    from tefq.analysis import bind_text, read_query_file
-    from tefq.oracle.windowed import run as windowed_run
-
     doc = bind_text(with_range(read_query_file(path), window_ms), path)
     started = time.perf_counter()
     out = windowed_run(doc, events, t0=t0)

@@ -22,7 +22,7 @@ def instantiate(template: Pattern, identity: tuple[Var, ...], values: tuple[str,
     return node(template.s), node(template.p), node(template.o)
 
 
-class Background:
+class BackgroundIndex:
     """The static graph, indexed by predicate for pattern joins."""
 
     def __init__(self, triples: Iterable[Triple] = ()) -> None:
@@ -33,8 +33,8 @@ class Background:
             self.all.append(t)
 
     @classmethod
-    def of(cls, background: object) -> "Background":
-        """Background knowledge in any form `tefq.io.rdf.background_as_ntriples` takes (None: none)."""
+    def of(cls, background: object) -> "BackgroundIndex":
+        """BackgroundIndex knowledge in any form `tefq.io.rdf.background_as_ntriples` takes (None: none)."""
         if background is None:
             return cls()
         from tefq.io.rdf import background_as_ntriples  # rdflib is slow to import: only with a background
@@ -54,7 +54,7 @@ def passes(filters: Iterable, b: Binding) -> bool:
     return filters_pass(filters, b)
 
 
-def clause_identities(fact: EventFact, clause: Clause, s: str, p: str, o: str, bg: Background) -> list[tuple]:
+def clause_identities(fact: EventFact, clause: Clause, s: str, p: str, o: str, bg: BackgroundIndex) -> list[tuple]:
     """The fact identities an event opens or closes through one SINCE/UNTIL clause."""
     b = unify(clause.trigger, (s, p, o), {})
     if b is None:
@@ -94,7 +94,7 @@ class ClauseIndex:
         return hits + self.any_p if self.any_p else hits
 
 
-def compile_clause(fact: EventFact, clause: Clause) -> Callable[[str, str, str, Background], list[tuple]]:
+def compile_clause(fact: EventFact, clause: Clause) -> Callable[[str, str, str, BackgroundIndex], list[tuple]]:
     """The clause as a function of an event. A bare trigger (no background, no FILTER) reads the
     identity straight from the event's positions: the common case, and the hot loop."""
     if clause.background or clause.filters:
@@ -103,7 +103,7 @@ def compile_clause(fact: EventFact, clause: Clause) -> Callable[[str, str, str, 
     checks, same = shape.consts, shape.same
     pos = tuple(shape.first[v.name] for v in fact.identity)
 
-    def identities(s: str, p: str, o: str, bg: Background) -> list[tuple]:
+    def identities(s: str, p: str, o: str, bg: BackgroundIndex) -> list[tuple]:
         e = (s, p, o)
         for i, c in checks:
             if e[i] != c:
@@ -123,7 +123,7 @@ class CompiledFact:
         self.until = [compile_clause(fact, c) for c in fact.until]
         self.since = [compile_clause(fact, c) for c in fact.since]
 
-    def changes(self, s: str, p: str, o: str, bg: Background) -> tuple[list[tuple], list[tuple]]:
+    def changes(self, s: str, p: str, o: str, bg: BackgroundIndex) -> tuple[list[tuple], list[tuple]]:
         """(identities the event closes, identities it opens); closes apply first (as in the oracle)."""
         closes = [i for c in self.until for i in c(s, p, o, bg)]
         opens = [i for c in self.since for i in c(s, p, o, bg)]

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tefq.errors import TefqError
+from tefq.oracle.facts import unify
+from tefq.oracle.query import bound_ticks
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, Fact, Var, WherePattern
 from tefq.plan.ticks import run_ticks
-from tefq.results import Metrics, QueryResult
+from tefq.results import Metrics, QueryResult, order_key
 from tefq.semantics.expressions import EvalError, aggregate, evaluate, filters_pass
 from tefq.semantics.values import DateTime, to_term
-from tefq.results import order_key
 from tefq.simulate.fastpath import compile_simple, start_terms
-from tefq.oracle.facts import unify
-from tefq.simulate.matching import Background, ClauseIndex, instantiate, passes
+from tefq.simulate.matching import BackgroundIndex, ClauseIndex, instantiate, passes
 from tefq.vocabulary import Element, Triple
 
 Identity = tuple
@@ -79,7 +79,7 @@ def check_supported(doc: Document, queries: list[AggregateQuery]) -> None:
 
 
 class WindowedExecutor:
-    def __init__(self, doc: Document, queries: list[AggregateQuery], background: Background,
+    def __init__(self, doc: Document, queries: list[AggregateQuery], background: BackgroundIndex,
                  strategy: Strategy, w: int) -> None:
         self.doc, self.queries, self.bg, self.strategy, self.w = doc, queries, background, strategy, w
         self.clauses = ClauseIndex(doc.facts)
@@ -94,8 +94,6 @@ class WindowedExecutor:
     # ------------------------------------------------------------ the loop
     def run(self, elements: list[Element], t0: int, max_ticks: int = 0) -> None:
         """Window by window; more than `max_ticks` windows (0: no bound) raise TooManyTicks first."""
-        from tefq.oracle.query import bound_ticks
-
         m = self.metrics
         m.events_in = len(elements)
         if not elements:

@@ -4,7 +4,7 @@
     rows.show()                                                          # tick, CHANNEL, USER out
 
 The DataFrame runs the same pipeline as `tefq run --engine spark` (`operator_frame`: the plan's
-projection, mapper and stateful bucket operator from `tefq.spark.runtime.pipelines.PIPELINES`);
+projection, mapper and stateful bucket operator, as its shape in tefq.spark.shapes names them);
 only the source and the sink differ. A batch DataFrame gets the control source's flush row appended,
 so it gives every tick `tefq run` gives (the end-of-input flush included). A streaming DataFrame
 never ends: each tick's rows come once the event time, minus `lateness`, has passed the tick
@@ -25,22 +25,22 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from tefq.analysis import bind
 from tefq.analysis.durations import duration_ms
 from tefq.errors import TefqError
+from tefq.io.rdf import as_background
 from tefq.plan.logical import Document
 from tefq.results import BOOLEAN, DOUBLE, LONG, NTRIPLES, TERM, check_term_form, column_kinds, typed_cell
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
-from tefq.spark.operators.fallback import rdflib_triples
-from tefq.spark.output import Collector
-from tefq.spark.planning import WindowedPlan, plan_document
 from tefq.spark.runtime.partitioning import by_bucket, relabel, shuffle_labels
-from tefq.spark.runtime.pipelines import PIPELINES, RunOptions, map_rows
+from tefq.spark.runtime.pipelines import RunOptions, map_rows
 from tefq.spark.runtime.sources import CONTROL_SCHEMA, FLUSH_TERM
+from tefq.spark.shapes import collector_of, plan_document, shape_of
+from tefq.syntax import parse
+from tefq.vocabulary import RunSettings
 
 EVENT_COLUMNS = ("ts", "s", "p", "o")
 SOURCE_NAME = "<dataframe>"  # the `file` of a DataFrame's rows, in bad-row reports
@@ -49,7 +49,7 @@ INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 SPARK_TYPES = {LONG: "long", DOUBLE: "double", BOOLEAN: "boolean"}  # any other kind: string
 
 
-def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: int = 0, name: str | None = None,
+def apply(query: Any, events_df: DataFrame, *, lateness: int | str = 0, t0: int = 0, name: str | None = None,
           background: Any = None, bad_rows: str | None = None, terms: str = "typed") -> DataFrame:
     """The rows of one query of `query` (a `tefq.Query` or its text; `name` picks a query of a
     document with several, the first by default) over `events_df` (batch or streaming, columns
@@ -67,10 +67,10 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
     source = event_source(events_df)
     if not events_df.isStreaming:  # the whole input is there: report every tick, as a bounded run
         source = source.unionByName(flush_source(spark))
-    run = RunOptions(t0=t0, lateness_ms=duration_ms(lateness, "lateness"), bad_rows=bad_rows,
-                     background=rdflib_triples(background))
+    run = RunOptions(RunSettings(t0, duration_ms(lateness, "lateness")), bad_rows=bad_rows,
+                     background=as_background(background))
     kinds = output_kinds(doc, plan, terms)
-    func = decoded(PIPELINES[type(plan)].operator(doc, plan, run), plan, kinds)
+    func = decoded(shape_of(plan).operator(doc, plan, run), plan, kinds)
     records = operator_frame(plan, source, shuffle_labels(plan.buckets, partitions), func, run,
                              schema=decoded_schema(plan, kinds))
     return records.select(F.timestamp_millis("tick").alias("tick"), *[F.col(f"`{c}`") for c in plan.columns])
@@ -79,7 +79,7 @@ def apply(query: Any, events_df: DataFrame, *, lateness: int | str = "0s", t0: i
 def operator_frame(plan, source: DataFrame, labels: list[int], func: Callable, run: RunOptions, *,
                    ranks: dict[int, int] | None = None, schema: str = OUTPUT_SCHEMA) -> DataFrame:
     """One plan's pipeline over `source` (rows of ts, s, p, o, file, fh, row): the projection
-    of its `PIPELINES` row and its mapper, then `func` (an applyInPandasWithState function taking
+    its shape names and its mapper, then `func` (an applyInPandasWithState function taking
     the bucket index) per bucket, grouped by the buckets' shuffle `labels`
     (tefq.spark.runtime.partitioning). `ranks`: the stream order of the files, for ties."""
     mapped = relabel(map_rows(source, plan, run, ranks), labels)
@@ -111,18 +111,14 @@ def pick_plan(plans: list, name: str | None):
     """The plan of the query named `name` (the first query's when None)."""
     if not plans:
         raise TefqError("the document has no queries")
-    plan = plans[0] if name is None else next((p for p in plans if _names(p) and name in _names(p)), None)
+    plan = plans[0] if name is None else next((p for p in plans if name in shape_of(p).query_names(p)), None)
     if plan is None:
-        known = ", ".join(n for p in plans for n in _names(p))
+        known = ", ".join(n for p in plans for n in shape_of(p).query_names(p))
         raise TefqError(f"no query named {name!r}: the document has {known}", file="name")
-    if isinstance(plan, WindowedPlan):
-        raise TefqError("tefq.spark.apply does not run windowed (REGISTER QUERY) queries yet: use "
-                        "tefq run --engine spark or Query.run", file="query")
+    refusal = shape_of(plan).capabilities.dataframe
+    if refusal is not None:
+        raise TefqError(refusal, file="query")
     return plan
-
-
-def _names(plan) -> tuple[str, ...]:
-    return plan.queries if isinstance(plan, WindowedPlan) else (plan.query,)
 
 
 def event_source(df: DataFrame) -> DataFrame:
@@ -171,7 +167,7 @@ def decoded(func: Callable, plan, kinds: list[str]) -> Callable:
     columns = list(plan.columns)
 
     def op(key, pdfs, state):
-        col = Collector.of(plan)
+        col = collector_of(plan)
         for records in func(key, pdfs, state):
             for kind, tick, payload in zip(records["kind"], records["tick"], records["payload"]):
                 col.add(kind, int(tick), payload)
@@ -191,9 +187,6 @@ def document_of(query: Any) -> Document:
     if hasattr(query, "document"):
         doc = query.document()
     elif isinstance(query, str):
-        from tefq.analysis import bind
-        from tefq.syntax import parse
-
         doc = bind(parse(query, QUERY_TEXT), QUERY_TEXT, query, {}, frozenset())
     else:
         raise TefqError(f"expected a tefq.Query or query text, got {type(query).__name__}", file="query")

@@ -17,8 +17,9 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
-from typing import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable, Iterator
 
 from pyspark.sql import SparkSession
 
@@ -26,28 +27,31 @@ from tefq import cleanup
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.paths import path_in
+from tefq.io.rdf import Background, as_background
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import Staging, predicates_present, stage_streams
 from tefq.plan.absent import warn_absent
-from tefq.plan.logical import Document, WindowedQuery
+from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
-from tefq.spark.operators.base import DEFAULT_IDLE_MS, StreamLimits
-from tefq.spark.operators.fallback import rdflib_triples
-from tefq.spark.planning import WindowedPlan, plan_document
+from tefq.spark.fact_output import FactCollector
+from tefq.spark.planning.fact import plan_fact_table
+from tefq.spark.run_metrics import fill_metrics
 from tefq.spark.runtime.checkpoint import mark_finished, resume
 from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
-from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_limits
+from tefq.spark.runtime.follow import follow_plans
+from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_settings
 from tefq.spark.runtime.listing import listed_inputs
-from tefq.spark.runtime.pipelines import RunOptions, build_plan
+from tefq.spark.runtime.pipelines import RunOptions, build_plan, sink_dir
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import get_session
 from tefq.spark.runtime.session_source import starting_line
-from tefq.spark.runtime.sink import collect
+from tefq.spark.runtime.sink import collect, collect_facts
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
-from tefq.vocabulary import DEFAULT_MAX_TICKS
+from tefq.spark.shapes import follow_refusal, plan_document, shape_of
+from tefq.vocabulary import RunSettings
 
 
 def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], workdir: str, run: RunOptions, *,
@@ -79,22 +83,6 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
     return qrs, m, warns
 
 
-def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) -> None:
-    """The run's metrics from the windowed (C-SPARQL) pipeline's."""
-    metrics.rows_out += sum(len(r.rows) for r in results)
-    metrics.ticks += m.get("ticks", 0)  # windows evaluated, empty ones included (spec §8)
-    metrics.intermediate_bindings += m.get("feedback_triples", 0)  # REGISTER STREAM feedback (spec §7)
-    metrics.late_events += m.get("late_events", 0)
-    if not metrics.events_in:
-        metrics.events_in = m.get("events_in", 0)
-    metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
-    metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
-    metrics.extra.setdefault("ingest", m.get("ingest", "rows"))
-    late = metrics.extra.setdefault("late_by_index", {})
-    for i, n in late_by_index(m).items():
-        late[i] = late.get(i, 0) + n
-    if m.get("join_orders"):  # per micro-batch: the order each BGP ran in and the strategy that chose it
-        metrics.extra["join_orders"] = m["join_orders"]
 
 
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, run: RunOptions, *,
@@ -106,7 +94,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
     `ingest`: auto | columnar | direct | rows (runtime/ingest.choose_ingest, per plan). Spark
     reads each file input in stream order (runtime/listing.py), as the per-stream limits count it."""
     paths = listed_inputs(spark, staging.paths, workdir)
-    run = replace(run, limits=stream_limits(paths, run, follow=False))
+    run = replace(run, settings=stream_settings(paths, run, follow=False))
     if operator is not None and ingest != "rows":
         raise TefqError(f"--ingest {ingest} does not run the simulations", file="--ingest")
     choices = {id(plan): choose_ingest(ingest, plan, paths, recorded_ingest(path_in(workdir, plan.query)))
@@ -124,59 +112,90 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
         yield plan, qrs, m
 
 
-def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
-        lateness_ms: int = 0, master: str | None = None, checkpoint: str | None = None, follow: bool = False,
-        max_files_per_trigger: int | None = None, bad_rows: str | None = None, progress: bool = True,
-        max_ticks: int = DEFAULT_MAX_TICKS, buckets: int | None = None, spark: SparkSession | None = None,
-        on_rows: Callable[[list[QueryResult]], None] | None = None,
-        stop: Callable[[], bool] | None = None, ingest: str = "auto", idle_ms: int = DEFAULT_IDLE_MS,
-        join_order: str = "adaptive", bad_row_log: BadRowLog | None = None, accept_gaps: bool = False,
-        stream_iris: tuple[str | None, ...] = ()) -> RunResult:
-    """Run every query of `doc` on Spark over the stream paths; the rows are the oracle's rows.
+SETTINGS = tuple(f.name for f in fields(RunSettings))
 
-    `background`: a file path or an rdflib graph. `follow`: keep watching the stream directories
+
+@dataclass(frozen=True)
+class SparkRun:
+    """What a Spark run is asked (`run`). `settings`: the run's t0, lateness, tick bound and idle
+    timeout (tefq.vocabulary.RunSettings), handed down unopened to the operators. `background`:
+    read once (tefq.io.rdf.as_background). `follow`: keep watching the stream directories
     (tefq.spark.runtime.follow): `on_rows` receives each micro-batch's new rows, the run ends when
     `stop()` turns true (default: on SIGINT/SIGTERM). `checkpoint`: a directory to resume from
     (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
-    run and new files arrived: tefq.spark.runtime.checkpoint). `max_ticks`: as the oracle's
-    (0: no bound); a run over it stops with exit 2 naming the row. `ingest`: auto | columnar | direct | rows,
-    how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
-    A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up
-    to its head when the run starts. `idle_ms`: a live input silent that long stops holding the
-    event time back (spec §6.1; 0: never). `bad_row_log`: the run's one log of bad rows (tefq.service
-    passes its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis
-    stream that lost entries before they were read goes on (default: exit 2, naming them).
+    run and new files arrived: tefq.spark.runtime.checkpoint). `ingest`: auto | columnar | direct |
+    rows, how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
+    A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up to
+    its head when the run starts. `bad_row_log`: the run's one log of bad rows (tefq.service passes
+    its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis stream
+    that lost entries before they were read goes on (default: exit 2, naming them).
     `stream_iris[i]`: the IRI stream path i is bound to (`--stream IRI=PATH`; windowed FROM STREAM
     <IRI> reads it)."""
-    started = time.time()
-    check_run(doc, stream_paths, follow, ingest)
-    log = bad_row_log if bad_row_log is not None else BadRowLog(bad_rows)
-    lock = (resume(checkpoint, stream_paths, follow, doc, background=background, t0=t0,
-                   lateness_ms=lateness_ms) if checkpoint is not None else None)
+
+    doc: Document
+    stream_paths: tuple[str, ...]
+    background: Background | None = None
+    settings: RunSettings = RunSettings()
+    master: str | None = None
+    spark: SparkSession | None = None
+    buckets: int | None = None  # default: the session's shuffle partitions
+    checkpoint: str | None = None
+    follow: bool = False
+    on_rows: Callable[[list[QueryResult]], None] | None = None
+    stop: Callable[[], bool] | None = None
+    ingest: str = "auto"
+    max_files_per_trigger: int | None = None
+    join_order: str = "adaptive"
+    bad_rows: str | None = None
+    bad_row_log: BadRowLog | None = None
+    progress: bool = True
+    accept_gaps: bool = False
+    stream_iris: tuple[str | None, ...] = ()
+
+    @staticmethod
+    def of(doc: Document, stream_paths: list[str], background: Any = None, **options: Any) -> "SparkRun":
+        """A request from keyword options, as `tefq.spark.run` takes them: t0, lateness_ms,
+        max_ticks and idle_ms make its RunSettings; `background` (a file, an rdflib graph or a
+        Background) is read here, once."""
+        settings = RunSettings(**{k: options.pop(k) for k in SETTINGS if k in options})
+        return SparkRun(doc, tuple(stream_paths), as_background(background), settings, **options)
+
+    def options(self, log: BadRowLog) -> RunOptions:
+        """What every plan of the run shares."""
+        return RunOptions(self.settings, self.max_files_per_trigger, log.directory, self.progress, self.background,
+                          self.join_order, accept_gaps=self.accept_gaps, stream_iris=tuple(self.stream_iris))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run made ready (`prepared`): its session, work directory, shared options and bad-row log."""
+
+    spark: SparkSession
+    workdir: str
+    options: RunOptions
+    log: BadRowLog
+
+    def buckets(self, request: SparkRun) -> int:
+        return request.buckets or max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions")))
+
+
+@contextmanager
+def prepared(r: SparkRun) -> Iterator[Prepared]:
+    """What every Spark run does before and after its plans run: refuse what it cannot do (before
+    Spark starts), open the checkpoint (or a temporary work directory), start or take the session,
+    and at the end close the log and the checkpoint's lock and remove the temporary directory."""
+    paths = list(r.stream_paths)
+    check_run(r.doc, paths, r.follow, r.ingest)
+    log = r.bad_row_log if r.bad_row_log is not None else BadRowLog(r.bad_rows)
+    lock = (resume(r.checkpoint, paths, r.follow, r.doc, background=r.background, settings=r.settings)
+            if r.checkpoint is not None else None)
     tmp = None
     try:
-        opts = RunOptions(t0, lateness_ms, max_files_per_trigger, log.directory, progress, rdflib_triples(background),
-                          StreamLimits(max_ticks, idle_ms=idle_ms, stream_iris=tuple(stream_iris)), join_order,
-                          accept_gaps=accept_gaps)
-        if spark is None:
-            say(progress, starting_line(master))
-            spark = get_session(master)
-        say(progress, "planning")
-        plans = plan_document(doc, buckets or max(1, int(spark.conf.get("spark.sql.shuffle.partitions"))))
-        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if checkpoint is None else None
-        workdir = tmp or checkpoint
-        if follow:
-            results, metrics = run_followed(spark, doc, plans, stream_paths, workdir, opts, on_rows, stop, log)
-        else:
-            results, metrics = run_to_end(spark, doc, plans, stream_paths, workdir, opts, ingest, log)
-            if checkpoint is not None:
-                mark_finished(checkpoint, file_inputs(stream_paths))
-        metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), stream_paths)
-        found_in_spark = metrics.extra.get("bad_rows", 0) + redis_bad_entries(stream_paths, log.directory)
-        metrics.extra["bad_rows"] = counted(log, found_in_spark)
-        return run_result(doc, results, metrics, started)
+        spark = r.spark if r.spark is not None else started_session(r.master, r.progress)
+        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if r.checkpoint is None else None
+        yield Prepared(spark, tmp or r.checkpoint, r.options(log), log)
     finally:
-        if bad_row_log is None:
+        if r.bad_row_log is None:
             log.close()
         if lock is not None:
             lock.close()
@@ -185,13 +204,55 @@ def run(doc: Document, stream_paths: list[str], background=None, *, t0: int = 0,
             cleanup.unregister(tmp)
 
 
+def run(request: SparkRun) -> RunResult:
+    """Run every query of the request's document on Spark over its streams; the rows are the
+    oracle's rows."""
+    started, r, paths = time.time(), request, list(request.stream_paths)
+    with prepared(r) as p:
+        say(r.progress, "planning")
+        plans = plan_document(r.doc, p.buckets(r))
+        if r.follow:
+            results, metrics = run_followed(p.spark, r.doc, plans, paths, p.workdir, p.options, r.on_rows, r.stop,
+                                            p.log)
+        else:
+            results, metrics = run_to_end(p.spark, r.doc, plans, paths, p.workdir, p.options, r.ingest, p.log)
+            if r.checkpoint is not None:
+                mark_finished(r.checkpoint, file_inputs(paths))
+        metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), paths)
+        found_in_spark = metrics.extra.get("bad_rows", 0) + redis_bad_entries(paths, p.log.directory)
+        metrics.extra["bad_rows"] = counted(p.log, found_in_spark)
+        return run_result(r.doc, results, metrics, started)
+
+
+def run_fact_table(request: SparkRun, every_ms: int,
+                   on_facts: Callable[[FactCollector], None] | None = None) -> FactCollector | dict:
+    """The fact table of the request's document on Spark (`planning.fact.plan_fact_table`, its
+    intervals final every `every_ms` of event time), through the same preparation and drivers as
+    `run`: bounded, the table's records decoded (a FactCollector); with `follow`, each poll's
+    records handed to `on_facts` until stopped (returns the metrics). The caller checked that the
+    fact operator runs the document's facts (a plan, not a refusal)."""
+    r, paths = request, list(request.stream_paths)
+    with prepared(r) as p:
+        plan, table = plan_fact_table(r.doc, p.buckets(r), every_ms), replace(p.options, facts=True)
+        if r.follow:
+            return follow_plans(p.spark, r.doc, [plan], paths, p.workdir, table, on_rows=None, stop=r.stop,
+                                log=p.log, on_facts=on_facts)[1]
+        run_to_end(p.spark, r.doc, [plan], paths, p.workdir, table, r.ingest, p.log)
+        return collect_facts(plan, sink_dir(p.workdir, plan))
+
+
+def started_session(master: str | None, progress: bool) -> SparkSession:
+    say(progress, starting_line(master))
+    return get_session(master)
+
+
 def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str) -> None:
     """Refuse (exit 2) what a run cannot do, before Spark starts."""
     if not stream_paths:
         raise TefqError("no --stream given")
-    if follow and any(isinstance(q, WindowedQuery) for q in doc.queries):
-        raise TefqError("--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; "
-                        "run them bounded", file="--follow")
+    refusal = follow_refusal(doc) if follow else None
+    if refusal is not None:
+        raise TefqError(refusal, file="--follow")
     refuse_colons(file_inputs(stream_paths))
     if ingest not in INGEST_CHOICES:
         raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",
@@ -268,8 +329,6 @@ def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                  run: RunOptions, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
     """--follow: every plan unbounded until stopped (tefq.spark.runtime.follow)."""
-    from tefq.spark.runtime.follow import follow_plans
-
     results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop, log=log)
     metrics = fill_metrics(m, Metrics())
     metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
@@ -297,12 +356,13 @@ def refuse_colons(stream_paths: list[str]) -> None:
 def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> tuple[list[QueryResult], Metrics]:
     """Every plan's results, and the run's metrics: those of the first fact query (every query reads
     the same input and the facts are shared), its `ticks` summed over the aggregate queries
-    (docs/semantics.md, as the oracle counts them), plus the windowed pipeline's."""
+    (docs/semantics.md, as the oracle counts them), plus those a shape adds itself (the windowed plan's)."""
     results, metrics, first = [], Metrics(), True
     for plan, qrs, m in runs:
         results.extend(qrs)
-        if isinstance(plan, WindowedPlan):
-            add_windowed_metrics(m, qrs, metrics)
+        own = shape_of(plan).run_metrics
+        if own is not None:  # a shape that adds its sink metrics itself (the windowed plan's)
+            own(m, qrs, metrics)
             continue
         if first:
             fill_metrics(m, metrics)
@@ -311,25 +371,3 @@ def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> t
             metrics.ticks += int(m.get("ticks", 0))
         metrics.rows_out += sum(len(r.rows) for r in qrs)
     return results, metrics
-
-
-def fill_metrics(m: dict, metrics: Metrics) -> Metrics:
-    """The run's metrics (filled in) from the first fact query's sink metrics."""
-    m["events_in"] = m.get("events_in", 0) - m.get("duplicates", 0)  # a stream is a set
-    for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "late_events", "ticks"):
-        setattr(metrics, k, int(m.get(k, 0)))
-    metrics.extra["bad_rows"] = int(m.get("bad_rows", 0))
-    metrics.extra["duplicates"] = int(m.get("duplicates", 0))  # equal elements at one time, applied once
-    metrics.extra["micro_batches"] = m.get("micro_batches", [])
-    if "state_by_batch" in m:  # a follow run's state size per micro-batch (runtime/follow.SinkTail)
-        metrics.extra["state_by_batch"] = m["state_by_batch"]
-    metrics.extra["collect_seconds"] = m.get("collect_seconds")
-    metrics.extra["ingest"] = m.get("ingest", "rows")
-    metrics.extra["state_bytes_per_open_fact"] = m.get("state_bytes_per_open_fact")
-    metrics.extra["late_by_index"] = late_by_index(m)
-    return metrics
-
-
-def late_by_index(m: dict) -> dict[int, int]:
-    """Late elements per input stream index, from a sink's `late_stream.<i>` metrics."""
-    return {int(k.split(".", 1)[1]): int(v) for k, v in m.items() if k.startswith("late_stream.")}

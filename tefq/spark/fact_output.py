@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tefq.spark.kernels.intervals import OPEN
-from tefq.spark.operators.base import StreamLimits
+from tefq.spark.operators.base import StreamSettings
 from tefq.spark.output import TERMS, data_record, read_record
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 FACTS = "facts"  # sink record kind: intervals of one fact (a FactIntervals)
 OPEN_FACTS = "open_facts"  # a bucket's facts open at its last reported tick (an OpenSnapshot)
@@ -72,11 +72,11 @@ def is_fact_record(kind: str) -> bool:
     return kind in (FACTS, OPEN_FACTS)
 
 
-def wants_open_snapshots(facts: bool, limits: RunLimits) -> bool:
+def wants_open_snapshots(facts: bool, settings: RunSettings) -> bool:
     """Open snapshots are for a live run's fact table: facts asked for, and an input without an
-    end (`StreamLimits.batches` None: `runtime/inputs.stream_limits` under --follow). A bounded
+    end (`StreamSettings.batches` None: `runtime/inputs.stream_settings` under --follow). A bounded
     run emits its open facts once, at the end."""
-    return facts and isinstance(limits, StreamLimits) and any(n is None for n in limits.batches)
+    return facts and isinstance(settings, StreamSettings) and any(n is None for n in settings.batches)
 
 
 def _decoded(table: dict, codes: np.ndarray, start: np.ndarray, end: np.ndarray, terms: dict[int, str]) -> None:

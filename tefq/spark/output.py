@@ -10,9 +10,9 @@ every record of the sink to a `Collector`, which formats the cells with the orac
 Every record is `(kind string, tick long, payload binary)`: `RECORD_SCHEMA`; every payload is
 written and read back by runtime/codec, checked against the type its kind holds (`read_record`:
 a sink is a file that a checkpoint keeps, so what it holds must never run). The windowed operator's
-rows are columnar records of their own (tefq.spark.windowed_output: `WindowedCollector`). A plan
-with records of its own (the general plan) names its collector (`plan.collector()`:
-tefq.spark.kernels.general.collector).
+rows are columnar records of their own (tefq.spark.windowed_output: `WindowedCollector`), the
+general plan's too (tefq.spark.kernels.general.collector); each plan's shape names its collector
+(tefq.spark.shapes.collector_of).
 """
 from __future__ import annotations
 
@@ -24,8 +24,12 @@ from typing import Any, Iterator
 import numpy as np
 
 from tefq.plan.logical import Call, Expr, Var
-from tefq.results import QueryResult, Row
+from tefq.results import QueryResult, Row, order_key
+from tefq.semantics.expressions import EvalError, evaluate, filters_pass
+from tefq.semantics.values import to_term
+from tefq.spark.kernels.exact import rounded
 from tefq.spark.runtime.codec import decode, decode_json, encode, encode_json
+from tefq.terms import XSD_DOUBLE, XSD_INTEGER
 
 RECORD_SCHEMA = "kind string, tick long, payload binary"
 ROWS, TERMS = "nrows", "terms"
@@ -62,12 +66,10 @@ class NumericRows:
 
 
 def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -> NumericRows:
-    """The buckets' partial rows of a merging routing (planning/fact.Routing.merge) added per
+    """The buckets' partial rows of a merging routing (planning/fact.FactRouting.merge) added per
     (tick, group): COUNT and COUNT DISTINCT of the split key add (its values are disjoint across
     buckets); duration sums add as exact limbs and are rounded once (`kernels.exact.rounded`, the
     oracle's fsum); AVG is that sum over the added counts."""
-    from tefq.spark.kernels.exact import rounded
-
     if not len(rows):
         return rows
     # one lexsort by (tick, group codes), then a sum over each run of equal keys
@@ -144,17 +146,6 @@ class Collector:
     metrics: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    @staticmethod
-    def of(plan) -> "Collector":
-        """The collector of a plan's records (any plan kind: what it has of group variables,
-        projections and partial aggregates; a general plan's: `GeneralCollector`)."""
-        if hasattr(plan, "collector"):  # a plan with its own records (planning/general.GeneralPlan)
-            return plan.collector()
-        routing = getattr(plan, "routing", None)
-        merge = tuple((a.alias, a.op) for a in plan.aggregates) if routing is not None and routing.merge else ()
-        return Collector(getattr(plan, "group_vars", ()), getattr(plan, "projections", ()), merge,
-                         getattr(plan, "having", ()), getattr(plan, "query", ""), getattr(plan, "columns", ()))
-
     def add(self, kind: str, tick: int, payload: bytes) -> None:
         if kind == ROWS:
             self.numeric.append(read_record(kind, payload, NumericRows))
@@ -178,8 +169,6 @@ class Collector:
         """Every row in the result order (`QueryResult.sorted_rows`). Numeric rows are sorted as
         arrays: each column's distinct cells are ranked once by `order_key`, then one lexsort."""
         if self.ready or not self.numeric:
-            from tefq.results import order_key
-
             return sorted(self.rows(), key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
         return format_rows(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
 
@@ -210,8 +199,6 @@ class Collector:
 
 
 def _to_term(v) -> str | None:
-    from tefq.semantics.values import to_term
-
     return None if v is None else to_term(v)
 
 
@@ -258,8 +245,6 @@ class _Column:
 
 def cell_ranks(cells: list) -> np.ndarray:
     """Per distinct cell, the rank of its `order_key` among them (equal keys, equal rank)."""
-    from tefq.results import order_key
-
     keys = [order_key(c) for c in cells]
     rank = np.zeros(len(keys), dtype=np.int64)
     r, prev = -1, None
@@ -278,8 +263,6 @@ def number_terms(uniq: np.ndarray) -> list[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tefq.semantics.values import to_term
-    from tefq.terms import XSD_DOUBLE, XSD_INTEGER
 
     lexical = pc.cast(pa.array(uniq), pa.string())
     datatype = XSD_INTEGER if _is_int(uniq) else XSD_DOUBLE
@@ -356,8 +339,6 @@ def paused_gc() -> Iterator[None]:
 
 
 def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:
-    from tefq.semantics.expressions import EvalError, evaluate
-
     plain = _plain(e)
     col = []
     for env in _row_envs(rows, terms, group_vars):
@@ -372,8 +353,6 @@ def having_kept(rows: NumericRows, having: tuple[Expr, ...], terms: dict[int, st
                 group_vars: tuple[str, ...]) -> NumericRows:
     """The rows whose group meets every HAVING constraint (spec §4; an error is false, as in a
     FILTER), evaluated with the oracle's semantics."""
-    from tefq.semantics.expressions import filters_pass
-
     plain = [_plain(e) for e in having]
     keep = np.fromiter((filters_pass(plain, env) for env in _row_envs(rows, terms, group_vars)), bool, len(rows))
     return rows if keep.all() else rows.take(np.nonzero(keep)[0])

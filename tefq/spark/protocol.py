@@ -15,9 +15,7 @@ from enum import IntEnum
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import functions as F
 
-from tefq.errors import TefqError
 from tefq.spark.kernels.intervals import SINCE as EVENT_SINCE, UNTIL as EVENT_UNTIL
 
 
@@ -326,17 +324,3 @@ def read_heartbeats(pdf: pd.DataFrame, kinds: np.ndarray) -> Heartbeats | None:
     for s, h in zip(streams[ranged].tolist(), his[ranged].tolist()):
         latest[s] = max(latest.get(s, h), h)
     return Heartbeats(lo, hi, int(elements.sum()), int(pdf[HB_BAD].to_numpy()[at].sum()), latest)
-
-
-def file_hash(path: "F.Column", stream: "int | F.Column", mtime: "F.Column | None" = None) -> "F.Column":
-    """Column `fh`: the input stream in the top bits (STREAM_SHIFT), the file's modification time
-    (`mtime`, a timestamp: `_metadata.file_modification_time`; none: 0) and its path's xxhash64."""
-    if isinstance(stream, int):
-        if not 0 <= stream <= MAX_STREAMS:
-            raise TefqError(f"at most {MAX_STREAMS + 1} --stream inputs on Spark", file="--stream")
-        stream = F.lit(stream)
-    top = F.shiftleft(stream.cast("long"), STREAM_SHIFT)
-    fh = F.xxhash64(path).bitwiseAND(F.lit(PATH_HASH_MASK)).bitwiseOR(top)
-    if mtime is None:
-        return fh
-    return fh.bitwiseOR(F.shiftleft(F.unix_millis(mtime).bitwiseAND(F.lit(MTIME_MASK)), MTIME_SHIFT))

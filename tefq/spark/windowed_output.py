@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from tefq.oracle.windowed.runner import canonical_cell
 from tefq.results import QueryResult, Row, order_key
 from tefq.spark.output import METRIC, METRICS, data_record, paused_gc, read_record
 
@@ -45,8 +46,6 @@ def windowed_rows_kind(query: int) -> str:
 def coded_rows(reports: Sequence) -> CodedRows:
     """Reports (`tefq.spark.kernels.windowed.windowed.Report`: a tick and its rows, cells as SPARQL gave
     them) dictionary-encoded per column, each distinct cell made canonical once."""
-    from tefq.oracle.windowed.runner import canonical_cell
-
     rows = [row for r in reports for row in r.rows]
     ticks = np.repeat(np.array([r.tick for r in reports], np.int64), [len(r.rows) for r in reports])
     width = len(rows[0]) if rows else 0

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 
 from tefq.errors import TefqError
+from tefq.errors import Span
 
 MAX_NESTING = 64
 RECURSION_LIMIT = 12_000  # Python frames: MAX_NESTING levels of rdflib's parser and algebra, with room
@@ -66,7 +67,6 @@ def check_depth(document: object, file: str | None, source: str) -> None:
     recurses over it. Walked without recursion."""
     import dataclasses
 
-    from tefq.errors import Span
 
     stack: list[tuple[object, int, Span]] = [(document, 0, Span())]
     while stack:

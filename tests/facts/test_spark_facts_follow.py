@@ -15,12 +15,12 @@ import pytest
 
 from tefq.cli import run_command
 from tefq.facts.live import LiveFactWriter, open_snapshot_path
-from tefq.facts.spark import table_plan
 from tefq.io.stream_writers import write_stream
 from tefq.spark.fact_output import FactCollector, OPEN_FACTS, facts_record, open_facts_record
-from tefq.spark.operators.base import StreamLimits
+from tefq.spark.operators.base import StreamSettings
 from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.output import terms_record
+from tefq.spark.planning.fact import plan_fact_table as table_plan
 from tests.support import spark_docs as sd
 from tests.support.fact_harness import batch_of, fact_rows
 from tests.support.fact_streams import IPTV, UC3, complete_lines, uc3_events
@@ -100,12 +100,12 @@ def test_follow_refuses_parquet_directories_the_oracle_and_plots(tmp_path, capsy
         assert message in capsys.readouterr().err
 
 
-def fed(plan, batches: list[list[tuple]], limits: StreamLimits) -> list[list[tuple]]:
+def fed(plan, batches: list[list[tuple]], settings: StreamSettings) -> list[list[tuple]]:
     """The records the fact operator (one bucket) emits per micro-batch over `batches`, each
     followed by its heartbeat as the mapper sends it; no end of input."""
     from tefq.spark.protocol import HEARTBEAT
 
-    op = make_fact_operator(plan, 0, 0, limits, facts=True)
+    op = make_fact_operator(plan, settings, facts=True)
     state, out, offset = FakeState(), [], 0
     for part in batches:
         beat = dict(k=HEARTBEAT, fact=0, ts=min(e[0] for e in part), o=max(e[0] for e in part), f=len(part), e=0,
@@ -124,14 +124,14 @@ def test_a_live_run_emits_its_open_snapshots_a_bounded_one_does_not():
     batches = [[(1000, u1, j, c1), (2500, u2, j, c1)], [(3000, u1, q, c1), (9000, u3, j, c2)]]
     facts = FactCollector(tuple(f.name for f in plan.facts))
     snapshots = []
-    for records in fed(plan, batches, StreamLimits(batches=(None,), idle_ms=0)):
+    for records in fed(plan, batches, StreamSettings(batches=(None,), idle_ms=0)):
         for kind, tick, payload in records:
             facts.add(kind, tick, payload)
         snapshots.append(facts.open_snapshots()[0]["UserFact"])
     assert snapshots[0] == {(u1, c1): [(1000, float("inf"))]}  # u2 at 2500: after the last final tick (2000)
     assert snapshots[1] == {(u2, c1): [(2500, float("inf"))]}  # u3 at 9000: after tick 8000
     assert facts.intervals()["UserFact"] == {(u1, c1): [(1000, 3000)]}
-    bounded = fed(plan, batches, StreamLimits(batches=(2,)))
+    bounded = fed(plan, batches, StreamSettings(batches=(2,)))
     assert not [r for records in bounded for r in records if r[0] == OPEN_FACTS]
 
 

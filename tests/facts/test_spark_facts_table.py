@@ -4,17 +4,18 @@ allowed lateness, several micro-batches), and on real Spark over small generated
 `--at` over Spark's fact table equals the rows of a full run at those ticks."""
 from __future__ import annotations
 
-
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.facts.as_of import as_of_spark, as_of_stream
-from tefq.facts.spark import collected_store, spark_fact_table, table_plan
+from tefq.facts.spark import collected_store, spark_fact_table
 from tefq.facts.table import fact_table, store_rows
 from tefq.io.stream_writers import write_stream
 from tefq.spark.fact_output import FactCollector
 from tefq.spark.operators.fact import make_fact_operator
+from tefq.spark.planning.fact import plan_fact_table as table_plan
 from tefq.spark.runtime.fact_buckets import route_batch
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.fact_harness import batch_of, feed, uc3_streams  # the derived-fact tests' harness
 from tests.support.operator_harness import FakeState
@@ -27,7 +28,7 @@ def operator_table(doc, elements, batch_sizes: list[int], lateness: int = 0, buc
     in micro-batches of `batch_sizes` without Spark, routed to the plan's buckets (each its own
     state) as Spark's groupBy(bucket) would call them."""
     plan = table_plan(doc, buckets)
-    op = make_fact_operator(plan, 0, lateness, facts=True)
+    op = make_fact_operator(plan, RunSettings(0, lateness), facts=True)
     states, facts = [FakeState() for _ in range(plan.buckets)], FactCollector(tuple(f.name for f in plan.facts))
 
     def call(recs: list[dict]) -> None:

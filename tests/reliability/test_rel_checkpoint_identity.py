@@ -12,6 +12,7 @@ import pytest
 import tefq
 from tefq.errors import TefqError
 from tefq.spark.runtime.checkpoint import resume
+from tefq.vocabulary import RunSettings
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.reliability]
@@ -38,8 +39,8 @@ def stream_dir(tmp_path) -> str:
     return str(d)
 
 
-def opened(ck: str, text: str, streams: list[str], **options) -> None:
-    resume(ck, streams, False, doc(text), **options).close()
+def opened(ck: str, text: str, streams: list[str], **settings) -> None:
+    resume(ck, streams, False, doc(text), settings=RunSettings(**settings)).close()
 
 
 def first_run(ck: str, streams: list[str]) -> None:

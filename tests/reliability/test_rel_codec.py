@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tefq.errors import TefqError, failure_message, is_refusal
+from tefq.errors import REFUSAL, TefqError, WorkerFailure, failure_message, is_refusal
 from tefq.spark.fact_output import FactIntervals, OpenSnapshot
 from tefq.spark.kernels.intervals import Events, Intervals
 from tefq.spark.operators.current import CurrentState
@@ -205,8 +205,9 @@ def test_the_cli_exits_2_on_a_worker_refusal(monkeypatch, capsys) -> None:
     from tefq import cli
 
     def refuse(args) -> int:
-        raise RuntimeError("Py4JJavaError ...\nTEFQ_WORKER_REFUSAL: the operator state in this checkpoint is not "
-                           "data tefq wrote: x: use a fresh --checkpoint\n\tat org.apache...")
+        record = WorkerFailure(REFUSAL, {"message": "the operator state in this checkpoint is not data tefq wrote: "
+                                                    "x: use a fresh --checkpoint"})
+        raise RuntimeError(f"Py4JJavaError ...\n{record.error()}\n\tat org.apache...")
 
     parser = cli.build_parser()
     monkeypatch.setattr(cli, "build_parser", lambda: parser)

@@ -125,7 +125,7 @@ def test_a_second_sigterm_stops_a_real_follow_run_with_143(tmp_path) -> None:
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert p.stderr is not None
     for line in p.stderr:  # the first micro-batch is committed: the query is running
-        if "batch 0" in line:
+        if "micro-batch 1:" in line:
             break
     p.send_signal(signal.SIGTERM)
     time.sleep(0.2)

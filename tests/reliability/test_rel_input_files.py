@@ -119,7 +119,7 @@ def test_follow_stops_with_exit_2_when_a_read_file_grows(tmp_path) -> None:
     assert p.stderr is not None
     try:
         for line in p.stderr:  # the first micro-batch is committed: the file was read
-            if "batch 0" in line:
+            if "micro-batch 1:" in line:
                 break
         with open(d / "00.tsv", "a") as fh:
             fh.write(rows(50, 10))

@@ -47,7 +47,7 @@ def spark_verdicts(path: str, bad_dir: str) -> tuple[int, list[tuple[int, str]]]
     """The same, from a Spark run of UC1 with --bad-rows: rows read = events_in (+ the duplicate
     elements, applied once); the bad-rows count in the metrics must equal the records."""
     from tefq.api import load
-    from tefq.spark.engine import run
+    from tefq.spark import run
     from tefq.spark.runtime.session import get_session
 
     spark = get_session("local[2]")
@@ -104,7 +104,7 @@ def test_every_kind_has_a_case() -> None:
 
 def strict_spark(path: str) -> None:
     from tefq.api import load
-    from tefq.spark.engine import run
+    from tefq.spark import run
     from tefq.spark.runtime.session import get_session
 
     run(load(UC1).document(), [path], spark=get_session("local[2]"), buckets=2, progress=False)

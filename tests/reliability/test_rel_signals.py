@@ -14,10 +14,15 @@ from tests.support.paths import ROOT
 pytestmark = pytest.mark.reliability
 
 UC1 = os.path.join(ROOT, "usecases", "uc1.tef")
-# A run of tefq's main() with one scratch directory registered the way the Spark engine will.
+# A run of tefq's main() with one scratch directory registered the way the Spark engine will;
+# an audit hook says when main() first lists the stream's folder: the run is under way.
 RUNNER = ("import sys, tempfile; from tefq import cleanup; "
           "d = cleanup.register(tempfile.mkdtemp(prefix='tefq-signal-test-')); "
           "print('scratch', d, file=sys.stderr, flush=True); "
+          "said = []; "
+          "hook = lambda ev, args: ev == 'os.scandir' and str(args[0]).endswith('log') and not said "
+          "and (said.append(1) or print('reading', file=sys.stderr, flush=True)); "
+          "sys.addaudithook(hook); "
           "sys.argv = ['tefq'] + sys.argv[1:]; from tefq.cli import main; main()")
 
 
@@ -41,10 +46,10 @@ def test_signal_mid_run(big_stream, tmp_path, sig, code, words) -> None:
                           "--out", str(tmp_path / "out.csv")],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     scratch = ""
-    for line in p.stderr:  # wait until the query is loaded: the run is under way
+    for line in p.stderr:  # wait until the stream is listed: the run is under way
         if line.startswith("scratch "):
             scratch = line.split(" ", 1)[1].strip()
-        if "warning: duration" in line:
+        if line.startswith("reading"):
             break
     assert os.path.isdir(scratch)
     p.send_signal(sig)

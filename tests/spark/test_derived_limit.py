@@ -13,8 +13,8 @@ from tefq.iptv.generator import IptvConfig
 from tefq.iptv.writer import generate
 from tefq.oracle import run
 from tefq.spark.derived_limit import single_pass
-from tefq.spark.output import Collector
-from tefq.spark.planning import plan_document
+
+from tefq.spark.shapes import collector_of, plan_document
 from tests.support import spark_docs as sd
 
 
@@ -25,7 +25,7 @@ def test_single_pass_gives_the_oracles_rows_and_facts(tmp_path):
     doc = sd.uc3(60_000)
     (plan,) = plan_document(doc, 1)
     counts, records = single_pass(plan, table)
-    col = Collector.of(plan)
+    col = collector_of(plan)
     for record in records:
         col.add(*record)
     elements = list(zip(*(table.column(c).to_pylist() for c in ("ts", "s", "p", "o"))))

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from tefq.io.arrival import Arrival
-from tefq.io.run_inputs import StagedStreams
+from tefq.io.run_inputs import RunInputs
 from tefq.io.stream_writers import write_stream
 from tefq.oracle import run as oracle_run
 from tefq.oracle.late import EventTime, late_by_stream
@@ -48,7 +48,7 @@ def write_files(directory: str, name: str, chunks: list[list]) -> str:
 
 
 def on_oracle(doc, paths: list[str], lateness_ms: int | None):
-    elements, arrival = StagedStreams(list(paths)).read_all()
+    elements, arrival = RunInputs(list(paths)).read_all()
     return oracle_run(doc, elements, None, 0, lateness_ms=lateness_ms, arrival=arrival)
 
 
@@ -158,19 +158,19 @@ def test_spark_live_uc3_guide_ahead_loses_nothing(spark):
 def test_spark_stream_clock_ends_bounded_streams_and_idles_live_ones():
     """The operator's rule (no Spark): a bounded stream ends after its micro-batches, a live one
     is idle after the idle timeout without a delivery (one that never delivered: since the start)."""
-    from tefq.spark.operators.base import StreamClock, StreamLimits
+    from tefq.spark.operators.base import StreamClock, StreamSettings
 
     clock = StreamClock(now=0.0)
     clock.see({0: 5000, 1: HOUR}, now=0.0)
-    bounded = StreamLimits(batches=(1, 3))
+    bounded = StreamSettings(batches=(1, 3))
     assert clock.event_time(bounded, batches=1, now=0.0) == HOUR  # stream 0 read its one batch: ended
     assert StreamClock(0.0).event_time(bounded, batches=0, now=0.0) is None  # nothing read yet
-    live = StreamLimits(batches=(None, None, None), idle_ms=10_000)
+    live = StreamSettings(batches=(None, None, None), idle_ms=10_000)
     assert clock.event_time(live, batches=1, now=5.0) is None  # stream 2 never delivered, not idle yet
     assert clock.event_time(live, batches=1, now=11.0) == HOUR  # 0, 1 and 2 silent 11 s: none active
     clock.see({0: 6000}, now=11.0)
     assert clock.event_time(live, batches=2, now=12.0) == 6000  # 0 delivered again: active again
-    never = StreamLimits(batches=(None, None, None), idle_ms=0)
+    never = StreamSettings(batches=(None, None, None), idle_ms=0)
     assert clock.event_time(never, batches=2, now=1e6) is None  # 0: a silent stream holds everything back
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from tefq.analysis import bind_text, load
-from tefq.io.run_inputs import StagedStreams
+from tefq.io.run_inputs import RunInputs
 from tefq.io.stream_writers import write_stream
 from tefq.oracle import run_document
 from tests.support.oracle_docs import synthetic_iptv
@@ -61,7 +61,7 @@ def even_cuts(n: int, files: int) -> list[int]:
 
 
 def check(spark, doc, paths: list[str], **kw) -> None:
-    elements, _ = StagedStreams(list(paths)).read_all()
+    elements, _ = RunInputs(list(paths)).read_all()
     want = run_document(doc, elements)  # every element applied, in (t, stream order)
     got = run_spark(spark, doc, paths, lateness_ms=0, **kw)
     assert got.metrics.late_events == 0

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.spark
 
 
 def _spark_rows(spark, doc, elements, stream_dir) -> dict:
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     stream_dir.mkdir()
     write_stream(elements, str(stream_dir / "part-000.tsv"), "tsv")

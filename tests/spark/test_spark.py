@@ -88,7 +88,7 @@ def test_sigkill_and_restart_from_checkpoint(spark, tmp_path):
 CLUSTER = """
 import json
 from tests.support import spark_docs as sd
-from tefq.spark.engine import run
+from tefq.spark import run
 for ingest in {ingests!r}:  # one local cluster (its start-up is most of the time), each ingestion path
     r = run(sd.uc1(3000), [{path!r}], master="local-cluster[2,1,1024]", max_files_per_trigger=2, progress=False,
             ingest=ingest)

@@ -119,7 +119,8 @@ def test_auto_takes_direct_for_file_inputs(spark, tmp_path):
     assert all(r.results[0].rows == want for r in runs)
     from tefq.analysis import load
 
-    from tefq.spark.planning import FallbackPlan, plan_document
+    from tefq.spark.planning.fallback import FallbackPlan
+    from tefq.spark.shapes import plan_document
     from tefq.spark.runtime.ingest import choose_ingest
 
     windowed = load(os.path.join(ROOT, "usecases", "uc1_csparql.rspql"))
@@ -133,7 +134,7 @@ def test_auto_takes_direct_for_file_inputs(spark, tmp_path):
 
 def test_explain_physical_names_the_ingestion():
     from tefq.analysis import load
-    from tefq.spark.planning import explain_physical
+    from tefq.spark.shapes import explain_physical
 
     windowed = load(os.path.join(ROOT, "usecases", "uc1_csparql.rspql"))
     assert "Ingestion (--ingest auto): direct when every --stream holds Parquet files" in explain_physical(windowed)

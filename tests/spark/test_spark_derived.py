@@ -17,9 +17,10 @@ from tefq.spark.kernels.exact import limb_sums, rounded
 from tefq.spark.kernels.intervals import OPEN
 from tefq.spark.kernels.joins import Relation, coalesce, derive, interval_join
 from tefq.spark.operators.fact import make_fact_operator
-from tefq.spark.output import Collector
-from tefq.spark.planning import FallbackPlan, explain_physical, plan_document
 from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.planning.fallback import FallbackPlan
+from tefq.spark.shapes import collector_of, explain_physical, plan_document
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.fact_harness import (IPTV, feed, oracle, summed_metrics, uc3_streams, uc3_variant,
                                         uc3_with_shared_trigger)
@@ -126,9 +127,9 @@ def test_limb_sums_round_like_math_fsum(pairs):
 def drive(doc, elements, batch_sizes: list[int], lateness: int = 0):
     (plan,) = plan_document(doc, 4)
     assert isinstance(plan, FactAggregatePlan)
-    op = make_fact_operator(plan, 0, lateness)
+    op = make_fact_operator(plan, RunSettings(0, lateness))
     state = FakeState()
-    col = Collector.of(plan)
+    col = collector_of(plan)
     arity = max(len(f.identity) for f in plan.event_facts)
     nterms = max([len(f.terms) for f in plan.event_facts] + [0])
     cols = ["k", "fact", "ts", "o", "f", "e", "n"] + [f"v{i}" for i in range(arity)] + \
@@ -237,7 +238,7 @@ def generated_uc3(tmp_path, nfiles: int) -> tuple[str, list]:
 def test_spark_uc3_on_generated_data_equals_the_oracle(spark, tmp_path):
     """UC3 with the shared `join` trigger (the exploding projection; plain UC3 on Spark is in
     tests/spark/test_spark.py) over generated IPTV data, one file per micro-batch."""
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     path, elements = generated_uc3(tmp_path, 2)
     doc = uc3_with_shared_trigger(60_000)

@@ -11,11 +11,12 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.spark.operators.fact import make_fact_operator
-from tefq.spark.output import Collector, read_record
-from tefq.spark.planning import explain_physical, plan_document
+from tefq.spark.output import read_record
 from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.spark.protocol import HEARTBEAT, SINCE, UNTIL
 from tefq.spark.runtime.fact_buckets import route_batch
+from tefq.spark.shapes import collector_of, explain_physical, plan_document
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.fact_harness import (IPTV, batch_of, columns, feed, oracle, summed_metrics, uc3_streams,
                                         uc3_variant, uc3_with_shared_trigger)
@@ -27,9 +28,9 @@ def drive_buckets(doc, elements, batch_sizes: list[int], offered: int, lateness:
     each bucket its own operator state, as Spark's groupBy(bucket) would call them."""
     (plan,) = plan_document(doc, offered)
     assert isinstance(plan, FactAggregatePlan)
-    op = make_fact_operator(plan, 0, lateness)
+    op = make_fact_operator(plan, RunSettings(0, lateness))
     states = [FakeState() for _ in range(plan.buckets)]
-    col = Collector.of(plan)
+    col = collector_of(plan)
     warnings: list[str] = []
 
     def call(recs: list[dict]) -> None:

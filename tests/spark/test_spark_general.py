@@ -13,7 +13,8 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from tefq.spark.planning import GeneralPlan, explain_physical, plan_document
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.shapes import explain_physical, plan_document
 from tests.support.general_shapes import PROGRAMS, SHAPES, document, iri, oracle_rows, streams
 from tests.support.general_spark import (EXAMPLES, ISSUE_SHAPES, SPARK_SETTINGS, background_file,
                                          check_against_the_oracle, oracle_metrics, spark_rows)
@@ -123,7 +124,7 @@ def test_follow_reports_the_ticks_the_event_time_passed(spark, tmp_path):
     d = tmp_path / "in"
     d.mkdir()
     from tefq.io.stream_writers import write_stream
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     write_stream(first, str(d / "part-0000.tsv"), fmt="tsv")
     seen: list = []

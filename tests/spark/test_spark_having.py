@@ -7,7 +7,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, GeneralPlan, plan_document
+from tefq.spark.planning.current import CurrentAggregatePlan
+from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.planning.fallback import FallbackPlan
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.shapes import plan_document
 from tests.support.general_shapes import (HAVING_SHAPES, PROGRAMS, SHAPES, USER_FACT, agg, document, oracle_rows,
                                           streams)
 from tests.support.general_spark import SPARK_SETTINGS, spark_rows

@@ -18,9 +18,10 @@ pytestmark = pytest.mark.spark
 
 
 def spark_sim(spark, doc, paths, strategy, window=None, **kw):
+    from tefq.spark.engine import SparkRun
     from tefq.spark.simulate import run
 
-    return run(doc, paths, strategy, window, spark=spark, buckets=2, progress=False, **kw)
+    return run(SparkRun.of(doc, paths, spark=spark, buckets=2, progress=False, **kw), strategy, window)
 
 
 @pytest.mark.parametrize("strategy,bindings", [("refresh", 9), ("refresh-group", 6), ("sequence", 8)])

@@ -11,14 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tefq.io.run_inputs import StagedStreams
+from tefq.io.run_inputs import RunInputs
 from tefq.oracle import run as oracle_run
 from tefq.spark.operators.base import UnnamedElements
 from tefq.spark.operators.current import make_operator
 from tefq.spark.operators.fact import make_fact_operator
 from tefq.spark.output import read_record
-from tefq.spark.planning import CurrentAggregatePlan, plan_document
+from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.protocol import HB_STREAM_SHIFT, RowKind
+from tefq.spark.shapes import plan_document
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.spark import run_spark
 from tests.support.streams import write
@@ -60,7 +62,7 @@ def write_files(directory, chunks: list[list]) -> str:
 def compare(spark, tmp_path, doc: str, chunks: list[list], ingest: str) -> None:
     path = write_files(tmp_path, chunks)
     d = DOCS[doc](1000)
-    elements, arrival = StagedStreams([path]).read_all()
+    elements, arrival = RunInputs([path]).read_all()
     want = oracle_run(d, elements, None, 0, lateness_ms=0, arrival=arrival)
     got = run_spark(spark, d, [path], ingest=ingest, max_files_per_trigger=1, lateness_ms=0)
     assert got.results[0].rows == want.results[0].rows
@@ -123,7 +125,7 @@ def plan_columns(plan) -> list[str]:
 @pytest.mark.parametrize("doc", ["uc1", "uc3"])
 def test_the_operator_counts_repeats_of_other_rows_and_late_ones(doc):
     plan = plan_document(DOCS[doc](1000), 1)[0]
-    op = (make_operator(plan, 0, 0) if doc == "uc1" else make_fact_operator(plan, 0, 0))
+    op = (make_operator(plan, RunSettings(0, 0)) if doc == "uc1" else make_fact_operator(plan, RunSettings(0, 0)))
     state, other = FakeState(), RowKind.OTHER
 
     def call(rows, hi):

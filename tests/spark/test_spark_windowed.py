@@ -17,7 +17,7 @@ from tests.support.windowed_spark import assert_same_as_oracle
 
 
 def _spark_equals_oracle(spark, doc, elements, stream_dir, files: int = 1, **kw) -> list:
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     stream_dir.mkdir()
     size = -(-len(elements) // files)

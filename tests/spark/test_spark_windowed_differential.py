@@ -65,7 +65,7 @@ def test_late_data_within_the_lateness_equals_the_oracle(spark, tmp_path_factory
 def test_late_data_beyond_the_lateness_is_counted(spark, tmp_path) -> None:
     """An element older than a reported window's close still reaches the windows still open; the
     closed ones keep their rows (the run counts it late)."""
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     doc = load_text(tmp_path, QUERIES["sliding-count"])
     first = [(t, f"<{NS}u1>", f"<{NS}join>", f"<{NS}ch1>") for t in range(0, 20_000, 500)]
@@ -96,7 +96,7 @@ def key_bucket(spark, term: str, buckets: int = 2, ingest: str = "rows") -> int:
 def test_late_events_are_summed_over_the_join_key_buckets(spark, tmp_path, ingest: str) -> None:
     """Late elements of two channels that live in two buckets: the run counts both (each bucket
     counts its own; the driver adds them up), on either ingestion path."""
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     channels = [f"<{NS}ch{i}>" for i in range(20)]
     by_bucket = {key_bucket(spark, c, ingest=ingest): c for c in channels}

@@ -52,7 +52,7 @@ def test_escaped_iris_on_parquet_rows_equal_the_oracle(spark, tmp_path, ingest: 
     from tefq.analysis import load
     from tefq.io.readers import read_stream
     from tefq.oracle.windowed import run as oracle_run
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
     from tefq.spark.planning.windowed import plan_windowed
     from tefq.spark.runtime.spark_hash import string_bucket
 

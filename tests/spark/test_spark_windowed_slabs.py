@@ -49,7 +49,7 @@ def test_a_query_split_by_windows_equals_the_oracle(spark, tmp_path_factory, nam
 def test_a_late_element_at_a_slab_edge_is_counted_once(spark, tmp_path) -> None:
     """8 s is in the windows closing at 8, 9 and 10 s: slab 0 (windows 0-7) and slab 1 (8-15), two
     buckets. Sent late to both, it is one late element."""
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     doc = load_text(tmp_path, SPLIT["sliding-no-group"])
     plan = split_plan(doc)

@@ -1,13 +1,23 @@
-"""The documents of the differential tests (issue 38): per plan kind, queries the planner gives that
-kind, and the predicates their generated streams use (tests/spark/test_differential.py without
-Spark, tests/spark/test_spark_differential.py on Spark)."""
+"""The differential tests of issue 38: per plan kind, queries the planner gives that kind and the
+predicates their generated streams use, and the check of one generated case without Spark, the
+engine's kernels against the oracle (tests/spark/test_differential*.py; on Spark:
+tests/spark/test_spark_differential.py)."""
 from __future__ import annotations
 
 import os
+import tempfile
 from decimal import Decimal
 
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, GeneralPlan, WindowedPlan
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import tefq
+from tefq.spark.planning.current import CurrentAggregatePlan
+from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.planning.windowed import WindowedPlan
+from tefq.spark.shapes import plan_document
 from tests.support import term_streams as ts
+from tests.support.local_engine import run_local
 
 SCALE = int(os.environ.get("TEFQ_PROPS_SCALE", "1"))
 EXAMPLES = int(os.environ.get("TEFQ_PROPS_EXAMPLES", 500 * SCALE))
@@ -71,3 +81,35 @@ def document_text(kind: str, name: str, every: int) -> str:
 OBJECTS = {"current": ts.any_term, "fact": ts.any_term, "general": ts.any_term, "windowed": ts.well_typed}
 
 
+PROPS = settings(max_examples=EXAMPLES, deadline=None, derandomize=False, print_blob=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def cases(draw, kind: str):
+    name = draw(st.sampled_from(sorted(KINDS[kind][1])))
+    t = draw(ts.times())
+    els = draw(ts.elements(t, KINDS[kind][1][name][1], objects=OBJECTS[kind]))
+    files_per_trigger = draw(st.sampled_from([None, 1]))
+    streams = draw(ts.split_streams(els, in_time_order=files_per_trigger is not None))
+    return name, t.every, streams, files_per_trigger, draw(st.integers(1, 3))
+
+
+def check(kind: str, name: str, every: int, streams: list, files_per_trigger, buckets: int) -> None:
+    query = tefq.compile(document_text(kind, name, every))
+    doc = query.document()
+    assert all(isinstance(p, KINDS[kind][0]) for p in plan_document(doc, buckets)), name
+    with tempfile.TemporaryDirectory(prefix="tefq-diff-") as tmp:
+        paths = ts.write_streams(tmp, streams)
+        want = query.run(paths, engine="oracle").results
+        got, _ = run_local(doc, paths, buckets=buckets, files_per_trigger=files_per_trigger)
+    assert [r.sorted_rows() for r in got] == [r.sorted_rows() for r in want]
+
+
+def check_kind(kind: str) -> None:
+    """`EXAMPLES` random cases of one plan kind, kernels against the oracle."""
+    @PROPS
+    @given(cases(kind))
+    def run(case):
+        check(kind, *case)
+    run()

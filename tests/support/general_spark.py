@@ -33,7 +33,7 @@ def oracle_metrics(doc, elements):
 
 def spark_rows(spark, doc, elements, cuts, buckets: int = 2, **kw):
     """The Spark engine's run over `elements` in arrival order, one file per cut, on `buckets` buckets."""
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     with tempfile.TemporaryDirectory(prefix="tefq-general-") as tmp:
         path = write_files(tmp, elements, cuts, "tsv")

@@ -1,6 +1,6 @@
 """The Spark engine's own code without Spark, for differential tests: a bounded run over Parquet
 stream files as the engine runs it with direct ingestion (`tefq.spark.engine.run_to_end`: the plans
-of `plan_document`, `stream_limits`, each bucket's operator reading the micro-batch's files with
+of `plan_document`, `stream_settings`, each bucket's operator reading the micro-batch's files with
 its own mapper, `reading_operator`), the records decoded by the driver's collectors. Only what
 Spark itself does is played here: handing every bucket the micro-batch's (path, flush) rows, and
 the state store (an object holding each bucket's state between calls)."""
@@ -11,15 +11,14 @@ from dataclasses import replace
 
 import pandas as pd
 
+from tefq.io.rdf import as_background
 from tefq.io.staging import files_in_stream_order
 from tefq.results import QueryResult
-from tefq.spark.operators.base import StreamLimits
-from tefq.spark.operators.fallback import rdflib_triples
-from tefq.spark.planning import plan_document
 from tefq.spark.runtime.columnar import path_ranks
-from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
-from tefq.spark.runtime.pipelines import PIPELINES, RunOptions, bound, reading_operator
-from tefq.spark.runtime.sink import collector_of
+from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
+from tefq.spark.runtime.pipelines import RunOptions, bound, reading_operator
+from tefq.spark.shapes import collector_of, plan_document, shape_of
+from tefq.vocabulary import RunSettings
 
 
 class BucketState:
@@ -46,14 +45,14 @@ def run_local(doc, streams: list[str], background: str | None = None, *, buckets
               files_per_trigger: int | None = None, max_ticks: int = 0) -> tuple[list[QueryResult], list[dict]]:
     """Every query's results (document order) and each plan's metrics, over the Parquet stream
     paths `streams` (one per --stream), `files_per_trigger` files of each a micro-batch (None: one)."""
-    run = RunOptions(t0, 0, files_per_trigger, None, False, rdflib_triples(background), StreamLimits(max_ticks))
+    run = RunOptions(RunSettings(t0, 0, max_ticks), files_per_trigger, None, False, as_background(background))
     inputs = pinned_inputs(streams, None, follow=False)
-    run = replace(run, limits=stream_limits(inputs, run, follow=False))
+    run = replace(run, settings=stream_settings(inputs, run, follow=False))
     batches = micro_batches(streams, files_per_trigger)
     results: list[QueryResult] = []
     metrics: list[dict] = []
     for plan in plan_document(doc, buckets):
-        func = PIPELINES[type(plan)].operator(doc, plan, run)
+        func = shape_of(plan).operator(doc, plan, run)
         op = reading_operator(func, bound(plan, run), None, path_ranks(inputs))
         states = [BucketState() for _ in range(plan.buckets)]
         collector = collector_of(plan)

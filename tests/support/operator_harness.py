@@ -12,11 +12,11 @@ pytest.importorskip("pyspark")
 
 from tefq.results import QueryResult
 from tefq.spark.operators.current import make_operator
-from tefq.spark.output import Collector
-from tefq.spark.planning import plan_document
 from tefq.spark.protocol import ELEMENT, FLUSH
 from tefq.spark.runtime.mappers import make_mapper
 from tefq.spark.runtime.sources import FLUSH_TERM
+from tefq.spark.shapes import collector_of, plan_document
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 
 
@@ -53,12 +53,12 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
           make_op=make_operator):
     """Feed `elements` (stream order) in micro-batches, each split into `partitions` input partitions
     that go through the engine's mapper; each bucket gets its rows, as after Spark's shuffle.
-    `make_op(plan, t0, lateness)`: the stateful operator under test."""
+    `make_op(plan, settings)`: the stateful operator under test (t0 0, the lateness)."""
     plan = plan_document(doc, buckets)[0]
-    op = make_op(plan, 0, lateness)
+    op = make_op(plan, RunSettings(0, lateness))
     mapper = make_mapper(plan, None)
     states = [FakeState() for _ in range(plan.buckets)]
-    col = Collector.of(plan)
+    col = collector_of(plan)
 
     def call(b: int, frame: pd.DataFrame) -> None:
         for out in op((b,), iter([frame]), states[b]):

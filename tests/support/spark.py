@@ -12,7 +12,7 @@ from tests.support.paths import ROOT
 
 
 def run_spark(spark, doc, paths, **kw):
-    from tefq.spark.engine import run  # deferred: importing this module starts no pyspark import
+    from tefq.spark import run
 
     return run(doc, paths, spark=spark, buckets=2, progress=False, **kw)
 
@@ -32,7 +32,7 @@ def child_env() -> dict[str, str]:
 
 KILL_CHILD = """
 from tests.support import spark_docs as sd
-from tefq.spark.engine import run
+from tefq.spark import run
 run(sd.uc2(2000), [{path!r}], master="local[2]", checkpoint={ck!r}, max_files_per_trigger=1, buckets=2,
     progress=False{extra})
 """

@@ -35,7 +35,8 @@ NUMBERS = [typed(v, "integer") for v in ("0", "1", "-1", "7", "01", "+5", "92233
 OTHER_LITERALS = ['"a"', '"b"', '"a\\"b\\\\c\\n"', '"ü€𝄞"', '""', '"x"@en', '"x"@EN-gb', '"y"@fr',
                   typed("true", "boolean"), typed("0", "boolean"), typed("2024-01-01T00:00:00Z", "dateTime"),
                   typed("2024-01-01T01:00:00+01:00", "dateTime"), typed("-0001-12-31T23:59:59.999Z", "dateTime"),
-                  typed("12345-06-07T00:00:00Z", "dateTime"), '"x"^^<http://x/dt>', typed("abc", "integer"),
+                  typed("12345-06-07T00:00:00Z", "dateTime"), typed("99999999999-01-01T00:00:00Z", "dateTime"),
+                  '"x"^^<http://x/dt>', typed("abc", "integer"),
                   typed("1.5.5", "decimal"), typed("a", "string")]
 NODES = [f"<{X}n{i}>" for i in range(4)] + [f"<{X}é>", "_:b1", "_:b2"]
 

@@ -51,7 +51,7 @@ def write_files(elements: list, stream_dir, cuts: list[int]) -> None:
 
 
 def spark_equals_oracle(spark, doc, elements: list, stream_dir, **kw):
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     got = spark_run(doc, [str(stream_dir)], spark=spark, progress=False, max_files_per_trigger=1, **kw)
     assert_same_as_oracle(got, oracle_run(doc, elements, t0=kw.get("t0", 0)))

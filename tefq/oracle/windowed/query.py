@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tefq.errors import TefqError
+from tefq.oracle.windowed.secret import read_properties
 from tefq.plan.logical import StreamWindow, WindowedQuery
 
 
@@ -46,8 +47,6 @@ def from_windowed(q: WindowedQuery) -> OracleQuery:
 
 def csrbench_queries(path: str | Path) -> dict[str, OracleQuery]:
     """All `srb.queryN` of a CSRBench queries file, keyed by N."""
-    from tefq.oracle.windowed.secret import read_properties
-
     props = read_properties(path)
     out: dict[str, OracleQuery] = {}
     for key, (text, line) in props.items():

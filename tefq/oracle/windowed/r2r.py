@@ -25,7 +25,7 @@ from tefq.analysis.sparql_text import stable_triple_order, star_order
 from tefq.errors import TefqError
 from tefq.oracle.windowed import corrections
 from tefq.syntax.nesting import check_nesting, deep_recursion
-from tefq.terms import XSD_INTEGER, is_blank, is_iri, split_literal
+from tefq.terms import XSD_INTEGER, is_blank, is_iri, literal, split_literal
 from tefq.vocabulary import Element
 
 Row = tuple[str | None, ...]
@@ -67,8 +67,6 @@ def to_nt(term: Node | None) -> str | None:
     if isinstance(term, BNode):
         return f"_:{term}"
     if isinstance(term, Literal):
-        from tefq.terms import literal
-
         return literal(str(term), str(term.datatype) if term.datatype else None, term.language)
     raise ValueError(f"unsupported RDF term {term!r}")
 

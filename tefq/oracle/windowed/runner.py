@@ -20,7 +20,9 @@ from tefq.oracle.windowed.query import OracleQuery, from_windowed
 from tefq.oracle.windowed.r2r import Evaluator
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
 from tefq.oracle.windowed.windows import close_instants, count_close_instants
+from tefq.plan.logical import WindowedQuery
 from tefq.results import QueryResult
+from tefq.semantics.values import is_numeric, to_term, to_value
 from tefq.vocabulary import Element
 
 
@@ -68,8 +70,6 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
     in document order, as a `WindowedResults` list (see its counters). `evaluator` is the R2R
     class (rdflib's `Evaluator`; tests pass the vectorised one to compare them). A query whose
     windows would close more than `max_ticks` times (0: no bound) raises TooManyTicks first."""
-    from tefq.plan.logical import WindowedQuery
-
     sem = semantics or DEFAULT
     if sem.content_change or sem.periodic_ms or not sem.window_close:
         raise TefqError("tefq run reports at window close only; use `tefq oracle check` for the other "
@@ -155,8 +155,6 @@ def canonical_cell(cell: str | None) -> str | None:
     is written `"23"^^xsd:float`, an `xsd:negativeInteger` stays one); every other term as is."""
     if cell is None or not cell.startswith('"') or "^^<http://www.w3.org/2001/XMLSchema#" not in cell:
         return cell
-    from tefq.semantics.values import is_numeric, to_term, to_value
-
     v = to_value(cell)
     if not is_numeric(v):
         return cell

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from tefq.errors import TefqError
+from tefq.io.readers import read_stream
 from tefq.vocabulary import Element
 
 
 def read_elements(path: str | Path) -> list[Element]:
     """All elements of a stream file or directory, sorted by timestamp (stable: stream order
     within a ms, spec §1)."""
-    from tefq.io.readers import read_stream
-
     if not Path(path).exists():
         raise TefqError(f"no such stream file: {path}", str(path))
     return sorted(read_stream(str(path)), key=lambda e: e[0])

@@ -137,9 +137,14 @@ def range_duration_limbs(cell_base: np.ndarray, lo: np.ndarray, n: np.ndarray, r
 
 
 def ages_fit(first_tick: int, last_tick: int, start: np.ndarray) -> bool:
-    """Whether every age `tau - start` at these ticks is below FAST_RANGE_MS (so `age_limbs` and the
-    fast limbs hold it); else the ages go per (fact, tick) pair in the wide form."""
-    return not len(start) or (last_tick - int(start.min()) < FAST_RANGE_MS and first_tick - int(start.max()) > -FAST_RANGE_MS)
+    """Whether `age_limbs` can sum the ages `tau - start` at these ticks: each below FAST_RANGE_MS
+    (the fast limbs hold it) and its int64 sums of ticks and starts (`len(start)` times the largest
+    offset from `first_tick`) below 2^62; else the ages go per (fact, tick) pair in the wide form."""
+    if not len(start):
+        return True
+    lo, hi = int(start.min()), int(start.max())
+    offset = max(last_tick - first_tick, abs(lo - first_tick), abs(hi - first_tick)) + 125
+    return last_tick - lo < FAST_RANGE_MS and len(start) * offset < 1 << 62
 
 
 def exact_duration_sums(g: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: np.ndarray, every: int, ng: int,

@@ -16,7 +16,7 @@ import json
 import os
 import time
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Iterator
 
 import numpy as np
@@ -26,20 +26,16 @@ from tefq.plan.ticks import tick_array, tick_at_or_after, tick_at_or_before
 from tefq.spark.output import RECORD_SCHEMA, WARNING, data_record, metric_record
 from tefq.spark.protocol import EVENT_KINDS, FLUSH, Heartbeats, RowKind, ranked_keys, read_heartbeats, streams_of_keys
 from tefq.spark.runtime.codec import CodecError, decode, encode
-from tefq.errors import WORKER_REFUSAL
-from tefq.vocabulary import RunLimits
+from tefq.errors import REFUSAL, TOO_MANY_TICKS, WorkerFailure
+from tefq.vocabulary import RunSettings
 
 MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
 OUTPUT_SCHEMA = RECORD_SCHEMA
 STATE_SCHEMA = "blob binary"
 OUTPUT_COLUMNS = ["kind", "tick", "payload"]
-DEFAULT_IDLE_MS = 10_000  # --idle-timeout (spec §6.1)
-TOO_MANY_TICKS = "TEFQ_TOO_MANY_TICKS"  # a worker's error text: the driver names the row (runtime/progress.py)
-
-
 def too_many_ticks(max_ticks: int, every: int, first: int, last: int) -> RuntimeError:
-    """Raised in a worker; `tefq.spark.runtime.progress.ours` turns it into the oracle's message."""
-    return RuntimeError(f"{TOO_MANY_TICKS}\t{max_ticks}\t{every}\t{first}\t{last}\t")
+    """Raised in a worker; `tefq.spark.runtime.progress.ours` turns it into the oracle's message naming the row."""
+    return WorkerFailure(TOO_MANY_TICKS, dict(max_ticks=max_ticks, every=every, first=first, last=last)).error()
 
 
 def profile(where: str, **figures) -> None:
@@ -67,19 +63,24 @@ def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
 
 
 @dataclass(frozen=True)
-class StreamLimits(RunLimits):
-    """The run's limits plus what the event time of spec §6.1 needs (shipped in the operator's
-    closure). `batches`: per input stream (its --stream index), the micro-batches its input takes
-    (a bounded input: it has ended after them) or None (a live input: idle after `idle_ms` of
-    wall-clock time without a delivery; 0: never idle). `rank_starts`: the first file rank of each
-    stream (`protocol.TieOrder`), to count late rows per stream. `stream_iris`: per input stream,
-    the IRI `--stream IRI=PATH` bound it to (None: unnamed), for windowed `FROM STREAM <IRI>`."""
+class StreamSettings(RunSettings):
+    """The run's settings plus what the event time of spec §6.1 needs of its inputs (shipped in the
+    operator's closure). `batches`: per input stream (its --stream index), the micro-batches its
+    input takes (a bounded input: it has ended after them) or None (a live input: idle after
+    `idle_ms` of wall-clock time without a delivery; 0: never idle). `rank_starts`: the first file
+    rank of each stream (`protocol.TieOrder`), to count late rows per stream. `stream_iris`: per
+    input stream, the IRI `--stream IRI=PATH` bound it to (None: unnamed), for windowed
+    `FROM STREAM <IRI>`."""
 
     batches: tuple[int | None, ...] = ()
     rank_starts: tuple[int, ...] = ()
     ranked: bool = False  # the files were ranked (`ranks.file_ranks`): ties go by (t, stream order)
-    idle_ms: int = DEFAULT_IDLE_MS
     stream_iris: tuple[str | None, ...] = ()
+
+    @staticmethod
+    def of(settings: RunSettings, **inputs) -> "StreamSettings":
+        """`settings` with what the run's inputs add (batches, rank_starts, ranked, stream_iris)."""
+        return StreamSettings(**{f.name: getattr(settings, f.name) for f in fields(RunSettings)}, **inputs)
 
 
 class StreamClock:
@@ -100,25 +101,25 @@ class StreamClock:
             self.latest[s] = max(self.latest.get(s, t), t)
             self.seen_at[s] = now
 
-    def active(self, limits: RunLimits, batches: int, now: float) -> list[int]:
+    def active(self, settings: RunSettings, batches: int, now: float) -> list[int]:
         """The streams that hold the event time back: not ended (a bounded input read to its
         end), not idle (a live input silent for the idle timeout; one that never delivered counts
-        from the bucket's start). Without StreamLimits: the streams seen, never ended nor idle."""
-        if not isinstance(limits, StreamLimits) or not limits.batches:
+        from the bucket's start). Without StreamSettings: the streams seen, never ended nor idle."""
+        if not isinstance(settings, StreamSettings) or not settings.batches:
             return list(self.latest)
         out = []
-        for s, n in enumerate(limits.batches):
+        for s, n in enumerate(settings.batches):
             if n is not None:
                 if batches < n:
                     out.append(s)
-            elif not limits.idle_ms or (now - self.seen_at.get(s, self.started)) * 1000 <= limits.idle_ms:
+            elif not settings.idle_ms or (now - self.seen_at.get(s, self.started)) * 1000 <= settings.idle_ms:
                 out.append(s)
         return out
 
-    def event_time(self, limits: RunLimits, batches: int, now: float) -> int | None:
+    def event_time(self, settings: RunSettings, batches: int, now: float) -> int | None:
         """Spec §6.1: the minimum over the active streams of their latest t (None while one of
         them has read nothing); the maximum over every stream once none is active."""
-        active = self.active(limits, batches, now)
+        active = self.active(settings, batches, now)
         if not active:
             return max(self.latest.values()) if self.latest else None
         if any(s not in self.latest for s in active):
@@ -194,9 +195,8 @@ class Batch:
     """One call of the operator: the bucket, whether input ended, what is emitted."""
 
     bucket: int
+    settings: RunSettings = RunSettings()  # the run's (StreamSettings: how its streams end or idle)
     flush: bool = False
-    max_ticks: int = 0  # ticks one query may report (0: no bound), checked before they are enumerated
-    limits: RunLimits = RunLimits()  # the run's (StreamLimits: how its streams end or idle)
     event_time: int | None = None  # the run's event time after this batch (spec §6.1)
     held: bool = False  # an active stream has read nothing yet: no tick is final
     late_streams: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per late row: its stream
@@ -243,12 +243,12 @@ class BucketLogic:
     def snapshot(self, st: BucketState, metrics: dict) -> None:
         """Size figures of the saved state (e.g. open facts)."""
 
-    def report(self, st: BucketState, batch: Batch, t0: int, lateness_ms: int) -> None:
+    def report(self, st: BucketState, batch: Batch) -> None:
         """Choose the ticks that became final (the tick grid of spec §4.1), `advance` to them, and
         `finish` at the end of input. The windowed operator reports at window closes instead."""
         if st.gmax is None or st.flushed or (batch.held and not batch.flush):
             return
-        ticks = final_ticks(st, batch.flush, t0, self.every_ms, lateness_ms, batch.max_ticks, batch.event_time)
+        ticks = final_ticks(st, batch.flush, self.every_ms, batch.settings, batch.event_time)
         if len(ticks):
             self.advance(st, ticks, batch)
             st.last_tick = int(ticks[-1])
@@ -275,7 +275,7 @@ def drop_late(st: BucketState, pdf: pd.DataFrame, kinds: np.ndarray, logic: Buck
     if not late.any():
         return pdf, kinds
     batch.metrics["late_events"] = int(late.sum())
-    ranks = batch.limits if isinstance(batch.limits, StreamLimits) else StreamLimits()
+    ranks = batch.settings if isinstance(batch.settings, StreamSettings) else StreamSettings()
     batch.late_streams = streams_of_keys(pdf["o"].to_numpy()[late], ranks.rank_starts, ranks.ranked)
     count_late_streams(batch, batch.late_streams, 1)
     note = logic.late_note.format(last=st.last_tick)
@@ -317,12 +317,13 @@ def uncount_late_copies(batch: Batch, copies: np.ndarray) -> None:
     batch.out = [r for r in batch.out if r[0] != WARNING or not next(warned, False)]
 
 
-def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: int,
-                max_ticks: int = 0, event_time: int | None = None) -> np.ndarray:
+def final_ticks(st: BucketState, flush: bool, every: int, settings: RunSettings,
+                event_time: int | None = None) -> np.ndarray:
     """The ticks not yet reported that no later event can change: up to the event time reached
     (`event_time`, spec §6.1; default: the latest t of all streams) minus the allowed lateness, or
     every tick up to the last event at the end of input. More than `max_ticks` ticks since the
     first event (a stray timestamp at 0 or near 2^63) raise before any array is made."""
+    t0, lateness_ms, max_ticks = settings.t0, settings.lateness_ms, settings.max_ticks
     first = tick_at_or_after(st.gmin, t0, every)
     start = first if st.last_tick is None else st.last_tick + every
     now = st.gmax if event_time is None else event_time
@@ -333,8 +334,7 @@ def final_ticks(st: BucketState, flush: bool, t0: int, every: int, lateness_ms: 
     return tick_array(start, upto, every)
 
 
-def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: Batch, t0: int,
-         lateness_ms: int) -> None:
+def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: Batch) -> None:
     """One micro-batch of one bucket on its restored state."""
     if pdf is not None:
         kinds = pdf["k"].to_numpy()
@@ -344,12 +344,12 @@ def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: B
         if hb is not None:
             st.clock.see(hb.latest, time.time())
         pdf, kinds = drop_late(st, pdf, kinds, logic, batch)
-        if isinstance(batch.limits, StreamLimits) and batch.limits.ranked:
+        if isinstance(batch.settings, StreamSettings) and batch.settings.ranked:
             pdf = in_stream_order(pdf, kinds, logic, st.batches)
         logic.ingest(st, pdf, kinds, batch)
-    batch.event_time = st.clock.event_time(batch.limits, st.batches, time.time())
+    batch.event_time = st.clock.event_time(batch.settings, st.batches, time.time())
     batch.held = batch.event_time is None
-    logic.report(st, batch, t0, lateness_ms)
+    logic.report(st, batch)
 
 
 def restored(blob: bytes, state_class: type[BucketState]) -> BucketState:
@@ -358,24 +358,22 @@ def restored(blob: bytes, state_class: type[BucketState]) -> BucketState:
     try:
         return decode(blob, state_class, "the operator state in this checkpoint")
     except CodecError as e:
-        raise RuntimeError(f"{WORKER_REFUSAL}: {e.message}: use a fresh --checkpoint") from None
+        raise WorkerFailure(REFUSAL, {"message": f"{e.message}: use a fresh --checkpoint"}).error() from None
 
 
-def bucket_operator(logic: BucketLogic, t0: int, lateness_ms: int, name: str = "operator", *,
-                    limits: RunLimits = RunLimits()) -> Callable:
+def bucket_operator(logic: BucketLogic, settings: RunSettings = RunSettings(), name: str = "operator") -> Callable:
     """The applyInPandasWithState function running `logic`: state restore/save, metrics, profile.
-    `limits`: the run's bounds (shipped in the closure)."""
-    max_ticks = limits.max_ticks
+    `settings`: the run's (shipped in the closure, handed to each call's `Batch`)."""
     state_class = typing.get_type_hints(type(logic).new_state)["return"]  # the schema of its saved state
 
     def op(key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         clock = [time.perf_counter()]
-        batch = Batch(int(key[0]), max_ticks=max_ticks, limits=limits)
+        batch = Batch(int(key[0]), settings)
         st = restored(state.get[0], state_class) if state.exists else logic.new_state()
         st.batches += 1
         pdf = batch_frame(pdfs)
         clock.append(time.perf_counter())
-        step(logic, st, pdf, batch, t0, lateness_ms)
+        step(logic, st, pdf, batch)
         clock.append(time.perf_counter())
         blob = encode(st, state_class)
         batch.metrics["state_bytes"] = len(blob)

@@ -17,9 +17,9 @@ from tefq.spark.kernels.intervals import (OPEN, Events, Intervals, apply_events,
                               durations_exact, fsum_durations)
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, ingest_unnamed
 from tefq.spark.output import NumericRows, rows_record, terms_record
-from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, TERMS, RowKind
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 
 class CurrentState(BucketState):
@@ -122,8 +122,8 @@ class CurrentAggregateLogic(BucketLogic):
         metrics["open_facts"] = int((st.base.end == OPEN).sum())
 
 
-def make_operator(plan: CurrentAggregatePlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):
-    return bucket_operator(CurrentAggregateLogic(plan), t0, lateness_ms, limits=limits)
+def make_operator(plan: CurrentAggregatePlan, settings: RunSettings = RunSettings()):
+    return bucket_operator(CurrentAggregateLogic(plan), settings)
 
 
 def tick_rows(plan: CurrentAggregatePlan, facts: Intervals, ticks: np.ndarray):

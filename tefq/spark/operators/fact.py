@@ -35,7 +35,7 @@ from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, bucket_o
 from tefq.spark.fact_output import facts_record, open_facts_record, wants_open_snapshots
 from tefq.spark.output import rows_record, terms_record
 from tefq.spark.protocol import EVENT_KINDS, ORDER_SHIFT, SINCE, Heartbeats, RowKind
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 
 class FactState(BucketState):
@@ -282,9 +282,8 @@ class FactAggregateLogic(BucketLogic):
         metrics["open_facts"] = sum(len(b) for b in st.base.values()) + sum(len(r) for r in st.open.values())
 
 
-def make_fact_operator(plan: FactAggregatePlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits(),
-                       facts: bool = False):
+def make_fact_operator(plan: FactAggregatePlan, settings: RunSettings = RunSettings(), facts: bool = False):
     """`facts`: also emit the fact table's records (`tefq.spark.fact_output`), in a live run with
     the snapshots of the open facts."""
-    logic = FactAggregateLogic(plan, facts, wants_open_snapshots(facts, limits))
-    return bucket_operator(logic, t0, lateness_ms, "fact_operator", limits=limits)
+    logic = FactAggregateLogic(plan, facts, wants_open_snapshots(facts, settings))
+    return bucket_operator(logic, settings, "fact_operator")

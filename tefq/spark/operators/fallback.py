@@ -22,11 +22,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from tefq.oracle import run as oracle_run
 from tefq.plan.logical import Document
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, widen
 from tefq.spark.output import READY_ROW, data_record
 from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 
 class FallbackState(BucketState):
@@ -38,7 +39,7 @@ class FallbackState(BucketState):
 
 
 class FallbackLogic(BucketLogic):
-    """`background`: the background graph's triples as rdflib terms (picklable, so they travel to
+    """`background`: the background's triples in N-Triples form (picklable, so they travel to
     the executors inside the operator; the oracle indexes them). `evaluate(doc, elements,
     background, t0) -> RunResult` defaults to the oracle (the simulations pass theirs)."""
 
@@ -69,8 +70,6 @@ class FallbackLogic(BucketLogic):
                                data["s"].tolist(), data["p"].tolist(), data["obj"].tolist()))
 
     def advance(self, st: FallbackState, ticks: np.ndarray, batch: Batch) -> None:
-        from tefq.oracle import run as oracle_run
-
         start, upto = int(ticks[0]), int(ticks[-1])
         st.elements.sort(key=lambda e: (e[0], e[1]))
         res = (self.evaluate or oracle_run)(self.doc, [(t, s, p, o) for t, _, s, p, o in st.elements],
@@ -84,19 +83,7 @@ class FallbackLogic(BucketLogic):
                                  unmatched_until=m.unmatched_until, intermediate_bindings=m.intermediate_bindings)
 
 
-def make_fallback_operator(doc: Document, query_index: int, every: int, t0: int, lateness_ms: int,
-                           background: list | None = None, evaluate=None, limits: RunLimits = RunLimits()):
-    return bucket_operator(FallbackLogic(doc, query_index, every, t0, background, evaluate), t0, lateness_ms,
-                           "fallback", limits=limits)
-
-
-def rdflib_triples(background) -> list | None:
-    """The background (a file path, or an rdflib graph) as the fallback operator takes it: a list of
-    rdflib-term triples, small and picklable, shipped to the executors inside the operator."""
-    if background is None:
-        return None
-    if isinstance(background, str):
-        from tefq.io.readers import read_background
-
-        background = read_background(background)
-    return [tuple(t[:3]) for t in background]
+def make_fallback_operator(doc: Document, query_index: int, every: int, settings: RunSettings = RunSettings(),
+                           background: list | None = None, evaluate=None):
+    return bucket_operator(FallbackLogic(doc, query_index, every, settings.t0, background, evaluate), settings,
+                           "fallback")

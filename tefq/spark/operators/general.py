@@ -27,7 +27,7 @@ from tefq.spark.kernels.general.state import COUNTERS, GeneralState
 from tefq.spark.operators.base import Batch, BucketLogic, BucketState, bucket_operator, profile, uncount_late_copies
 from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.protocol import ELEMENT, ORDER_SHIFT, Heartbeats, RowKind
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 
 class GeneralBucketState(BucketState):
@@ -142,5 +142,5 @@ def worker_memory() -> dict[str, float]:
     return {"rss_mb": round(rss, 1), "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
-def make_general_operator(plan: GeneralPlan, t0: int, lateness_ms: int, limits: RunLimits = RunLimits()):
-    return bucket_operator(GeneralLogic(plan), t0, lateness_ms, "general_operator", limits=limits)
+def make_general_operator(plan: GeneralPlan, settings: RunSettings = RunSettings()):
+    return bucket_operator(GeneralLogic(plan), settings, "general_operator")

@@ -23,9 +23,9 @@ from tefq.spark.kernels.strategies import Changes, RefreshPerFact, RefreshPerGro
 from tefq.spark.operators.base import Batch, BucketState, bucket_operator
 from tefq.spark.operators.current import CurrentAggregateLogic, emit_rows, read_events, read_terms, tick_rows
 from tefq.spark.output import NumericRows
-from tefq.spark.planning import CurrentAggregatePlan
+from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.protocol import EVENT_KINDS
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 
 def simulate_window(strategy, plan: CurrentAggregatePlan, tau: int, w: int, ev: Events | None,
@@ -106,7 +106,6 @@ class SimulationLogic(CurrentAggregateLogic):
         metrics["open_facts"] = len(st.strategy.restore())
 
 
-def make_simulation_operator(plan: CurrentAggregatePlan, strategy: str, t0: int, lateness_ms: int,
-                             limits: RunLimits = RunLimits()):
+def make_simulation_operator(plan: CurrentAggregatePlan, strategy: str, settings: RunSettings = RunSettings()):
     """applyInPandasWithState function: the windows that became final in this micro-batch, in order."""
-    return bucket_operator(SimulationLogic(plan, strategy), t0, lateness_ms, "simulation_operator", limits=limits)
+    return bucket_operator(SimulationLogic(plan, strategy), settings, "simulation_operator")

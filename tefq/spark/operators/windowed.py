@@ -21,14 +21,14 @@ import numpy as np
 import pandas as pd
 
 from tefq.plan.logical import Document
-from tefq.spark.operators.base import Batch, BucketLogic, BucketState, StreamLimits, bucket_operator, \
-    count_late_streams
+from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState, IncrementalBatchedRun
+from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, StreamSettings, bucket_operator,
+                                       count_late_streams)
 from tefq.spark.protocol import ELEMENT, Heartbeats, streams_of_keys
 from tefq.spark.windowed_output import paused_gc, windowed_rows_record
-from tefq.vocabulary import RunLimits
+from tefq.vocabulary import RunSettings
 
 if TYPE_CHECKING:
-    from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
     from tefq.spark.kernels.windowed.partitioning import WindowSlabs
 
 ELEMENT_COLUMNS = {"ts": "ts", "s": "s", "p": "p", "obj": "o"}  # wire column -> IncrementalRun's
@@ -48,8 +48,6 @@ class WindowedBucket(BucketState):
     def annotation_types() -> dict[str, type]:
         """The classes its annotations name that this module imports only when a run needs them
         (the windowed kernels; runtime/codec resolves the annotations with them)."""
-        from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState
-
         return {"FrameState": FrameState}
 
 
@@ -68,8 +66,6 @@ class WindowedLogic(BucketLogic):
     @cached_property
     def run(self):
         """The parsed queries, once per operator instance (made where the operator runs)."""
-        from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
-
         return IncrementalBatchedRun(self.doc, self.t0, small=self.small, join_order=self.join_order)
 
     def new_state(self) -> WindowedBucket:
@@ -104,16 +100,16 @@ class WindowedLogic(BucketLogic):
         if late.any():
             count_late(st.windows, keys[late], batch)
 
-    def report(self, st: WindowedBucket, batch: Batch, t0: int, lateness_ms: int) -> None:
+    def report(self, st: WindowedBucket, batch: Batch) -> None:
         with paused_gc():  # the windows' rows are millions of tuples (measured: 30-45% of a 1M batch's compute)
-            self.report_due(st, batch, lateness_ms)
+            self.report_due(st, batch)
 
-    def report_due(self, st: WindowedBucket, batch: Batch, lateness_ms: int) -> None:
+    def report_due(self, st: WindowedBucket, batch: Batch) -> None:
         w = st.windows
         # spec §6.1: windows close by the run's event time (the least among the active streams),
         # not by the latest element seen (a stream running ahead made the others' elements late)
         held = not batch.flush and (batch.event_time is None or w.last is None)
-        upto = None if batch.flush or held else batch.event_time - lateness_ms
+        upto = None if batch.flush or held else batch.event_time - batch.settings.lateness_ms
         reports = [] if held else self.run.evaluate_due(w, upto, self.owned(batch.bucket))
         by_query: dict[int, list] = {}
         for r in reports:
@@ -142,27 +138,26 @@ class WindowedLogic(BucketLogic):
 def stream_iris_of(keys: np.ndarray, batch: Batch) -> np.ndarray | None:
     """Per element (tie keys `keys`), the IRI its input is bound to (None: unnamed); None when
     no input is bound to an IRI."""
-    limits = batch.limits if isinstance(batch.limits, StreamLimits) else StreamLimits()
-    if not any(limits.stream_iris):
+    inputs = batch.settings if isinstance(batch.settings, StreamSettings) else StreamSettings()
+    if not any(inputs.stream_iris):
         return None
-    iris = np.array(list(limits.stream_iris) + [None], dtype=object)
-    index = streams_of_keys(keys, limits.rank_starts, limits.ranked)
-    return iris[np.where((index >= 0) & (index < len(limits.stream_iris)), index, len(limits.stream_iris))]
+    iris = np.array(list(inputs.stream_iris) + [None], dtype=object)
+    index = streams_of_keys(keys, inputs.rank_starts, inputs.ranked)
+    return iris[np.where((index >= 0) & (index < len(inputs.stream_iris)), index, len(inputs.stream_iris))]
 
 
 def count_late(w, keys: np.ndarray, batch: Batch) -> None:
     """This batch's late elements (tie keys `keys`: their input streams), in its metrics (summed
     on the driver over batches and buckets, per input as `late_stream.<index>`) and one warning."""
-    limits = batch.limits if isinstance(batch.limits, StreamLimits) else StreamLimits()
+    inputs = batch.settings if isinstance(batch.settings, StreamSettings) else StreamSettings()
     batch.metrics["late_events"] = len(keys)
-    count_late_streams(batch, streams_of_keys(keys, limits.rank_starts, limits.ranked), 1)
+    count_late_streams(batch, streams_of_keys(keys, inputs.rank_starts, inputs.ranked), 1)
     batch.warn(w.last or 0, f"{len(keys)} late events: windows up to {w.done} ms were already reported")
 
 
-def make_windowed_operator(doc: Document, t0: int, lateness_ms: int, small: int, limits: RunLimits = RunLimits(),
-                           join_order: str = "adaptive", slabs: WindowSlabs | None = None):
+def make_windowed_operator(doc: Document, settings: RunSettings, small: int, join_order: str = "adaptive",
+                           slabs: WindowSlabs | None = None):
     """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`.
     `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches);
     `slabs`: the plan's split by windows (tefq.spark.kernels.windowed.partitioning), if any."""
-    return bucket_operator(WindowedLogic(doc, t0, small, join_order, slabs), t0, lateness_ms, "windowed_operator",
-                           limits=limits)
+    return bucket_operator(WindowedLogic(doc, settings.t0, small, join_order, slabs), settings, "windowed_operator")

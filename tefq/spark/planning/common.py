@@ -1,11 +1,13 @@
 """What the Spark planners share: clause and aggregate planning, and `Refusal`, the value a planner
-returns for a shape it does not run (the document planner then tries the next planner).
+returns for a shape it does not run (the registry, tefq.spark.shapes, then asks the next planner),
+and the buckets a plan is offered.
 
 Spark-free: dataclasses over the logical plan (`tefq.plan.logical`); the event kinds come from the
 numpy kernels.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from tefq.errors import TefqError
@@ -152,3 +154,10 @@ def unify(pattern: Pattern, template: Pattern, what: str, strict: bool = True) -
         elif not (isinstance(wn, Term) and isinstance(tn, Term) and wn == tn):
             return Refusal.at(f"constants in {what}", pattern.span)
     return rename
+
+
+def shuffle_partitions(cores: int) -> int:
+    """The session's shuffle partitions, and so the buckets a plan is offered: one per core (each
+    partition of a stateful operator costs every micro-batch a task, a state store commit and a
+    sink file: docs/spark.md "Measured"), at least 2; TEFQ_SPARK_PARTITIONS overrides."""
+    return int(os.environ.get("TEFQ_SPARK_PARTITIONS") or max(2, cores))

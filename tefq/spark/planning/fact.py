@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tefq.oracle.query import expr_vars
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Expr, Var
-from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
-                                        having, is_duration_of, projections, unify)
+from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan,
+                                        groups_and_aggregates, having, is_duration_of, projections, unify)
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -49,7 +50,7 @@ class ScopePlan:
 
 
 @dataclass(frozen=True)
-class Routing:
+class FactRouting:
     """Which bucket holds which facts. The buckets split the values of one group variable `key`
     of the matched fact (bucket = xxhash64 code of the term mod B): each fact is either *split*
     by the identity column bound to `key` (its facts with that value live in that value's bucket
@@ -88,7 +89,7 @@ class FactAggregatePlan:
     every_ms: int
     partitioning: str
     buckets: int = 1
-    routing: Routing | None = None
+    routing: FactRouting | None = None
     having: tuple[Expr, ...] = ()  # spec §4, group variables as in `projections`
 
     @property
@@ -337,8 +338,6 @@ def plan_derived_fact(doc: Document, f: DerivedFact, needed: set[str],
 
 
 def select_vars(q: AggregateQuery) -> set[str]:
-    from tefq.oracle.query import expr_vars
-
     return set().union(*(expr_vars(p.expr) for p in q.select)) if q.select else set()
 
 
@@ -361,7 +360,7 @@ def partitioning(plans: dict, order: list[str], group_vars: list[str]) -> str:
     return f"facts and WHILE scopes of a group {group} may come from any key: one bucket holds the open state"
 
 
-def fact_buckets(routing: Routing | None, offered: int) -> int:
+def fact_buckets(routing: FactRouting | None, offered: int) -> int:
     """How many buckets a routing uses of the `offered` ones (the session's shuffle partitions, one
     per core): all of them, or one when no key routes the facts. (With two partitions per core a
     replicating routing took half: measured on UC3 2M, 4 buckets on 2 cores were slower than 2.)"""
@@ -377,14 +376,14 @@ def counted_keys(distinct: list[int], identity: tuple[str, ...], group_vars: lis
 
 
 def choose_routing(plans: dict, order: list[str], matched: str, group_vars: list[str],
-                   scope: ScopePlan | None, merge_keys: list[str] = ()) -> Routing | None:
+                   scope: ScopePlan | None, merge_keys: list[str] = ()) -> FactRouting | None:
     """The exact routing that replicates the fewest event facts, over the group variables as keys
     and the `merge_keys` (partial aggregates added on the driver); None when there is none (then
     one bucket). When both kinds replicate as many event facts, the merging one wins: it
     replicates the facts of the groups (UC3: programmes) instead of the facts of the counted
     entity (UC3: every user's viewing, ~99% of the rows), so each bucket builds only its share —
     measured on UC3 2M (docs/spark.md, "UC3 partitioning")."""
-    def cost(r: Routing) -> tuple[int, bool]:
+    def cost(r: FactRouting) -> tuple[int, bool]:
         copied = sum(isinstance(plans[n], EventFactPlan) for n in r.replicated)
         return copied, (r.merge if copied == 0 else not r.merge)
 
@@ -394,7 +393,7 @@ def choose_routing(plans: dict, order: list[str], matched: str, group_vars: list
     return min(found, key=cost) if found else None
 
 
-def routing_for(plans: dict, order: list[str], matched: str, key: str, scope: ScopePlan | None) -> Routing | None:
+def routing_for(plans: dict, order: list[str], matched: str, key: str, scope: ScopePlan | None) -> FactRouting | None:
     """Split the matched fact by its column `key`, and push that down. Exact because a bucket then
     holds, for its key values, everything a group's rows depend on:
     - the matched fact is split by a group column: a reported group's facts are in one bucket, so
@@ -424,4 +423,30 @@ def routing_for(plans: dict, order: list[str], matched: str, key: str, scope: Sc
             ok &= require(b.fact, b.names.index(var) if var in b.names else -1)
     if not ok or set(need) != set(order):
         return None
-    return Routing(key, tuple((n, need[n]) for n in order if need[n] >= 0), tuple(n for n in order if need[n] < 0))
+    return FactRouting(key, tuple((n, need[n]) for n in order if need[n] >= 0), tuple(n for n in order if need[n] < 0))
+
+
+FACT_TABLE = "facts"  # the fact table's streaming query (its directory under the run's work directory)
+
+
+def plan_fact_table(doc: Document, buckets: int = 1, every_ms: int = 3_600_000) -> FactAggregatePlan | Refusal | None:
+    """The fact-aggregate plan of every fact of `doc`, every identity term shipped, no output
+    (None: `doc` has no fact); over `buckets` when the last fact's closure is every fact and one
+    of its identity variables routes them exactly (planning/fact.choose_routing, as for a query
+    grouping by it), else one. `every_ms`: the grid on which intervals become final."""
+    if not doc.facts:
+        return None
+    order = fact_closure(doc, [f.name for f in doc.facts])
+    if isinstance(order, Refusal):
+        return order
+    plans = plan_facts(doc, order, {f.name: {v.name for v in f.identity} for f in doc.facts})
+    if isinstance(plans, Refusal):
+        return plans
+    last = order[-1]
+    keys = list(plans[last].identity)
+    routing = choose_routing(plans, order, last, keys, None) if buckets > 1 else None
+    return FactAggregatePlan(
+        query=FACT_TABLE, columns=(), facts=tuple(plans[n] for n in order), fact=last, current=True,
+        group_vars=(), group_cols=(), aggregates=(), distinct_cols=(), projections=(), while_=None,
+        every_ms=every_ms, partitioning="the fact table: no identity variable routes every fact exactly",
+        buckets=fact_buckets(routing, buckets), routing=routing)

@@ -51,7 +51,7 @@ class GeneralPlan:
     operators: tuple[str, ...] = ()  # the operator's lines of EXPLAIN (WHERE, FILTER, WHILE, aggregates)
     # The query and its facts, so that the workers and the driver's collector compile it without the document.
     definition: tuple[AggregateQuery, tuple[Fact, ...]] | None = field(default=None, compare=False, repr=False)
-    # The background as N-Triples triples, bound at run time (runtime/pipelines.py): the mapper routes
+    # The background as N-Triples triples, bound at run time (shapes/general.bind): the mapper routes
     # SINCE/UNTIL clauses joined with it, every bucket joins it (a broadcast, shipped in the closures).
     background: tuple[tuple[str, str, str], ...] = field(default=(), compare=False, repr=False)
 
@@ -61,12 +61,6 @@ class GeneralPlan:
         else:
             q, facts = doc.queries[self.query_index], tuple(doc.fact(n) for n in self.facts)
         return CompiledQuery(q, facts, self.split if self.buckets > 1 else None)
-
-    def collector(self):
-        """The driver's collector of this plan's sink records (output.Collector.of asks for it)."""
-        from tefq.spark.kernels.general.collector import GeneralCollector
-
-        return GeneralCollector((), (), query=self.query, columns=self.columns, plan=self)
 
     def relevant_predicates(self) -> frozenset[str] | None:
         """The predicates of the patterns an element can match to matter (SINCE/UNTIL triggers,

@@ -9,15 +9,17 @@ import os
 from dataclasses import dataclass
 
 from tefq.plan.logical import Document
-from tefq.spark.kernels.windowed.partitioning import JoinKey, WindowSlabs
+from tefq.spark.kernels.windowed.algebra import bgp_nodes
+from tefq.spark.kernels.windowed.join_order import static_order
+from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
+from tefq.spark.kernels.windowed.partitioning import JoinKey, WindowSlabs, join_key, window_slabs
+from tefq.spark.kernels.windowed.window_batches import SMALL_WINDOW
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
 def small_window() -> int:
     """The rdflib threshold of a lone due window (tefq.spark.kernels.windowed.window_batches.SMALL_WINDOW), or
     TEFQ_SMALL_WINDOW (tests set 0 to run every window vectorised on Spark)."""
-    from tefq.spark.kernels.windowed.window_batches import SMALL_WINDOW
-
     return int(os.environ.get("TEFQ_SMALL_WINDOW", SMALL_WINDOW))
 
 
@@ -61,14 +63,11 @@ class WindowedPlan:
                           f"  Project: kind, ts, terms only for predicates {preds} (others: time only)", SOURCE])
 
 
-KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.document.shuffle_partitions' least)
+KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.common.shuffle_partitions' least)
 
 
 def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
     """`buckets`: how many a split query spreads over (the session's shuffle partitions)."""
-    from tefq.spark.kernels.windowed.multiwindow_incremental import IncrementalBatchedRun
-    from tefq.spark.kernels.windowed.partitioning import join_key, window_slabs
-
     run = IncrementalBatchedRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
     evaluators = run.batches.evaluators
     split = buckets or KEY_BUCKETS  # the buckets a split query spreads over
@@ -88,9 +87,6 @@ def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
 
 def query_details(run, q, ev, key: JoinKey | None, slabs: WindowSlabs | None) -> tuple[str, ...]:
     """What explain says of one query: partitioning, state, rounds, each BGP's static order."""
-    from tefq.spark.kernels.windowed.algebra import bgp_nodes
-    from tefq.spark.kernels.windowed.join_order import static_order
-
     feedback = any(p.registers_stream for p in run.queries)
     part = key.describe() if key is not None else slabs.describe() if slabs is not None else \
         "one key (REGISTER STREAM feedback orders the windows)" if feedback else \

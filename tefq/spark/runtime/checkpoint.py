@@ -8,9 +8,9 @@ file source of a version-2 checkpoint read them in place: resuming would read ev
 from the staged directory), and the columnar ingestion path. Version 4: one bucket per core
 instead of two (a version-3 checkpoint holds twice the buckets) and direct ingestion for CURRENT
 aggregates under `--ingest auto` (a version-3 one was written by the columnar path). Version 5:
-UC3-shaped queries split by the counted variable (planning/fact.Routing.merge: a version-4
+UC3-shaped queries split by the counted variable (planning/fact.FactRouting.merge: a version-4
 bucket holds another share of the facts). Version 6: one driver loop and one wire protocol
-(tefq.spark.protocol): the windowed operator moved to `operators/windowed.py` (its pickled state's
+(tefq.spark.protocol): the windowed operator moved to `operators/windowed.py` (its state's
 class), runs under the bucket labels and ingest record of every plan, and whole elements got their
 own row kind. Version 7: the general plan (issue 27, operators/general.py) runs the aggregate
 queries a version-6 checkpoint ran on the fallback (its state: every element read, one bucket).

@@ -18,9 +18,14 @@ import json
 import os
 from typing import Any
 
+from rdflib import BNode
+
 from tefq.errors import TefqError
 from tefq.io.atomic import write_marker
+from tefq.io.rdf import Background
+from tefq.io.redis_stream import RedisStream, is_redis_url
 from tefq.plan.logical import AggregateQuery, Document
+from tefq.vocabulary import RunSettings
 
 IDENTITY = "tefq-identity.json"
 
@@ -55,34 +60,29 @@ def query_identity(query: Any) -> dict:
     return {"plan": digest(dataclasses.replace(query, every_ms=0)), "every": every_text(query.every_ms)}
 
 
-def background_digest(background: Any) -> str | None:
-    """The background's triples, blank nodes as one label (rdflib numbers them afresh on each load)."""
-    from rdflib import BNode
-
-    from tefq.spark.operators.fallback import rdflib_triples
-
-    triples = rdflib_triples(background)
-    if triples is None:
+def background_digest(background: Background | None) -> str | None:
+    """The background graph's triples, blank nodes as one label (rdflib numbers them afresh on each load)."""
+    if background is None:
         return None
+    triples = [tuple(t[:3]) for t in background.graph]
     lines = sorted(" ".join("_:b" if isinstance(t, BNode) else t.n3() for t in triple) for triple in triples)
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
 
 
-def identity_of(directory: str, doc: Document, stream_paths: list[str], *, background: Any = None,
-                t0: int = 0, lateness_ms: int = 0) -> dict:
+def identity_of(directory: str, doc: Document, stream_paths: list[str], *, background: Background | None = None,
+                settings: RunSettings = RunSettings()) -> dict:
     """The identity a run on `directory` would record (see the module doc)."""
     return {"location": os.path.realpath(directory),
             "facts": digest(doc.facts),
             "queries": {q.name: query_identity(q) for q in doc.queries},
             "streams": [stream_identity(p) for p in stream_paths],
-            "options": {"t0": t0, "lateness_ms": lateness_ms, "background": background_digest(background)}}
+            "options": {"t0": settings.t0, "lateness_ms": settings.lateness_ms,
+                        "background": background_digest(background)}}
 
 
 def stream_identity(path: str) -> str:
     """A stream path as an absolute path; a Redis stream as its URL (host, port and key: a restart
     on another stream would resume at entry IDs that mean nothing there)."""
-    from tefq.io.redis_stream import RedisStream, is_redis_url
-
     return RedisStream.parse(path).url if is_redis_url(path) else os.path.abspath(path)
 
 

@@ -1,8 +1,8 @@
 """Columnar ingestion for Parquet stream inputs (issue 14): Spark carries only file paths, a
 mapInArrow task reads each Parquet file itself with pyarrow (`read_files`) and the plan's encoding
 (`runtime/encodings.py`, `from_file`) emits the rows the Spark projection + mapper would emit, so
-the stateful operators are the same. This module holds the reading: the path and control sources,
-the files' columns checked and coded, and the term codes.
+the stateful operators are the same. This module holds the reading: the files' columns checked and
+coded, and the term codes (the (path, flush) sources are in runtime/sources.py).
 
 Why: on the generic path the JVM dominates a micro-batch (Parquet read into rows, the regex
 vouching, xxhash64 of strings, the Arrow round trip into Python). Here Spark's file source (the
@@ -28,38 +28,12 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
+from tefq.errors import BAD_ROW, WorkerFailure
 from tefq.io.paths import local_path
-from tefq.io.readers import ts_out_of_range
+from tefq.io.readers import in_normal_form, ts_out_of_range
 from tefq.io.staging import files_in_stream_order
-from tefq.spark.runtime.scan import BAD_ROW, PartitionScan, bad_record
-from tefq.spark.runtime.sources import CONTROL_SCHEMA, name_glob, spark_directory
-
-
-# ---------------------------------------------------------------------------------------------
-# The Spark side: a path source and the control source, one (path, flush) schema
-
-def read_paths(spark, path: str, max_files_per_trigger: int | None):
-    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in the
-    order `sources.read_stream` takes them (its listing's, else modification time)."""
-    from pyspark.sql import functions as F
-
-    directory, glob = spark_directory(path, name_glob("parquet", False))
-    reader = (spark.readStream.format("binaryFile").option("recursiveFileLookup", "true")
-              .option("pathGlobFilter", glob)
-              .schema("path string, modificationTime timestamp, length long, content binary"))
-    if max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    return reader.load(directory).select("path", F.lit(False).alias("flush"))
-
-
-def read_flush(spark, directory: str):
-    """The control source (sources.write_flush) as (path=null, flush=true) rows."""
-    from pyspark.sql import functions as F
-
-    os.makedirs(directory, exist_ok=True)
-    return (spark.readStream.schema(CONTROL_SCHEMA).parquet(directory)
-            .select(F.lit(None).cast("string").alias("path"), F.lit(True).alias("flush")))
-
+from tefq.io.validate import Fault, check_term
+from tefq.spark.runtime.scan import PartitionScan, bad_record
 
 RANK_BITS = 32  # a path's entry in `path_ranks`: stream << RANK_BITS | rank
 
@@ -113,9 +87,6 @@ class Column:
 
     def __init__(self, arr: pa.Array, role: str) -> None:
         import pyarrow.compute as pc
-
-        from tefq.io.readers import in_normal_form
-        from tefq.io.validate import Fault, check_term
 
         if not pa.types.is_dictionary(arr.type):
             arr = pc.dictionary_encode(arr)
@@ -202,7 +173,7 @@ def check_schema(pf, path: str) -> None:
             if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
                 problem = f"column {c} must hold strings"
     if problem:
-        raise ValueError(f"{BAD_ROW}\t{path}\t{problem}\t")
+        raise WorkerFailure(BAD_ROW, {"file": path, "reason": problem}).error()
 
 
 def bad_records(uri: str, batch: pa.RecordBatch, ts: pa.Array, bad: np.ndarray, row0: int) -> list[str]:
@@ -260,7 +231,8 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
             try:
                 pf = pq.ParquetFile(path, read_dictionary=["s", "p", "o"])
             except (OSError, pa.ArrowException) as e:
-                raise ValueError(f"{BAD_ROW}\t{uri}\tcannot read the Parquet file: {e}\t") from None
+                reason = f"cannot read the Parquet file: {e}"
+                raise WorkerFailure(BAD_ROW, {"file": uri, "reason": reason}).error() from None
             check_schema(pf, uri)
             ranked, row0 = ranks.get(os.path.abspath(path)), 0
             rank = None if ranked is None else ranked & ((1 << RANK_BITS) - 1)

@@ -1,5 +1,5 @@
 """Spark SQL column expressions and projections: the current-aggregate pipeline's, and the
-whole-element one of the fallback and windowed pipelines: clause matching,
+whole-element ones of the general, fallback and windowed pipelines: clause matching,
 vouching for well-formed rows (bad-row checks), xxhash64 codes, the row kind (`protocol.RowKind`)."""
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pyspark.sql import functions as F
 from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
 from tefq.io.limits import max_term_chars
 from tefq.io.validate import TS_MAX, TS_MIN
-from tefq.spark.planning import CurrentAggregatePlan, WindowedPlan
+from tefq.spark.planning.current import CurrentAggregatePlan
+from tefq.spark.planning.general import GeneralPlan
+from tefq.spark.planning.windowed import WindowedPlan
 from tefq.spark.protocol import RowKind
 from tefq.spark.runtime.sources import FLUSH_TERM
 from tefq.terms import XSD_STRING
@@ -150,3 +152,11 @@ def project_windowed(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
     hashed = F.pmod(F.xxhash64(term), F.lit(plan.buckets))
     bucket = F.when(term.startswith("<") | term.startswith("_:"), hashed).otherwise(F.lit(0))
     return out.withColumn("b", F.coalesce(bucket, F.lit(0)).cast("int"))
+
+
+def project_general(df: DataFrame, plan: GeneralPlan) -> DataFrame:
+    """Whole elements for the general mapper, terms only where the predicate is one a SINCE/UNTIL
+    trigger or an event pattern names (the others only advance time: no strings into Python)."""
+    predicates = plan.relevant_predicates()
+    relevant = None if predicates is None else F.col("p").isin(*sorted(predicates))
+    return project_elements(df, relevant, F.lit(True))

@@ -18,7 +18,9 @@ from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictio
 from tefq.spark.kernels.general.facts import row_hash
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.routing import element_buckets
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, GeneralPlan, WindowedPlan
+from tefq.spark.planning.current import CurrentAggregatePlan
+from tefq.spark.planning.fact import FactAggregatePlan
+from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.protocol import (ELEMENT, ELEMENT_WIRE, SINCE, TERMS, RowKind, FileTieOrder, are_events, control_rows,
                                  current_wire, fact_wire)
 from tefq.spark.runtime.columnar import FileBatch, combine
@@ -51,7 +53,7 @@ class Encoding:
         raise NotImplementedError
 
     def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
-        raise NotImplementedError(f"{type(self.plan).__name__} has no columnar path (planning.reads_columnar)")
+        raise NotImplementedError(f"{type(self.plan).__name__} has no columnar path (its shape's capabilities)")
 
     def trailer(self) -> list[pa.RecordBatch]:
         """Rows sent after the partition's rows, before its heartbeats (TERMS rows)."""
@@ -378,11 +380,6 @@ class GeneralRows(ElementRows):
                                            for name in self.schema.names], schema=self.schema)
 
 
-ENCODINGS: dict[type, type[Encoding]] = {CurrentAggregatePlan: CurrentRows, FactAggregatePlan: FactRows,
-                                         FallbackPlan: ElementRows, WindowedPlan: ElementRows,
-                                         GeneralPlan: GeneralRows}
-
-
 def file_terms(fb: FileBatch) -> TermDictionary:
     """code -> term of every term in a file's batch (its three dictionaries' normal forms)."""
     out = TermDictionary()
@@ -391,8 +388,3 @@ def file_terms(fb: FileBatch) -> TermDictionary:
         ok = col.norm.is_valid().to_numpy(zero_copy_only=False)  # a cell that is not a term has no text
         out.add(col.dict_codes[ok], col.norm.filter(pa.array(ok)).to_numpy(zero_copy_only=False))
     return out
-
-
-def wire_schema(plan) -> pa.Schema:
-    """The plan's wire rows' schema (mapInArrow's output: `protocol.ddl`)."""
-    return ENCODINGS[type(plan)].wire(plan)

@@ -3,7 +3,7 @@ SINCE/UNTIL row of a split event fact goes to the bucket of its key code (`code 
 of a replicated event fact and every heartbeat and flush row to every bucket, an OTHER row (an
 element no clause matches) to the bucket of its element hash.
 
-Done on the mapper's Arrow output (runtime/mappers.Routing), after the partition's elements are
+Done on the mapper's Arrow output (runtime/routing.RowRouting), after the partition's elements are
 counted, so a replicated element is still one element read."""
 from __future__ import annotations
 

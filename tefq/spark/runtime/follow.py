@@ -11,11 +11,15 @@ asked for the fact table (`RunOptions.facts`) also hands each poll's fact record
 (`tefq.facts.live`).
 
 Stopping: SIGINT or SIGTERM (or `stop()` turning true) lets the micro-batch in progress finish,
-hands over its rows and returns; a second signal stops at once. With --checkpoint a later run
+hands over its rows and returns; a second signal stops at once. A followed Redis stream admits no
+new entry once the run is stopping (the `tefq-stopping` gate file), so a stream fed without a pause
+does not start micro-batch after micro-batch, and the queries stop between micro-batches. With --checkpoint a later run
 resumes where this one stopped. New RDF files (nq, trig, stream) are staged as they arrive.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -30,15 +34,17 @@ from tefq.io.staging import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
-from tefq.spark.output import SIZE_FIGURES, TERMS, Collector, summed
+from tefq.spark.output import SIZE_FIGURES, TERMS, summed
+from tefq.spark.shapes import collector_of
 from tefq.spark.runtime.input_files import check_inputs
-from tefq.spark.runtime.inputs import pinned_inputs, stream_limits
+from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import file_ranks
 
 POLL_S = 0.1  # how often committed rows are handed on
+STOPPING = "tefq-stopping"  # in the run's work directory while it stops (sources.StreamInput.gate)
 TRIGGER = "250 milliseconds"  # a live micro-batch starts this soon after the last (issue 24: sub-second ticks)
 
 
@@ -64,7 +70,7 @@ class SinkTail:
             return [], []
         self.seen.update(files)
         # An operator sends the terms of its rows with them: each poll decodes on its own.
-        col = Collector.of(self.plan)
+        col = collector_of(self.plan)
         facts = FactCollector.of(self.plan) if self.on_facts is not None else None
         pdf = read_sink_files(files)
         with reading_sink(self.out):
@@ -138,8 +144,11 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                 return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
         recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
         staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
-        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps)
-        run = replace(run, limits=stream_limits(paths, run, follow=True))
+        gate = os.path.join(workdir, STOPPING)  # made when stopping: followed Redis streams admit no more
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(gate)  # an earlier run's, on the same checkpoint
+        paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps, gate=gate)
+        run = replace(run, settings=stream_settings(paths, run, follow=True))
         ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
         running = []
         for plan in plans:
@@ -151,6 +160,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                 staging.sync(recorded)  # only files recorded before they are read (runtime/input_files)
                 _hand_over(running, on_rows)
                 if stopping():
+                    open(gate, "w").close()
                     _finish_current_batches([q for _, q, _, _ in running])
                     break
                 for _, query, _, _ in running:
@@ -193,10 +203,21 @@ def _hand_over(running: list, on_rows: Callable[[list[QueryResult]], None] | Non
 
 
 def _finish_current_batches(queries: list, timeout_s: float = 300.0) -> None:
-    """Wait until no micro-batch is running, so stopping loses no work in progress."""
+    """Wait until the micro-batch each query was running when asked to stop has finished (its
+    progress reported), so stopping loses no work in progress. Not until no micro-batch runs at
+    all: a stream fed without a pause starts the next one at once, and that wait never ended."""
     deadline = time.time() + timeout_s
-    while time.time() < deadline and any(q.isActive and q.status.get("isTriggerActive") for q in queries):
+    running = {q: _last_batch(q) for q in queries if q.isActive and q.status.get("isTriggerActive")}
+    while running and time.time() < deadline:
         time.sleep(0.1)
+        running = {q: b for q, b in running.items()
+                   if q.isActive and q.status.get("isTriggerActive") and _last_batch(q) == b}
+
+
+def _last_batch(query) -> int:
+    """The id of the query's last finished micro-batch (-1: none yet)."""
+    progress = query.lastProgress
+    return int(progress["batchId"]) if progress else -1
 
 
 def _stop_all(queries: list) -> None:

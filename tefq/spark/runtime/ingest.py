@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 
 from tefq.errors import TefqError
-from tefq.spark.planning.document import reads_columnar
+from tefq.io.readers import stream_files, stream_format
 from tefq.spark.runtime.checkpoint import claim_marker
+from tefq.spark.shapes import reads_columnar
 
 INGEST_CHOICES = ("auto", "columnar", "direct", "rows")
 INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote it
@@ -16,8 +17,6 @@ INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote i
 def parquet_only(stream_paths: list[str]) -> bool:
     """Every stream path holds Parquet files only (`stream_paths` after staging: text inputs are
     staged as Parquet by then, tefq.io.staging.stage_streams)."""
-    from tefq.io.readers import stream_files, stream_format
-
     return all({stream_format(f) for f in stream_files(p)} == {("parquet", False)} for p in stream_paths)
 
 

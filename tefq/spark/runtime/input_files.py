@@ -25,6 +25,9 @@ from dataclasses import asdict, dataclass
 
 from tefq.errors import TefqError
 from tefq.io.atomic import write_marker
+from tefq.io.readers import stream_files
+from tefq.io.redis_stream import Position, RedisStream, head, is_redis_url
+from tefq.io.staging import has_files
 
 RECORD = "tefq-input-files"
 REDIS_ENDS = "tefq-redis-ends"
@@ -113,18 +116,12 @@ def check_inputs(workdir: str, stream_paths: list[str]) -> frozenset[str]:
 def input_files(stream_paths: list[str]) -> list[str]:
     """The stream files a run reads, as absolute paths (tefq.io's listing: the oracle's order); a
     directory with no file yet (--follow may start on one) has none, a Redis stream no file."""
-    from tefq.io.readers import stream_files
-    from tefq.io.redis_stream import is_redis_url
-    from tefq.io.staging import has_files
-
     return [os.path.abspath(f) for p in stream_paths
             if not is_redis_url(p) and (not os.path.isdir(p) or has_files(p)) for f in stream_files(p)]
 
 
 def record_redis_ends(workdir: str, inputs: list) -> None:
     """Record the pinned end (`StreamInput.end`) of each Redis stream a bounded run reads."""
-    from tefq.io.redis_stream import RedisStream, is_redis_url
-
     ends = {RedisStream.parse(p).url: p.end.id for p in inputs
             if is_redis_url(p) and getattr(p, "end", None) is not None}
     if ends:
@@ -134,8 +131,6 @@ def record_redis_ends(workdir: str, inputs: list) -> None:
 def grown_redis_streams(workdir: str, stream_paths: list[str]) -> list[str]:
     """The Redis streams of `stream_paths` holding entries after the end recorded for them (a
     stream with no recorded end has none: its run did not read it bounded), each in words."""
-    from tefq.io.redis_stream import Position, RedisStream, head, is_redis_url
-
     path = os.path.join(workdir, REDIS_ENDS)
     if not os.path.exists(path):
         return []

@@ -4,29 +4,30 @@ operators need to decide when each stream has ended. Shared by bounded runs (tef
 and --follow (runtime/follow.py)."""
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pyarrow.parquet as pq
 
 from tefq.io.redis_stream import RedisStream, head, is_redis_url
 from tefq.io.staging import files_in_stream_order
-from tefq.spark.operators.base import StreamLimits
+from tefq.spark.operators.base import StreamSettings
 from tefq.spark.runtime.pipelines import RunOptions
 from tefq.spark.runtime.ranks import is_ranked
 from tefq.spark.runtime.sources import StreamInput
 
 
-def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool, accept_gaps: bool = False) -> list[StreamInput]:
+def pinned_inputs(paths: list[str], bad_rows: str | None, follow: bool, accept_gaps: bool = False,
+                  gate: str | None = None) -> list[StreamInput]:
     """Each input with its --stream index; a Redis stream of a bounded run pinned at its head now,
     so that every query of the run reads the same entries while a publisher goes on writing.
-    `accept_gaps`: Redis sources read on after entries removed before they were read (--accept-gaps)."""
+    `accept_gaps`: Redis sources read on after entries removed before they were read (--accept-gaps);
+    `gate`: a followed Redis stream admits nothing more while this file exists (a stopping run)."""
     out = []
     for i, p in enumerate(paths):
         end = None
         if is_redis_url(p) and not follow:
             stream = RedisStream.parse(p)
             end = head(stream.connect(), stream)
-        out.append(StreamInput(p, i, end, bad_rows, accept_gaps))
+        out.append(StreamInput(p, i, end, bad_rows, accept_gaps, gate=gate))
     return out
 
 
@@ -51,7 +52,7 @@ def files_per_trigger(paths: list[str], batch_events: int = BATCH_EVENTS) -> int
     return max(1, batch_events // max(rows))
 
 
-def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> StreamLimits:
+def stream_settings(inputs: list[StreamInput], run: RunOptions, follow: bool) -> StreamSettings:
     """Spec §6.1 for the operators: how many micro-batches each bounded input takes (one file per
     trigger and source with --max-files-per-trigger, else one; a Redis stream: one, none if empty),
     each stream's first file rank (`ranks.file_ranks`); live inputs: None (they go idle)."""
@@ -69,5 +70,5 @@ def stream_limits(inputs: list[StreamInput], run: RunOptions, follow: bool) -> S
             m = run.max_files_per_trigger
             batches.append(-(-len(files) // m) if m else min(len(files), 1))
     # as file_ranks ranks them: then ties go by (t, stream order) across micro-batches
-    limits = run.limits if isinstance(run.limits, StreamLimits) else StreamLimits(run.limits.max_ticks)
-    return replace(limits, batches=tuple(batches), rank_starts=tuple(starts), ranked=is_ranked(rank, follow))
+    return StreamSettings.of(run.settings, batches=tuple(batches), rank_starts=tuple(starts),
+                             ranked=is_ranked(rank, follow), stream_iris=run.stream_iris)

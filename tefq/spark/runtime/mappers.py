@@ -7,25 +7,23 @@ What differs is a parameter each:
 - the input: rows of Spark's projection (`SparkRows`) or Parquet files a task reads with pyarrow
   (`ParquetFiles`, runtime/columnar.py);
 - the plan's encoding (runtime/encodings.py): current aggregate, fact rows or whole elements;
-- the routing (`Routing`): buckets set by the encoding, or fact rows routed after it.
+- the routing (runtime/routing.py): buckets set by the encoding, or rows routed after it.
+Each plan's shape (tefq.spark.shapes) names its encoding and routing.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import pyarrow as pa
 
 from tefq.spark.operators.base import profile
-from tefq.spark.planning import FactAggregatePlan, WindowedPlan
 from tefq.spark.protocol import BAD, FLUSH, FileTieOrder, TieOrder, are_elements, ddl, flush_rows, heartbeat_rows
 from tefq.spark.runtime.columnar import read_files
-from tefq.spark.runtime.encodings import ENCODINGS, Encoding, wire_schema
-from tefq.spark.runtime.fact_buckets import route_batch
-from tefq.spark.runtime.normal_cells import NormalCells
+from tefq.spark.runtime.encodings import Encoding
+from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
-from tefq.spark.runtime.windowed_rows import WindowedRows, route_by_window
+from tefq.spark.shapes import shape_of
 
 class SparkRows:
     """Input: rows of Spark's projection (columns k, ts, o = the file's xxhash64, ..., x). `ranks`:
@@ -71,36 +69,7 @@ class ParquetFiles:
                 yield out
 
 
-@dataclass(frozen=True)
-class Routing:
-    """Which buckets a partition's rows go to. `only`: bucket `only` alone (direct ingestion).
-    `routes`: a fact plan's (`FactAggregatePlan.event_routes`), applied after the encoding; other
-    plans' encodings set each row's bucket themselves."""
-
-    buckets: int
-    only: int | None = None
-    routes: tuple[int, ...] | None = None
-
-    windows: WindowedPlan | None = None  # a windowed plan split by its windows (`slabs`)
-
-    @staticmethod
-    def of(plan, only: int | None = None) -> "Routing":
-        routes = plan.event_routes if isinstance(plan, FactAggregatePlan) else None
-        split = plan if isinstance(plan, WindowedPlan) and plan.slabs is not None else None
-        return Routing(plan.buckets, only, routes, split)
-
-    @property
-    def targets(self) -> list[int]:
-        """The buckets every control row (heartbeat, flush) goes to."""
-        return list(range(self.buckets)) if self.only is None else [self.only]
-
-    def route(self, rb: pa.RecordBatch) -> pa.RecordBatch:
-        if self.windows is not None:
-            return route_by_window(self.windows, rb, self.only)
-        return rb if self.routes is None else route_batch(self.routes, self.buckets, rb, self.only)
-
-
-def partition_mapper(reader: SparkRows | ParquetFiles, encoding: Callable[[], Encoding], routing: Routing,
+def partition_mapper(reader: SparkRows | ParquetFiles, encoding: Callable[[], Encoding], routing: RowRouting,
                      bad_rows: str | None) -> Callable:
     """The mapInArrow function: `mapper(batches, partition)` (partition defaults to Spark's)."""
 
@@ -127,11 +96,17 @@ def make_mapper(plan, bad_rows: str | None, ranks: dict[int, int] | None = None,
     """The plan's mapper over rows of Spark's projection (`ranks`: tie order), or over (path, flush)
     rows when `files` (each file's stream rank, runtime/columnar.path_ranks) is given. `only`:
     emit bucket `only`'s rows alone (direct ingestion; bucket 0 records the bad rows)."""
-    windowed = isinstance(plan, WindowedPlan)
-    fix = NormalCells(plan).fix if windowed else None  # its cells decide buckets
-    reader = ParquetFiles(files, plan.t0 if windowed else None) if files is not None else SparkRows(ranks or {}, fix)
-    encoding = WindowedRows if windowed and files is not None else ENCODINGS[type(plan)]
-    return partition_mapper(reader, lambda: encoding(plan, only), Routing.of(plan, only), bad_rows)
+    shape = shape_of(plan)
+    if files is not None:
+        reader, encoding = ParquetFiles(files, shape.since(plan)), shape.file_encoding or shape.encoding
+    else:
+        reader, encoding = SparkRows(ranks or {}, shape.cells(plan)), shape.encoding
+    return partition_mapper(reader, lambda: encoding(plan, only), shape.routing(plan, only), bad_rows)
+
+
+def wire_schema(plan) -> pa.Schema:
+    """The plan's wire rows' schema (mapInArrow's output: `protocol.ddl`)."""
+    return shape_of(plan).encoding.wire(plan)
 
 
 def map_schema(plan) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tefq.spark.planning import WindowedPlan
+from tefq.spark.planning.windowed import WindowedPlan
 from tefq.spark.protocol import ELEMENT, RowKind
 from tefq.spark.runtime.spark_hash import string_bucket
 

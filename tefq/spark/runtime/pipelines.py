@@ -1,39 +1,31 @@
-"""From plan type to pipeline: the projection and stateful operator of each plan (a table, not an
-isinstance chain; the mapper between them is the one of runtime/mappers.py), and `build_plan`,
-which wires one plan's streaming query. Every plan, windowed ones included, runs through here."""
+"""One plan's streaming query, wired: the projection and stateful operator its shape names
+(tefq.spark.shapes), the one mapper between them (runtime/mappers.py), the buckets' shuffle and
+the parquet sink (`build_plan`). Every plan, windowed ones included, runs through here."""
 from __future__ import annotations
 
 import itertools
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import reduce
-from typing import Callable, Iterator
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from tefq.io.paths import path_in
-from tefq.io.rdf import background_as_ntriples
+from tefq.io.rdf import Background
 from tefq.plan.logical import Document
 from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
-from tefq.spark.operators.current import make_operator
-from tefq.spark.operators.fact import make_fact_operator
-from tefq.spark.operators.fallback import make_fallback_operator
-from tefq.spark.operators.general import make_general_operator
-from tefq.spark.operators.windowed import WINDOWED_EVENTS, make_windowed_operator
-from tefq.spark.planning import CurrentAggregatePlan, FactAggregatePlan, FallbackPlan, GeneralPlan, WindowedPlan
-from tefq.spark.planning.windowed import small_window
 from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
-from tefq.spark.runtime.columnar import path_ranks, read_flush, read_paths
-from tefq.spark.runtime.columns import project_current, project_elements, project_windowed
-from tefq.spark.runtime.fact_rows import project_facts
+from tefq.spark.runtime.columnar import path_ranks
 from tefq.spark.runtime.ingest import claim_ingest
 from tefq.spark.runtime.mappers import make_mapper, map_schema
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, relabel
 from tefq.spark.runtime.progress import ColumnarProgress, Progress
-from tefq.spark.runtime.sources import read_control, read_stream
-from tefq.vocabulary import RunLimits
+from tefq.spark.runtime.sources import read_control, read_flush, read_paths, read_stream
+from tefq.spark.shapes import shape_of
+from tefq.vocabulary import RunSettings
 
 _QUERY_NUMBERS = itertools.count(1)  # a streaming query's name is unique in its session, even across threads
 
@@ -42,82 +34,30 @@ _QUERY_NUMBERS = itertools.count(1)  # a streaming query's name is unique in its
 class RunOptions:
     """What every plan of one run shares, handed down to each plan's pipeline (never a global)."""
 
-    t0: int = 0
-    lateness_ms: int = 0
+    settings: RunSettings = RunSettings()  # t0, lateness, max ticks, idle timeout (StreamSettings once the inputs are known)
     max_files_per_trigger: int | None = None
     bad_rows: str | None = None  # the --bad-rows directory; None: a bad row stops the run
     progress: bool = False
-    background: list | None = None  # the background's rdflib triples (the fallback operator joins them)
-    limits: RunLimits = RunLimits()
+    background: Background | None = None  # read once for the run (its triples ship to the operators)
     join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.spark.kernels.windowed.join_order)
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
     accept_gaps: bool = False  # Redis sources read on after entries removed before they were read
+    stream_iris: tuple[str | None, ...] = ()  # per input: the IRI --stream IRI=PATH bound it to (None: unnamed)
 
 
-@dataclass(frozen=True)
-class Pipeline:
-    """How one plan type runs: its Spark SQL projection and its stateful operator."""
-
-    project: Callable  # (DataFrame, plan, RunOptions) -> the rows the plan's mapper reads
-    operator: Callable  # (doc, plan, RunOptions) -> applyInPandasWithState function
-    bind: Callable = lambda plan, run: plan  # (plan, RunOptions) -> the plan with what it needs of the run
-    frames: Callable = lambda batches: (rb.to_pandas() for rb in batches)  # direct ingestion: mapper rows -> frames
-    events_metric: str = "events_in"  # direct ingestion: the operators' metric of the events a micro-batch read
+SINK = "output"  # a query's parquet sink, under its directory of the run's work directory
 
 
-def coded_frames(batches) -> Iterator:
-    """Direct ingestion of a general or windowed plan: the mapper's rows as one frame whose term
-    columns are categorical (Arrow dictionaries: each distinct term one Python string), so the
-    operator codes each distinct term once (kernels/general/coding.code_categorical; the windowed
-    engine's factorisation, tefq.spark.kernels.windowed.window_content), not each row's string."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    batches = list(batches)
-    table = pa.Table.from_batches(batches) if batches else None
-    if table is not None and table.num_rows:
-        for name in ("s", "p", "obj"):
-            table = table.set_column(table.schema.get_field_index(name), name,
-                                     pc.dictionary_encode(table.column(name).combine_chunks()))
-        yield table.to_pandas()
-
-
-def project_general(df: DataFrame, plan: GeneralPlan) -> DataFrame:
-    """Whole elements for the general mapper, terms only where the predicate is one a SINCE/UNTIL
-    trigger or an event pattern names (the others only advance time: no strings into Python)."""
-    predicates = plan.relevant_predicates()
-    relevant = None if predicates is None else F.col("p").isin(*sorted(predicates))
-    return project_elements(df, relevant, F.lit(True))
-
-
-PIPELINES: dict[type, Pipeline] = {
-    CurrentAggregatePlan: Pipeline(
-        lambda df, plan, run: project_current(df, plan),
-        lambda doc, plan, run: make_operator(plan, run.t0, run.lateness_ms, run.limits)),
-    FactAggregatePlan: Pipeline(  # derived facts, fact patterns, WHILE
-        lambda df, plan, run: project_facts(df, plan),
-        lambda doc, plan, run: make_fact_operator(plan, run.t0, run.lateness_ms, run.limits, run.facts)),
-    FallbackPlan: Pipeline(
-        lambda df, plan, run: project_elements(df),
-        lambda doc, plan, run: make_fallback_operator(doc, plan.query_index, plan.every_ms, run.t0, run.lateness_ms,
-                                                      run.background, limits=run.limits)),
-    GeneralPlan: Pipeline(  # every other aggregate query the general planner accepts
-        lambda df, plan, run: project_general(df, plan),
-        lambda doc, plan, run: make_general_operator(bound(plan, run), run.t0, run.lateness_ms, run.limits),
-        lambda plan, run: replace(plan, background=tuple(background_as_ntriples(run.background))), coded_frames),
-    WindowedPlan: Pipeline(  # every C-SPARQL query of the document
-        lambda df, plan, run: project_windowed(df, plan, run.t0),
-        lambda doc, plan, run: make_windowed_operator(doc, run.t0, run.lateness_ms, small_window(), run.limits,
-                                                      run.join_order, plan.slabs),
-        lambda plan, run: replace(plan, t0=run.t0), coded_frames, WINDOWED_EVENTS),
-}
+def sink_dir(workdir: str, plan) -> str:
+    """Where `build_plan` puts the plan's sink in `workdir` (its records are read back from there)."""
+    return os.path.join(path_in(workdir, plan.query), SINK)
 
 
 def map_rows(source: DataFrame, plan, run: RunOptions, ranks: dict[int, int] | None = None, *,
              observed: bool = False) -> DataFrame:
     """The plan's projection of `source` (rows of ts, s, p, o, file, fh, row) and its mapper.
     `ranks`: the files' stream order, for ties; `observed`: the progress lines' event time."""
-    df = PIPELINES[type(plan)].project(source, plan, run)
+    df = shape_of(plan).project(source, plan, run)
     if observed:
         df = df.observe("tefq_in", F.max("ts").alias("event_time"), F.count(F.lit(1)).alias("n"))
     return df.mapInArrow(make_mapper(bound(plan, run), run.bad_rows, ranks), map_schema(plan))
@@ -125,7 +65,7 @@ def map_rows(source: DataFrame, plan, run: RunOptions, ranks: dict[int, int] | N
 
 def bound(plan, run: RunOptions):
     """The plan with what its mapper and operator need of the run (a general plan: the background)."""
-    return PIPELINES[type(plan)].bind(plan, run)
+    return shape_of(plan).bind(plan, run)
 
 
 def map_paths(spark: SparkSession, plan, stream_paths: list[str], ctl: str, run: RunOptions, ingest: str,
@@ -151,7 +91,7 @@ def reading_operator(func: Callable, plan, bad_rows: str | None, files: dict[str
     rows it receives — the wire rows the Exchange would deliver, made in the operator's process."""
     import pyarrow as pa
 
-    frames = PIPELINES[type(plan)].frames
+    frames = shape_of(plan).frames
 
     def op(key, pdfs, state):
         mapper = make_mapper(plan, bad_rows, files=files, only=int(key[0]))
@@ -175,10 +115,10 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     "direct" (runtime/columnar.py; resolved by ingest.choose_ingest, recorded beside the checkpoint).
     `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
-    ctl, out, ck = (os.path.join(qdir, d) for d in ("control", "output", "checkpoint"))
+    ctl, out, ck = (os.path.join(qdir, d) for d in ("control", SINK, "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
     claim_ingest(qdir, ingest)
-    func = operator(plan) if operator is not None else PIPELINES[type(plan)].operator(doc, plan, run)
+    func = operator(plan) if operator is not None else shape_of(plan).operator(doc, plan, run)
     if ingest == "rows":
         sources = [read_stream(spark, p, run.max_files_per_trigger) for p in stream_paths]
         mapped = map_rows(reduce(DataFrame.unionByName, sources + [read_control(spark, ctl)]), plan, run, ranks,
@@ -192,7 +132,7 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     result = result.observe("tefq_out", sink_metric("rows_out").alias("rows"),
                             sink_metric("partial_rows").alias("partial"), sink_metric("ticks").alias("ticks"))
     if ingest == "direct":  # events read: bucket 0's count of its heartbeats (operators/base.see_time)
-        events = sink_metric(PIPELINES[type(plan)].events_metric)
+        events = sink_metric(shape_of(plan).events_metric)
         result = result.observe("tefq_in", F.max(F.when(F.col("kind") == "metric", F.col("tick"))).alias("event_time"),
                                 (events + sink_metric("bad_rows")).alias("n"))
     pr = (ColumnarProgress if ingest != "rows" else Progress)(run.progress, plan.query)

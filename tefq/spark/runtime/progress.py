@@ -8,11 +8,16 @@ from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from tefq import progress
-from tefq.errors import TefqError
+from tefq.errors import BAD_ENTRY, BAD_ROW, REDIS_GAP, TOO_MANY_TICKS, TefqError, WorkerFailure
+from tefq.io.bad_rows import IgnoreBadRows
+from tefq.io.paths import local_path
+from tefq.io.readers import locate_ts, read_stream_file, stream_files
 from tefq.io.timestamps import format_iso_ms
+from tefq.oracle.late import outlier
+from tefq.oracle.query import TooManyTicks
 from tefq.progress import plural
-from tefq.spark.operators.base import TOO_MANY_TICKS
-from tefq.spark.runtime.scan import BAD_ROW
+from tefq.spark.runtime.redis_source import bad_entry_error, gap_error
+
 
 def say(enabled: bool, text: str) -> None:
     """One line of what the engine is doing (stderr, off with --quiet): the user sees the run
@@ -25,7 +30,6 @@ def as_dict(v) -> dict:
     if v is None:
         return {}
     return v.asDict() if hasattr(v, "asDict") else dict(v)
-
 
 
 def epoch_ms(timestamp: str | None) -> int | None:
@@ -108,7 +112,6 @@ class Progress:
             self.bar.close()
 
 
-
 class ColumnarProgress(Progress):
     """Spark counts a columnar batch's input in files; the events read come from the heartbeats
     (the `tefq_in` observation of the mapped rows), so progress lines and the bench's per-batch
@@ -161,7 +164,6 @@ def run_until_done(query, progress: Progress) -> None:
         raise exc
 
 
-
 def stop_quietly(query) -> None:
     """Stop a streaming query on the way out; the JVM may already be going down."""
     try:
@@ -170,15 +172,11 @@ def stop_quietly(query) -> None:
         pass
 
 
-def bad_row_error(text: str) -> TefqError:
-    i = text.find(BAD_ROW + "\t")
-    tail = text[i + len(BAD_ROW) + 1:].split("\n", 1)[0]
-    file, reason, *_ = (tail.split("\t") + ["", ""])[:3]
-    from tefq.io.paths import local_path
-
-    path = local_path(file)
+def bad_row_error(failure: WorkerFailure) -> TefqError:
+    """A bad row that stopped the run: the readers' located error for its file (read again on the
+    driver), else the worker's reason."""
+    path = local_path(failure.fields["file"])
     try:  # the readers know the line and column
-        from tefq.io.readers import read_stream_file
 
         for _ in read_stream_file(path):
             pass
@@ -186,21 +184,14 @@ def bad_row_error(text: str) -> TefqError:
         return e
     except Exception:  # noqa: BLE001 - fall back to Spark's view of the row
         pass
-    return TefqError(f"bad stream row: {reason}", path)
+    return TefqError(f"bad stream row: {failure.fields['reason']}", path)
 
 
-
-def too_many_ticks_error(text: str, query: str, paths: Sequence[str]) -> TefqError:
+def too_many_ticks_error(failure: WorkerFailure, query: str, paths: Sequence[str]) -> TefqError:
     """The oracle's --max-ticks message (tefq.oracle.query.TooManyTicks), pointing at the row
     whose timestamp stretches the range (read again on the driver: an error path only)."""
-    from tefq.io.bad_rows import IgnoreBadRows
-    from tefq.io.readers import locate_ts, read_stream_file, stream_files
-    from tefq.oracle.late import outlier
-    from tefq.oracle.query import TooManyTicks
-
-    tail = text[text.find(TOO_MANY_TICKS) + len(TOO_MANY_TICKS) + 1:].split("\t")
-    max_ticks, every, first, last = (int(v) for v in tail[:4])
-    err = TooManyTicks(query, max_ticks, every, first, last)
+    f = failure.fields
+    err = TooManyTicks(query, int(f["max_ticks"]), int(f["every"]), int(f["first"]), int(f["last"]))
     times = sorted(e[0] for p in paths for f in stream_files(p) for e in read_stream_file(f, IgnoreBadRows()))
     if times:
         ts, why = outlier(times)
@@ -211,14 +202,18 @@ def too_many_ticks_error(text: str, query: str, paths: Sequence[str]) -> TefqErr
 
 
 def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
-    """Spark wraps worker errors: a bad row becomes the reader's located TefqError, a tick range
-    over --max-ticks the oracle's message naming the row."""
-    from tefq.spark.runtime.redis_source import bad_entry_error, gap_error
-
-    text = str(e)
-    if TOO_MANY_TICKS in text:
-        return too_many_ticks_error(text, query, paths)
-    entry = bad_entry_error(text) or gap_error(text)  # a bad Redis entry: the very error the oracle raises
-    if entry is not None:
-        return entry
-    return bad_row_error(text) if BAD_ROW in text else e
+    """Spark wraps worker errors: the worker's failure record (tefq.errors.WorkerFailure) becomes
+    the user's error — a bad row the reader's located TefqError, a bad Redis entry the oracle's,
+    Redis entries trimmed before they were read an exit 2 naming them, a tick range over
+    --max-ticks the oracle's message naming the row; anything else (a refusal: the command
+    line's) is `e` itself."""
+    failure = WorkerFailure.found_in(str(e))
+    if failure is None:
+        return e
+    if failure.kind == TOO_MANY_TICKS:
+        return too_many_ticks_error(failure, query, paths)
+    if failure.kind == BAD_ENTRY:
+        return bad_entry_error(str(e))
+    if failure.kind == REDIS_GAP:
+        return gap_error(str(e))
+    return bad_row_error(failure) if failure.kind == BAD_ROW else e

@@ -1,5 +1,5 @@
 """The files' stream order for ties (spec §1: equal timestamps apply in file order), keyed as
-Spark's rows carry it (`fh`: protocol.file_hash of `_metadata.file_path` and the input stream),
+Spark's rows carry it (`fh`: `file_hash` of `_metadata.file_path` and the input stream),
 computed on the driver without a Spark job: each file's URI as Spark writes it (Hadoop's own
 Path qualification, through the JVM gateway), hashed by Spark's xxhash64 in Python
 (runtime/spark_hash.py). The job sources.file_ranks ran for this (createDataFrame + collect) was
@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from tefq.errors import TefqError
 from tefq.io.staging import files_in_stream_order
-from tefq.spark.protocol import MTIME_MASK, MTIME_SHIFT, PATH_HASH_MASK, STREAM_SHIFT
+from tefq.spark.protocol import MAX_STREAMS, MTIME_MASK, MTIME_SHIFT, PATH_HASH_MASK, STREAM_SHIFT
 from tefq.spark.runtime.spark_hash import xxhash64
 
 MAX_RANKED = 1 << 19  # as many files as sources.file_ranks ranks
@@ -29,6 +31,20 @@ def spark_file_uris(spark: SparkSession, paths: list[str]) -> list[tuple[str, in
     return uris
 
 
+def file_hash(path: "F.Column", stream: "int | F.Column", mtime: "F.Column | None" = None) -> "F.Column":
+    """Column `fh`: the input stream in the top bits (STREAM_SHIFT), the file's modification time
+    (`mtime`, a timestamp: `_metadata.file_modification_time`; none: 0) and its path's xxhash64."""
+    if isinstance(stream, int):
+        if not 0 <= stream <= MAX_STREAMS:
+            raise TefqError(f"at most {MAX_STREAMS + 1} --stream inputs on Spark", file="--stream")
+        stream = F.lit(stream)
+    top = F.shiftleft(stream.cast("long"), STREAM_SHIFT)
+    fh = F.xxhash64(path).bitwiseAND(F.lit(PATH_HASH_MASK)).bitwiseOR(top)
+    if mtime is None:
+        return fh
+    return fh.bitwiseOR(F.shiftleft(F.unix_millis(mtime).bitwiseAND(F.lit(MTIME_MASK)), MTIME_SHIFT))
+
+
 def spark_uris(spark: SparkSession, files: list[str]) -> list[str]:
     """Each local file's URI as Spark writes it (Hadoop's own qualification, through the JVM)."""
     if not files:
@@ -44,7 +60,7 @@ def spark_uris(spark: SparkSession, files: list[str]) -> list[str]:
 
 
 def path_hash(uri: str, stream: int, mtime_ms: int = 0) -> int:
-    """protocol.file_hash of one file, as Spark SQL computes it."""
+    """`file_hash` of one file, as Spark SQL computes it."""
     return ((xxhash64(uri.encode("utf-8")) & PATH_HASH_MASK) | ((mtime_ms & MTIME_MASK) << MTIME_SHIFT)
             | (stream << STREAM_SHIFT))
 

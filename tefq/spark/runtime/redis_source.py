@@ -20,11 +20,14 @@ Rows: `ts` (long ms), `s`, `p`, `o` (checked by the file rows' rules, in normal 
 
 Bad entries: with the `badRows` option each is recorded there (`tefq.io.bad_rows`' format; a
 replayed micro-batch rewrites its own record file, so each is recorded once) and skipped; without
-it the first fails the query with a `BAD_ENTRY` line that `bad_entry_error` turns back into the
+it the first fails the query with a bad_entry record (tefq.errors.WorkerFailure) that `bad_entry_error` turns into the
 oracle's located error on the driver.
 
 Where the code runs: `initialOffset`, `latestOffset` and `partitions` in the driver's Python
 process (one Redis connection, kept); `read` in a Python worker per partition (its own connection).
+Spark wraps what they raise in its own error and Python traceback: a TefqError there (Redis
+stopped or unreachable, a refused command) leaves as a worker refusal (`refusing`), which the
+command line prints as its one sentence naming the URL, exit 2.
 """
 from __future__ import annotations
 
@@ -42,19 +45,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from tefq.errors import TefqError
+from tefq.errors import BAD_ENTRY, REDIS_GAP, REFUSAL, TefqError, WorkerFailure
 from tefq.io.bad_rows import BadRow, BadRowLog
 from tefq.io.redis_stream import (PAGE, EntryChecker, Position, RedisStream, advance, checked, entry_pages, head,
                                   is_redis_url, split_range, unread_gap)
 from tefq.io.validate import Fault
-from tefq.spark.protocol import file_hash
+from tefq.spark.runtime.ranks import file_hash
 
 FORMAT = "tefq-redis"
 SCHEMA = "ts long, s string, p string, o string, file string, row long"
 ARROW_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
                           ("file", pa.string()), ("row", pa.int64())])
-BAD_ENTRY = "TEFQ_BAD_ENTRY"  # a bad entry's marker in a worker's error (see bad_entry_error)
-GAP = "TEFQ_REDIS_GAP"  # entries removed before they were read (see gap_error)
 STARTS = ("earliest", "latest")
 ENGINE_PARTITIONS: int | None = None  # the engine's micro-batches: split in this many ranges (None: one per core)
 LEAST_PER_PARTITION = 5_000  # a smaller range is not worth a task of its own
@@ -70,7 +71,9 @@ class SourceOptions:
     after which nothing is read (a bounded run pins the stream's head once for all its queries);
     `partitions`: a micro-batch's entries in up to this many ID ranges, one task each (default 1);
     `acceptGaps`: `true` reads on after entries removed from the stream before they were read
-    (default: the query stops, `unread_gap`)."""
+    (default: the query stops, `unread_gap`); `stopFile`: while this file exists no new entry is
+    admitted (a stopping run: the micro-batch in progress ends and no other starts, so the query
+    stops between micro-batches)."""
 
     stream: RedisStream
     max_entries: int | None = None
@@ -79,6 +82,7 @@ class SourceOptions:
     end: Position | None = None
     partitions: int = 1
     accept_gaps: bool = False
+    stop_file: str | None = None
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -93,7 +97,7 @@ class SourceOptions:
         return cls(RedisStream.parse(url), positive_option("maxEntriesPerTrigger", given.get("maxentriespertrigger")),
                    given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")),
                    positive_option("partitions", given.get("partitions")) or 1,
-                   given.get("acceptgaps", "false").lower() == "true")
+                   given.get("acceptgaps", "false").lower() == "true", given.get("stopfile") or None)
 
 
 def positive_option(name: str, text: str | None) -> int | None:
@@ -140,6 +144,15 @@ class RedisStreamSource(DataSource):
         return RedisBatchReader(SourceOptions.of(self.options))
 
 
+@contextlib.contextmanager
+def refusing() -> Iterator[None]:
+    """A TefqError raised inside Spark's source runner or a worker, as a worker refusal (one line)."""
+    try:
+        yield
+    except TefqError as e:
+        raise WorkerFailure(REFUSAL, {"message": f"{e.file}: {e.message}" if e.file else e.message}).error() from None
+
+
 class DriverClient:
     """A Redis connection opened at first use and never pickled (readers travel to the workers)."""
 
@@ -171,7 +184,8 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
 
     def initialOffset(self) -> dict:
         if self.options.start == "latest":
-            return head(self.client(), self.options.stream).to_offset()
+            with refusing():
+                return head(self.client(), self.options.stream).to_offset()
         return Position().to_offset()
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -179,12 +193,17 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        latest = self.target or head(self.client(), self.options.stream)
+        if self.options.stop_file and os.path.exists(self.options.stop_file):
+            return start  # the run is stopping: nothing new
         max_entries = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return advance(self.client(), self.options.stream, Position.of_offset(start), latest, max_entries).to_offset()
+        with refusing():
+            latest = self.target or head(self.client(), self.options.stream)
+            return advance(self.client(), self.options.stream, Position.of_offset(start), latest,
+                           max_entries).to_offset()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = self.target or head(self.client(), self.options.stream)
+        with refusing():
+            self.target = self.target or head(self.client(), self.options.stream)
 
     def partitions(self, start: dict, end: dict) -> list[EntryRange]:
         # Ranges in ID order, each read in entry order: the stream order of ties (equal ts), which
@@ -192,11 +211,12 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
         first, last = Position.of_offset(start), Position.of_offset(end)
         if not first.is_before(last):
             return []
-        gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
-        if gap is not None:
-            raise ValueError(f"{GAP}\t" + json.dumps([self.options.stream.url, gap]))
-        return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
-                                                    self.options.partitions, LEAST_PER_PARTITION)]
+        with refusing():
+            gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
+            if gap is not None:
+                raise WorkerFailure(REDIS_GAP, {"url": self.options.stream.url, "message": gap}).error()
+            return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
+                                                        self.options.partitions, LEAST_PER_PARTITION)]
 
     def read(self, partition: EntryRange) -> Iterator[pa.RecordBatch]:
         return read_range(self.options, partition)
@@ -212,7 +232,8 @@ class RedisBatchReader(DriverClient, DataSourceReader):
     """A bounded read: every entry up to the stream's last ID when the query is planned."""
 
     def partitions(self) -> list[EntryRange]:
-        end = self.options.end or head(self.client(), self.options.stream)
+        with refusing():
+            end = self.options.end or head(self.client(), self.options.stream)
         self.close()
         return [EntryRange(Position().id, end.id, 0)]
 
@@ -224,7 +245,7 @@ def read_range(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBa
     """The checked entries of one partition as Arrow batches of the source's schema."""
     stream = options.stream
     client, checker, row = stream.connect(), EntryChecker(), part.first_row
-    with partition_bad_rows(options, part) as log:
+    with refusing(), partition_bad_rows(options, part) as log:
         try:
             for page in entry_pages(client, stream, part.after, part.until, PAGE):
                 good = list(checked(page, checker, stream, row, log))
@@ -249,10 +270,11 @@ def entry_batch(rows: list, url: str) -> pa.RecordBatch:
 # Bad entries
 
 class RaisingLog(BadRowLog):
-    """Without --bad-rows: the first bad entry fails the task with a one-line BAD_ENTRY record."""
+    """Without --bad-rows: the first bad entry fails the task with its bad_entry record."""
 
     def report(self, fault: Fault, file: str, line: int, row: str | None, column_base: int = 1) -> None:
-        raise ValueError(f"{BAD_ENTRY}\t" + json.dumps([file, line, fault.kind, fault.message, row or ""]))
+        raise WorkerFailure(BAD_ENTRY, dict(file=file, line=line, kind=fault.kind, message=fault.message,
+                                            row=row or "")).error()
 
 
 @contextlib.contextmanager
@@ -279,29 +301,21 @@ def partition_bad_rows(options: SourceOptions, part: EntryRange) -> Iterator[Bad
 
 def bad_entry_error(text: str) -> TefqError | None:
     """The located error of a bad entry that failed a query (`text`: Spark's error text, holding a
-    worker's BAD_ENTRY line), as the oracle raises it for the same entry; None if there is none."""
-    at = text.find(BAD_ENTRY + "\t")
-    if at < 0:
+    worker's bad_entry record), as the oracle raises it for the same entry; None if there is none."""
+    failure = WorkerFailure.found_in(text)
+    if failure is None or failure.kind != BAD_ENTRY:
         return None
-    payload = text[at + len(BAD_ENTRY) + 1:].split("\n", 1)[0]
-    try:
-        file, line, kind, message, row = json.loads(payload)
-    except ValueError:
-        return None
-    return BadRow(Fault(kind, 0, message), file, int(line), row, 0)
+    f = failure.fields
+    return BadRow(Fault(f["kind"], 0, f["message"]), f["file"], int(f["line"]), f["row"], 0)
 
 
 def gap_error(text: str) -> TefqError | None:
     """The located error (exit 2) of entries removed before they were read (`text`: Spark's error
-    text, holding the source's GAP line); None if there is none."""
-    at = text.find(GAP + "\t")
-    if at < 0:
+    text, holding the source's redis_gap record); None if there is none."""
+    failure = WorkerFailure.found_in(text)
+    if failure is None or failure.kind != REDIS_GAP:
         return None
-    try:
-        url, message = json.loads(text[at + len(GAP) + 1:].split("\n", 1)[0])
-    except ValueError:
-        return None
-    return TefqError(message, url)
+    return TefqError(failure.fields["message"], failure.fields["url"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,11 +328,11 @@ def register(spark: SparkSession) -> None:
 
 def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None = None,
                        bad_rows: str | None = None, start: str = "earliest", end: Position | None = None,
-                       stream: int = 0, accept_gaps: bool = False) -> DataFrame:
+                       stream: int = 0, accept_gaps: bool = False, gate: str | None = None) -> DataFrame:
     """A streaming DataFrame of a Redis stream in the columns of `sources.read_stream` (ts, s, p,
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
     run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
-    index (spec §6.1), carried in `fh` (`protocol.file_hash`)."""
+    index (spec §6.1), carried in `fh` (`ranks.file_hash`). `gate`: the `stopFile` option."""
     SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
     register(spark)
     reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)
@@ -330,5 +344,7 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
         reader = reader.option("badRows", os.path.abspath(bad_rows))
     if accept_gaps:
         reader = reader.option("acceptGaps", "true")
+    if gate:
+        reader = reader.option("stopFile", os.path.abspath(gate))
     reader = reader.option("partitions", str(ENGINE_PARTITIONS or os.cpu_count() or 1))
     return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")

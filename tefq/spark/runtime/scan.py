@@ -10,9 +10,12 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from tefq.errors import BAD_ROW, WorkerFailure
+from tefq.io.bad_rows import BadRowLog
+from tefq.io.paths import local_path
+from tefq.io.readers import parquet_row_fault
+from tefq.io.validate import Fault, check_term
 from tefq.spark.protocol import RowKind, StreamTimes, stream_of
-
-BAD_ROW = "TEFQ_BAD_ROW"  # a worker's error text: the driver re-reads the file for the located message
 
 
 class PartitionScan:
@@ -81,17 +84,13 @@ def divert_bad(records: list[str], bad_rows: str | None) -> None:
     """Bad rows (`bad_record`'s records) raise (no --bad-rows: the driver locates the first
     with the oracle's reader, tefq.spark.runtime.progress) or go to --bad-rows in the oracle's
     record format (tefq.io.bad_rows)."""
-    from tefq.io.bad_rows import BadRowLog
-    from tefq.io.paths import local_path
-    from tefq.io.validate import Fault
-
     log = BadRowLog(bad_rows)
     try:
         for text in records:
             file, row, kind, message, *cells = json.loads(text)
             path = local_path(file)
             if bad_rows is None:
-                raise ValueError(f"{BAD_ROW}\t{path}\t{kind}: {message}")
+                raise WorkerFailure(BAD_ROW, {"file": path, "reason": f"{kind}: {message}"}).error()
             log.report(Fault(kind, 0, message), path, int(row), "\t".join(cells), 0)
     finally:
         log.close()
@@ -101,8 +100,6 @@ def bad_record(file: str, row: int, ts: int | str | None, s: str | None, p: str 
                o: str | None) -> str | None:
     """The record `divert_bad` takes (JSON [file, row, kind, message, ts, s, p, o]) of a row the
     Parquet reader would refuse (tefq.io.readers.parquet_row_fault), or None for a good row."""
-    from tefq.io.readers import parquet_row_fault
-
     fault = parquet_row_fault(None if ts is None else int(ts), s, p, o, row=row)
     if fault is None:
         return None
@@ -140,7 +137,5 @@ def settle_undecided(rb: pa.RecordBatch, fix: "Callable[[pa.RecordBatch, dict], 
 
 def normal_cells(cells: list[str]) -> tuple[str, str, str]:
     """A good row's s, p, o as the oracle's Parquet reader reads them (tefq.io.validate.check_term)."""
-    from tefq.io.validate import check_term
-
     s, p, o = (check_term(cell, role) for cell, role in zip(cells, "spo"))
     return s, p, o

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from tefq.spark.planning.document import shuffle_partitions
+from tefq.spark.planning.common import shuffle_partitions
 from tefq.spark.runtime import jvm_archive
 from tefq.spark.runtime.jvm_scratch import jvm_scratch
 from tefq.spark.runtime.quiet import filtered_jvm_stderr

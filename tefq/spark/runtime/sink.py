@@ -7,11 +7,9 @@ from typing import Iterator
 
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
-from tefq.spark.output import Collector
-from tefq.spark.planning import WindowedPlan
 from tefq.spark.runtime.codec import CodecError
 from tefq.spark.runtime.log_entries import entries, read_entry
-from tefq.spark.windowed_output import WindowedCollector
+from tefq.spark.shapes import collector_of
 
 
 def committed_files(out: str) -> list[str]:
@@ -64,13 +62,6 @@ def reading_sink(out: str) -> Iterator[None]:
     except CodecError as e:
         raise CodecError(f"{e.message}: this sink (a query's output in the checkpoint) was written by "
                          "something other than tefq; use a fresh --checkpoint", out) from None
-
-
-def collector_of(plan) -> Collector | WindowedCollector:
-    """The collector that decodes a plan's sink records (`tefq.spark.output`)."""
-    if isinstance(plan, WindowedPlan):
-        return WindowedCollector(plan.queries, plan.query_columns, plan.window_order)
-    return Collector.of(plan)
 
 
 def collect(plan, out: str) -> tuple[list[QueryResult], dict, list[str]]:

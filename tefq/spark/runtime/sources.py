@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 
 from tefq.errors import TefqError
-from tefq.io.readers import stream_files, stream_format
-from tefq.spark.protocol import file_hash
+from tefq.io.readers import literal_path_pattern, stream_files, stream_format
+from tefq.io.redis_stream import is_redis_url
+from tefq.spark.runtime.ranks import file_hash
+from tefq.spark.runtime.redis_source import redis_stream_frame
 
 if TYPE_CHECKING:
     from tefq.io.redis_stream import Position
@@ -46,24 +47,26 @@ class StreamInput(str):
     with its --stream index (`stream`, spec §6.1), and for a Redis input the last position a
     bounded run reads (`end`: None, follow it) and the --bad-rows directory its source writes to;
     for a file input of a bounded run, the `listing` Spark reads its files from, in stream order
-    (runtime/listing.py)."""
+    (runtime/listing.py); for a followed Redis input, the file whose existence tells its source to
+    admit nothing more (`gate`: a stopping run)."""
 
     stream: int = 0
     end: "Position | None" = None
     bad_rows: str | None = None
     accept_gaps: bool = False  # a Redis input: read on after entries removed before they were read
     listing: str | None = None
+    gate: str | None = None
 
     def __new__(cls, path: str, stream: int = 0, end: "Position | None" = None, bad_rows: str | None = None,
-                accept_gaps: bool = False, listing: str | None = None) -> "StreamInput":
+                accept_gaps: bool = False, listing: str | None = None, gate: str | None = None) -> "StreamInput":
         made = str.__new__(cls, path)
         made.stream, made.end, made.bad_rows = stream, end, bad_rows
-        made.accept_gaps, made.listing = accept_gaps, listing
+        made.accept_gaps, made.listing, made.gate = accept_gaps, listing, gate
         return made
 
     def __reduce__(self):
         return StreamInput, (str(self), self.stream, self.end, self.bad_rows, self.accept_gaps,
-                             self.listing)
+                             self.listing, self.gate)
 
 
 def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | None, stream: int | None = None) -> DataFrame:
@@ -71,16 +74,12 @@ def read_stream(spark: SparkSession, path: str, max_files_per_trigger: int | Non
     directory, or a Redis stream (`redis_source.redis_stream_frame`), input `stream` (its --stream
     index; default: a StreamInput's own, else 0). Files are taken in Spark's file-source order
     (modification time), or, for an input with a listing, in its listing's order."""
-    from tefq.io.redis_stream import is_redis_url
-
     if stream is None:
         stream = path.stream if isinstance(path, StreamInput) else 0
     if is_redis_url(path):
-        from tefq.spark.runtime.redis_source import redis_stream_frame
-
         given = path if isinstance(path, StreamInput) else StreamInput(path)
         return redis_stream_frame(spark, str(path), bad_rows=given.bad_rows, end=given.end, stream=stream,
-                                  accept_gaps=given.accept_gaps)
+                                  accept_gaps=given.accept_gaps, gate=given.gate)
 
     stream_format_of(path)  # one format, Parquet (text streams are staged first)
     directory, glob = spark_directory(path, name_glob(*_formats(path).pop()))
@@ -98,8 +97,6 @@ def spark_directory(path: str, names: str) -> tuple[str, str]:
     """The directory a file source of `path` reads and its pathGlobFilter: an input's listing
     (every file it names; recursiveFileLookup must be on, the files lie outside it), a directory
     with `names` (a name_glob), a file by its own name."""
-    from tefq.io.readers import literal_path_pattern
-
     if isinstance(path, StreamInput) and path.listing is not None:
         return path.listing, "*"
     if os.path.isdir(path):  # Spark skips `.x` and `_x` itself; the glob also leaves out `x.tmp`
@@ -134,3 +131,25 @@ def write_flush(directory: str) -> None:
     pq.write_table(pa.table({"ts": pa.array([0], pa.int64()), "s": [FLUSH_TERM], "p": [FLUSH_TERM],
                              "o": [FLUSH_TERM]}), tmp)
     os.replace(tmp, target)
+
+
+# The columnar and direct paths' sources (runtime/columnar.py): (path, flush) rows
+
+
+def read_paths(spark, path: str, max_files_per_trigger: int | None):
+    """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in the
+    order `read_stream` takes them (its listing's, else modification time)."""
+    directory, glob = spark_directory(path, name_glob("parquet", False))
+    reader = (spark.readStream.format("binaryFile").option("recursiveFileLookup", "true")
+              .option("pathGlobFilter", glob)
+              .schema("path string, modificationTime timestamp, length long, content binary"))
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
+    return reader.load(directory).select("path", F.lit(False).alias("flush"))
+
+
+def read_flush(spark, directory: str):
+    """The control source (sources.write_flush) as (path=null, flush=true) rows."""
+    os.makedirs(directory, exist_ok=True)
+    return (spark.readStream.schema(CONTROL_SCHEMA).parquet(directory)
+            .select(F.lit(None).cast("string").alias("path"), F.lit(True).alias("flush")))

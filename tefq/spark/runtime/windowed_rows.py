@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tefq.spark.planning import WindowedPlan
+from tefq.spark.planning.windowed import WindowedPlan
 from tefq.spark.protocol import ELEMENT, FileTieOrder, routed_rows
 from tefq.spark.runtime.columnar import Column, FileBatch
 from tefq.spark.runtime.encodings import ElementRows

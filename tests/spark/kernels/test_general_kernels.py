@@ -12,6 +12,7 @@ from tefq.spark.planning.general import plan_general
 from tests.support.general_shapes import BACKGROUND, EXAMPLES, PROGRAMS, PROGRAM_FACT, SHAPES, USER_FACT, agg, document, iri, lit, oracle_rows, plan, streams
 from tests.support.operator_harness import FakeState, element_rows
 from tests.support.general_shapes import assert_like_oracle, check_shape
+from tefq.vocabulary import RunSettings
 
 AGED_EVERY = 250  # a multiple of 125 ms: open durations are summed as ages (exact.age_limbs), not per tick
 
@@ -162,9 +163,8 @@ def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-
     from tefq.spark.operators.general import make_general_operator
-    from tefq.spark.output import Collector
+    from tefq.spark.shapes import collector_of
     from tefq.spark.runtime.pipelines import reading_operator
 
     buckets = data.draw(st.integers(1, 4))
@@ -179,8 +179,8 @@ def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
             paths.append(str(folder / f"part-{i}.parquet"))
             pq.write_table(pa.table({"ts": [e[0] for e in part], "s": [e[1] for e in part],
                                      "p": [e[2] for e in part], "o": [e[3] for e in part]}), paths[-1])
-    op = reading_operator(make_general_operator(p, 0, 0), p, None, {path: i for i, path in enumerate(paths)})
-    col = Collector.of(p)
+    op = reading_operator(make_general_operator(p, RunSettings(0, 0)), p, None, {path: i for i, path in enumerate(paths)})
+    col = collector_of(p)
     for b in range(buckets):
         files = pd.DataFrame({"path": paths + [None], "flush": [False] * len(paths) + [True]})
         for kind, tick, payload in next(op((b,), iter([files]), FakeState())).itertuples(index=False):

@@ -68,7 +68,7 @@ def wire(ts: list[int], kinds: list[int]) -> pa.RecordBatch:
 
 
 def test_the_routing_copies_the_elements_at_a_slab_edge_and_keeps_stream_order() -> None:
-    from tefq.spark.planning import WindowedPlan
+    from tefq.spark.planning.windowed import WindowedPlan
     from tefq.spark.protocol import ELEMENT
     from tefq.spark.runtime.windowed_rows import route_by_window
 

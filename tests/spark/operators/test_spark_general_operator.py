@@ -14,12 +14,13 @@ import pytest
 from tefq.spark.kernels.general.collector import GeneralCollector
 from tefq.spark.kernels.general.state import GeneralState
 from tefq.spark.operators.general import GeneralBucketState, make_general_operator
-from tefq.spark.output import Collector
-from tefq.spark.planning import GeneralPlan, plan_document
+from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.protocol import ELEMENT, HEARTBEAT
 from tefq.spark.runtime.codec import decode
 from tefq.spark.runtime.mappers import make_mapper
 from tefq.spark.runtime.sources import FLUSH_TERM
+from tefq.spark.shapes import collector_of, plan_document
+from tefq.vocabulary import RunSettings
 from tests.support.general_shapes import BACKGROUND, SHAPES, document, iri, oracle_rows
 from tests.support.operator_harness import FakeState, element_rows
 
@@ -59,9 +60,9 @@ def test_the_mapper_routes_each_user_to_its_bucket_and_drops_what_nothing_matche
 @pytest.mark.parametrize("restart", [False, True])
 def test_two_buckets_over_micro_batches_give_the_oracles_rows(restart):
     doc, plan = genre_plan()
-    op = make_general_operator(plan, 0, 0)
+    op = make_general_operator(plan, RunSettings(0, 0))
     states = {0: FakeState(), 1: FakeState()}
-    col = Collector.of(plan)
+    col = collector_of(plan)
     assert isinstance(col, GeneralCollector)
     for i, batch in enumerate(BATCHES):
         out = mapped(plan, batch, i == len(BATCHES) - 1)
@@ -78,7 +79,7 @@ def test_two_buckets_over_micro_batches_give_the_oracles_rows(restart):
 
 def test_the_saved_state_holds_arrays_not_python_objects():
     _, plan = genre_plan()
-    op = make_general_operator(plan, 0, 0)
+    op = make_general_operator(plan, RunSettings(0, 0))
     state = FakeState()
     next(op((0,), iter([mapped(plan, BATCHES[0], False)]), state))
     st = decode(state.get[0], GeneralBucketState)

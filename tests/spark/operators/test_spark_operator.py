@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.spark.output import read_record
 from tefq.spark.protocol import ELEMENT, FLUSH
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.operator_harness import FakeState, drive, streams
 
@@ -56,7 +57,7 @@ def drive_fallback(doc, elements, batch_sizes: list[int], lateness: int = 0):
     from tefq.spark.operators.fallback import make_fallback_operator
 
     q = doc.queries[0]
-    op = make_fallback_operator(doc, 0, q.every_ms, 0, lateness)
+    op = make_fallback_operator(doc, 0, q.every_ms, RunSettings(0, lateness))
     state, rows, metrics = FakeState(), [], {}
 
     def call(recs):

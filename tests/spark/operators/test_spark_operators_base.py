@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tefq.spark.operators.base import MAX_WARNINGS, BucketLogic, BucketState, bucket_operator
+from tefq.spark.operators.base import BucketLogic, BucketState, MAX_WARNINGS, bucket_operator
 from tefq.spark.output import data_record, read_record
-from tefq.spark.runtime.codec import decode
 from tefq.spark.protocol import ELEMENT, EVENT_KINDS, RowKind
+from tefq.spark.runtime.codec import decode
+from tefq.vocabulary import RunSettings
 
 COLUMNS = ["k", "ts", "o", "f", "n"]
 
@@ -73,7 +74,7 @@ def call(op, state, rows: list[dict], bucket: int = 0):
 
 
 def test_ticks_wait_for_event_time_minus_lateness_and_flush_reports_the_rest():
-    op, state = bucket_operator(Recording(10), t0=0, lateness_ms=5), FakeState()
+    op, state = bucket_operator(Recording(10), RunSettings(t0=0, lateness_ms=5)), FakeState()
     rows, _, m = call(op, state, events(3, 12) + [heartbeat(3, 12, 2)])
     assert rows == [] and m["batch"] == 1 and m["events_in"] == 2  # 12 - 5 - 1 = 6: no tick at or before
     rows, _, m = call(op, state, events(25) + [heartbeat(25, 25, 1)])
@@ -86,7 +87,7 @@ def test_ticks_wait_for_event_time_minus_lateness_and_flush_reports_the_rest():
 
 
 def test_late_events_are_dropped_counted_and_warned_about_up_to_the_cap():
-    op, state = bucket_operator(Recording(10), t0=0, lateness_ms=0), FakeState()
+    op, state = bucket_operator(Recording(10), RunSettings(t0=0, lateness_ms=0)), FakeState()
     call(op, state, events(1, 30) + [heartbeat(1, 30, 2)])  # reports 10, 20
     late = list(range(0, 20)) + list(range(0, 20))
     rows, warns, m = call(op, state, events(*late, 25) + [heartbeat(0, 25, len(late) + 1)])
@@ -97,7 +98,7 @@ def test_late_events_are_dropped_counted_and_warned_about_up_to_the_cap():
 
 
 def test_only_bucket_zero_counts_the_shared_heartbeat_and_ticks():
-    op = bucket_operator(Recording(10), t0=0, lateness_ms=0)
+    op = bucket_operator(Recording(10), RunSettings(t0=0, lateness_ms=0))
     _, _, m0 = call(op, FakeState(), events(5, 25) + [heartbeat(5, 25, 2)], bucket=0)
     r1, _, m1 = call(op, FakeState(), events(5, 25) + [heartbeat(5, 25, 2)], bucket=1)
     assert m0["events_in"] == 2 and m0["ticks"] == 2 and r1 == [[10, 1], [20, 1]]

@@ -3,7 +3,6 @@
 trailer, the heartbeat is encoded and decoded in one place, whole elements have their own kind."""
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -12,10 +11,12 @@ import pytest
 pytest.importorskip("pyspark")
 
 from tefq.spark.operators.base import BucketLogic, bucket_operator
-from tefq.spark.planning import FallbackPlan, plan_document
+from tefq.spark.planning.fallback import FallbackPlan
 from tefq.spark.protocol import ELEMENT, ELEMENT_WIRE, FLUSH, HEARTBEAT, RowKind, heartbeat_rows, read_heartbeats
 from tefq.spark.runtime.mappers import make_mapper
 from tefq.spark.runtime.sources import FLUSH_TERM
+from tefq.spark.shapes import plan_document
+from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
 from tests.support.operator_harness import FakeState, element_rows
 
@@ -53,7 +54,7 @@ class Ticks(BucketLogic):
 
 def test_the_loop_takes_no_time_from_a_heartbeat_of_bad_rows_only():
     """A micro-batch whose partition read only bad rows must not stretch the tick range back to 0."""
-    op, state, t = bucket_operator(Ticks(), t0=0, lateness_ms=0), FakeState(), 1_700_000_000_000
+    op, state, t = bucket_operator(Ticks(), RunSettings(t0=0, lateness_ms=0)), FakeState(), 1_700_000_000_000
     flush = pa.RecordBatch.from_pydict({"k": [int(FLUSH)], "ts": [0], "o": [0], "f": [0], "n": [0], "s": [None],
                                         "p": [None], "obj": [None], "b": [0]}, schema=ELEMENT_WIRE)
     ticks = []
@@ -108,7 +109,7 @@ def test_the_fallback_counts_bad_rows_from_the_heartbeats_as_every_operator_does
     from tefq.spark.operators.fallback import make_fallback_operator
 
     doc = sd.uc3(2000)
-    op = make_fallback_operator(doc, 0, doc.queries[0].every_ms, 0, 0)
+    op = make_fallback_operator(doc, 0, doc.queries[0].every_ms, RunSettings(0, 0))
     j = f"<{IPTV}join>"
     rows = pa.concat_batches([element_rows([(1000, "<u1>", j, "<c1>")]).drop_columns(["x"]),
                               heartbeat_rows(ELEMENT_WIRE, [0], 1000, 1000, 1, 2)])

@@ -3,7 +3,6 @@ buckets with heartbeats, end-of-input flush. Its rows must equal TEF's rows with
 (the oracle) and its bindings the oracle-side simulation's (`tefq.simulate`), on hypothesis streams."""
 from __future__ import annotations
 
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -19,7 +18,7 @@ from tests.support.operator_harness import drive as drive_native, streams
 def drive(doc, strategy: str, elements, batch_sizes: list[int], buckets: int):
     """The native operator's driver (engine mapper, buckets, heartbeats, flush) with the simulation."""
     return drive_native(doc, elements, batch_sizes, buckets,
-                        make_op=lambda plan, t0, lateness: make_simulation_operator(plan, strategy, t0, lateness))
+                        make_op=lambda plan, settings: make_simulation_operator(plan, strategy, settings))
 
 
 def test_spec10_counters():

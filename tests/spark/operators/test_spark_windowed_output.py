@@ -4,16 +4,15 @@ canonical; late elements are counted per micro-batch and per input stream and su
 driver (the operator is called as Spark calls it, on a stand-in state)."""
 from __future__ import annotations
 
-
 import pandas as pd
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tefq.oracle.windowed.runner import canonical_cell
-from tefq.spark.kernels.windowed.windowed import Report
 from tefq.results import QueryResult
-from tefq.spark.windowed_output import WindowedCollector, ordered_rows, read_coded_rows, windowed_rows_record
+from tefq.spark.kernels.windowed.windowed import Report
 from tefq.spark.output import metric_record, read_record
+from tefq.spark.windowed_output import WindowedCollector, ordered_rows, read_coded_rows, windowed_rows_record
+from tefq.vocabulary import RunSettings
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 CELLS = [None, "<http://a/x>", "<http://a/x1>", "_:b1", '"abc"@en', '"x\\u0000y"', '"\ud800"',
@@ -72,7 +71,7 @@ def test_operator_counts_late_elements_per_input_stream(tmp_path) -> None:
 REGISTER RSTREAM <http://example.org/q> AS
 SELECT ?c (COUNT(?u) AS ?n) FROM NAMED WINDOW :w ON <http://example.org/iptv/log> [RANGE PT6S STEP PT2S]
 WHERE { WINDOW :w { ?u :join ?c } } GROUP BY ?c""")
-    op = make_windowed_operator(load(str(path)), 0, 0, 0)
+    op = make_windowed_operator(load(str(path)), RunSettings(0, 0), 0)
     state = StandInState()
 
     def element(ts: int, stream: int) -> dict:

@@ -6,7 +6,9 @@ import pytest
 
 from tefq.errors import TefqError
 from tefq.plan.logical import StreamWindow, WindowedQuery
-from tefq.spark.planning import CurrentAggregatePlan, FallbackPlan, explain_physical, plan_document
+from tefq.spark.planning.current import CurrentAggregatePlan
+from tefq.spark.planning.fallback import FallbackPlan
+from tefq.spark.shapes import explain_physical, plan_document
 from tests.support import spark_docs as sd
 
 
@@ -55,7 +57,7 @@ def test_shapes_beyond_the_fact_operator_fall_back_and_say_why():
 def test_windowed_queries_get_one_windowed_plan():
     from dataclasses import replace
 
-    from tefq.spark.planning import WindowedPlan
+    from tefq.spark.planning.windowed import WindowedPlan
 
     w = WindowedQuery("w", False, "select", (StreamWindow(None, 10_000, 10_000),), (), "SELECT * WHERE { ?s ?p ?o }")
     doc = replace(sd.uc1(), queries=(w, replace(w, name="v")))

@@ -54,7 +54,7 @@ def test_oracle_run_over_redis_equals_the_file(tmp_path, log_url, iptv):
 
 def test_spark_bounded_run_over_redis_and_a_file_equals_the_oracle(spark, log_url, iptv, redis_port):
     """UC3: the log from Redis, the programme guide from its file; Spark and the oracle agree."""
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     doc = load(UC3)
     guide = os.path.join(iptv, "epg")
@@ -75,14 +75,14 @@ def bad_url(redis_port, request) -> str:
     return f"redis://127.0.0.1:{redis_port}/{key}"
 
 
-@pytest.mark.parametrize("engine", ["oracle", "spark"])
+@pytest.mark.parametrize("engine", ["oracle", pytest.param("spark", marks=pytest.mark.spark)])
 def test_a_bad_entry_stops_the_run_naming_the_stream_and_entry(bad_url, engine):
     r = tefq("run", UC1, "--engine", engine, "--stream", bad_url, "--quiet")
     assert r.returncode == 2, r.stderr
     assert bad_url in r.stderr and "entry " in r.stderr and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("engine", ["oracle", "spark"])
+@pytest.mark.parametrize("engine", ["oracle", pytest.param("spark", marks=pytest.mark.spark)])
 def test_bad_entries_are_recorded_and_counted(bad_url, engine, tmp_path):
     metrics = tmp_path / "m.json"
     r = tefq("run", UC1, "--engine", engine, "--stream", bad_url, "--bad-rows", str(tmp_path / "bad"),
@@ -106,7 +106,7 @@ def test_follow_a_redis_stream_reports_the_oracles_rows(spark, redis_port, iptv)
     import time
 
     from tefq.io.redis_stream import RedisStream, add_elements
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
 
     url = f"redis://127.0.0.1:{redis_port}/followed"
     elements = list(read_stream(os.path.join(iptv, "log")))

@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 import tracemalloc
-from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +19,7 @@ from tefq.plan.logical import Var
 from tefq.spark.output import NumericRows, rows_record, terms_record
 from tefq.spark.runtime.follow import SinkTail
 from tests.support import spark_docs as sd
-from tests.support.follow_checkpoints import commit_records
+from tests.support.follow_checkpoints import commit_records, sink_plan
 from tests.support.paths import ROOT
 from tests.support.spark import oracle
 
@@ -40,8 +39,7 @@ def commit_batch(out, batch: int, rows: int) -> list[tuple]:
 
 
 def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):
-    plan = SimpleNamespace(group_vars=("channel",), projections=(("CHANNEL", Var("group:channel")),
-                                                                 ("USER", Var("USER"))))
+    plan = sink_plan(("channel",), (("CHANNEL", Var("group:channel")), ("USER", Var("USER"))))
     out = tmp_path / "output"
     out.mkdir()
     tail = SinkTail(plan, str(out))
@@ -128,7 +126,7 @@ def test_follow_uc3_split_by_user_adds_the_buckets_shares_per_micro_batch(spark,
     written. One programme airs on two channels whose viewers land in different buckets; --out is
     the oracle's rows the event time passed."""
     from tefq.io.result_writers import results_text
-    from tefq.spark.planning import plan_document
+    from tefq.spark.shapes import plan_document
 
     query = tmp_path / "uc3.tef"
     query.write_text(open(os.path.join(ROOT, "usecases", "uc3.tef")).read().replace('"PT1M"', '"PT10S"'))

@@ -8,7 +8,6 @@ import os
 import signal
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -17,15 +16,14 @@ from tefq.plan.logical import Var
 from tefq.spark.output import metric_record
 from tefq.spark.runtime.follow import SinkTail
 from tests.support import spark_docs as sd
-from tests.support.follow_checkpoints import commit_records
+from tests.support.follow_checkpoints import commit_records, sink_plan
 from tests.support.paths import ROOT
 
 IPTV = sd.IPTV
 
 
 def test_sink_tail_sums_the_state_size_of_each_operator_call_over_buckets(tmp_path):
-    plan = SimpleNamespace(group_vars=("channel",), projections=(("CHANNEL", Var("group:channel")),
-                                                                 ("USER", Var("USER"))))
+    plan = sink_plan(("channel",), (("CHANNEL", Var("group:channel")), ("USER", Var("USER"))))
     out = tmp_path / "output"
     out.mkdir()
     tail = SinkTail(plan, str(out))

@@ -13,7 +13,7 @@ pytest.importorskip("pyspark")
 
 def ranks_by_job(spark, paths: list[str]) -> dict[int, int]:
     """The reference: Spark SQL hashes every file's URI and modification time as its file source
-    reports them (`_metadata`, protocol.file_hash) in a job."""
+    reports them (`_metadata`, ranks.file_hash) in a job."""
     from pyspark.sql import functions as F
 
     from tefq.io.readers import literal_path_pattern

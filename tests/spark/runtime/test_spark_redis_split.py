@@ -62,7 +62,7 @@ def test_split_ranges_read_the_rows_of_one_range(published):
 def test_spark_run_over_a_split_stream_equals_the_oracle(spark, published, monkeypatch):
     """UC1 bounded over the stream read in two ranges per micro-batch: the oracle's rows."""
     from tefq.io.redis_stream import Position, RedisStream, head, split_range
-    from tefq.spark.engine import run as spark_run
+    from tefq.spark import run as spark_run
     from tefq.spark.runtime import redis_source
 
     url, log = published

@@ -24,7 +24,7 @@ from tefq.plan.logical import EventFact, Term
 from tefq.spark.kernels.general.aggregates import CellAggregator
 from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictionary, encode
 from tefq.spark.kernels.general.contributions import contributions
-from tefq.spark.kernels.general.facts import Background, FactSide, keep_open
+from tefq.spark.kernels.general.facts import CodedBackground, FactSide, keep_open
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.rows import BucketRows, concat, empty_implicit
 from tefq.spark.kernels.general.state import GeneralState
@@ -58,7 +58,7 @@ def tick_steps(pending_ts: np.ndarray, ticks: np.ndarray) -> list[np.ndarray]:
 
 
 class GeneralEvaluator:
-    def __init__(self, cq: CompiledQuery, background: Background, background_terms: TermDictionary | None = None,
+    def __init__(self, cq: CompiledQuery, background: CodedBackground, background_terms: TermDictionary | None = None,
                  bucket: int = 0, buckets: int = 1) -> None:
         self.cq, self.bg, self.bucket, self.buckets = cq, background, bucket, buckets
         self.bg_terms = background_terms or TermDictionary()

@@ -18,11 +18,11 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from tefq.semantics.allen import RELATIONS as ALLEN_RELATIONS
-from tefq.semantics.expressions import EvalError, compile_expr
-from tefq.semantics.values import IRI, BNode, DateTime, Value, to_value
 from tefq.plan.allen import relation_of
 from tefq.plan.logical import Call, Expr, Term, Var
+from tefq.semantics.allen import RELATIONS as ALLEN_RELATIONS
+from tefq.semantics.expressions import EvalError, compile_expr, ebv as oracle_ebv
+from tefq.semantics.values import IRI, BNode, DateTime, Value, to_value
 from tefq.spark.kernels.general.coding import TermDictionary
 from tefq.spark.kernels.joins import key_ranks
 
@@ -359,8 +359,6 @@ def ebv(v: Values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ebv_objects(v: Values) -> tuple[np.ndarray, np.ndarray]:
-    from tefq.semantics.expressions import ebv as oracle_ebv
-
     ok = v.ok.copy()
     truth = np.zeros(len(v), bool)
     for i in np.nonzero(v.ok)[0].tolist():

@@ -42,7 +42,7 @@ def row_hash(codes: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class Background:
+class CodedBackground:
     """The background graph as coded triples, with each pattern's matches computed once."""
 
     spo: np.ndarray  # (n, 3) int64
@@ -91,7 +91,7 @@ def filtered(r: Relation, filters: tuple, dictionary, times: tuple[str, ...] = (
 
 
 # ---------------------------------------------------------------- SINCE / UNTIL (§3.1)
-def clause_bindings(clause: Clause, el: Elements, bg: Background, dictionary) -> Relation:
+def clause_bindings(clause: Clause, el: Elements, bg: CodedBackground, dictionary) -> Relation:
     """Per matching element (column `#row`), every binding of the clause: trigger, background, FILTER."""
     rows, cols = match(clause.trigger, el.spo)
     cols = dict(cols)
@@ -102,7 +102,7 @@ def clause_bindings(clause: Clause, el: Elements, bg: Background, dictionary) ->
     return filtered(r, clause.filters, dictionary)
 
 
-def clause_rows(fact: EventFact, el: Elements, bg: Background, dictionary) -> list[tuple[int, np.ndarray]]:
+def clause_rows(fact: EventFact, el: Elements, bg: CodedBackground, dictionary) -> list[tuple[int, np.ndarray]]:
     """Per kind (UNTIL first), the distinct (element row, identity codes...) its clauses give."""
     ident = tuple(v.name for v in fact.identity)
     parts = []
@@ -118,7 +118,7 @@ def clause_rows(fact: EventFact, el: Elements, bg: Background, dictionary) -> li
     return parts
 
 
-def clause_events(fact: EventFact, el: Elements, bg: Background, dictionary) -> Events:
+def clause_events(fact: EventFact, el: Elements, bg: CodedBackground, dictionary) -> Events:
     """The fact's events in a batch of elements: one per (element, kind, identity), UNTIL before
     SINCE within an element (closes apply first, §3.1)."""
     return _events(clause_rows(fact, el, bg, dictionary), el, len(fact.identity))
@@ -146,7 +146,7 @@ class FactSide:
     """Every fact a query needs, applied batch by batch. State (see `tefq.spark.kernels.general.state`):
     per event fact its open intervals (`Intervals`), per derived fact its open intervals (`Relation`)."""
 
-    def __init__(self, facts: tuple[Fact, ...], bg: Background, splits: dict[str, int], bucket: int,
+    def __init__(self, facts: tuple[Fact, ...], bg: CodedBackground, splits: dict[str, int], bucket: int,
                  buckets: int) -> None:
         self.facts = facts
         self.index = {f.name: f for f in facts}
@@ -227,5 +227,5 @@ def empty_open(f: Fact) -> Intervals | Relation:
     return Relation.empty(tuple(v.name for v in f.identity))
 
 
-__all__ = ["Background", "FactSide", "clause_events", "clause_rows", "pattern_rows", "keep_open", "empty_open",
+__all__ = ["CodedBackground", "FactSide", "clause_events", "clause_rows", "pattern_rows", "keep_open", "empty_open",
            "row_hash"]

@@ -14,7 +14,7 @@ from tefq.plan.ticks import tick_range
 from tefq.results import Row
 from tefq.spark.kernels.general.coding import Elements, TermDictionary, code_elements, encode
 from tefq.spark.kernels.general.evaluator import GeneralEvaluator
-from tefq.spark.kernels.general.facts import Background
+from tefq.spark.kernels.general.facts import CodedBackground
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.routing import element_buckets
 from tefq.spark.kernels.general.rows import BucketRows, concat, format_rows, merge_partials
@@ -23,12 +23,12 @@ from tefq.spark.runtime.codec import decode, encode as encode_state
 from tefq.vocabulary import Element
 
 
-def coded_background(triples: Sequence[tuple[str, str, str]]) -> tuple[Background, TermDictionary]:
+def coded_background(triples: Sequence[tuple[str, str, str]]) -> tuple[CodedBackground, TermDictionary]:
     terms = list(dict.fromkeys(t for tr in triples for t in tr))
     codes = encode(terms)
     index = dict(zip(terms, codes.tolist()))
     spo = np.array([[index[t] for t in tr] for tr in triples], np.int64).reshape(len(triples), 3)
-    return Background(spo), TermDictionary(*_sorted(codes, terms))
+    return CodedBackground(spo), TermDictionary(*_sorted(codes, terms))
 
 
 def _sorted(codes: np.ndarray, terms: list[str]):
@@ -43,7 +43,7 @@ class LocalRun:
     """One query over `buckets` evaluators in this process."""
 
     cq: CompiledQuery
-    background: Background
+    background: CodedBackground
     bg_terms: TermDictionary
     buckets: int = 1
     restart: bool = False  # every state through its saved bytes after each batch (as a checkpoint would)

@@ -14,12 +14,12 @@ import numpy as np
 
 from tefq.plan.logical import EventFact
 from tefq.spark.kernels.general.coding import Elements, bucket_of
-from tefq.spark.kernels.general.facts import Background, clause_rows
+from tefq.spark.kernels.general.facts import CodedBackground, clause_rows
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.tables import match
 
 
-def element_buckets(cq: CompiledQuery, el: Elements, bg: Background, dictionary, buckets: int) -> np.ndarray:
+def element_buckets(cq: CompiledQuery, el: Elements, bg: CodedBackground, dictionary, buckets: int) -> np.ndarray:
     """(n, buckets) bool: the buckets each element must reach."""
     to = np.zeros((len(el), buckets), bool)
     splits = dict(cq.split.facts) if cq.split is not None else {}

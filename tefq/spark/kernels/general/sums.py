@@ -135,7 +135,7 @@ def totals_from_ints(sums: np.ndarray, n: np.ndarray) -> list[ExactTotal]:
 class CellSums:
     """Per reported cell: how many numbers, and their exact sum in one of three forms — limb sums
     of doubles (3, cells), int64 sums of small integers, or ExactTotals. Also a bucket's partial
-    SUM/AVG column: arrays, cheap to pickle, concatenate and add per group on the driver."""
+    SUM/AVG column: arrays, cheap to save (runtime/codec), concatenate and add per group on the driver."""
 
     n: np.ndarray
     limbs: np.ndarray | None = None

@@ -20,14 +20,14 @@ import numpy as np
 
 from tefq.spark.kernels.general.coding import Elements, bucket_of
 from tefq.spark.kernels.general.expressions import variables
-from tefq.spark.kernels.general.facts import Background, filtered, pattern_rows
+from tefq.spark.kernels.general.facts import CodedBackground, filtered, pattern_rows
 from tefq.spark.kernels.general.query import CompiledQuery, item_end, item_start
 from tefq.spark.kernels.general.tables import (ALWAYS, NEVER, column, join, match, relation, select_rows, union,
                                               with_columns)
 from tefq.spark.kernels.joins import Relation, coalesce, interval_join
 
 
-def item_rows(cq: CompiledQuery, i: int, facts: dict[str, Relation], events: Elements, bg: Background,
+def item_rows(cq: CompiledQuery, i: int, facts: dict[str, Relation], events: Elements, bg: CodedBackground,
               templates: dict) -> Relation:
     """Item `i`'s rows: its variables, its hidden start/end, its interval start, its activity."""
     wp, d = cq.items[i], cq.every
@@ -83,7 +83,7 @@ def join_items(cq: CompiledQuery, parts: list[Relation], dictionary) -> Relation
     return filtered(joined, tuple(pending), dictionary, tuple(v for v in cq.start_of if v in joined.vars))
 
 
-def solutions(cq: CompiledQuery, facts: dict[str, Relation], events: Elements, bg: Background, templates: dict,
+def solutions(cq: CompiledQuery, facts: dict[str, Relation], events: Elements, bg: CodedBackground, templates: dict,
               dictionary, bucket: int = 0, buckets: int = 1) -> Relation:
     """Every solution of the WHERE with its activity (one row per activity range)."""
     split = cq.split_items() if buckets > 1 else set()

@@ -33,7 +33,7 @@ Owned = Callable[[np.ndarray], np.ndarray]  # window closes -> whether this run 
 
 @dataclass
 class FrameState(RunProgress):
-    """What the operator keeps between micro-batches (pickled into Spark's state store)."""
+    """What the operator keeps between micro-batches (saved in Spark's state store by runtime/codec)."""
 
     external: pd.DataFrame = field(default_factory=lambda: element_table([]))  # the unnamed inputs'
     named: dict[str, pd.DataFrame] = field(default_factory=dict)  # `--stream IRI=PATH` inputs, by IRI
@@ -81,7 +81,7 @@ def concatenated(a: pd.Series, b: pd.Series) -> pd.Series | np.ndarray:
 
 def pruned(table: pd.DataFrame, keep_from: int) -> pd.DataFrame:
     """The elements at or after `keep_from` (categories no element holds any more dropped: the
-    state is pickled every micro-batch)."""
+    state is saved every micro-batch)."""
     start = int(np.searchsorted(table["ts"].to_numpy(np.int64), keep_from, "left"))
     if start == 0:
         return table

@@ -15,9 +15,10 @@ from tefq.errors import TefqError
 from tefq.oracle.windowed.query import from_windowed
 from tefq.oracle.windowed.runner import WindowedResults, canonical_cell, report_instants, result_columns
 from tefq.oracle.windowed.secret import DEFAULT, Semantics
+from tefq.plan.logical import WindowedQuery
+from tefq.results import QueryResult
 from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator
 from tefq.spark.kernels.windowed.window_batches import DEFAULT_BATCH_ROWS, Source, WindowBatches, element_table
-from tefq.results import QueryResult
 
 
 class BatchedResults(WindowedResults):
@@ -55,8 +56,6 @@ def run_batched(doc, elements, background: Sequence[tuple[str, str, str]] = (), 
     mapping IRI -> those, None for the default stream), as the oracle's `run()` answers them.
     `interval_s`: the trigger interval of the adaptive join order's decision maker (default: each
     query's STEP)."""
-    from tefq.plan.logical import WindowedQuery
-
     sem = semantics or DEFAULT
     if sem.content_change or sem.periodic_ms or not sem.window_close:
         raise TefqError("tefq run reports at window close only; use `tefq oracle check` for the other "
