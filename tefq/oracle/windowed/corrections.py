@@ -18,7 +18,7 @@ from types import MethodType
 from rdflib import URIRef
 from rdflib.plugins.sparql.aggregates import Aggregator
 from rdflib.plugins.sparql.parserutils import CompValue, Expr
-from rdflib.plugins.sparql.sparql import FrozenBindings
+from rdflib.plugins.sparql.sparql import FrozenBindings, SPARQLError
 
 from tefq.analysis.sparql_text import walk
 from tefq.oracle.windowed import sparql_values as values
@@ -102,8 +102,22 @@ def _reduced(ctx, part):
     return evalDistinct(ctx, part)
 
 
+def _order_by(ctx, part):
+    """ORDER BY in SPARQL's order of terms (`sparql_values.order_key`, total: rdflib's sort fails
+    on NaN against a decimal, or on a key that is an error)."""
+    if part.name != "OrderBy":
+        raise NotImplementedError()
+    from rdflib.plugins.sparql.evaluate import evalPart, value
+
+    rows = list(evalPart(ctx, part.p))
+    for cond in reversed(part.expr):  # stable sorts from the last key to the first
+        rows.sort(key=lambda r: values.order_key(value(r, cond.expr, variables=True)),
+                  reverse=bool(cond.order and cond.order == "DESC"))
+    return rows
+
+
 _OPERATORS = {"tefq_aggregate_join": _aggregate_join, "tefq_join": _join, "tefq_left_join": _left_join,
-              "tefq_reduced": _reduced}
+              "tefq_reduced": _reduced, "tefq_order_by": _order_by}
 
 
 def install() -> None:
@@ -117,6 +131,28 @@ def install() -> None:
         register_custom_function(URIRef(target), values.cast, raw=True, override=True)
     Aggregator.accumulator_classes["Aggregate_Avg"] = values.Average
     Aggregator.accumulator_classes["Aggregate_Sum"] = values.Sum
+    Aggregator.accumulator_classes["Aggregate_Min"] = values.Minimum
+    Aggregator.accumulator_classes["Aggregate_Max"] = values.Maximum
+
+
+def _errors_as_sparql(self: Expr, ctx: Any) -> Any:
+    """An expression's own evaluation (`_tefq_evalfn`, called on this node), where a Python error
+    raised by a function over its arguments (YEAR of a dateTime rdflib could not read, an
+    overflow, ...) is a SPARQL error, as a SPARQLError already is: the value is an error (unbound,
+    false in a FILTER), not a failed run."""
+    try:
+        return self._tefq_evalfn(self, ctx)
+    except (ArithmeticError, AttributeError, TypeError, ValueError) as e:
+        raise SPARQLError(f"{type(e).__name__}: {e}") from None
+
+
+def _guarded(node: Expr) -> None:
+    """`node` evaluated through `_errors_as_sparql` (once; a copy made by
+    tefq.spark.kernels.windowed.algebra.substituted keeps the guard and the function it guards)."""
+    fn = node._evalfn.__func__
+    if fn is not _errors_as_sparql:
+        node._tefq_evalfn = fn
+        node._evalfn = MethodType(_errors_as_sparql, node)
 
 
 def _translated_exists(node: Expr) -> None:
@@ -130,14 +166,17 @@ def _translated_exists(node: Expr) -> None:
 
 
 def corrected(algebra: Any) -> Any:
-    """`algebra` with rdflib's departures corrected in place: expression functions replaced,
-    EXISTS patterns translated, sub-SELECT joins marked to be evaluated on their own, repeats of
-    `*` paths dropped."""
+    """`algebra` with rdflib's departures corrected in place: expression functions replaced (and
+    every expression's Python errors made SPARQL errors), EXISTS patterns translated, sub-SELECT
+    joins marked to be evaluated on their own, repeats of `*` paths dropped."""
     for node in walk(algebra):  # parents first: an EXISTS is translated before its pattern is walked
-        if isinstance(node, Expr) and node.name in values.EXPRESSIONS:
-            node._evalfn = MethodType(values.EXPRESSIONS[node.name], node)
-        elif isinstance(node, Expr) and node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
-            _translated_exists(node)
+        if isinstance(node, Expr):
+            if node.name in values.EXPRESSIONS:
+                node._evalfn = MethodType(values.EXPRESSIONS[node.name], node)
+            elif node.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
+                _translated_exists(node)
+            if node._evalfn is not None:
+                _guarded(node)
         elif node.name in ("Join", "LeftJoin") and _independent(node.p2):
             node["_tefq_bottom_up"] = True  # the join evaluates its right side on its own
         elif node.name == "BGP" and node.get("triples"):

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from rdflib import BNode, Graph, Literal, URIRef
+from rdflib.namespace import XSD
 from rdflib.plugins.sparql.algebra import translateQuery
 from rdflib.plugins.sparql.evaluate import evalQuery
 from rdflib.plugins.sparql.operators import register_custom_function
@@ -47,6 +48,10 @@ try:
 except ValueError:  # already registered (module reloaded)
     pass
 
+_FLOATS = (XSD.double, XSD.float)
+_XSD_SPECIALS = {"nan": "NaN", "inf": "INF", "-inf": "-INF"}
+
+
 @lru_cache(maxsize=1 << 20)
 def to_rdflib(nt: str) -> Node:
     """An N-Triples term as an rdflib term (cached: streams repeat terms a lot)."""
@@ -67,7 +72,10 @@ def to_nt(term: Node | None) -> str | None:
     if isinstance(term, BNode):
         return f"_:{term}"
     if isinstance(term, Literal):
-        return literal(str(term), str(term.datatype) if term.datatype else None, term.language)
+        lexical = str(term)
+        if term.datatype in _FLOATS:  # rdflib spells a NaN or an infinity it computed as Python does
+            lexical = _XSD_SPECIALS.get(lexical, lexical)
+        return literal(lexical, str(term.datatype) if term.datatype else None, term.language)
     raise ValueError(f"unsupported RDF term {term!r}")
 
 

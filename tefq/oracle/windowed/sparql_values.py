@@ -15,13 +15,17 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
-from rdflib import Literal, URIRef
+from rdflib import BNode, Literal, URIRef
 from rdflib.namespace import RDF, XSD
 from rdflib.plugins.sparql.aggregates import Average as _RdflibAverage
+from rdflib.plugins.sparql.aggregates import Maximum as _RdflibMaximum
+from rdflib.plugins.sparql.aggregates import Minimum as _RdflibMinimum
 from rdflib.plugins.sparql.aggregates import Sum as _RdflibSum
 from rdflib.plugins.sparql.evalutils import NotBoundError, _eval
 from rdflib.paths import AlternativePath, InvPath, MulPath, SequencePath
 from rdflib.plugins.sparql.sparql import SPARQLError
+
+from tefq.semantics.values import decimal_lexical, double_lexical
 
 INTEGERS = frozenset(XSD[t] for t in (
     "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger", "negativeInteger",
@@ -31,6 +35,7 @@ CASTS = (XSD.string, XSD.boolean, XSD.integer, XSD.decimal, XSD.float, XSD.doubl
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)")
 _DOUBLE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?INF|NaN")
+_COMPUTED_SPECIALS = ("nan", "inf", "-inf")  # how rdflib spells a NaN or an infinity it computed
 
 
 # ---------------------------------------------------------------- values of literals
@@ -44,7 +49,7 @@ def number(x: Any) -> tuple[int, int | Decimal | float]:
             return 0, int(lex)
         if x.datatype == XSD.decimal and _DECIMAL.fullmatch(lex):
             return 1, Decimal(lex)
-        if x.datatype in (XSD.float, XSD.double) and _DOUBLE.fullmatch(lex):
+        if x.datatype in (XSD.float, XSD.double) and (_DOUBLE.fullmatch(lex) or lex in _COMPUTED_SPECIALS):
             return NUMERIC_RANK[x.datatype], float(lex.replace("INF", "inf"))
     except (ValueError, InvalidOperation):
         pass
@@ -94,6 +99,38 @@ def multiplicative(e, ctx) -> Literal:
         else:
             acc = a / b
     return _numeric_literal(rank, acc)
+
+
+def additive(e, ctx) -> Literal:
+    """`+` and `-` of numbers with XPath's type promotion; an ill-typed number is an error (rdflib
+    recurses without end on `"abc"^^xsd:integer + 1`). Other operands (dateTime and duration
+    arithmetic, rdflib's extension; type errors): rdflib's."""
+    from rdflib.plugins.sparql.operators import AdditiveExpression
+
+    if e.other is None:
+        return e.expr
+    operands = [e.expr, *e.other]
+    if not all(isinstance(x, Literal) and (x.datatype in INTEGERS or x.datatype in NUMERIC_RANK) for x in operands):
+        for x in operands:
+            if isinstance(x, Literal) and (x.datatype in INTEGERS or x.datatype in NUMERIC_RANK):
+                number(x)  # an ill-typed number is an error whatever it meets
+        return AdditiveExpression(e, ctx)
+    rank, acc = number(e.expr)
+    for op, term in zip(e.op, e.other):
+        r, v = number(term)
+        rank = max(rank, r)
+        a, b = _promoted(acc, v, rank)
+        acc = a + b if op == "+" else a - b
+    return _numeric_literal(rank, acc)
+
+
+def is_numeric(e, ctx) -> Literal:
+    """isNumeric: a well-typed number only (rdflib: any literal of a numeric datatype)."""
+    try:
+        number(e.arg)
+    except SPARQLError:
+        return Literal(False)
+    return Literal(True)
 
 
 def unary_minus(e, ctx) -> Literal:
@@ -193,8 +230,6 @@ _CAST_TO = {XSD.boolean: _to_boolean, XSD.integer: _to_integer, XSD.decimal: _to
 
 def _canonical_lexical(x: Literal) -> str:
     """A literal's text as xsd:string takes it: numbers and booleans in their canonical form."""
-    from tefq.semantics.values import decimal_lexical, double_lexical
-
     try:
         v = _source_value(x)
     except SPARQLError:
@@ -366,6 +401,40 @@ def _order(a: Literal, b: Literal) -> int:
     return (x > y) - (x < y)
 
 
+# ---------------------------------------------------------------- order (ORDER BY, MIN, MAX)
+def order_key(term: Any) -> tuple:
+    """A key for SPARQL's ORDER BY order (§15.1), total so that no sort or MIN/MAX fails (rdflib's
+    raises on NaN against a decimal, or on an error value): unbound and errors < blank nodes <
+    IRIs < literals. Literals by kind (numbers, booleans, dateTimes, simple strings, language
+    strings, then the rest: other datatypes and ill-typed literals), within a kind by value as
+    `<` orders them (NaN before every number; a dateTime without a zone as if in UTC), ties
+    between different terms broken by datatype, text and language."""
+    if isinstance(term, BNode):
+        return (1, str(term))
+    if isinstance(term, URIRef):
+        return (2, str(term))
+    if not isinstance(term, Literal):
+        return (0,)
+    text = (str(term.datatype or ""), str(term), term.language or "")
+    kind = _kind(term)
+    try:
+        if kind == "numeric":
+            v = number(term)[1]
+            nan = isinstance(v, float) and math.isnan(v)
+            return (3, 0, not nan, 0 if nan else v) + text
+        if kind == "boolean":
+            return (3, 1, _source_value(term)) + text
+        if kind == "dateTime":
+            return (3, 2, _datetime(term)[0]) + text
+    except SPARQLError:
+        return (3, 5) + text  # ill-typed: with the datatypes that have no order
+    if kind == "string":
+        return (3, 3, str(term)) + text
+    if kind == "lang":
+        return (3, 4, str(term), term.language) + text
+    return (3, 5) + text
+
+
 class DistinctMulPath(MulPath):
     """`p*`, `p+`, `p?` as a set of pairs (rdflib repeats a pair when the inner path is itself
     zero-length: `((:P)*)*`, pp37)."""
@@ -389,6 +458,15 @@ def distinct_paths(path):
     return path
 
 
+def _numbers_compared(a: Literal, b: Literal) -> tuple | None:
+    """Two well-typed numbers promoted to one type, or None."""
+    try:
+        (ra, x), (rb, y) = number(a), number(b)
+    except SPARQLError:
+        return None
+    return _promoted(x, y, max(ra, rb))
+
+
 def relational(e, ctx) -> Literal:
     """= != < > <= >= with SPARQL's operator mapping (open-eq-*, open-cmp-*, eq-dateTime,
     dateTime-*-2): equal terms are equal; literals compare by value when they have a common
@@ -398,6 +476,10 @@ def relational(e, ctx) -> Literal:
     a, b, op = e.expr, e.other, e.op
     if b is None or op in ("IN", "NOT IN") or not isinstance(a, Literal) or not isinstance(b, Literal):
         return RelationalExpression(e, ctx)
+    numbers = _numbers_compared(a, b)
+    if numbers is not None:  # by value, NaN unequal to itself and unordered (op:numeric-equal, -less-than)
+        x, y = numbers
+        return Literal({"=": x == y, "!=": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op])
     if op in ("=", "!="):
         if a == b and a.language == b.language and a.datatype == b.datatype:
             return Literal(op == "=")
@@ -417,13 +499,22 @@ def relational(e, ctx) -> Literal:
 
 
 EXPRESSIONS: dict[str, Callable] = {
-    "MultiplicativeExpression": multiplicative, "UnaryMinus": unary_minus, "UnaryPlus": unary_plus,
-    "Builtin_CONCAT": concat, "Builtin_COALESCE": coalesce, "Builtin_STRDT": strdt, "Builtin_STRLANG": strlang, "Builtin_REGEX": regex,
-    "Builtin_REPLACE": replace, "RelationalExpression": relational,
+    "MultiplicativeExpression": multiplicative, "AdditiveExpression": additive, "UnaryMinus": unary_minus,
+    "UnaryPlus": unary_plus, "Builtin_CONCAT": concat, "Builtin_COALESCE": coalesce, "Builtin_STRDT": strdt,
+    "Builtin_STRLANG": strlang, "Builtin_REGEX": regex, "Builtin_REPLACE": replace, "RelationalExpression": relational,
+    "Builtin_isNUMERIC": is_numeric,
 }
 
 
 # ---------------------------------------------------------------- aggregates
+def _argument(accumulator, row) -> Any:
+    """An aggregate's expression in `row`: its value (a SPARQLError for an error), None if unbound."""
+    try:
+        return _eval(accumulator.expr, row)
+    except NotBoundError:
+        return None
+
+
 class _Errors:
     """An aggregate over a value that is not a number is an error (unbound), not a skipped row
     (rdflib skips it: agg-err-01)."""
@@ -431,9 +522,8 @@ class _Errors:
     failed = False
 
     def update(self, row, aggregator) -> None:  # type: ignore[no-untyped-def]
-        try:
-            value = _eval(self.expr, row)  # type: ignore[attr-defined]
-        except NotBoundError:
+        value = _argument(self, row)
+        if value is None:
             return
         try:
             number(value)
@@ -446,6 +536,38 @@ class _Errors:
         return None if self.failed else super().get_value()  # type: ignore[misc]
 
 
+class _Extremum:
+    """MIN and MAX: the first and last value in ORDER BY's order (§18.5.1.4-5), the term kept as
+    it is (rdflib compares with `<`, which fails on NaN against a decimal, and makes an IRI a
+    literal)."""
+
+    smallest = True
+    failed = False
+
+    def update(self, row, aggregator) -> None:  # type: ignore[no-untyped-def]
+        value = _argument(self, row)
+        if value is None:
+            return
+        if isinstance(value, SPARQLError):  # an error in the expression: the aggregate's error
+            self.failed = True
+        elif self.value is None:  # type: ignore[has-type]
+            self.value = value
+        else:
+            self.value = (min if self.smallest else max)(self.value, value, key=order_key)
+
+    def set_value(self, bindings) -> None:  # type: ignore[no-untyped-def]
+        if self.value is not None and not self.failed:  # type: ignore[attr-defined]
+            bindings[self.var] = self.value  # type: ignore[attr-defined]
+
+
+class Minimum(_Extremum, _RdflibMinimum):
+    pass
+
+
+class Maximum(_Extremum, _RdflibMaximum):
+    smallest = False
+
+
 class Average(_Errors, _RdflibAverage):
     pass
 
@@ -454,5 +576,5 @@ class Sum(_Errors, _RdflibSum):
     pass
 
 
-__all__ = ["EXPRESSIONS", "CASTS", "cast", "Average", "Sum", "number", "xpath_regex", "distinct_paths",
-           "DistinctMulPath"]
+__all__ = ["EXPRESSIONS", "CASTS", "cast", "Average", "Sum", "Minimum", "Maximum", "order_key", "number",
+           "xpath_regex", "distinct_paths", "DistinctMulPath"]

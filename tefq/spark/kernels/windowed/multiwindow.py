@@ -26,6 +26,7 @@ from rdflib.term import Variable
 
 from tefq.errors import TefqError
 from tefq.oracle.windowed.r2r import Answer, prepared, to_nt
+from tefq.oracle.windowed.sparql_values import order_key
 from tefq.spark.kernels.windowed import coded_bgp, paths
 from tefq.spark.kernels.windowed.aggregates import aggregate_columns
 from tefq.spark.kernels.windowed.algebra import bgp_nodes, children, order_sensitive, substituted, walk
@@ -347,13 +348,12 @@ class _BatchRun:
 
     def _OrderBy(self, node) -> pd.DataFrame:
         from rdflib.plugins.sparql.evaluate import value
-        from rdflib.plugins.sparql.evalutils import _val
 
         df = self.part(node.p).reset_index(drop=True)
         order = list(range(len(df)))
-        for cond in reversed(node.expr):  # as rdflib: stable sorts from the last key to the first
+        for cond in reversed(node.expr):  # as the oracle: stable sorts from the last key to the first
             reverse = bool(cond.order and cond.order == "DESC")
-            keys = [_val(value(r, cond.expr, variables=True)) for r in self.x.solutions(df, calls_timestamp(cond))]
+            keys = [order_key(value(r, cond.expr, variables=True)) for r in self.x.solutions(df, calls_timestamp(cond))]
             order = sorted(order, key=lambda i: keys[i], reverse=reverse)
         return by_window(df.iloc[order])
 
