@@ -164,9 +164,11 @@ def run_request(args: argparse.Namespace) -> RunRequest:
                          join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
                          driver_memory=args.driver_memory,
                          accept_gaps=True if getattr(args, "accept_gaps", False) else None)
-    return RunRequest(_query_file(args), [_stream_arg(v).path for v in args.stream], args.stream_format,
+    streams = [_stream_arg(v) for v in args.stream]
+    return RunRequest(_query_file(args), [s.path for s in streams], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
-                      args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args))
+                      args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args),
+                      stream_iris=tuple(s.iri for s in streams))
 
 
 def _output(args: argparse.Namespace) -> Output:

@@ -29,11 +29,17 @@ class QueryResult:
     # one's lexsort): the writers do not sort a million rows again. Whoever changes `rows` after
     # clears it.
     ordered: bool = field(default=False, compare=False, repr=False)
+    # True: a windowed query with ORDER BY (spec §8): each tick's rows stay in the order its window
+    # gave them (the query's ORDER BY, then OFFSET / LIMIT); only ticks are sorted.
+    window_order: bool = field(default=False, compare=False, repr=False)
 
     def sorted_rows(self) -> list[Row]:
-        """Rows ordered by tick, then by the values left to right (spec §5); unbound first."""
+        """Rows ordered by tick, then by the values left to right (spec §5; unbound first), or
+        within a tick as the window ordered them (`window_order`)."""
         if self.ordered:
             return list(self.rows)
+        if self.window_order:
+            return sorted(self.rows, key=lambda r: r[0])
         return sorted(self.rows, key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
 
 

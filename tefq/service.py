@@ -174,7 +174,9 @@ class Output:
 @dataclass(frozen=True)
 class RunRequest:
     """One run, as a front door describes it. `events`: stream paths (`-`: standard input) or
-    in-memory events (a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples). `background`: a
+    in-memory events (a pandas DataFrame, a pyarrow Table, (ts, s, p, o) tuples); `stream_iris[i]`:
+    the IRI path i is bound to (`--stream IRI=PATH`, read by windowed `FROM STREAM <IRI>` only),
+    None (or missing): an unnamed input, read by every query. `background`: a
     file or an rdflib graph. Durations are ms or text (`5s`); `max_ticks` None is the default
     bound. `output` None: the rows are only returned."""
 
@@ -192,6 +194,7 @@ class RunRequest:
     progress: bool = True
     spark: SparkOptions = SparkOptions()
     output: Output | None = None
+    stream_iris: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -536,7 +539,7 @@ def on_oracle(job: Job) -> RunResult:
     elements, arrival = job.staged.read_all(job.log)
     warn_absent(job.doc, {p for _, _, p, _ in elements})
     return run_document(job.doc, elements, job.triples, settings=job.settings.run, arrival=arrival,
-                        locate=job.staged.locate)
+                        locate=job.staged.locate, stream_iris=job.request.stream_iris)
 
 
 def simulated_on_oracle(job: Job) -> RunResult:
@@ -557,7 +560,7 @@ def on_spark(job: Job) -> RunResult:
     s, out = job.request.spark, job.request.output
     appender = ResultAppender(out.format, out.out, out.tick_format) if s.follow and out is not None else None
     return spark_run(job.spark_run(checkpoint=s.checkpoint, follow=s.follow, ingest=s.ingest or "auto", on_rows=appender,
-                                   accept_gaps=bool(s.accept_gaps),
+                                   accept_gaps=bool(s.accept_gaps), stream_iris=job.request.stream_iris,
                                    **({"join_order": s.join_order} if s.join_order else {})))
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
-from urllib.parse import urljoin
 
 from tefq.analysis.durations import parse_duration
 from tefq.analysis.network import keyword_offset, refusal, remote_constructs
+from tefq.analysis.sparql_text import resolve_iri, star_order, top_level_order
 from tefq.errors import Span, TefqError
 from tefq.plan import allen, logical as L
 from tefq.syntax import ast
@@ -58,7 +58,7 @@ class _Scope:
 
     @staticmethod
     def _abs(value: str, base: str | None) -> str:
-        return urljoin(base, value) if base and ":" not in value.split("/")[0] else value
+        return resolve_iri(base, value) if base and ":" not in value.split("/")[0] else value
 
     def iri(self, node: ast.Iri) -> str:
         if isinstance(node, ast.IriRef):
@@ -474,17 +474,21 @@ class _Binder:
             raise self.err("a windowed query needs FROM STREAM <iri> [RANGE d TUMBLING] (C-SPARQL) or"
                            " FROM NAMED WINDOW <w> ON <iri> [RANGE d STEP d] (RSP-QL)", q.span)
         if q.named_graphs:
-            raise self.err("FROM NAMED is not supported in windowed queries", q.span)
+            raise self.err("FROM NAMED is not supported in windowed queries: a window's content is one default graph"
+                           " (spec §8)", q.span)
         windows = [self._window(scope, s) for s in q.streams]
         self._check_window_patterns(scope, q)
         background = tuple(scope.iri(g) for g in q.graphs)
         sparql = self._static_sparql(scope, q)
         algebra = self._check_sparql(sparql, q)
         self._refuse_remote(algebra, q)
+        self._refuse_graph(algebra, q)
         names: tuple[str, ...] = ()
-        if q.form == "select":
+        if q.form == "ask":
+            names = ("ask",)
+        elif q.form == "select":
             if q.select is None:
-                names = tuple(str(v) for v in algebra.get("PV", ()))
+                names = star_order(sparql, algebra.get("PV", ()))
             else:
                 names = tuple(i.name if i.name is not None else i.expr.name  # type: ignore[union-attr]
                               for i in q.select)
@@ -492,13 +496,14 @@ class _Binder:
         registers_stream = kind == "STREAM" or (kind in RSPQL_R2S and q.form == "construct")
         r2s = RSPQL_R2S.get(kind, "rstream")
         return L.WindowedQuery(name, registers_stream, q.form, tuple(windows), background, sparql, names, q.span,
-                               r2s, tuple(scope.iri(s.name) if s.name else "" for s in q.streams))
+                               r2s, tuple(scope.iri(s.name) if s.name else "" for s in q.streams),
+                               ordered=top_level_order(algebra))
 
     def _window(self, scope: _Scope, s: ast.StreamClause) -> L.StreamWindow:
         """One C-SPARQL `FROM STREAM` or RSP-QL `FROM NAMED WINDOW` clause as a time window."""
         if s.elements is not None:
             raise self.err("count-based windows ([ELEMENTS n]) are not supported: tefq's windows are"
-                           " time-based, [RANGE d STEP d] or [RANGE d]", s.span)
+                           " time-based, [RANGE d STEP d] or [RANGE d] (spec §8)", s.span)
         if s.range is None:
             if s.name is not None:
                 raise self.err("FROM NAMED WINDOW needs a window: [RANGE d STEP d] or [RANGE d] (tumbling)", s.span)
@@ -546,6 +551,7 @@ class _Binder:
         edits = [(s.start, s.end, "") for s in q.streams]
         edits += [(w.start, w.end, "") for w in q.window_patterns]  # RSP-QL: `WINDOW <w> {P}` -> `{P}`
         edits += [(a, b, f"<{TIMESTAMP_FUNCTION}>") for a, b in q.timestamp_calls]
+        edits += list(q.rewrites)  # e.g. `!(a|^b)` as `(!(a)|^!(b))`: rdflib drops an inverse member's IRI
         text, pos = [], q.start
         for a, b, repl in sorted(edits):
             text.append(self.source[pos:a])
@@ -572,6 +578,20 @@ class _Binder:
         at = keyword_offset(self.source[q.start:q.end], remote[0])
         span = q.span if at < 0 else self._span_at(q.start + at)
         raise self.err(refusal(remote[0]), span)
+
+    def _refuse_graph(self, algebra, q: ast.WindowedQuery) -> None:
+        """`GRAPH` matches named graphs, and a window's content is one default graph (spec §8)."""
+        from rdflib.plugins.sparql.parserutils import CompValue
+
+        def graphs(node) -> bool:
+            if isinstance(node, CompValue):
+                return node.name == "Graph" or any(graphs(v) for k, v in node.items() if k != "_vars")
+            return isinstance(node, (list, tuple)) and any(graphs(v) for v in node)
+
+        if graphs(algebra):
+            at = keyword_offset(self.source[q.start:q.end], "GRAPH")
+            raise self.err("GRAPH is not supported in windowed queries: a window's content is one default graph"
+                           " (spec §8)", q.span if at < 0 else self._span_at(q.start + at))
 
     def _span_at(self, offset: int) -> Span:
         line_start = self.source.rfind("\n", 0, offset) + 1

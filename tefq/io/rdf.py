@@ -27,6 +27,12 @@ from tefq.io.sniff import HEAD_BYTES, refuse_binary, refuse_special
 from tefq.vocabulary import Element, Triple
 from tefq.syntax.nesting import first_bracket
 
+# RDF terms keep their lexical form everywhere in tefq (docs/formats.md: `"01"^^xsd:integer` stays
+# "01"; RDF 1.1 tells the two terms apart, SPARQL's `=` compares their values). rdflib would
+# rewrite a valid literal to its canonical form when it builds it — in background graphs and in
+# SPARQL queries alike (`sameTerm(?x, "01"^^xsd:integer)`): its switch for that, once, here.
+rdflib.NORMALIZE_LITERALS = False
+
 
 def _from_rdflib(t: rdflib.term.Node) -> str:
     if isinstance(t, rdflib.URIRef):

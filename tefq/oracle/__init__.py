@@ -34,32 +34,51 @@ def prepare(elements: Iterable[Element]) -> list[Element]:
 
 def run_document(doc: Document, elements: Iterable[Element], background=None, *,
                  settings: RunSettings = RunSettings(), batch_sizes: Sequence[int] | None = None,
-                 arrival: Arrival | None = None, locate: Callable[[int], tuple[str, int]] | None = None) -> RunResult:
+                 arrival: Arrival | None = None, locate: Callable[[int], tuple[str, int]] | None = None,
+                 stream_iris: Sequence[str | None] = ()) -> RunResult:
     """Every query of `doc` over `elements` (in arrival order; `background`: any form
     `tefq.io.rdf.background_as_ntriples` takes), with the run's `settings`. Aggregate queries as
     `run` says; with `settings.lateness_ms` 0 every element applies (the definition), with a
     lateness an element at or before a tick already reported is late, as on Spark (arrival
     batches). Windowed queries report every window that closes, their windows counted as ticks and
     their REGISTER STREAM feedback triples as intermediate bindings (spec §7, §8). More ticks than
-    `settings.max_ticks` stop the run (TooManyTicks naming the row, via `locate`)."""
+    `settings.max_ticks` stop the run (TooManyTicks naming the row, via `locate`).
+    `stream_iris[i]`: the IRI input i is bound to (`--stream IRI=PATH`: windowed FROM STREAM <IRI>
+    reads it, with the unnamed inputs), None or missing: unnamed."""
     arrived, t0 = list(elements), settings.t0
     result = run(doc, arrived, background, t0, max_ticks=settings.max_ticks, lateness_ms=settings.lateness_ms or None,
                  batch_sizes=batch_sizes, arrival=arrival, locate=locate)
     if any(isinstance(q, WindowedQuery) for q in doc.queries):
+        streams = by_stream_iri(arrived, arrival, stream_iris)
         if arrival is not None:
             arrived = arrival.in_stream_order(arrived)
-        _add_windowed(result, doc, arrived, background, t0, settings.max_ticks, locate)
+        _add_windowed(result, doc, arrived, streams, background, t0, settings.max_ticks, locate)
     return result
 
 
-def _add_windowed(result: RunResult, doc: Document, elements: list[Element], background, t0: int, max_ticks: int,
+def by_stream_iri(arrived: list[Element], arrival: Arrival | None,
+                  stream_iris: Sequence[str | None]) -> dict[str | None, list[Element]] | None:
+    """The elements by the IRI their input is bound to (None: unnamed inputs), each in stream
+    order; None when no input is bound to an IRI."""
+    if not any(stream_iris) or arrival is None:
+        return None
+    indexes = arrival.streams()
+    out: dict[str | None, list[Element]] = {None: []}
+    for s, e in sorted(zip(indexes, arrived), key=lambda se: se[0]):
+        out.setdefault(stream_iris[s] if s < len(stream_iris) else None, []).append(e)
+    return out
+
+
+def _add_windowed(result: RunResult, doc: Document, elements: list[Element],
+                  streams: dict[str | None, list[Element]] | None, background, t0: int, max_ticks: int,
                   locate: Callable[[int], tuple[str, int]] | None) -> None:
     from tefq.oracle.windowed import (
         run as windowed_run,  # rdflib: imported only for windowed queries
     )
 
     try:  # every window closes, empty or not: the bound counts them all (spec §8)
-        windowed = windowed_run(doc, elements, background, t0=t0, max_ticks=max_ticks)
+        windowed = windowed_run(doc, elements if streams is None else streams, background, t0=t0,
+                                max_ticks=max_ticks)
     except TooManyTicks as e:
         raise name_the_row(e, sorted(el[0] for el in elements if el[0] >= t0), locate) from None
     result.results.extend(windowed)

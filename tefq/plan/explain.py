@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tefq.analysis.sparql_text import stable_triple_order
 from tefq.vocabulary import format_ms
 from tefq.plan import logical as L
 from tefq.plan.allen import TOLERANCE_NAMES, relation_of
@@ -17,6 +18,7 @@ class _Printer:
         # Longest namespace first, so the most specific prefix wins; ties keep document order.
         self.prefixes = sorted(doc.prefixes, key=lambda p: -len(p[1]))
         self.lines: list[str] = []
+        self.bnodes: dict[str, str] = {}  # rdflib's random blank-node labels -> _:b0, _:b1, ... (stable text)
 
     def out(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -184,6 +186,8 @@ class _Printer:
                 elif k == "PV" or isinstance(v, (set, frozenset)):
                     # rdflib builds these from sets: sort them so the text is deterministic
                     simple.append(f"{k}=[{', '.join(sorted(self.rdf(x) for x in v))}]")
+                elif k == "triples":  # a BGP: in an order rdflib's random blank-node labels do not change
+                    simple.append(f"{k}={self.rdf(stable_triple_order(list(v)))}")
                 else:
                     simple.append(f"{k}={self.rdf(v)}")
             self.out(depth, node.name + (" " + " ".join(simple) if simple else ""))
@@ -203,10 +207,12 @@ class _Printer:
 
     def rdf(self, v: Any) -> str:
         from rdflib.plugins.sparql.parserutils import CompValue
-        from rdflib.term import Identifier, Variable
+        from rdflib.term import BNode, Identifier, Variable
 
         if isinstance(v, Variable):
             return "?" + str(v)
+        if isinstance(v, BNode):
+            return self.bnodes.setdefault(str(v), f"_:b{len(self.bnodes)}")
         if isinstance(v, Identifier):
             return self.term(v.n3())
         if isinstance(v, CompValue):

@@ -203,14 +203,15 @@ class WindowedQuery:
 
     name: str
     registers_stream: bool  # REGISTER STREAM (output is a stream others can read) vs QUERY
-    form: TypingLiteral["select", "construct"]
+    form: TypingLiteral["select", "construct", "ask"]  # ask: one row a window, ?ask true or false
     windows: tuple[StreamWindow, ...]
     background: tuple[str, ...]  # FROM <iri> graphs
     sparql: str
-    select_names: tuple[str, ...] = ()  # output columns of a SELECT, in order
+    select_names: tuple[str, ...] = ()  # output columns of a SELECT (ASK: "ask"), in order
     span: Span = field(default=Span(), compare=False)
     r2s: TypingLiteral["rstream", "istream", "dstream"] = "rstream"  # RSP-QL's REGISTER ISTREAM|DSTREAM
     window_names: tuple[str, ...] = ()  # RSP-QL window IRIs, one per window ("" for C-SPARQL's)
+    ordered: bool = False  # an ORDER BY orders each window's rows (they are written in that order)
 
 
 Query = Union[AggregateQuery, WindowedQuery]

@@ -128,7 +128,9 @@ class SparkRun:
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up to
     its head when the run starts. `bad_row_log`: the run's one log of bad rows (tefq.service passes
     its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis stream
-    that lost entries before they were read goes on (default: exit 2, naming them)."""
+    that lost entries before they were read goes on (default: exit 2, naming them).
+    `stream_iris[i]`: the IRI stream path i is bound to (`--stream IRI=PATH`; windowed FROM STREAM
+    <IRI> reads it)."""
 
     doc: Document
     stream_paths: tuple[str, ...]
@@ -148,6 +150,7 @@ class SparkRun:
     bad_row_log: BadRowLog | None = None
     progress: bool = True
     accept_gaps: bool = False
+    stream_iris: tuple[str | None, ...] = ()
 
     @staticmethod
     def of(doc: Document, stream_paths: list[str], background: Any = None, **options: Any) -> "SparkRun":
@@ -160,7 +163,7 @@ class SparkRun:
     def options(self, log: BadRowLog) -> RunOptions:
         """What every plan of the run shares."""
         return RunOptions(self.settings, self.max_files_per_trigger, log.directory, self.progress, self.background,
-                          self.join_order, accept_gaps=self.accept_gaps)
+                          self.join_order, accept_gaps=self.accept_gaps, stream_iris=tuple(self.stream_iris))
 
 
 @dataclass(frozen=True)

@@ -86,15 +86,17 @@ def order_ranks(cells: list[str | None]) -> np.ndarray:
     return rank
 
 
-def ordered_rows(parts: list[CodedRows]) -> list[Row]:
+def ordered_rows(parts: list[CodedRows], window_order: bool = False) -> list[Row]:
     """Every record's rows in the result order: by tick, then by the cells left to right
-    (`QueryResult.sorted_rows`; rows with equal keys are equal rows)."""
+    (`QueryResult.sorted_rows`; rows with equal keys are equal rows); with `window_order` (an
+    ORDER BY), each tick's rows as its window gave them (one window is one record's)."""
     parts = [p for p in parts if len(p.ticks)]
     if not parts:
         return []
     ticks = np.concatenate([p.ticks for p in parts])
     columns = [merged_column(parts, j) for j in range(parts[0].codes.shape[1])]
-    perm = np.lexsort(tuple(order_ranks(cells)[index] for cells, index in reversed(columns)) + (ticks,))
+    perm = np.argsort(ticks, kind="stable") if window_order else \
+        np.lexsort(tuple(order_ranks(cells)[index] for cells, index in reversed(columns)) + (ticks,))
     with paused_gc():  # a million new tuples: the cyclic collector would rescan them again and again
         taken = []
         for cells, index in columns:
@@ -111,6 +113,7 @@ class WindowedCollector:
 
     names: tuple[str, ...]
     columns: tuple[tuple[str, ...], ...]
+    window_order: tuple[bool, ...] = ()  # per query: an ORDER BY orders each window's rows
     parts: dict[int, list[CodedRows]] = field(default_factory=dict)
     metrics: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -124,8 +127,10 @@ class WindowedCollector:
             self.warnings.append(read_record(kind, payload, str))
 
     def results(self) -> list[QueryResult]:
-        return [QueryResult(name, cols, ordered_rows(self.parts.get(i, [])), ordered=True)
-                for i, (name, cols) in enumerate(zip(self.names, self.columns))]
+        ordered = self.window_order or (False,) * len(self.names)
+        return [QueryResult(name, cols, ordered_rows(self.parts.get(i, []), by_window), ordered=True,
+                            window_order=by_window)
+                for i, (name, cols, by_window) in enumerate(zip(self.names, self.columns, ordered))]
 
     def run_metrics(self) -> dict:
         """The states' running totals (the largest seen: every bucket sees every heartbeat; the

@@ -251,8 +251,8 @@ class WindowedQuery:
     text (`start`..`end` minus the stream clauses) and lets rdflib check and translate it."""
 
     register: Register | None
-    form: TypingLiteral["select", "construct"]
-    select: tuple[SelectItem, ...] | None  # None for `SELECT *` and for CONSTRUCT
+    form: TypingLiteral["select", "construct", "ask"]
+    select: tuple[SelectItem, ...] | None  # None for `SELECT *`, CONSTRUCT and ASK
     streams: tuple[StreamClause, ...]
     graphs: tuple[Iri, ...]  # FROM <iri>
     named_graphs: tuple[Iri, ...]
@@ -264,6 +264,7 @@ class WindowedQuery:
     pnames: tuple[PName, ...] = ()  # every prefixed name in the query text (for prefix checks)
     span: Span = field(default=_NOSPAN, compare=False)
     window_patterns: tuple[WindowPattern, ...] = ()  # RSP-QL `WINDOW <w> { ... }`
+    rewrites: tuple[tuple[int, int, str], ...] = ()  # (start, end, text): SPARQL rdflib reads right
 
 
 Statement = Union[FactDef, AggregateQuery, WindowedQuery]

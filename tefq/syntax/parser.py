@@ -138,11 +138,14 @@ def _xsd(local: str) -> ast.IriRef:
 class _ToAst(Transformer):
     """Builds `tefq.syntax.ast` nodes; rules of the SPARQL body stay lark Trees (not modelled)."""
 
-    def __init__(self) -> None:
+    def __init__(self, text: str = "") -> None:
         super().__init__(visit_tokens=False)
+        self._text = text
         self.timestamp_calls: list[tuple[int, int]] = []
         self.pname_uses: list[tuple[int, ast.PName]] = []
         self.window_patterns: list[ast.WindowPattern] = []
+        self.offsets: dict[int, tuple[int, int]] = {}  # id of an IRI node -> where its text is
+        self.path_rewrites: list[tuple[int, int, str]] = []  # (start, end, SPARQL that replaces it)
 
     # -- document and prologue
     def start(self, meta, ch):
@@ -314,6 +317,9 @@ class _ToAst(Transformer):
 
     construct_where = construct_query
 
+    def ask_query(self, meta, ch):
+        return ("query", "ask", None, ch[1:], meta)
+
     def from_stream(self, meta, ch):
         nodes = _nodes(ch)
         iri = next((c for c in nodes if isinstance(c, (ast.IriRef, ast.PName))), None)
@@ -358,6 +364,7 @@ class _ToAst(Transformer):
         return self._statement(meta, ch)
 
     construct_statement = select_statement
+    ask_statement = select_statement
 
     def _statement(self, meta, ch):
         register = ch[0] if isinstance(ch[0], ast.Register) else None
@@ -386,8 +393,9 @@ class _ToAst(Transformer):
         ts = tuple(p for p in self.timestamp_calls if start <= p[0] < end)
         pnames = tuple(p for pos, p in self.pname_uses if start <= pos < end)
         windows = tuple(w for w in self.window_patterns if start <= w.start < end)
+        rewrites = tuple(r for r in self.path_rewrites if start <= r[0] < end)
         return ast.WindowedQuery(register, form, items, streams, graphs, named, has_where, every,
-                                 start, end, ts, pnames, span, windows)
+                                 start, end, ts, pnames, span, windows, rewrites)
 
     def _check_aggregate_rest(self, rest: list[Any], block: ast.AggregateBlock) -> None:
         """A TEF aggregate query ends with its (AGGREGATE ...) block: SPARQL clauses after it are
@@ -491,12 +499,29 @@ class _ToAst(Transformer):
         return ast.Var(str(ch[0])[1:], _tspan(ch[0]))
 
     def iriref(self, meta, ch):
-        return ast.IriRef(str(ch[0])[1:-1], _tspan(ch[0]))
+        node = ast.IriRef(str(ch[0])[1:-1], _tspan(ch[0]))
+        self.offsets[id(node)] = (ch[0].start_pos, ch[0].end_pos)
+        return node
 
     def pname(self, meta, ch):
         p = _pname(ch[0])
         self.pname_uses.append((ch[0].start_pos, p))
+        self.offsets[id(p)] = (ch[0].start_pos, ch[0].end_pos)
         return p
+
+    def path_not(self, meta, ch):
+        """`!(a|^b)`: rdflib's parser drops the IRI of an inverse member, so such a set is
+        rewritten into what it means, `(!(a)|^!(b))` (SPARQL 1.1 §9.3)."""
+        members = ch[0].children if isinstance(ch[0], Tree) and ch[0].data == "path_negated" else [ch[0]]
+        inverse = [m.children[0] for m in members if isinstance(m, Tree) and m.data == "path_inverse_one"]
+        if inverse:
+            forward = [m for m in members if not (isinstance(m, Tree) and m.data == "path_inverse_one")]
+            text = "|".join(([f"!({self._members(forward)})"] if forward else []) + [f"^!({self._members(inverse)})"])
+            self.path_rewrites.append((meta.start_pos, meta.end_pos, f"({text})"))
+        return Tree("path_not", ch, meta)
+
+    def _members(self, nodes: list) -> str:
+        return "|".join("a" if isinstance(n, Token) else self._text[slice(*self.offsets[id(n)])] for n in nodes)
 
     def string(self, meta, ch):
         return ast.Literal(_string_value(ch[0]), None, None, _tspan(ch[0]))
@@ -643,7 +668,7 @@ def parse(text: str, filename: str = "<input>") -> ast.Document:
         raise _syntax_error(e, text, filename) from None
     try:
         with deep_recursion():
-            document = _ToAst().transform(tree)
+            document = _ToAst(text).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, TefqError):
             raise e.orig_exc.located(filename, text) from None

@@ -219,10 +219,10 @@ def test_the_cli_exits_2_on_a_worker_refusal(monkeypatch, capsys) -> None:
 
 
 def test_a_checkpoint_of_the_pickle_format_is_refused(tmp_path) -> None:
-    from tefq.spark.runtime.checkpoint import MARKER, claim
+    from tefq.spark.runtime.checkpoint import MARKER, STATE_VERSION, claim
 
     (tmp_path / MARKER).write_text("7\n")
-    with pytest.raises(TefqError, match="state version 7; this tefq reads version 8 only"):
+    with pytest.raises(TefqError, match=f"state version 7; this tefq reads version {STATE_VERSION} only"):
         claim(str(tmp_path))
 
 

@@ -49,9 +49,6 @@ numbers = st.sampled_from(NUMBERS).map(normal)
 literals = st.sampled_from(OTHER_LITERALS).map(normal)
 nodes = st.sampled_from(NODES).map(lambda t: normal(t, "s"))
 any_term = st.one_of(numbers, numbers, literals, nodes)  # numbers twice: they are what aggregates compute with
-ILL_TYPED = {typed("abc", "integer"), typed("1.5.5", "decimal")}
-well_typed = st.one_of(numbers, numbers, st.sampled_from([t for t in OTHER_LITERALS if t not in ILL_TYPED]).map(normal),
-                       nodes)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ class OracleQuery:
     number: str | None = None  # CSRBench's query number, to look up a system's R2S operator
     source: str = "<query>"
     r2s: str = "rstream"  # the query's own R2S (RSP-QL's REGISTER ISTREAM|DSTREAM), else the system's
+    line: int = 0  # where the query starts in its document (evaluation errors name it)
+    ordered: bool = False  # ORDER BY: each window's rows are written in its order (QueryResult.window_order)
 
     @property
     def range_ms(self) -> int:
@@ -39,7 +41,8 @@ class OracleQuery:
 
 
 def from_windowed(q: WindowedQuery) -> OracleQuery:
-    return OracleQuery(q.name, q.sparql, q.windows, q.form, q.registers_stream, q.select_names, r2s=q.r2s)
+    return OracleQuery(q.name, q.sparql, q.windows, q.form, q.registers_stream, q.select_names, r2s=q.r2s,
+                       line=q.span.line, ordered=q.ordered)
 
 
 def csrbench_queries(path: str | Path) -> dict[str, OracleQuery]:

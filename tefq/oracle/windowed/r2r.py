@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from rdflib import BNode, Graph, Literal, URIRef
+from rdflib.namespace import XSD
 from rdflib.plugins.sparql.algebra import translateQuery
 from rdflib.plugins.sparql.evaluate import evalQuery
 from rdflib.plugins.sparql.operators import register_custom_function
@@ -19,8 +20,11 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.sparql import SPARQLError
 from rdflib.term import Node, Variable
 
+import tefq.io.rdf  # noqa: F401 - sets rdflib to keep literals' lexical forms (see there)
 from tefq.analysis.network import keyword_offset, refusal, remote_constructs
+from tefq.analysis.sparql_text import stable_triple_order, star_order
 from tefq.errors import TefqError
+from tefq.oracle.windowed import corrections
 from tefq.syntax.nesting import check_nesting, deep_recursion
 from tefq.terms import XSD_INTEGER, is_blank, is_iri, literal, split_literal
 from tefq.vocabulary import Element
@@ -44,6 +48,10 @@ try:
 except ValueError:  # already registered (module reloaded)
     pass
 
+_FLOATS = (XSD.double, XSD.float)
+_XSD_SPECIALS = {"nan": "NaN", "inf": "INF", "-inf": "-INF"}
+
+
 @lru_cache(maxsize=1 << 20)
 def to_rdflib(nt: str) -> Node:
     """An N-Triples term as an rdflib term (cached: streams repeat terms a lot)."""
@@ -64,7 +72,10 @@ def to_nt(term: Node | None) -> str | None:
     if isinstance(term, BNode):
         return f"_:{term}"
     if isinstance(term, Literal):
-        return literal(str(term), str(term.datatype) if term.datatype else None, term.language)
+        lexical = str(term)
+        if term.datatype in _FLOATS:  # rdflib spells a NaN or an infinity it computed as Python does
+            lexical = _XSD_SPECIALS.get(lexical, lexical)
+        return literal(lexical, str(term.datatype) if term.datatype else None, term.language)
     raise ValueError(f"unsupported RDF term {term!r}")
 
 
@@ -85,7 +96,7 @@ def _reorder_bgps(node: object, seen: set | None = None) -> None:
     seen.add(id(node))
     if isinstance(node, CompValue):
         if node.name == "BGP" and node.get("triples"):
-            node["triples"] = _join_order(list(node["triples"]))
+            node["triples"] = _join_order(stable_triple_order(list(node["triples"])))
             node["_tefq_ordered"] = True
         for v in node.values():
             _reorder_bgps(v, seen)
@@ -108,10 +119,12 @@ def _predicates(algebra: object) -> frozenset[str] | None:
         seen.add(id(node))
         if isinstance(node, CompValue):
             if node.name in ("BGP", "TriplesBlock"):  # TriplesBlock: the graph of a FILTER (NOT) EXISTS
-                for _, p, _ in node.get("triples") or []:
-                    if not isinstance(p, URIRef):
+                for t in node.get("triples") or []:
+                    # an EXISTS block's parse tree keeps `;` lists flat (s p o p o ...): any other
+                    # shape, like a path or a variable predicate, means every triple may matter
+                    if len(t) != 3 or not isinstance(t[1], URIRef):
                         return False
-                    found.add(f"<{p}>")
+                    found.add(f"<{t[1]}>")
             if node.name == "DescribeQuery":
                 return False
             return all(walk(v) for k, v in node.items() if k != "template")
@@ -139,6 +152,7 @@ def _install_ordered_bgp() -> None:
 
 
 _install_ordered_bgp()
+corrections.install()
 
 
 def _join_order(patterns: list) -> list:
@@ -155,6 +169,15 @@ def _join_order(patterns: list) -> list:
         out.append(t)
         bound.update(x for x in t if isinstance(x, (Variable, BNode)))
     return out
+
+
+def _star_in_text_order(algebra, sparql: str) -> None:
+    """`SELECT *`: the projection in the order the variables first appear in the text, not in
+    the order of rdflib's set (a different one in every process: Spark's driver and workers)."""
+    order = [Variable(n) for n in star_order(sparql, algebra["PV"])]
+    algebra["PV"] = order
+    if algebra.p.name == "Project":
+        algebra.p["PV"] = order
 
 
 def refuse_remote(algebra: object, sparql: str, source: str, line_offset: int) -> None:
@@ -181,7 +204,7 @@ class Evaluator:
     """One prepared query; `evaluate(content)` runs it over a window's elements + background."""
 
     def __init__(self, sparql: str, source: str = "<query>", background: Iterable[tuple[str, str, str]] = (),
-                 line_offset: int = 0) -> None:
+                 line_offset: int = 0, line: int = 0) -> None:
         self.sparql = sparql
         check_nesting(sparql, source)  # rdflib recurses ~30 frames a level: deep_recursion below
         try:
@@ -197,16 +220,19 @@ class Evaluator:
                             col if isinstance(col, int) else 0) from None
         with deep_recursion():
             refuse_remote(self.query.algebra, sparql, source, line_offset)
+            if self.query.algebra.name == "SelectQuery" and "projection" not in parsed[1]:
+                _star_in_text_order(self.query.algebra, sparql)
             # FROM <iri> names background the caller supplies; never let rdflib fetch it
             if "datasetClause" in self.query.algebra:
                 self.query.algebra["datasetClause"] = None
             _reorder_bgps(self.query.algebra)
+            corrections.corrected(self.query.algebra)
             self.predicates = _predicates(self.query.algebra)
         self.uses_timestamp = str(_TIMESTAMP_FN) in _rewrite_timestamp(sparql)
         self.form = self.query.algebra.name  # SelectQuery | ConstructQuery | AskQuery | DescribeQuery
         self.names: tuple[str, ...] = tuple(str(v) for v in self.query.algebra.get("PV", []) or [])
         self.background = [tuple(to_rdflib(x) for x in t) for t in background]
-        self.source = source
+        self.source, self.line = source, line
 
     def evaluate(self, content: Sequence[Element]) -> Answer:
         g = Graph()
@@ -228,7 +254,7 @@ class Evaluator:
         except TefqError:
             raise
         except Exception as e:  # an evaluation error is the query's fault, not an internal one
-            raise TefqError(f"SPARQL evaluation failed: {e}", self.source) from None
+            raise TefqError(f"SPARQL evaluation failed: {e}", self.source, self.line) from None
         finally:
             _timestamps.reset(token)
 
@@ -239,8 +265,16 @@ class Evaluator:
         if self.form in ("ConstructQuery", "DescribeQuery"):
             return Answer(("s", "p", "o"), [],
                           [(to_nt(s), to_nt(p), to_nt(o)) for s, p, o in res["graph"]])  # type: ignore[misc]
-        names = self.names
-        # rdflib's GROUP BY yields one empty solution when there is no group at all (SPARQL
-        # 1.1: no row); its own Result drops empty solutions, and so do we
-        rows = [tuple(to_nt(b.get(Variable(n))) for n in names) for b in res["bindings"] if b]
+        names = self.names  # a solution whose variables are all unbound is a row too
+        rows = [tuple(to_nt(b.get(Variable(n))) for n in names) for b in res["bindings"]]
         return Answer(names, rows, [])
+
+
+@lru_cache(maxsize=4096)
+def prepared(sparql: str, source: str = "<query>", background: tuple[tuple[str, str, str], ...] = (),
+             line: int = 0) -> Evaluator:
+    """The one `Evaluator` of a query text (its parse and translation cost ~50 ms; the windowed
+    operator prepares a document's queries in every micro-batch, a worker process keeps them).
+    Shared within a process, so for one thread at a time (rdflib's expressions hold the solution
+    being evaluated): Spark's Python workers run one task each; the oracle makes its own."""
+    return Evaluator(sparql, source, background, line=line)

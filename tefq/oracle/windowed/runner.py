@@ -22,6 +22,7 @@ from tefq.oracle.windowed.secret import DEFAULT, Semantics
 from tefq.oracle.windowed.windows import close_instants, count_close_instants
 from tefq.plan.logical import WindowedQuery
 from tefq.results import QueryResult
+from tefq.semantics.values import is_numeric, to_term, to_value
 from tefq.vocabulary import Element
 
 
@@ -64,7 +65,8 @@ class _Stream:
 def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]], background=None,
         t0: int = 0, semantics: Semantics | None = None, evaluator=Evaluator, max_ticks: int = 0) -> WindowedResults:
     """Every WindowedQuery of `doc` over `elements` (one stream feeding every FROM STREAM, or a
-    mapping IRI -> elements with None as the default stream). Returns one QueryResult per query,
+    mapping IRI -> the elements of the inputs bound to that IRI, None -> those of the unnamed
+    inputs, which every FROM STREAM reads too: `--stream IRI=PATH` and `--stream PATH`). Returns one QueryResult per query,
     in document order, as a `WindowedResults` list (see its counters). `evaluator` is the R2R
     class (rdflib's `Evaluator`; tests pass the vectorised one to compare them). A query whose
     windows would close more than `max_ticks` times (0: no bound) raises TooManyTicks first."""
@@ -73,12 +75,13 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
         raise TefqError("tefq run reports at window close only; use `tefq oracle check` for the other "
                         "report policies", "--engine oracle")
     queries = [from_windowed(q) for q in doc.queries if isinstance(q, WindowedQuery)]
-    given = dict(elements) if isinstance(elements, Mapping) else {None: list(elements)}
-    streams: dict[str | None, _Stream] = {}
-    for iri, els in given.items():
-        streams[iri] = _Stream(sorted((e for e in els if e[0] >= t0), key=lambda e: e[0]))
+    given = {k: [e for e in v if e[0] >= t0] for k, v in
+             (elements.items() if isinstance(elements, Mapping) else [(None, elements)])}
+    unnamed = given.get(None, [])
+    streams = {iri: _Stream(sorted(els if iri is None else unnamed + els, key=lambda e: e[0]))
+               for iri, els in given.items()}
     out = WindowedResults()
-    out.events_in = sum(len(s.external) for s in streams.values())
+    out.events_in = sum(len(els) for els in given.values())
     feeds = {q.name: _Stream() for q in queries if q.registers_stream}
     bg = background_as_ntriples(background)
 
@@ -90,13 +93,13 @@ def run(doc, elements: Iterable[Element] | Mapping[str | None, Iterable[Element]
 
     ext = [s for s in streams.values() if s.external]
     if not ext or not queries:
-        out.extend(QueryResult(q.name, _columns(q)) for q in queries)
+        out.extend(QueryResult(q.name, _columns(q), window_order=q.ordered) for q in queries)
         return out
     first = min(s.ext_ts[0] for s in ext)
     last = max(s.ext_ts[-1] for s in ext)
     agenda = _agenda(queries, first, last, t0, sem, max_ticks, doc.source)
-    evaluators = [evaluator(q.sparql, doc.source, bg) for q in queries]
-    results = [QueryResult(q.name, _columns(q)) for q in queries]
+    evaluators = [evaluator(q.sparql, doc.source, bg, line=q.line) for q in queries]
+    results = [QueryResult(q.name, _columns(q), window_order=q.ordered) for q in queries]
     previous: list[dict | None] = [None] * len(queries)
     for c, i in agenda:
         q, ev = queries[i], evaluators[i]
@@ -147,22 +150,23 @@ def report_instants(queries: list[OracleQuery], first: int, last: int, t0: int, 
 
 
 def canonical_cell(cell: str | None) -> str | None:
-    """Numbers in the shared canonical form (tefq.results: the oracle's and Spark's rows compare
-    with ==); every other term as rdflib gave it."""
+    """A number's lexical form made the shared canonical one (tefq.semantics.values: the oracle's
+    and Spark's rows compare with ==), its datatype kept as computed (spec §8: `"23.0"^^xsd:float`
+    is written `"23"^^xsd:float`, an `xsd:negativeInteger` stays one); every other term as is."""
     if cell is None or not cell.startswith('"') or "^^<http://www.w3.org/2001/XMLSchema#" not in cell:
         return cell
-    try:
-        # deferred: tried here, where its absence is handled
-        from tefq.semantics.values import is_numeric, to_term, to_value
-    except ImportError:
-        return cell
     v = to_value(cell)
-    return to_term(v) if is_numeric(v) else cell
+    if not is_numeric(v):
+        return cell
+    canonical = to_term(v)
+    return canonical[:canonical.rindex("^^")] + cell[cell.rindex("^^"):]
 
 
 def _columns(q: OracleQuery) -> tuple[str, ...]:
     if q.form == "construct":
         return ("s", "p", "o")
+    if q.form == "ask":
+        return ("ask",)
     if q.select_names:
         return q.select_names
     try:

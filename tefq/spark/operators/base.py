@@ -68,15 +68,18 @@ class StreamSettings(RunSettings):
     operator's closure). `batches`: per input stream (its --stream index), the micro-batches its
     input takes (a bounded input: it has ended after them) or None (a live input: idle after
     `idle_ms` of wall-clock time without a delivery; 0: never idle). `rank_starts`: the first file
-    rank of each stream (`protocol.TieOrder`), to count late rows per stream."""
+    rank of each stream (`protocol.TieOrder`), to count late rows per stream. `stream_iris`: per
+    input stream, the IRI `--stream IRI=PATH` bound it to (None: unnamed), for windowed
+    `FROM STREAM <IRI>`."""
 
     batches: tuple[int | None, ...] = ()
     rank_starts: tuple[int, ...] = ()
     ranked: bool = False  # the files were ranked (`ranks.file_ranks`): ties go by (t, stream order)
+    stream_iris: tuple[str | None, ...] = ()
 
     @staticmethod
     def of(settings: RunSettings, **inputs) -> "StreamSettings":
-        """`settings` with what the run's inputs add (batches, rank_starts, ranked)."""
+        """`settings` with what the run's inputs add (batches, rank_starts, ranked, stream_iris)."""
         return StreamSettings(**{f.name: getattr(settings, f.name) for f in fields(RunSettings)}, **inputs)
 
 

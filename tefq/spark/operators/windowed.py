@@ -92,7 +92,8 @@ class WindowedLogic(BucketLogic):
             at = at[np.argsort(keys, kind="stable")]
             keys = pdf["o"].to_numpy(np.int64)[at]
         elements = pdf.iloc[at][list(ELEMENT_COLUMNS)].rename(columns=ELEMENT_COLUMNS)
-        late = self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0)
+        late = self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0,
+                            stream_iris_of(keys, batch))
         if self.slabs is not None and late.any():  # an element at a slab's edge is in two buckets: count it once
             first, _ = self.slabs.element_buckets(elements["ts"].to_numpy(np.int64), self.t0)
             late &= first == batch.bucket
@@ -132,6 +133,17 @@ class WindowedLogic(BucketLogic):
         w = st.windows  # running totals in the state: the driver keeps the largest
         metrics.update(events_in=w.events_in, feedback_triples=w.feedback_triples, state_elements=len(w.external))
         metrics.setdefault("bad_rows", 0)  # this batch's (heartbeats carry them)
+
+
+def stream_iris_of(keys: np.ndarray, batch: Batch) -> np.ndarray | None:
+    """Per element (tie keys `keys`), the IRI its input is bound to (None: unnamed); None when
+    no input is bound to an IRI."""
+    inputs = batch.settings if isinstance(batch.settings, StreamSettings) else StreamSettings()
+    if not any(inputs.stream_iris):
+        return None
+    iris = np.array(list(inputs.stream_iris) + [None], dtype=object)
+    index = streams_of_keys(keys, inputs.rank_starts, inputs.ranked)
+    return iris[np.where((index >= 0) & (index < len(inputs.stream_iris)), index, len(inputs.stream_iris))]
 
 
 def count_late(w, keys: np.ndarray, batch: Batch) -> None:

@@ -34,6 +34,7 @@ class WindowedPlan:
     predicates: frozenset[str] | None
     feedback: tuple[str, ...]  # REGISTER STREAM names
     query_columns: tuple[tuple[str, ...], ...] = ()  # per query, its result columns
+    window_order: tuple[bool, ...] = ()  # per query: ORDER BY orders each window's rows
     query: str = "windowed"  # the pipeline's name (its directory under the checkpoint)
     buckets: int = 1
     key: JoinKey | None = None
@@ -79,7 +80,7 @@ def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
         details.append(query_details(run, q, ev, key, slabs))
     return WindowedPlan(tuple(q.name for q in run.queries), tuple(descr), run.predicates,
                         tuple(q.name for q in run.queries if q.registers_stream),
-                        tuple(tuple(c) for c in run.columns),
+                        tuple(tuple(c) for c in run.columns), tuple(q.ordered for q in run.queries),
                         buckets=split if key is not None or slabs is not None else 1, key=key, slabs=slabs,
                         details=tuple(details))
 
@@ -94,10 +95,21 @@ def query_details(run, q, ev, key: JoinKey | None, slabs: WindowSlabs | None) ->
            f"state: elements with ts >= last close - {run.max_range} ms (windows not yet closed)",
            "rounds: by feedback (a window after the windows whose output it reads)" if feedback
            else "rounds: 0 (no feedback: all due windows in one pass, <= 2,000,000 assigned elements a batch)"]
+    labels: dict[str, str] = {}  # rdflib's random blank-node labels, numbered: explain's text is stable
     for k, bgp in enumerate(bgp_nodes(ev.algebra)):
         triples = list(bgp.triples)
         order = static_order(triples)
         out.append(f"BGP {k}, {len(triples)} pattern(s); join order: --join-order adaptive (default: Strider's "
                    f"forward/backward AQP on exact cardinalities, Θ = 0.7) or static")
-        out.append("  static order: " + "; ".join(" ".join(x.n3() for x in triples[i]) for i in order))
+        out.append("  static order: " + "; ".join(" ".join(spelled(x, labels) for x in triples[i]) for i in order))
     return tuple(out)
+
+
+def spelled(term, labels: dict[str, str]) -> str:
+    """A pattern's term as explain writes it: N-Triples, blank nodes numbered in order of appearance."""
+    from rdflib import BNode
+
+    if isinstance(term, BNode):
+        return labels.setdefault(str(term), f"_:b{len(labels)}")
+    return term.n3()
+

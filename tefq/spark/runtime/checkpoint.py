@@ -15,7 +15,8 @@ class), runs under the bucket labels and ingest record of every plan, and whole 
 own row kind. Version 7: the general plan (issue 27, operators/general.py) runs the aggregate
 queries a version-6 checkpoint ran on the fallback (its state: every element read, one bucket).
 Version 8: state and sink records in runtime/codec's data format, checked against the reader's
-schema (issue 39); versions up to 7 held pickles, which this tefq refuses and never unpickles. The
+schema (issue 39); versions up to 7 held pickles, which this tefq refuses and never unpickles.
+Version 9: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (`named`). The
 marker `tefq-state-version` sits in the checkpoint directory, beside the per-query directories.
 
 Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),
@@ -37,7 +38,7 @@ from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
 from tefq.spark.runtime.input_files import check_inputs, grown_redis_streams, input_files
 from tefq.spark.runtime.log_entries import check_logs
 
-STATE_VERSION = 8
+STATE_VERSION = 9
 MARKER = "tefq-state-version"
 
 

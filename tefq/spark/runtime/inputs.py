@@ -71,4 +71,4 @@ def stream_settings(inputs: list[StreamInput], run: RunOptions, follow: bool) ->
             batches.append(-(-len(files) // m) if m else min(len(files), 1))
     # as file_ranks ranks them: then ties go by (t, stream order) across micro-batches
     return StreamSettings.of(run.settings, batches=tuple(batches), rank_starts=tuple(starts),
-                             ranked=is_ranked(rank, follow))
+                             ranked=is_ranked(rank, follow), stream_iris=run.stream_iris)

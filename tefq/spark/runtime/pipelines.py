@@ -42,6 +42,7 @@ class RunOptions:
     join_order: str = "adaptive"  # windowed BGPs: static | adaptive (tefq.spark.kernels.windowed.join_order)
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
     accept_gaps: bool = False  # Redis sources read on after entries removed before they were read
+    stream_iris: tuple[str | None, ...] = ()  # per input: the IRI --stream IRI=PATH bound it to (None: unnamed)
 
 
 SINK = "output"  # a query's parquet sink, under its directory of the run's work directory

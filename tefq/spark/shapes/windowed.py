@@ -52,7 +52,7 @@ WINDOWED = Shape(
     "windowed", WindowedPlan, plan, project, ElementRows,
     operator=lambda doc, plan, run: make_windowed_operator(doc, run.settings, small_window(), run.join_order,
                                                            plan.slabs),
-    collector=lambda plan: WindowedCollector(plan.queries, plan.query_columns),
+    collector=lambda plan: WindowedCollector(plan.queries, plan.query_columns, plan.window_order),
     capabilities=Capabilities(
         columnar=lambda plan: True,
         dataframe="tefq.spark.apply does not run windowed (REGISTER QUERY) queries yet: use tefq run --engine spark "

@@ -17,7 +17,7 @@ def ranks_by_job(spark, paths: list[str]) -> dict[int, int]:
     from pyspark.sql import functions as F
 
     from tefq.io.readers import literal_path_pattern
-    from tefq.spark.protocol import file_hash
+    from tefq.spark.runtime.ranks import file_hash
     from tefq.spark.runtime.ranks import spark_file_uris
 
     rank = {(u, s): i for i, (u, s, _) in enumerate(spark_file_uris(spark, paths))}

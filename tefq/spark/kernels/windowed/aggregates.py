@@ -17,8 +17,7 @@ from rdflib import Literal, URIRef
 from rdflib.term import Variable
 
 from tefq.oracle.windowed.r2r import to_nt
-from tefq.spark.kernels.windowed.expressions import Expressions, calls_timestamp
-from tefq.spark.kernels.windowed.sparql import XSD
+from tefq.spark.kernels.windowed.expressions import XSD, Expressions, calls_timestamp
 
 DOUBLE, INTEGER = f"{XSD}double", f"{XSD}integer"
 _NUMERIC_AGGREGATES = ("Aggregate_Sum", "Aggregate_Avg", "Aggregate_Min", "Aggregate_Max")
@@ -98,7 +97,7 @@ def _fast_numeric(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) ->
     np.add.at(total, where, values)  # unbuffered, in row order: rdflib's running `0 + acc + v`
     sums = total.tolist() if dt == DOUBLE else [int(t) for t in total.tolist()]
     if a.name == "Aggregate_Sum":
-        return [to_nt(Literal(t, datatype=URIRef(dt) if n else None)) for t, n in zip(sums, count)]
+        return [to_nt(Literal(t, datatype=URIRef(dt))) if n else to_nt(Literal(0)) for t, n in zip(sums, count)]
     if dt == DOUBLE:
         return [to_nt(Literal(t / n)) if n else to_nt(Literal(0)) for t, n in zip(sums, count)]
     return [to_nt(Literal(Decimal(t) / Decimal(n))) if n else to_nt(Literal(0)) for t, n in zip(sums, count)]

@@ -1,32 +1,19 @@
 """Facts about an rdflib SPARQL algebra tree that the relational evaluators act on: its BGPs, whether
-row order can change an answer, and rdflib's per-solution evaluation of correlated sub-SELECTs."""
+row order can change an answer, and copies of expressions with parts replaced."""
 from __future__ import annotations
 
-from typing import Iterator
 
-from rdflib.plugins.sparql.parserutils import CompValue
+from types import MethodType
+
+from rdflib.plugins.sparql.parserutils import CompValue, Expr
 from rdflib.term import Variable
+
+from tefq.analysis.sparql_text import children, walk
 
 # operators whose answer depends on the order of their input rows: ties, "first", adjacency, and
 # floating-point sums (rdflib adds in row order; a double's sum is not associative)
-_ORDERED = ("Slice", "Reduced", "OrderBy", "Aggregate_GroupConcat", "Aggregate_Sum", "Aggregate_Avg",
+_ORDERED = ("Slice", "OrderBy", "Aggregate_GroupConcat", "Aggregate_Sum", "Aggregate_Avg",
             "Aggregate_Min", "Aggregate_Max")
-
-
-def walk(node, seen: set | None = None) -> Iterator[CompValue]:
-    """Every algebra node below `node` (itself included), each once, parents first."""
-    seen = set() if seen is None else seen
-    if id(node) in seen:
-        return
-    seen.add(id(node))
-    if isinstance(node, CompValue):
-        yield node
-        for k, v in node.items():
-            if k != "_vars":
-                yield from walk(v, seen)
-    elif isinstance(node, (list, tuple)):
-        for v in node:
-            yield from walk(v, seen)
 
 
 def bgp_nodes(algebra) -> list[CompValue]:
@@ -39,7 +26,7 @@ def contains(node, names: tuple[str, ...]) -> bool:
 
 
 def order_sensitive(algebra) -> bool:
-    """Whether the order of solutions can change the answer: LIMIT/OFFSET, REDUCED, ties of
+    """Whether the order of solutions can change the answer: LIMIT/OFFSET, ties of
     ORDER BY, GROUP_CONCAT, SUM and AVG (of doubles), MIN and MAX (ties between equal values
     of different datatypes), SAMPLE of a variable that is not a group key."""
     for n in walk(algebra):
@@ -52,30 +39,21 @@ def order_sensitive(algebra) -> bool:
     return False
 
 
-def correlated_aggregate(node, error) -> bool:
-    """rdflib evaluates the right side of a lazy Join and of a LeftJoin under each left solution's
-    bindings. For patterns that is the SPARQL join; for a subquery with aggregates or LIMIT it is
-    not. The one such shape evaluated here (and answered True): the right side is a sub-SELECT
-    whose GROUP BY holds every shared variable (per left row, rdflib gets that row's group, or the
-    empty "no group" solution). Other correlated shapes raise: they would give another answer."""
-    shared = {str(v) for v in (node.p1._vars or ())} & {str(v) for v in (node.p2._vars or ())}
-    if not shared:
-        return False
-    inner = node.p2
-    while getattr(inner, "name", None) in ("ToMultiSet", "Project", "Extend"):
-        inner = inner.p
-    if not contains(node.p2, ("AggregateJoin", "Slice")):
-        return False
-    grouped = {str(e) for e in (inner.p.expr or []) if isinstance(e, Variable)} \
-        if getattr(inner, "name", None) == "AggregateJoin" else set()
-    projected = {str(v) for v in node.p2.p.PV} if getattr(node.p2, "name", None) == "ToMultiSet" and \
-        getattr(node.p2.p, "name", None) == "Project" else None
-    visible = shared if projected is None else shared & projected
-    if getattr(inner, "name", None) == "AggregateJoin" and visible <= grouped \
-            and not contains(inner.p.p, ("AggregateJoin", "Slice")):
-        return True
-    raise error("a sub-SELECT with aggregates or LIMIT correlated with the pattern before it (rdflib evaluates "
-                "it once per solution)")
+def substituted(node, replacements: dict):
+    """A copy of the expression `node` with the nodes whose id is a key of `replacements` replaced
+    (each copied Expr evaluates itself, not the original)."""
+    if id(node) in replacements:
+        return replacements[id(node)]
+    if isinstance(node, CompValue):
+        new = Expr(node.name) if isinstance(node, Expr) else CompValue(node.name)
+        new.update({k: substituted(v, replacements) for k, v in node.items()})
+        new.__dict__.update({k: v for k, v in node.__dict__.items() if k not in ("name", "_evalfn")})
+        if isinstance(node, Expr) and node._evalfn is not None:
+            new._evalfn = MethodType(node._evalfn.__func__, new)
+        return new
+    if isinstance(node, (list, tuple)):
+        return type(node)(substituted(v, replacements) for v in node)
+    return node
 
 
-__all__ = ["walk", "bgp_nodes", "contains", "order_sensitive", "correlated_aggregate"]
+__all__ = ["walk", "children", "bgp_nodes", "contains", "order_sensitive", "substituted"]

@@ -7,8 +7,7 @@ Vectorised: variables, constants, BOUND, COALESCE, IF, && || ! (with SPARQL's er
 it evaluates it. C-SPARQL's `timestamp()` reads the window's latest timestamp of a triple: with
 several windows in one table (`stamps` per window id), it is evaluated window by window.
 
-This is the expression half of tefq.spark.kernels.windowed.sparql's one-window evaluator, made usable with
-a window column (phase 2 of issue 23: sparql.py delegates to it instead of keeping a copy).
+The expression half of the multi-window evaluator (tefq.spark.kernels.windowed.multiwindow).
 """
 from __future__ import annotations
 
@@ -23,7 +22,9 @@ from rdflib.term import Variable
 
 from tefq.oracle.windowed.r2r import TIMESTAMP_FN, to_nt, to_rdflib, window_timestamps
 from tefq.spark.kernels.windowed.solutions import normalised
-from tefq.spark.kernels.windowed.sparql import FALSE, TRUE, XSD
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+TRUE, FALSE = to_nt(Literal(True)), to_nt(Literal(False))
 
 INT_TYPES = frozenset(f"{XSD}{t}" for t in (
     "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger", "negativeInteger",
@@ -122,16 +123,19 @@ class Expressions:
     `stamps` maps a window id to its `timestamp()` table; without them the caller sets
     `window_timestamps` for the one window it evaluates."""
 
-    def __init__(self, window: str | None = None, stamps: Mapping[int, dict] | None = None) -> None:
+    def __init__(self, window: str | None = None, stamps: Mapping[int, dict] | None = None, prologue=None) -> None:
         self.window = window
         self.stamps = stamps
         self.terms = TermCache()
         self.ctx = QueryContext(Graph(), initBindings={})
+        self.ctx.prologue = prologue  # the query's BASE and prefixes (IRI("rel") resolves against BASE)
 
     # ---------------------------------------------------------------- rdflib's evaluation
     def bindings(self, df: pd.DataFrame) -> list[FrozenBindings]:
         """rdflib's solutions for the rows of `df` (key columns left out)."""
         cols = [c for c in df.columns if not c.startswith("\x00")]
+        if not cols:  # (pandas yields no tuples for a table without columns)
+            return [FrozenBindings(self.ctx, {}) for _ in range(len(df))]
         names = [Variable(c) for c in cols]
         return [FrozenBindings(self.ctx, {v: to_rdflib(x) for v, x in zip(names, r) if x is not None})
                 for r in df[cols].itertuples(index=False, name=None)]
@@ -247,7 +251,7 @@ class Expressions:
         if isinstance(expr, (URIRef, Literal)):
             return np.full(len(df), to_nt(expr), dtype=object)
         name = getattr(expr, "name", None)
-        if name == "Builtin_COALESCE":
+        if name == "Builtin_COALESCE" and isinstance(dict.get(expr, "arg"), list):  # (not `COALESCE()`)
             return self._coalesce(expr, df)
         if name == "Builtin_IF":
             return self._if(expr, df)
@@ -302,4 +306,5 @@ class Expressions:
         return np.array([None if u else self.terms.integer_term(int(x)) for x, u in zip(acc, unbound)], dtype=object)
 
 
-__all__ = ["Expressions", "TermCache", "variables", "calls_timestamp", "INT_TYPES", "FLOAT_TYPES"]
+__all__ = ["Expressions", "TermCache", "variables", "calls_timestamp", "INT_TYPES", "FLOAT_TYPES", "XSD", "TRUE",
+           "FALSE"]

@@ -5,10 +5,9 @@ of a batch (tefq.spark.kernels.windowed.window_content builds the batch).
 Every operator keeps the window id: BGP patterns carry it from the window's triples, joins,
 OPTIONAL and MINUS match on it as on a shared variable that is always bound (but it never makes
 a MINUS remove a row by itself), GROUP BY groups by it, DISTINCT / ORDER BY / LIMIT / OFFSET /
-REDUCED / CONSTRUCT act per window. rdflib's quirks hold per window: an aggregate over no
-solution gives, in each window without solutions, one empty solution (with GROUP BY) or the
-aggregates of the empty group (without). Per window, the rows equal — in the same order —
-`VectorEvaluator.evaluate(that window's content)`, i.e. the windowed oracle's.
+REDUCED / CONSTRUCT act per window. An aggregate over no solution gives, in each window without
+solutions, nothing (with GROUP BY) or the aggregates of the empty group (without). Per window, the rows equal the windowed oracle's
+(`tefq.oracle.windowed.r2r`, rdflib with its corrections).
 
 BGPs are joined in Strider's order (tefq.spark.kernels.windowed.join_order, `static` or `adaptive`); when an
 order-sensitive operator follows (LIMIT, ORDER BY ties, ...), the BGP's rows are put back in the
@@ -21,22 +20,23 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
-from rdflib import BNode
-from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib import BNode, Literal, URIRef
+from rdflib.plugins.sparql.parserutils import CompValue, Expr
 from rdflib.term import Variable
 
 from tefq.errors import TefqError
-from tefq.oracle.windowed.r2r import Answer, to_nt
-from tefq.spark.kernels.windowed import coded_bgp
+from tefq.oracle.windowed.r2r import Answer, prepared, to_nt
+from tefq.oracle.windowed.sparql_values import order_key
+from tefq.spark.kernels.windowed import coded_bgp, paths
 from tefq.spark.kernels.windowed.aggregates import aggregate_columns
-from tefq.spark.kernels.windowed.algebra import bgp_nodes, correlated_aggregate, order_sensitive
-from tefq.spark.kernels.windowed.expressions import Expressions, calls_timestamp
+from tefq.spark.kernels.windowed.algebra import bgp_nodes, children, order_sensitive, substituted, walk
+from tefq.spark.kernels.windowed.expressions import FALSE, TRUE, Expressions, calls_timestamp, variables
 from tefq.spark.kernels.windowed.join_order import JoinOrders
 from tefq.spark.kernels.windowed.solutions import empty, first_rows, group_codes, join, left_join, minus, normalised
-from tefq.spark.kernels.windowed.sparql import FALSE, TRUE, VectorEvaluator
 from tefq.spark.kernels.windowed.window_content import WINDOW, Batch
 
 _ROW_ID = "\x00r"  # + pattern index: a BGP row's position in each pattern's table
+SEED = "\x00seed"  # inside an EXISTS: which row of the filtered table a solution was found for
 
 
 def variable_name(x) -> str | None:
@@ -59,33 +59,35 @@ class MultiWindowEvaluator:
 
     def __init__(self, sparql: str, source: str = "<query>", background: Iterable[tuple[str, str, str]] = (),
                  line: int = 0, join_order: str = "adaptive", interval_s: float = 1.0) -> None:
-        self.one = VectorEvaluator(sparql, source, background, line)
+        self.prepared = prepared(sparql, source, tuple(tuple(t) for t in background), line)
         self.source, self.line = source, line
-        self.algebra = self.one.algebra
-        self.background = pd.DataFrame(list(self.one.background), columns=["s", "p", "o"], dtype=object)
+        self.algebra = self.prepared.query.algebra
+        check_supported(self.algebra, self.error)
+        self.background = pd.DataFrame([tuple(to_nt(x) for x in t) for t in self.prepared.background],
+                                       columns=["s", "p", "o"], dtype=object)
         self.orders = JoinOrders(join_order, interval_s)
         self.bgp_ids = {id(n): k for k, n in enumerate(bgp_nodes(self.algebra))}
         self.order_sensitive = order_sensitive(self.algebra)
-        self.expressions = Expressions(WINDOW)
+        self.expressions = Expressions(WINDOW, prologue=self.prepared.query.prologue)
 
     @property
     def names(self) -> tuple[str, ...]:
-        return self.one.names
+        return self.prepared.names
 
     @property
     def predicates(self) -> frozenset[str] | None:
-        return self.one.predicates
+        return self.prepared.predicates
 
     @property
     def uses_timestamp(self) -> bool:
-        return self.one.prepared.uses_timestamp
+        return self.prepared.uses_timestamp
 
     @property
     def form(self) -> str:
-        return self.one.prepared.form
+        return self.prepared.form
 
     def error(self, what: str) -> TefqError:
-        return TefqError(f"{what} is not supported by the vectorised SPARQL evaluator (try --engine oracle)",
+        return TefqError(f"{what} is not supported by the vectorised SPARQL evaluator (spec §8; try --engine oracle)",
                          self.source, self.line, 1)
 
     def evaluate(self, batch: Batch) -> dict[int, Answer]:
@@ -111,10 +113,50 @@ class _BatchRun:
         self.x = ev.expressions
         self._by_p: dict[str, pd.DataFrame] = {}
         self._coded_by_p: dict[str, coded_bgp.Columns] = {}  # a predicate's coded triples
+        self._graph: pd.DataFrame | None = None  # every triple, for property paths
+        self.seeds: list[pd.DataFrame] = []  # the rows an EXISTS is evaluated under (innermost last)
 
     def unit(self) -> pd.DataFrame:
-        """One empty solution per window (the join identity)."""
+        """One empty solution per window (the join identity); inside an EXISTS, its seed."""
+        if self.seeds:
+            return self.seeds[-1]
         return pd.DataFrame({WINDOW: self.batch.windows})
+
+    def keys(self) -> list[str]:
+        """The columns that are no variables: the window, and inside an EXISTS its seed."""
+        return [WINDOW, SEED] if self.seeds else [WINDOW]
+
+    # ---------------------------------------------------------------- EXISTS
+    def with_exists(self, expr, df: pd.DataFrame):
+        """(`expr`, `df`) with each EXISTS / NOT EXISTS of `expr` computed into a column of `df`
+        and read from it (the expression rewritten), or as they are without one."""
+        found = [n for n in walk(expr) if n.name in ("Builtin_EXISTS", "Builtin_NOTEXISTS")]
+        if not found or not len(df):
+            return expr, df
+        columns = {}
+        for k, n in enumerate(found):
+            hit = self.exists(n.graph, df)
+            columns[f"\x01exists{k}"] = np.where(hit if n.name == "Builtin_EXISTS" else ~hit, TRUE, FALSE)
+        rewritten = substituted(expr, {id(n): Variable(f"\x01exists{k}") for k, n in enumerate(found)})
+        return rewritten, df.assign(**columns)
+
+    def exists(self, graph, df: pd.DataFrame) -> np.ndarray:
+        """Per row of `df`, whether `graph` has a solution under the row's bindings: `graph` is
+        evaluated with every distinct row (of the variables it reads) as a seed joined into each
+        of its basic patterns, so its filters see the row's values (SPARQL's substitution)."""
+        outer = [c for c in df.columns if c not in (WINDOW, SEED) and Variable(c) in variables(graph)]
+        keys = self.keys()
+        rows = df[keys + outer].reset_index(drop=True)
+        seed_of = group_codes([rows[c].to_numpy(dtype=object) for c in keys + outer])
+        _, first = first_rows(seed_of)
+        seed = rows.iloc[first].reset_index(drop=True)
+        seed = normalised(seed.drop(columns=[SEED], errors="ignore").assign(**{SEED: np.arange(len(seed))}))
+        self.seeds.append(seed)
+        try:
+            hits = self.part(graph)[SEED].to_numpy()
+        finally:
+            self.seeds.pop()
+        return np.isin(seed_of, hits)
 
     # ---------------------------------------------------------------- results
     def answers(self) -> dict[int, Answer]:
@@ -128,10 +170,8 @@ class _BatchRun:
             got = _split(triples, ["s", "p", "o"])
             return {w: Answer(("s", "p", "o"), [], got.get(w, [])) for w in windows}
         names = list(self.ev.names)
-        df = _columns(self.part(algebra.p), [WINDOW] + names)
-        if names:
-            df = df[df[names].notna().to_numpy().any(axis=1)]  # rdflib drops empty solutions
-        got = _split(df, names) if names else {}
+        df = _columns(self.part(algebra.p), [WINDOW] + names)  # all-unbound solutions are rows too
+        got = _split(df, names)
         return {w: Answer(tuple(names), got.get(w, []), []) for w in windows}
 
     # ---------------------------------------------------------------- graph patterns
@@ -145,6 +185,11 @@ class _BatchRun:
         triples = list(node.triples or [])
         if not triples:
             return self.unit()
+        if self.seeds:  # inside an EXISTS: the seeds' bindings hold in every pattern
+            return join(self.seeds[-1], self.bgp(node, triples))
+        return self.bgp(node, triples)
+
+    def bgp(self, node, triples: list) -> pd.DataFrame:
         coded = self.coded_patterns(triples)
         if coded is not None:
             return self.coded_bgp(node, triples, *coded)
@@ -189,7 +234,8 @@ class _BatchRun:
         """The patterns' solutions as int64 term codes (`Batch.coded_triples`: joins on integers
         instead of strings), when every predicate is a constant, there is more than one pattern
         and no background; None otherwise."""
-        if len(triples) < 2 or len(self.ev.background) or any(variable_name(t[1]) is not None for t in triples):
+        if len(triples) < 2 or len(self.ev.background) or \
+                any(variable_name(t[1]) is not None or paths.is_path(t[1]) for t in triples):
             return None
         shared = self.batch.coded_triples()
         if shared is None:
@@ -217,6 +263,8 @@ class _BatchRun:
 
     def pattern(self, t) -> pd.DataFrame:
         """The solutions of one triple pattern in every window (background triples in each)."""
+        if paths.is_path(t[1]):
+            return self.path_pattern(t)
         p = None if variable_name(t[1]) is not None else t[1]
         found = _match(self._triples_of(p), t, [WINDOW])
         if len(self.ev.background):
@@ -226,38 +274,67 @@ class _BatchRun:
                                   .drop_duplicates(ignore_index=True))
         return found
 
+    def graph(self) -> pd.DataFrame:
+        """Every window's triples (WINDOW, s, p, o), the background's in each."""
+        if self._graph is None:
+            own = self.batch.triples[[WINDOW, "s", "p", "o"]]
+            bg = self.unit().merge(self.ev.background, how="cross") if len(self.ev.background) else None
+            self._graph = own if bg is None else pd.concat([own, bg], ignore_index=True).drop_duplicates(ignore_index=True)
+        return self._graph
+
+    def nodes(self) -> pd.DataFrame:
+        """Every node of each window's graph, as (WINDOW, s)."""
+        g = self.graph()
+        both = pd.concat([g[[WINDOW, "s"]], g[[WINDOW, "o"]].rename(columns={"o": "s"})], ignore_index=True)
+        return both.drop_duplicates(ignore_index=True)
+
+    def path_pattern(self, t) -> pd.DataFrame:
+        """A triple pattern whose predicate is a property path (tefq.spark.kernels.windowed.paths)."""
+        found = paths.pairs(t[1], self.graph(), [WINDOW], self.nodes)
+        ends = [to_nt(x) for x in (t[0], t[2]) if variable_name(x) is None]
+        found = paths.with_constant_ends(found, t[1], ends, self.unit(), [WINDOW])
+        names: dict[str, str] = {}
+        for col, x in (("s", t[0]), ("o", t[2])):
+            n = variable_name(x)
+            if n is None:
+                found = found[found[col] == to_nt(x)]
+            elif n in names.values():
+                found = found[found["s"] == found["o"]]
+            else:
+                names[col] = n
+        return found[[WINDOW] + list(names)].rename(columns=names).reset_index(drop=True)
+
     def _Join(self, node) -> pd.DataFrame:
         a = self.part(node.p1)
         b = self.part(node.p2)
-        if not node.get("lazy"):
-            b = b.drop_duplicates(ignore_index=True)  # rdflib: set(evalPart(p2)), per window here
-        elif correlated_aggregate(node, self.ev.error):
-            return left_join(a, b, None)  # a left row without a group keeps its row, as in rdflib
         return join(a, b)
 
     def _LeftJoin(self, node) -> pd.DataFrame:
-        correlated_aggregate(node, self.ev.error)
         a, b = self.part(node.p1), self.part(node.p2)
         expr = node.expr
         if expr is None or (isinstance(expr, CompValue) and expr.name == "TrueFilter"):
             return left_join(a, b, None)
-        return left_join(a, b, lambda j: self.x.ebv(expr, j))
+        return left_join(a, b, lambda j: self.ebv(expr, j))
+
+    def ebv(self, expr, df: pd.DataFrame) -> np.ndarray:
+        return self.x.ebv(*self.with_exists(expr, df))
 
     def _Filter(self, node) -> pd.DataFrame:
         df = self.part(node.p)
-        return df[self.x.ebv(node.expr, df)].reset_index(drop=True) if len(df) else df
+        return df[self.ebv(node.expr, df)].reset_index(drop=True) if len(df) else df
 
     def _Union(self, node) -> pd.DataFrame:
         return normalised(pd.concat([self.part(node.p1), self.part(node.p2)], ignore_index=True))
 
     def _Minus(self, node) -> pd.DataFrame:
         a, b = self.part(node.p1), self.part(node.p2)
-        shared = [c for c in a.columns if c in b.columns and c != WINDOW]
-        return minus(a, b, shared, [WINDOW])
+        keys = self.keys()
+        shared = [c for c in a.columns if c in b.columns and c not in keys]
+        return minus(a, b, shared, keys)
 
     def _Extend(self, node) -> pd.DataFrame:
         df = self.part(node.p)
-        col = self.x.value(node.expr, df) if len(df) else []
+        col = self.x.value(*self.with_exists(node.expr, df)) if len(df) else []
         return df.assign(**{str(node.var): pd.Series(col, index=df.index, dtype=object)})
 
     def _Project(self, node) -> pd.DataFrame:
@@ -267,23 +344,16 @@ class _BatchRun:
         return self.part(node.p).drop_duplicates(ignore_index=True)
 
     def _Reduced(self, node) -> pd.DataFrame:
-        df = self.part(node.p)  # rdflib drops a row equal to the one just before it (in its window)
-        if len(df) < 2 or len(df.columns) < 2:
-            return df
-        df = by_window(df)
-        same = (df.fillna("\0") == df.shift(1).fillna("\0")).all(axis=1).to_numpy()
-        same[0] = False
-        return df[~same].reset_index(drop=True)
+        return self.part(node.p).drop_duplicates(ignore_index=True)  # as the oracle: every duplicate dropped
 
     def _OrderBy(self, node) -> pd.DataFrame:
         from rdflib.plugins.sparql.evaluate import value
-        from rdflib.plugins.sparql.evalutils import _val
 
         df = self.part(node.p).reset_index(drop=True)
         order = list(range(len(df)))
-        for cond in reversed(node.expr):  # as rdflib: stable sorts from the last key to the first
+        for cond in reversed(node.expr):  # as the oracle: stable sorts from the last key to the first
             reverse = bool(cond.order and cond.order == "DESC")
-            keys = [_val(value(r, cond.expr, variables=True)) for r in self.x.solutions(df, calls_timestamp(cond))]
+            keys = [order_key(value(r, cond.expr, variables=True)) for r in self.x.solutions(df, calls_timestamp(cond))]
             order = sorted(order, key=lambda i: keys[i], reverse=reverse)
         return by_window(df.iloc[order])
 
@@ -308,50 +378,57 @@ class _BatchRun:
         if not names:
             return self.unit().loc[self.unit().index.repeat(len(rows))].reset_index(drop=True)
         table = normalised(pd.DataFrame(rows, columns=names)) if rows else empty(names)
-        return self.unit().merge(table, how="cross")  # the same rows in every window
+        return join(self.unit(), table)  # the same rows in every window (compatible with a seed's)
 
     def _AggregateJoin(self, node) -> pd.DataFrame:
         group = node.p
         df = self.part(group.p).reset_index(drop=True)
-        filler = self._no_solution(node, np.setdiff1d(self.batch.windows, df[WINDOW].to_numpy(np.int64)))
+        keys = self.keys()  # per window (and, inside an EXISTS, per seed)
+        filler = self._no_solution(node, df, keys)
         if not len(df):
             return filler
-        keys = [df[WINDOW].to_numpy()]
+        columns = [df[k].to_numpy() for k in keys]
         for e in group.expr or []:
             if isinstance(e, Variable):
-                keys.append(df[str(e)].to_numpy(dtype=object) if str(e) in df.columns
-                            else np.full(len(df), None, dtype=object))
+                columns.append(df[str(e)].to_numpy(dtype=object) if str(e) in df.columns
+                               else np.full(len(df), None, dtype=object))
             else:
-                keys.append(self.x.value(e, df))
-        codes = group_codes(keys)
+                columns.append(self.x.value(e, df))
+        codes = group_codes(columns)
         groups, first = first_rows(codes)  # groups are numbered as they appear
         grouped = {str(e) for e in group.expr or [] if isinstance(e, Variable)}
-        out = {WINDOW: df[WINDOW].to_numpy()[first],
+        out = {**{k: df[k].to_numpy()[first] for k in keys},
                **aggregate_columns(df, codes, groups, node.A, self.x, first, grouped)}
         found = pd.DataFrame(out)
         return normalised(pd.concat([found, filler], ignore_index=True)) if len(filler) else found
 
-    def _no_solution(self, node, windows: np.ndarray) -> pd.DataFrame:
-        """rdflib's answer in windows where the aggregate sees no solution: with GROUP BY one empty
-        solution; without, the aggregates of the one (empty) implicit group (COUNT 0, AVG 0, ...)."""
+    def _no_solution(self, node, df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+        """The answer where the aggregate sees no solution (windows, or seeds, without a row of
+        `df`): with GROUP BY none (no group); without, the aggregates of the one (empty) implicit
+        group (COUNT 0, AVG 0, ...)."""
+        unit = self.unit()[keys]
         if node.p.expr is not None:
-            return pd.DataFrame({WINDOW: windows})
+            return unit.iloc[:0]
+        missing = unit.merge(df[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+        missing = missing.loc[missing["_merge"] == "left_only", keys].reset_index(drop=True)
         from rdflib.plugins.sparql.aggregates import Aggregator
 
         got = Aggregator(aggregations=node.A).get_bindings()
-        return pd.DataFrame({WINDOW: windows, **{str(a.res): [to_nt(got.get(a.res))] * len(windows) for a in node.A}})
+        return missing.assign(**{str(a.res): [to_nt(got.get(a.res))] * len(missing) for a in node.A})
 
     # ---------------------------------------------------------------- CONSTRUCT
     def construct(self, query) -> pd.DataFrame:
         """The template's triples per window (WINDOW, s, p, o), each window's set in order."""
         template = query.template if query.template else query.p.p.triples
         df = self.part(query.p)
+        fresh = {x: pd.Series([to_nt(BNode()) for _ in range(len(df))], index=df.index, dtype=object)
+                 for t in template for x in t if isinstance(x, BNode)}  # one node per label and solution
         parts = []
         for t in template:
             cols = [pd.Series(df[WINDOW].to_numpy(), index=df.index)]
             for x in t:
                 if isinstance(x, BNode):
-                    cols.append(pd.Series([to_nt(BNode()) for _ in range(len(df))], index=df.index, dtype=object))
+                    cols.append(fresh[x])
                 elif isinstance(x, Variable):
                     cols.append(df[str(x)] if str(x) in df.columns else pd.Series([None] * len(df), index=df.index,
                                                                                    dtype=object))
@@ -361,6 +438,30 @@ class _BatchRun:
         if not parts:
             return empty((WINDOW, "s", "p", "o"))
         return pd.concat(parts, ignore_index=True).drop_duplicates(ignore_index=True)
+
+
+_SUPPORTED = {"BGP", "Join", "LeftJoin", "Filter", "Union", "Minus", "Extend", "Project", "Distinct",
+              "Reduced", "OrderBy", "Slice", "ToMultiSet", "values", "Group", "AggregateJoin",
+              "SelectQuery", "ConstructQuery", "AskQuery"}
+_NAMED = {"Graph": "GRAPH", "ServiceGraphPattern": "SERVICE", "DescribeQuery": "DESCRIBE"}
+
+
+def check_supported(node, error, seen: set | None = None) -> None:
+    """Reject, before any window, the algebra this evaluator does not implement."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, CompValue):
+        name = node.name
+        if not isinstance(node, Expr) and not name.startswith(("Aggregate_", "OrderCondition", "vars")) \
+                and name not in _SUPPORTED:
+            raise error(_NAMED.get(name, f"the SPARQL algebra node {name}"))
+        for v in children(node):
+            check_supported(v, error, seen)
+    elif isinstance(node, (list, tuple)):
+        for v in node:
+            check_supported(v, error, seen)
 
 
 def _columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -396,7 +497,7 @@ def _split(df: pd.DataFrame, names: list[str]) -> dict[int, list[tuple]]:
         return {}
     df = by_window(df)
     windows = df[WINDOW].to_numpy(np.int64)
-    rows = list(zip(*[df[c].tolist() for c in names]))
+    rows = list(zip(*[df[c].tolist() for c in names])) if names else [()] * len(df)
     cuts = np.flatnonzero(np.diff(windows)) + 1
     starts = np.concatenate([[0], cuts])
     ends = np.concatenate([cuts, [len(rows)]])

@@ -35,7 +35,8 @@ Owned = Callable[[np.ndarray], np.ndarray]  # window closes -> whether this run 
 class FrameState(RunProgress):
     """What the operator keeps between micro-batches (saved in Spark's state store by runtime/codec)."""
 
-    external: pd.DataFrame = field(default_factory=lambda: element_table([]))
+    external: pd.DataFrame = field(default_factory=lambda: element_table([]))  # the unnamed inputs'
+    named: dict[str, pd.DataFrame] = field(default_factory=dict)  # `--stream IRI=PATH` inputs, by IRI
     feeds: dict[str, pd.DataFrame] = field(default_factory=dict)
     orders: dict[int, JoinOrders] = field(default_factory=dict)  # query index -> its join-order memory
 
@@ -109,9 +110,11 @@ class IncrementalBatchedRun(IncrementalRun):
     def new_state(self) -> FrameState:
         return FrameState()
 
-    def add(self, st: FrameState, batch: pd.DataFrame, lo: int | None, hi: int | None, count: int) -> np.ndarray:
+    def add(self, st: FrameState, batch: pd.DataFrame, lo: int | None, hi: int | None, count: int,
+            iris: np.ndarray | None = None) -> np.ndarray:
         """A micro-batch: the relevant elements (ts >= t0) plus the batch's event-time range and
-        element count over *all* elements (irrelevant predicates too: they advance time). Returns,
+        element count over *all* elements (irrelevant predicates too: they advance time); `iris`:
+        per element the IRI its input is bound to (None: unnamed; no array: all unnamed). Returns,
         per element of `batch`, whether it is late (older than the last report instant: counted,
         and kept, since windows still open may need it)."""
         st.see(lo, hi, count)
@@ -120,7 +123,13 @@ class IncrementalBatchedRun(IncrementalRun):
             if st.done is not None:
                 late = batch["ts"].to_numpy(np.int64) < st.done
                 st.late_events += int(late.sum())
-            st.external = appended(st.external, element_table(batch))
+            if iris is None:
+                st.external = appended(st.external, element_table(batch))
+            else:
+                unnamed = pd.isna(iris)
+                st.external = appended(st.external, element_table(batch[unnamed]))
+                for iri in pd.unique(iris[~unnamed]):
+                    st.named[iri] = appended(st.named.get(iri, element_table([])), element_table(batch[iris == iri]))
         return late
 
     def due(self, st: FrameState, upto: int | None, own: Owned | None = None) -> list[np.ndarray]:
@@ -162,7 +171,8 @@ class IncrementalBatchedRun(IncrementalRun):
 
     def attach(self, st: FrameState) -> None:
         """Point the batches at the state's streams and each evaluator at its join-order memory."""
-        self.batches.streams = {None: Source(st.external)}
+        self.batches.streams = {None: Source(st.external),  # FROM STREAM <IRI>: the unnamed inputs and IRI's
+                                **{iri: Source(appended(st.external, t)) for iri, t in st.named.items()}}
         self.batches.feeds = {q.name: Source(st.feeds.get(q.name, element_table([])))
                               for q in self.queries if q.registers_stream}
         for i, ev in enumerate(self.batches.evaluators):
@@ -188,6 +198,7 @@ class IncrementalBatchedRun(IncrementalRun):
             return
         keep_from = st.done - self.max_range
         st.external = pruned(st.external, keep_from)
+        st.named = {iri: pruned(t, keep_from) for iri, t in st.named.items()}
         st.feeds = {name: pruned(t, keep_from) for name, t in st.feeds.items()}
 
 

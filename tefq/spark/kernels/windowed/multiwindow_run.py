@@ -73,7 +73,7 @@ def run_batched(doc, elements, background: Sequence[tuple[str, str, str]] = (), 
 def _collect(batches: WindowBatches, instants: list[np.ndarray]) -> BatchedResults:
     out = BatchedResults()
     out.events_in = sum(len(s.table) for s in batches.streams.values())
-    results = [QueryResult(q.name, result_columns(q)) for q in batches.queries]
+    results = [QueryResult(q.name, result_columns(q), window_order=q.ordered) for q in batches.queries]
     previous: list[dict | None] = [None] * len(batches.queries)
     canonical = lru_cache(maxsize=1 << 16)(canonical_cell)
     for c, i, ans in batches.due(instants):

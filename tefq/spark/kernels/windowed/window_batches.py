@@ -25,7 +25,7 @@ from tefq.oracle.windowed.query import OracleQuery
 from tefq.oracle.windowed.runner import names_stream, r2s_rows
 from tefq.oracle.windowed.secret import Semantics
 from tefq.spark.kernels.windowed.multiwindow import MultiWindowEvaluator
-from tefq.spark.kernels.windowed.window_content import COLUMNS, Part, TermNormaliser, batch, contents_size
+from tefq.spark.kernels.windowed.window_content import COLUMNS, Part, batch, contents_size
 
 DEFAULT_BATCH_ROWS = 2_000_000  # elements assigned to windows per pass: bounds the memory of one batch
 # A round in which a query has one window due, with fewer relevant elements than this, goes to
@@ -85,7 +85,6 @@ class WindowBatches:
         self.t0, self.sem, self.batch_rows, self.source_name, self.small = t0, sem, batch_rows, source_name, small
         self.streams: dict[str | None, Source] = {}
         self.feeds: dict[str, Source] = {}
-        self.normal = TermNormaliser()
         self.batches = 0
         self.rounds_run = 0
         self.batch_log: list[dict] = []
@@ -182,7 +181,7 @@ class WindowBatches:
                 answers[int(chunk[0])] = self.one_window(i, int(chunk[0]), parts)
             else:
                 answers.update(ev.evaluate(batch(parts, chunk, self.t0, ev.predicates, ev.uses_timestamp,
-                                                 self.sem.closed_right, self.normal)))
+                                                 self.sem.closed_right)))
             self.batches += 1
             self.batch_log.append({"query": self.queries[i].name, "first": int(chunk[0]), "last": int(chunk[-1]),
                                    "windows": len(chunk), "seconds": time.perf_counter() - started})
@@ -198,7 +197,7 @@ class WindowBatches:
             keep = (ts >= max(c - part.range_ms, self.t0)) & ((ts <= c) if self.sem.closed_right else (ts < c))
             pieces.append(part.elements[keep])
         content = element_table(pd.concat(pieces, ignore_index=True)) if pieces else element_table([])
-        return self.evaluators[i].one.prepared.evaluate(list(content.itertuples(index=False, name=None)))
+        return self.evaluators[i].prepared.evaluate(list(content.itertuples(index=False, name=None)))
 
 
 __all__ = ["WindowBatches", "Source", "element_table", "DEFAULT_BATCH_ROWS", "SMALL_WINDOW"]

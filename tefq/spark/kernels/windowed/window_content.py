@@ -19,8 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from tefq.oracle.windowed.r2r import to_nt, to_rdflib
-from tefq.spark.kernels.windowed.literal_forms import rdflib_spelling
+from tefq.oracle.windowed.r2r import to_rdflib
 
 WINDOW = "\x00w"  # the window-id column of every solution table (not a SPARQL variable)
 COLUMNS = ["ts", "s", "p", "o"]
@@ -28,8 +27,8 @@ COLUMNS = ["ts", "s", "p", "o"]
 
 @dataclass
 class Batch:
-    """The distinct triples of each window (`WINDOW`, s, p, o: N-Triples terms as rdflib prints
-    them), every window id evaluated (empty windows included), and per window the latest
+    """The distinct triples of each window (`WINDOW`, s, p, o: N-Triples terms as read), every
+    window id evaluated (empty windows included), and per window the latest
     timestamp of each triple when the query calls `timestamp()`. `coded`: per column (s, p, o)
     each element's code and the terms, `rows`: each triple's element (`coded_triples`)."""
 
@@ -123,34 +122,11 @@ def _assign(parts: Sequence[Part], instants: np.ndarray, t0: int, closed: bool) 
     return elements, np.concatenate(rows), np.concatenate(which)
 
 
-class TermNormaliser:
-    """rdflib's spelling of each literal (IRIs and blank nodes come back unchanged), remembered
-    across batches: windows overlap, so a batch meets most literals of the one before. Plain
-    doubles and dateTimes are spelled without building an rdflib term (`literal_forms`)."""
-
-    def __init__(self, limit: int = 1_000_000) -> None:
-        self.known: dict[str, str] = {}
-        self.limit = limit
-
-    def __call__(self, term: str) -> str:
-        if not term.startswith('"'):
-            return term
-        got = self.known.get(term)
-        if got is None:
-            got = rdflib_spelling(term) or to_nt(to_rdflib(term))
-            if len(self.known) >= self.limit:
-                self.known.clear()
-            self.known[term] = got
-        return got
-
-
-def normal_terms(col: pd.Series, normal: TermNormaliser | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, terms): each distinct term once, as rdflib prints it."""
-    normal = normal or TermNormaliser()
+def normal_terms(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, terms): each distinct term once. Terms stay as the readers wrote them (tefq and
+    rdflib keep a literal's lexical form: `"01"^^xsd:integer` is not `"1"^^xsd:integer`)."""
     codes, uniques = pd.factorize(col, use_na_sentinel=False)
-    fixed = np.array([normal(t) for t in uniques.tolist()], dtype=object)
-    merged, terms = pd.factorize(fixed, use_na_sentinel=False)  # two spellings rdflib reads as one term
-    return merged.astype(np.int64)[codes] if len(codes) else codes.astype(np.int64), np.asarray(terms, dtype=object)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
 
 
 def _triple_ids(codes: list[np.ndarray]) -> np.ndarray:
@@ -171,14 +147,13 @@ def _stamps(windows: np.ndarray, triples: dict[str, np.ndarray], ts: np.ndarray)
 
 
 def batch(parts: Sequence[Part], instants: np.ndarray, t0: int = 0, predicates: frozenset[str] | None = None,
-          with_stamps: bool = False, closed: bool = False, normal: TermNormaliser | None = None) -> Batch:
+          with_stamps: bool = False, closed: bool = False) -> Batch:
     """The windows closing at `instants` (sorted), their content drawn from `parts`."""
     instants = np.asarray(instants, dtype=np.int64)
     if predicates is not None:
         parts = [Part(p.elements[p.elements["p"].isin(predicates)], p.range_ms) for p in parts]
     elements, rows, which = _assign(parts, instants, t0, closed)
-    normal = normal or TermNormaliser()
-    coded = [normal_terms(elements[c], normal) for c in ("s", "p", "o")]
+    coded = [normal_terms(elements[c]) for c in ("s", "p", "o")]
     triple = _triple_ids([c for c, _ in coded])
     ts = elements["ts"].to_numpy(np.int64)[rows]
     order = np.lexsort((ts, which))  # by window, then time; stable: FROM clause, then stream order
@@ -207,5 +182,5 @@ def _terms(coded: list[tuple[np.ndarray, np.ndarray]], rows: np.ndarray) -> dict
     return {c: terms[codes[rows]] for (codes, terms), c in zip(coded, ("s", "p", "o"))}
 
 
-__all__ = ["WINDOW", "COLUMNS", "Batch", "Part", "TermNormaliser", "batch", "contents_size", "windows_of",
+__all__ = ["WINDOW", "COLUMNS", "Batch", "Part", "batch", "contents_size", "windows_of",
            "normal_terms"]
