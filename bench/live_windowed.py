@@ -59,7 +59,12 @@ def agreement(doc: str, stream: str, rows: str) -> dict:
     want_csv = rows + ".oracle"
     subprocess.run(TEFQ + ["run", doc, "--engine", "oracle", "--stream", stream, "--format", "csv", "--out", want_csv],
                    check=True, stdout=subprocess.DEVNULL)
-    got, want = by_tick(rows), by_tick(want_csv)
+    return window_agreement(by_tick(rows), by_tick(want_csv))
+
+
+def window_agreement(got: dict[int, list[str]], want: dict[int, list[str]]) -> dict:
+    """Per window (its close -> its sorted CSV lines) up to the last one `got` has: precision and
+    recall of `got`'s lines against `want`'s (a repeated line counts once per copy in both)."""
     last = max(got, default=-1)
     windows = sorted(t for t in set(got) | set(want) if t <= last)
     precision, recall = [], []
