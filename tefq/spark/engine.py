@@ -332,6 +332,7 @@ def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: 
     results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop, log=log)
     metrics = fill_metrics(m, Metrics())
     metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
+    metrics.intermediate_bindings += int(m.get("feedback_triples", 0))  # a windowed plan's (spec §7)
     return results, metrics
 
 

@@ -176,6 +176,11 @@ class Collector:
         """The query's rows, already in the result order: the writers do not sort them again."""
         return [QueryResult(self.query, self.columns, self.sorted_rows(), ordered=True)]
 
+    def folded(self, previous: dict) -> dict:
+        """A live run's metrics so far: `previous` (what this returned for the polls before) with
+        this poll's records added."""
+        return summed([previous, *self.metrics])
+
     def run_metrics(self) -> dict:
         """The query's metrics: summed over buckets and micro-batches, and the state's size per open
         fact at the batch holding the most open facts."""

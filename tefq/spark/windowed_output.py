@@ -136,17 +136,24 @@ class WindowedCollector:
         """The states' running totals (the largest seen: every bucket sees every heartbeat; the
         windows, each bucket's largest added up), the per-batch counts summed over micro-batches and
         buckets (late elements, also per input: `late_stream.<index>`), and the join orders."""
-        metrics: dict = {k: max((m.get(k, 0) for m in self.metrics), default=0) for k in CUMULATIVE}
-        ticks: dict[int, int] = {}  # per bucket its windows' running total (bucket 0's alone unless split by windows)
-        for m in self.metrics:
+        return {**self.folded({}), "join_orders": [r for m in self.metrics for r in m.get("join_orders", [])]}
+
+    def folded(self, previous: dict) -> dict:
+        """`run_metrics` over the polls of a live run: `previous` (what this returned for the polls
+        before; each bucket's windows under `ticks_by_bucket`) with this poll's records added. The
+        join orders are left out: a live run would keep them all."""
+        metrics: dict = {k: max([previous.get(k, 0)] + [m.get(k, 0) for m in self.metrics]) for k in CUMULATIVE}
+        ticks = dict(previous.get("ticks_by_bucket", {}))  # per bucket its windows' running total
+        for m in self.metrics:  # (bucket 0's alone unless split by windows)
             ticks[m.get("bucket", 0)] = max(ticks.get(m.get("bucket", 0), 0), m.get("ticks", 0))
-        metrics["ticks"] = sum(ticks.values())
-        metrics.update(dict.fromkeys(SUMMED, 0))
+        metrics["ticks_by_bucket"], metrics["ticks"] = ticks, sum(ticks.values())
+        metrics.update({k: v for k, v in previous.items() if k in SUMMED or k.startswith(LATE_STREAM)})
+        for k in SUMMED:
+            metrics.setdefault(k, 0)
         for m in self.metrics:
             for k, v in m.items():
                 if k in SUMMED or k.startswith(LATE_STREAM):
                     metrics[k] = metrics.get(k, 0) + v
-        metrics["join_orders"] = [r for m in self.metrics for r in m.get("join_orders", [])]
         return metrics
 
 

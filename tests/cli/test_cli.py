@@ -138,9 +138,3 @@ def test_paper_queries_parse_with_the_empty_prefix_mapped(capsys, tmp_path):
     code, out, err = tefq(capsys, "parse", q, IPTV)
     assert code == 0, err
     assert "P10S" in err or "PT10S" in err  # the paper's duration is read as 10 s, with a warning
-
-
-def test_follow_with_a_windowed_query_is_refused_before_spark_starts(capsys, tmp_path):
-    code, out, err = tefq(capsys, "run", ROOT / "usecases" / "uc1_csparql.rspql", "--stream", tmp_path, "--follow")
-    assert code == 2
-    assert "--follow" in err and "windowed" in err

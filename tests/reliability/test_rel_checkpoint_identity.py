@@ -56,6 +56,17 @@ def test_a_restart_with_the_same_document_in_other_words_resumes(tmp_path) -> No
     opened(ck, uc1(comment="# a comment and a blank line\n\n"), [s])  # positions do not count
 
 
+def test_a_restart_of_queries_named_out_of_alphabetical_order_resumes(tmp_path) -> None:
+    """The record keeps the query names sorted; the document's order is not a change (issue 40:
+    busy-channels.rspql names join-counts before busy, and every restart was refused)."""
+    ck, s = str(tmp_path / "ck"), stream_dir(tmp_path)
+    text = open(os.path.join(ROOT, "examples", "rspql", "busy-channels.rspql"), encoding="utf-8").read()
+    opened(ck, text, [s])
+    os.makedirs(os.path.join(ck, "q1", "checkpoint", "commits"))
+    open(os.path.join(ck, "q1", "checkpoint", "commits", "0"), "w").write("v1\n{}\n")
+    opened(ck, text, [s])
+
+
 @pytest.mark.parametrize("change, words", [
     (dict(text=uc1("\"PT5S\"")), "query q1: EVERY was PT10S, now PT5S"),
     (dict(text=open(UC2, encoding="utf-8").read()), "query q1 changed"),

@@ -17,17 +17,13 @@ import time
 
 import pytest
 
-from tests.support.kills import UC1, first_lines, killed_after, write_stream
+from tests.support.kills import UC1, first_lines, kill_live_runs, tefq, write_stream
 
 pytestmark = [pytest.mark.reliability, pytest.mark.spark]
 
 KILLS = 20 if os.environ.get("TEFQ_FAULTS_LONG") == "1" else 2
 EVERY_MS = 10_000  # UC1's period
 X = "http://example.org/iptv#"
-
-
-def tefq(args: list[str], env: dict, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tefq"] + args, env=env, start_new_session=True, **kw)
 
 
 def up_to(path, last_tick: int) -> bytes:
@@ -40,12 +36,8 @@ def has_tick(path, tick: int) -> bool:
     return os.path.exists(path) and any(ln.startswith(f"{tick},".encode()) for ln in open(path, "rb"))
 
 
-def wait_for_rows(path, child: subprocess.Popen, limit_s: float = 600) -> None:
-    deadline = time.monotonic() + limit_s
-    while child.poll() is None and time.monotonic() < deadline:
-        if os.path.exists(path) and any(ln[:1].isdigit() for ln in open(path, "rb")):
-            return
-        time.sleep(0.2)
+def has_rows(path) -> bool:
+    return os.path.exists(path) and any(ln[:1].isdigit() for ln in open(path, "rb"))
 
 
 def add_sentinel(url: str, stream_dir) -> tuple[int, int]:
@@ -70,17 +62,7 @@ def test_sigkills_while_publish_feeds_redis_then_restart_equal_the_oracle(tmp_pa
     got, want, ck = tmp_path / "got.csv", tmp_path / "want.csv", str(tmp_path / "ck")
     run_args = ["run", UC1, "--quiet", "--follow", "--stream", url, "--checkpoint", ck, "--out", str(got)]
     publisher = tefq(["publish", str(stream), "--to", url, "--rate", "20", "--interval", "500ms", "--quiet"], env)
-    rng, kills = random.Random(13), 0
-    while kills < KILLS:
-        child = tefq(run_args, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if kills == KILLS - 1:  # the last kill comes after some rows were committed: a real resume
-            wait_for_rows(got, child)
-        with child.stderr:  # a random point: JVM start, planning, a micro-batch, writing the output
-            if not killed_after(child, rng.uniform(2.0, 12.0) if kills < KILLS - 1 else rng.uniform(0.0, 3.0)):
-                pytest.fail(f"the followed run ended by itself (exit {child.returncode}): "
-                            + first_lines(child.stderr.read().decode()))
-            kills += 1
-        time.sleep(0.2)  # the killed JVM's files are released
+    kill_live_runs(run_args, env, KILLS, random.Random(13), lambda: has_rows(got))
     assert publisher.wait(timeout=600) == 0
     _, last_tick = add_sentinel(url, stream)
     last = tefq(run_args, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -94,4 +76,4 @@ def test_sigkills_while_publish_feeds_redis_then_restart_equal_the_oracle(tmp_pa
                              url, "--out", str(want)], capture_output=True, text=True, env=env)
     assert oracle.returncode == 0, oracle.stderr
     assert has_tick(want, last_tick)
-    assert up_to(got, last_tick) == up_to(want, last_tick), f"{kills} kills"
+    assert up_to(got, last_tick) == up_to(want, last_tick), f"{KILLS} kills"

@@ -5,6 +5,9 @@ import os
 import random
 import signal
 import subprocess
+import sys
+import time
+from typing import Callable
 
 from tests.support.paths import ROOT
 
@@ -46,3 +49,28 @@ def killed_after(child: subprocess.Popen, seconds: float) -> bool:
 def first_lines(stderr: str) -> str:
     """The error's own words come first; Spark then prints the whole logical plan."""
     return stderr[:2500]
+
+
+def tefq(args: list[str], env: dict, **kw) -> subprocess.Popen:
+    """`python -m tefq ARGS` in a process group of its own (a kill takes its JVM with it)."""
+    return subprocess.Popen([sys.executable, "-m", "tefq"] + args, env=env, start_new_session=True, **kw)
+
+
+def kill_live_runs(args: list[str], env: dict, kills: int, rng: random.Random, committed: Callable[[], bool],
+                   first_s: tuple[float, float] = (2.0, 12.0)) -> None:
+    """Start the followed run `tefq ARGS` `kills` times, each SIGKILLed at a random moment (within
+    `first_s` seconds; the last one within 3 s of `committed()` turning true: a real resume).
+    Fails the test if a run ends by itself."""
+    import pytest
+
+    for k in range(kills):
+        child = tefq(args, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        last = k == kills - 1
+        deadline = time.monotonic() + 600
+        while last and not committed() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        with child.stderr:  # a random point: JVM start, planning, a micro-batch, writing the output
+            if not killed_after(child, rng.uniform(0.0, 3.0) if last else rng.uniform(*first_s)):
+                pytest.fail(f"the followed run ended by itself (exit {child.returncode}): "
+                            + first_lines(child.stderr.read().decode()))
+        time.sleep(0.2)  # the killed JVM's files are released

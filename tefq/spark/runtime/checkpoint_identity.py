@@ -92,7 +92,7 @@ def changes(old: dict, new: dict) -> list[str]:
     if old.get("facts") != new["facts"]:
         found.append("the document's facts (DEFINE ... FACT) changed")
     old_q, new_q = old.get("queries", {}), new["queries"]
-    if list(old_q) != list(new_q):
+    if sorted(old_q) != sorted(new_q):  # recorded with sorted keys: the order does not count
         found.append(f"the queries were {', '.join(old_q) or 'none'}, now {', '.join(new_q)}")
     for name in (n for n in new_q if n in old_q):
         if old_q[name].get("every") != new_q[name].get("every"):

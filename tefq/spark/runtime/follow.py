@@ -34,7 +34,7 @@ from tefq.io.staging import stage_streams, wait_for_files
 from tefq.plan.logical import Document
 from tefq.results import QueryResult
 from tefq.spark.fact_output import FactCollector, is_fact_record
-from tefq.spark.output import SIZE_FIGURES, TERMS, summed
+from tefq.spark.output import SIZE_FIGURES, TERMS
 from tefq.spark.shapes import collector_of
 from tefq.spark.runtime.input_files import check_inputs
 from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
@@ -51,19 +51,21 @@ TRIGGER = "250 milliseconds"  # a live micro-batch starts this soon after the la
 class SinkTail:
     """Reads the records a query's sink committed since the last call. The rows are handed on, not
     kept (unless `keep`: without `on_rows` they are the run's result): driver memory grows with
-    the sink's committed file names, not with the rows emitted."""
+    the sink's committed file names, not with the rows emitted. A windowed plan's sink holds the
+    rows of each of its queries."""
 
     def __init__(self, plan, out: str, keep: bool = False,
                  on_facts: Callable[[FactCollector], None] | None = None) -> None:
         self.plan, self.out, self.keep, self.on_facts = plan, out, keep, on_facts
         self.seen: set[str] = set()
         self.last_entry = -1  # the sink log's last entry read
-        self.rows: list = []  # only with `keep`
+        self.kept = {r.name: r for r in query_heads(plan)} if keep else {}  # per query, every row
         self.rows_out = 0
-        self.metrics: dict = {}  # summed over the micro-batches
+        self.metrics: dict = {}  # the run's so far (the collector's `folded`)
         self.sizes: dict[int, dict] = {}  # the operator's call (batch) -> its state's size figures, over buckets
 
-    def poll(self) -> tuple[list, list[str]]:
+    def poll(self) -> tuple[list[QueryResult], list[str]]:
+        """The rows committed since the last call, per query of the plan, and the warnings."""
         named, self.last_entry = committed_since(self.out, self.last_entry)
         files = [f for f in named if f not in self.seen]
         if not files:
@@ -81,14 +83,23 @@ class SinkTail:
                     col.add(kind, tick, payload)
         if facts is not None and (facts.parts or facts.snapshots):
             self.on_facts(facts)
-        rows = col.rows()
-        self.rows_out += len(rows)
-        if self.keep:
-            self.rows.extend(rows)
-        self.metrics = summed([self.metrics, *col.metrics])
+        results = col.results()
+        self.rows_out += sum(len(r.rows) for r in results)
+        for r in results:
+            if r.name in self.kept:
+                self.kept[r.name].rows.extend(r.rows)  # unordered (the head's): results() sorts them
+                self.kept[r.name].kinds = r.kinds
+        self.metrics = col.folded(self.metrics)
         for d in col.metrics:
             add_sizes(self.sizes, d)
-        return rows, col.warnings
+        return results, col.warnings
+
+    def results(self) -> list[QueryResult]:
+        """Every row kept (`keep`), per query of the plan, in the result order."""
+        out = list(self.kept.values()) or query_heads(self.plan)
+        for r in out:
+            r.rows = r.sorted_rows()
+        return out
 
     def state_by_batch(self) -> list[dict]:
         """Per operator call: the state's bytes and open facts (or rows) summed over the buckets:
@@ -141,7 +152,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
         for p in stream_paths:
             if not wait_for_files(p, stopping):
-                return [QueryResult(pl.query, pl.columns, []) for pl in plans], {}
+                return [r for pl in plans for r in query_heads(pl)], {}
         recorded = check_inputs(workdir, stream_paths)  # recorded before staging reads them: a file growing
         staging = stage_streams(stream_paths, workdir, log, recorded)  # meanwhile is seen (and one not recorded waits)
         gate = os.path.join(workdir, STOPPING)  # made when stopping: followed Redis streams admit no more
@@ -176,9 +187,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             raise err from None
         _stop_all([q for _, q, _, _ in running])
         _hand_over(running, on_rows)
-    results = [QueryResult(plan.query, plan.columns, tail.rows) for plan, _, tail, _ in running]
-    for r in results:
-        r.rows = r.sorted_rows()
+    results = [r for _, _, tail, _ in running for r in tail.results()]
     metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input) ...
     metrics["ticks"] = sum(int(tail.metrics.get("ticks", 0)) for _, _, tail, _ in running)  # ... ticks: every query's
     metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
@@ -187,18 +196,23 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
     return results, metrics
 
 
+def query_heads(plan) -> list[QueryResult]:
+    """An empty result per query the plan runs (a windowed plan runs every windowed query)."""
+    return [QueryResult(r.name, r.columns, []) for r in collector_of(plan).results()]
+
+
 def _hand_over(running: list, on_rows: Callable[[list[QueryResult]], None] | None) -> None:
-    """New committed rows of every query: progress lines, warnings, then `on_rows`."""
+    """New committed rows of every query: progress lines, warnings, then `on_rows` (every query
+    of the run, each with its new rows, in the result order)."""
     fresh = []
     for plan, query, tail, pr in running:
         pr.report(query)
-        rows, warnings = tail.poll()
+        polled, warnings = tail.poll()
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        fresh.append(QueryResult(plan.query, plan.columns, rows))
+        got = {r.name: r for r in polled}
+        fresh.extend(got.get(head.name, head) for head in query_heads(plan))
     if on_rows is not None and any(r.rows for r in fresh):
-        for r in fresh:
-            r.rows = r.sorted_rows()
         on_rows(fresh)
 
 

@@ -1,7 +1,7 @@
 """Windowed (C-SPARQL / RSP-QL, spec §8) queries: every windowed query of a document in one plan,
 split by a join key or by its windows over the buckets (planning/windowed.py,
-operators/windowed.py, kernels/windowed/). Bounded runs only, for now: `--follow` and
-`tefq.spark.apply` refuse it (its capabilities)."""
+operators/windowed.py, kernels/windowed/). Bounded and `--follow` runs (each window reported once its
+close has passed the run's event time); `tefq.spark.apply` refuses it (its capabilities)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -55,7 +55,6 @@ WINDOWED = Shape(
     collector=lambda plan: WindowedCollector(plan.queries, plan.query_columns, plan.window_order),
     capabilities=Capabilities(
         columnar=lambda plan: True,
-        follow="--follow is not yet supported for windowed (REGISTER QUERY) queries on Spark; run them bounded",
         dataframe="tefq.spark.apply does not run windowed (REGISTER QUERY) queries yet: use tefq run --engine spark "
                   "or Query.run"),
     query_type=WindowedQuery,

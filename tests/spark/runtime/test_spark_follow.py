@@ -45,7 +45,7 @@ def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):
     tail = SinkTail(plan, str(out))
     want = commit_batch(out, 0, 10)
     got, warnings = tail.poll()
-    assert sorted(got) == sorted(want) and warnings == []
+    assert sorted(got[0].rows) == sorted(want) and warnings == []
     assert tail.poll() == ([], [])  # nothing new: nothing handed on twice
     gc.collect()
     tracemalloc.start()
@@ -54,7 +54,7 @@ def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):
         for batch in range(1, 7):  # 6 x 40,000 rows: tens of MB if they were kept
             want = commit_batch(out, batch, 40_000)
             got, _ = tail.poll()
-            assert len(got) == 40_000 and got[0] in want
+            assert len(got[0].rows) == 40_000 and got[0].rows[0] in want
             del got, want
             gc.collect()
             now = tracemalloc.get_traced_memory()[0]
@@ -63,7 +63,7 @@ def test_sink_tail_hands_each_batch_on_once_and_keeps_no_rows(tmp_path):
     finally:
         tracemalloc.stop()
     assert grown < 1_000_000, f"the tail kept {grown} bytes over 200,000 rows handed on"
-    assert tail.rows_out == 10 + 6 * 40_000 and tail.rows == []
+    assert tail.rows_out == 10 + 6 * 40_000 and tail.kept == {}
 
 
 def follow_until(query: str, d, out_csv, second: list, last_tick: int) -> int:
