@@ -411,36 +411,52 @@ def report(r: dict) -> None:
               f"{bd['reported_by_a_later_batch']} reported by a later one than made them final", flush=True)
 
 
-def plot(results: list[dict], prefix: str) -> None:
+def save_figure(path: str, draw, size: tuple[float, float] = (8, 4.5)) -> None:
+    """One PNG: `draw(ax)` on a fresh figure, then its legend (bench/live_windowed.py's too)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for r in results:
-        pts = r["delay_over_time"]
-        if pts:
-            t0, end = pts[0][0], (pts[-1][0] - pts[0][0]) / 1000
-            line, = ax.plot([(t - t0) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
-                            label=f"{r['source']} {r['rate']:,}/s {r.get('variant') or ''}".rstrip())
-            w = r["window_s"]  # the first and the last window's median: does the delay grow?
-            ax.plot([0, w], [r["first_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(), linewidth=2.5)
-            ax.plot([end - w, end], [r["last_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(), linewidth=2.5)
-    ax.set(xlabel="tick time (s after the first measured tick)", ylabel="tick delay (s)",
-           title="tefq live UC1: delay over time (dashed: first and last window's median)")
+    fig, ax = plt.subplots(figsize=size)
+    draw(ax)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(f"{prefix}-delay-over-time.png", dpi=120)
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for source in sorted({r["source"] for r in results}):
-        rs = sorted((r for r in results if r["source"] == source), key=lambda r: r["rate"])
-        for q, style in (("p50", "o-"), ("p99", "s--")):
-            ax.plot([r["rate"] for r in rs], [r[f"delay_ms_{q}"] / 1000 for r in rs], style, label=f"{source} {q}")
-    ax.set(xscale="log", xlabel="events/s asked", ylabel="tick delay (s)", title="tefq live UC1: delay against rate")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(f"{prefix}-delay-vs-rate.png", dpi=120)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def save_plots(prefix: str, over_time, against_rate) -> None:
+    """PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png, each drawn by its function."""
+    save_figure(f"{prefix}-delay-over-time.png", over_time)
+    save_figure(f"{prefix}-delay-vs-rate.png", against_rate, (6, 4.5))
+
+
+def plot(results: list[dict], prefix: str) -> None:
+    def over_time(ax) -> None:
+        for r in results:
+            pts = r["delay_over_time"]
+            if pts:
+                t0, end = pts[0][0], (pts[-1][0] - pts[0][0]) / 1000
+                line, = ax.plot([(t - t0) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
+                                label=f"{r['source']} {r['rate']:,}/s {r.get('variant') or ''}".rstrip())
+                w = r["window_s"]  # the first and the last window's median: does the delay grow?
+                ax.plot([0, w], [r["first_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(), linewidth=2.5)
+                ax.plot([end - w, end], [r["last_window_p50_ms"] / 1000] * 2, "--", color=line.get_color(),
+                        linewidth=2.5)
+        ax.set(xlabel="tick time (s after the first measured tick)", ylabel="tick delay (s)",
+               title="tefq live UC1: delay over time (dashed: first and last window's median)")
+
+    def against_rate(ax) -> None:
+        for source in sorted({r["source"] for r in results}):
+            rs = sorted((r for r in results if r["source"] == source), key=lambda r: r["rate"])
+            for q, style in (("p50", "o-"), ("p99", "s--")):
+                ax.plot([r["rate"] for r in rs], [r[f"delay_ms_{q}"] / 1000 for r in rs], style,
+                        label=f"{source} {q}")
+        ax.set(xscale="log", xlabel="events/s asked", ylabel="tick delay (s)",
+               title="tefq live UC1: delay against rate")
+
+    save_plots(prefix, over_time, against_rate)
 
 
 def main() -> None:
