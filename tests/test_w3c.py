@@ -18,11 +18,8 @@ from bench import w3c
 pytestmark = pytest.mark.needs_shared("external/w3c-sparql")
 
 # Where an answer departs from the W3C's, on both engines (they share rdflib's expression code),
-# and why. docs/windowed-oracle.md has the table of corrections made instead.
-EXPECTED_FAILURES = {
-    "sparql11/functions/bnode01": "BNODE(str) must make a fresh blank node per solution; rdflib makes one per "
-                                  "string and query, and its expression code is both engines'",
-}
+# and why: none left (bnode01 was the last; docs/windowed-oracle.md has the table of corrections).
+EXPECTED_FAILURES: dict[str, str] = {}
 AT_LEAST = 440  # the issue's bar: more than pyoxigraph's 434 of 459
 
 

@@ -252,6 +252,27 @@ def _no_arguments(e) -> bool:
     return not arg or arg == RDF.nil
 
 
+_MADE = "tefq: made by BNODE"  # a key tag in the query context's blank-node table
+
+
+def bnode(e, ctx) -> BNode:
+    """BNODE(str): one blank node per string and solution (rdflib: one per string for the whole
+    query, bnode01); BNODE(): a new one each call. The solution is the row's bindings less the
+    blank nodes BNODE made for it, so `(BNODE(?s) AS ?b1) (BNODE(?s) AS ?b2)` binds one node."""
+    a = e.arg
+    if a is None:
+        return BNode()
+    if not isinstance(a, Literal):
+        raise SPARQLError("BNODE takes no argument or a string")
+    table = ctx.bnodes
+    solution = frozenset((k, v) for k, v in ctx.items() if not (isinstance(v, BNode) and (_MADE, v) in table))
+    key = (_MADE, a, solution)
+    if key not in table:
+        table[key] = node = BNode()
+        table[(_MADE, node)] = node
+    return table[key]
+
+
 def concat(e, ctx) -> Literal:
     """CONCAT() of nothing is "" (concat-empty); else rdflib's."""
     from rdflib.plugins.sparql.operators import Builtin_CONCAT
@@ -502,7 +523,7 @@ EXPRESSIONS: dict[str, Callable] = {
     "MultiplicativeExpression": multiplicative, "AdditiveExpression": additive, "UnaryMinus": unary_minus,
     "UnaryPlus": unary_plus, "Builtin_CONCAT": concat, "Builtin_COALESCE": coalesce, "Builtin_STRDT": strdt,
     "Builtin_STRLANG": strlang, "Builtin_REGEX": regex, "Builtin_REPLACE": replace, "RelationalExpression": relational,
-    "Builtin_isNUMERIC": is_numeric,
+    "Builtin_isNUMERIC": is_numeric, "Builtin_BNODE": bnode,
 }
 
 

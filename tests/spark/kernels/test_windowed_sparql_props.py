@@ -80,3 +80,23 @@ def test_the_vectorised_evaluator_answers_as_the_oracle(els, name: str, window) 
             assert shape(g.rows) == shape(w.rows)
         else:
             assert g.sorted_rows() == w.sorted_rows()
+
+
+def test_fresh_values_are_made_per_solution() -> None:
+    """BNODE() and RAND() give a new value per solution, BNODE(str) one node per string and
+    solution, the same twice within one (bnode01): on every window, vectorised as in the oracle."""
+    text = (f"{PREFIXES}REGISTER QUERY q AS\nSELECT ?u ?c (BNODE() AS ?f) (BNODE(STR(?c)) AS ?b)"
+            f" (BNODE(STR(?c)) AS ?b2) (RAND() AS ?r) FROM STREAM <{E}s> [RANGE 2s STEP 1s] WHERE {{ ?u :join ?c }}\n")
+    d = bind_text(text, "fresh.rspql")
+    joins = [("a", "A"), ("b", "A"), ("c", "B"), ("a", "B")]  # two windows: the vectorised path
+    els = [(k * 600, ex(u), ex("join"), ex(c)) for k, (u, c) in enumerate(joins)]
+    want, got = run(d, els), run_batched(d, els)
+    for answer in (want[0], got[0]):
+        for _, cells in answer.rows:
+            assert cells[3] == cells[4]  # one string, one solution: one node
+        per_window: dict[int, list] = {}
+        for t, cells in answer.rows:
+            per_window.setdefault(t, []).append(cells)
+        for rows in per_window.values():
+            assert len({c[2] for c in rows}) == len({c[3] for c in rows}) == len({c[5] for c in rows}) == len(rows)
+    assert [(t, c[:2]) for t, c in sorted(got[0].rows)] == [(t, c[:2]) for t, c in sorted(want[0].rows)]

@@ -99,14 +99,24 @@ def variables(expr) -> set:
     return found
 
 
-def calls_timestamp(expr) -> bool:
+def _calls(expr, hit) -> bool:
     if isinstance(expr, CompValue):
-        if expr.name == "Function" and expr.get("iri") == TIMESTAMP_FN:
-            return True
-        return any(calls_timestamp(v) for k, v in expr.items() if k != "_vars")
+        return hit(expr) or any(_calls(v, hit) for k, v in expr.items() if k != "_vars")
     if isinstance(expr, (list, tuple)):
-        return any(calls_timestamp(v) for v in expr)
+        return any(_calls(v, hit) for v in expr)
     return False
+
+
+def calls_timestamp(expr) -> bool:
+    return _calls(expr, lambda x: x.name == "Function" and x.get("iri") == TIMESTAMP_FN)
+
+
+_FRESH = ("Builtin_BNODE", "Builtin_RAND", "Builtin_UUID", "Builtin_STRUUID")
+
+
+def calls_fresh(expr) -> bool:
+    """Whether `expr` makes a new value per solution (a blank node, a random number, a UUID)."""
+    return _calls(expr, lambda x: x.name in _FRESH)
 
 
 def _all_integer_type(col: np.ndarray) -> bool:
@@ -131,23 +141,27 @@ class Expressions:
         self.ctx.prologue = prologue  # the query's BASE and prefixes (IRI("rel") resolves against BASE)
 
     # ---------------------------------------------------------------- rdflib's evaluation
-    def bindings(self, df: pd.DataFrame) -> list[FrozenBindings]:
-        """rdflib's solutions for the rows of `df` (key columns left out)."""
-        cols = [c for c in df.columns if not c.startswith("\x00")]
+    def bindings(self, df: pd.DataFrame, window: bool = False) -> list[FrozenBindings]:
+        """rdflib's solutions for the rows of `df` (key columns left out; with `window`, the window
+        id too, under a name no query can write: BNODE(str) then tells windows apart, as the
+        oracle, which evaluates each on its own)."""
+        cols = [c for c in df.columns if not c.startswith("\x00") or (window and c == self.window)]
         if not cols:  # (pandas yields no tuples for a table without columns)
             return [FrozenBindings(self.ctx, {}) for _ in range(len(df))]
         names = [Variable(c) for c in cols]
-        return [FrozenBindings(self.ctx, {v: to_rdflib(x) for v, x in zip(names, r) if x is not None})
+        read = [(lambda x: Literal(int(x))) if c == self.window else to_rdflib for c in cols]
+        return [FrozenBindings(self.ctx, {v: f(x) for v, f, x in zip(names, read, r) if x is not None})
                 for r in df[cols].itertuples(index=False, name=None)]
 
-    def solutions(self, df: pd.DataFrame, per_window: bool) -> Iterator[FrozenBindings]:
-        """rdflib's solutions for the rows of `df`; with `per_window`, `timestamp()` reads each
-        row's own window while that row is evaluated (the caller consumes them all)."""
+    def solutions(self, df: pd.DataFrame, per_window: bool, window: bool = False) -> Iterator[FrozenBindings]:
+        """rdflib's solutions for the rows of `df` (`window`: as `bindings`); with `per_window`,
+        `timestamp()` reads each row's own window while that row is evaluated (the caller
+        consumes them all)."""
         windows = df[self.window].tolist() if per_window and self.stamps is not None \
             and self.window in df.columns else None
         token = window_timestamps.set(window_timestamps.get())
         try:
-            for i, b in enumerate(self.bindings(df)):
+            for i, b in enumerate(self.bindings(df, window)):
                 if windows is not None:
                     window_timestamps.set(self.stamps.get(windows[i], {}))  # type: ignore[union-attr]
                 yield b
@@ -161,16 +175,20 @@ class Expressions:
 
         used = [c for c in df.columns if Variable(c) in variables(expr)]
         per_window = self.stamps is not None and self.window in df.columns and calls_timestamp(expr)
+        fresh = calls_fresh(expr)
         if per_window:
             used = used + [self.window]
-        if used:
+        if fresh:  # a new value per solution: every row on its own, with all of its bindings
+            used = list(df.columns)
+            codes = firsts = np.arange(len(df))
+        elif used:
             codes = df[used].fillna("\0").groupby(used, sort=False).ngroup().to_numpy()
             firsts = pd.Series(np.arange(len(df))).groupby(codes).first().to_numpy()
         else:
             codes, firsts = np.zeros(len(df), np.int64), np.zeros(1 if len(df) else 0, np.int64)
         distinct = normalised(df[used].iloc[firsts]) if used else pd.DataFrame(index=range(len(firsts)))
         results = []
-        for b in self.solutions(distinct, per_window):
+        for b in self.solutions(distinct, per_window, window=fresh):
             if boolean:
                 results.append(bool(_ebv(expr, b)))
                 continue
@@ -306,5 +324,5 @@ class Expressions:
         return np.array([None if u else self.terms.integer_term(int(x)) for x, u in zip(acc, unbound)], dtype=object)
 
 
-__all__ = ["Expressions", "TermCache", "variables", "calls_timestamp", "INT_TYPES", "FLOAT_TYPES", "XSD", "TRUE",
-           "FALSE"]
+__all__ = ["Expressions", "TermCache", "variables", "calls_timestamp", "calls_fresh", "INT_TYPES", "FLOAT_TYPES", "XSD",
+           "TRUE", "FALSE"]

@@ -94,6 +94,7 @@ class MultiWindowEvaluator:
         """Every window of `batch` (by id): its SELECT rows, CONSTRUCT triples or ASK answer."""
         started = time.perf_counter()
         self.expressions.stamps = batch.stamps
+        self.expressions.ctx.bnodes.clear()  # BNODE(str)'s nodes: per solution of a window, none kept
         try:
             return _BatchRun(self, batch).answers()
         except TefqError:
