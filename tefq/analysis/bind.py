@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 
 from tefq.analysis.durations import parse_duration
 from tefq.analysis.network import keyword_offset, refusal, remote_constructs
-from tefq.analysis.sparql_text import resolve_iri, star_order, top_level_order
+from tefq.syntax.sparql_text import resolve_iri, star_order, top_level_order
 from tefq.errors import Span, TefqError
 from tefq.plan import allen, logical as L
 from tefq.syntax import ast

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tefq.analysis.sparql_text import stable_triple_order
+from tefq.syntax.sparql_text import stable_triple_order
 from tefq.vocabulary import format_ms
 from tefq.plan import logical as L
 from tefq.plan.allen import TOLERANCE_NAMES, relation_of

@@ -20,7 +20,7 @@ from rdflib.plugins.sparql.aggregates import Aggregator
 from rdflib.plugins.sparql.parserutils import CompValue, Expr
 from rdflib.plugins.sparql.sparql import FrozenBindings, SPARQLError
 
-from tefq.analysis.sparql_text import walk
+from tefq.syntax.sparql_text import walk
 from tefq.oracle.windowed import sparql_values as values
 
 

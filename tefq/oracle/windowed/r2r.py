@@ -22,7 +22,7 @@ from rdflib.term import Node, Variable
 
 import tefq.io.rdf  # noqa: F401 - sets rdflib to keep literals' lexical forms (see there)
 from tefq.analysis.network import keyword_offset, refusal, remote_constructs
-from tefq.analysis.sparql_text import stable_triple_order, star_order
+from tefq.syntax.sparql_text import stable_triple_order, star_order
 from tefq.errors import TefqError
 from tefq.oracle.windowed import corrections
 from tefq.syntax.nesting import check_nesting, deep_recursion

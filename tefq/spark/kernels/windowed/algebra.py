@@ -8,7 +8,7 @@ from types import MethodType
 from rdflib.plugins.sparql.parserutils import CompValue, Expr
 from rdflib.term import Variable
 
-from tefq.analysis.sparql_text import children, walk
+from tefq.syntax.sparql_text import children, walk
 
 # operators whose answer depends on the order of their input rows: ties, "first", adjacency, and
 # floating-point sums (rdflib adds in row order; a double's sum is not associative)
