@@ -339,6 +339,13 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
             "breakdown": breakdown(measured, m.get("micro_batches") or [], setting.phase_ms)}
 
 
+def phase_medians(busy: list[dict]) -> dict[str, float]:
+    """Per phase of Spark's `durationMs` (and the state store's own times, as `state.*`), its median
+    over the micro-batches `busy` (the run's --metrics `micro_batches` that read input)."""
+    phases = [{**b.get("durations_ms", {}), **{f"state.{k}": v for k, v in b.get("state_ms", {}).items()}} for b in busy]
+    return {k: percentile([p.get(k, 0) for p in phases], 0.5) for k in sorted({k for p in phases for k in p})}
+
+
 def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int, float], metrics: dict,
             agreement: tuple[int, int], memory: dict[str, float], ticks: tuple[int, int]) -> dict:
     """The figures of one run; `ticks`: those reported within 5 s of the publisher's end, and those
@@ -349,9 +356,6 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
     growth, windows = growth_ms_per_s(over_time), first_and_last_window(over_time, seconds)
     batches = [b for b in metrics.get("micro_batches") or [] if isinstance(b, dict)]
     busy = [b for b in batches[1:] if b.get("rows")]  # the first is Spark's start-up
-    for b in busy:  # the state store's own times beside Spark's phases
-        b["durations_ms"] = {**b.get("durations_ms", {}), **{f"state.{k}": v for k, v in b.get("state_ms", {}).items()}}
-    phases = sorted({k for b in busy for k in b.get("durations_ms", {})})
     return {"source": source, "rate": rate, "seconds": seconds, "warmup": warmup, "ticks_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p95": percentile(delays, 0.95),
             "delay_ms_p99": percentile(delays, 0.99), "delay_ms_max": max(delays, default=float("nan")),
@@ -360,8 +364,7 @@ def summary(source: str, rate: int, seconds: int, warmup: int, steady: dict[int,
             "sustained": (ticks[0] >= ticks[1] - 2 and growth == growth and growth < GROWTH_MS_PER_S
                           and not windows["window_growth_ms"] > GROWTH_LAST_WINDOW_MS),
             "events_in": metrics.get("events_in"), "micro_batches": len(batches),
-            "batch_rows_median": percentile([b["rows"] for b in busy], 0.5),
-            "phases_ms_median": {k: percentile([b["durations_ms"].get(k, 0) for b in busy], 0.5) for k in phases},
+            "batch_rows_median": percentile([b["rows"] for b in busy], 0.5), "phases_ms_median": phase_medians(busy),
             "ticks_equal_to_oracle": agreement[0], "ticks_reported": agreement[1],
             "state_trend": state_trend(metrics), "peak_rss_mb": memory, "load_average": os.getloadavg()[0], "delay_over_time": over_time}
 
