@@ -252,7 +252,10 @@ class Ready(threading.Thread):
 
 def publish(log: str, stream: Stream, rate: int, seconds: int, phase_ms: int | None = None) -> float:
     """`tefq publish` for `seconds` at `rate`; returns how far behind its schedule it fell at most (s):
-    a publisher that cannot keep the rate (on two shared cores) does not test the run at that rate."""
+    a publisher that cannot keep the rate (on two shared cores) does not test the run at that rate.
+    Warm-up and measured seconds go to one publisher, measured over its last seconds: a second
+    publisher starts up in about a second, a gap in the input that the first measured tick or
+    window would wait for."""
     phase = [] if phase_ms is None else ["--phase", f"{phase_ms}ms"]
     fmt = ["--format", stream.fmt] if stream.fmt else []
     done = subprocess.run(TEFQ + ["publish", log, "--to", stream.target, "--rate", str(rate), "--interval", "1s",
@@ -312,10 +315,10 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     tail, memory = Tail(rows), PeakMemory(run.pid).start()
     tail.start()
     warm_up(run, ready, log, stream)
-    publish(log, stream, rate, warmup, setting.phase_ms)
-    started, cpu_before = time.time() * 1000, cpu_ticks(run.pid)
-    behind = publish(log, stream, rate, seconds, setting.phase_ms)
+    cpu_before = cpu_ticks(run.pid)
+    behind = publish(log, stream, rate, warmup + seconds, setting.phase_ms)
     published, cpu = time.time() * 1000, cpu_seconds(cpu_before, cpu_ticks(run.pid))
+    started = published - seconds * 1000  # its last `seconds` are measured (see `publish`)
     time.sleep(5)
     stopped = time.time() * 1000  # a tick reported after this waited for the run's last micro-batch
     run.send_signal(signal.SIGTERM)  # the run alone: its JVM stops with it
@@ -334,7 +337,7 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     r = summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks, (in_time, expected))
     r["sustained"] = r["sustained"] and behind <= PUBLISHER_SLACK_S  # else the rate was not delivered
     return {**r, "publisher_behind_s": behind,
-            "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / seconds,
+            "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / (warmup + seconds),
             "oracle_checked_seconds": check_seconds,
             "breakdown": breakdown(measured, m.get("micro_batches") or [], setting.phase_ms)}
 

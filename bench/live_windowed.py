@@ -90,10 +90,9 @@ def one_run(kind: str, source: str, rate: int, seconds: int, warmup: int, work: 
     tail, memory = Tail(rows), PeakMemory(run.pid).start()
     tail.start()
     warm_up(run, ready, log, stream)
-    publish(log, stream, rate, warmup)
-    started = time.time() * 1000
-    behind = publish(log, stream, rate, seconds)
+    behind = publish(log, stream, rate, warmup + seconds)  # one publisher: no gap before the measured seconds
     published = time.time() * 1000
+    started = published - seconds * 1000
     time.sleep(5)
     run.send_signal(signal.SIGTERM)
     run.wait(timeout=300)
