@@ -84,7 +84,10 @@ WINDOW_S = 60  # the first and the last minute of a run of three minutes or more
 def uc1_every_second(directory: str) -> str:
     """UC1 with one-second ticks (YABench's setting)."""
     with open(os.path.join(ROOT, "usecases", "uc1.tef"), encoding="utf-8") as fh:
-        text = fh.read().replace('"P10S"', '"PT1S"')
+        text = fh.read()
+    if '"PT10S"' not in text:  # a bench on another period would measure other ticks, and say nothing
+        raise SystemExit("usecases/uc1.tef no longer ticks every PT10S: bench/live.py cannot make it tick every second")
+    text = text.replace('"PT10S"', '"PT1S"')
     path = os.path.join(directory, "uc1_1s.tef")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
