@@ -11,6 +11,7 @@ file descriptors, passed over the socket) and signals, with the JVM and the impo
   the identity that says which engine fits a command line (code, interpreter, Spark settings).
 * `wire`: the messages on the socket (length-prefixed JSON, descriptors alongside).
 * `client`: finding, starting and using an engine, with the standard library only.
-* `daemon`: the engine (`python -m tefq.server.daemon`); `runner`: one command line inside it.
+* `daemon`: the engine (started as `python -m tefq.warm_engine`, which hands it tefq's command
+  line); `runner`: one command line inside it.
 * `cli`: `tefq server start|stop|status`.
 """

@@ -257,8 +257,8 @@ def is_ready(place: Place) -> bool:
 
 
 def spawn(place: Place, master: str, warm_up: bool, idle: str | None) -> subprocess.Popen:
-    """`python -m tefq.server.daemon`, detached (its own session: its JVM and runs in its group)."""
-    command = [sys.executable, "-m", "tefq.server.daemon", "--key", place.key, "--master", master]
+    """`python -m tefq.warm_engine`, detached (its own session: its JVM and runs in its group)."""
+    command = [sys.executable, "-m", "tefq.warm_engine", "--key", place.key, "--master", master]
     command += ["--warm-up"] if warm_up else []
     command += ["--idle", idle] if idle else []
     with open(place.log, "ab") as log:
@@ -329,7 +329,7 @@ def is_engine(pid: int) -> bool:
     """Whether `pid` is a tefq engine process of this user (not a recycled pid)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"tefq.server.daemon" in f.read() and os.stat(f"/proc/{pid}").st_uid == os.getuid()
+            return b"tefq.warm_engine" in f.read() and os.stat(f"/proc/{pid}").st_uid == os.getuid()
     except OSError:
         return False
 

@@ -1,5 +1,6 @@
-"""The warm engine: `python -m tefq.server.daemon --key K --master M [--idle DURATION] [--warm-up]`
-(started by `client.spawn`, detached, its stderr in `<key>.log`).
+"""The warm engine: `python -m tefq.warm_engine --key K --master M [--idle DURATION] [--warm-up]`
+(started by `client.spawn`, detached, its stderr in `<key>.log`), which hands `main` the command
+line it runs (`Program`: this package imports no command line of its own).
 
 It starts Spark once (`start_session`), listens on its unix socket (0600, in the user's 0700
 directory; a peer of another uid is refused whatever the file modes) and serves, one message per
@@ -28,6 +29,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tefq.server import wire
@@ -54,9 +56,20 @@ def peer_uid(conn: socket.socket) -> int:
     return struct.unpack("3i", creds)[1]
 
 
+@dataclass(frozen=True)
+class Program:
+    """What the engine runs, handed over by its launcher (tefq.warm_engine): `command` runs one
+    command line (its argv in `sys.argv`) in a run's child; `preload` imports what every run
+    imports, while the JVM starts; `workload` is `--warm-up`'s (True: it ran)."""
+
+    command: Callable[[], None]
+    preload: Callable[[], None]
+    workload: Callable[[], bool]
+
+
 class Engine:
-    def __init__(self, place: Place, master: str, spark, idle_s: float) -> None:
-        self.place, self.master, self.spark, self.idle_s = place, master, spark, idle_s
+    def __init__(self, place: Place, master: str, spark, idle_s: float, command: Callable[[], None]) -> None:
+        self.place, self.master, self.spark, self.idle_s, self.command = place, master, spark, idle_s, command
         self.runs: dict[int, Run] = {}
         self.served = 0
         self.started = time.time()
@@ -242,7 +255,7 @@ class Engine:
         if pid == 0:
             closing = [self.wake_r, self.wake_w, self.selector.fileno(), self.listener.fileno(), conn.fileno(),
                        *(r.conn.fileno() for r in self.runs.values())]
-            run_command_line(message, fds, session, self.master, closing)  # never returns
+            run_command_line(message, fds, session, self.master, closing, self.command)  # never returns
         for fd in fds:
             os.close(fd)
         run = Run(pid, conn, session, message.get("argv", []))
@@ -325,12 +338,12 @@ def log(text: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} tefq server: {text}", file=sys.stderr, flush=True)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str], program: Program) -> None:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.analysis.durations import duration_ms
     from tefq.spark.runtime.session import start_session
 
-    p = argparse.ArgumentParser(prog="python -m tefq.server.daemon")
+    p = argparse.ArgumentParser(prog="python -m tefq.warm_engine")
     p.add_argument("--key", required=True)
     p.add_argument("--master", required=True)
     p.add_argument("--idle", default=os.environ.get(IDLE_VARIABLE))
@@ -338,47 +351,26 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     idle_s = duration_ms(args.idle, "--idle") / 1000 if args.idle else DEFAULT_IDLE_S
     place = Place(runtime_dir(), args.key)
-    loading = threading.Thread(target=preload, name="tefq-preload")
+    loading = threading.Thread(target=program.preload, name="tefq-preload")
     loading.start()  # while the JVM starts: the imports wait on no one
     spark = start_session(args.master)
     loading.join()  # before any fork: no thread of ours is left running
     if args.warm_up:
-        warm_up(spark, args.master)
-    Engine(place, args.master, spark, idle_s).serve()
+        warm_up(spark, args.master, program.workload)
+    Engine(place, args.master, spark, idle_s, program.command).serve()
 
 
-def preload() -> None:
-    """What every run imports and builds first, done once here: the children start with it (the
-    modules, and the parser's tables, read by parsing a use-case)."""
-    import pandas  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
-
-    import tefq.cli  # noqa: F401
-    import tefq.oracle  # noqa: F401
-    import tefq.spark.engine  # noqa: F401
-    import tefq.spark.runtime.follow  # noqa: F401
-    from tefq.analysis import load
-    from tefq.iptv.cli import usecase_file
-
-    load(str(usecase_file("uc1")))
-
-
-def warm_up(spark, master: str) -> None:
+def warm_up(spark, master: str, workload: Callable[[], bool]) -> None:
     """`tefq server start`: run a small workload once, so that the first real run finds the JIT
-    and the Python workers warm (tefq.jvm_archive_setup's, UC1 and a sliding count)."""
+    and the Python workers warm (the launcher's: tefq.jvm_archive_setup's UC1 and a sliding count)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-    from tefq.jvm_archive_setup import run_workload
     from tefq.server.runner import WarmSource
     from tefq.spark.runtime.session_source import SESSION_SOURCE
 
     started = time.monotonic()
     token = SESSION_SOURCE.set(WarmSource(spark, master))
     try:
-        worked = run_workload()
+        worked = workload()
     finally:
         SESSION_SOURCE.reset(token)
     log(f"warm-up {'done' if worked else 'failed'} in {time.monotonic() - started:.1f} s")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """One command line inside the warm engine, in a child forked from it: the caller's standard
 streams, working directory, umask and environment, default signal handlers, a connection of its
 own to the JVM, and the engine's session as its Spark (`WarmSource`). Then the command line runs
-as `tefq` would run it (`tefq.cli.main`), and the child exits with its code."""
+as `tefq` would run it (the engine's `Program.command`: tefq.cli's), and the child exits with its code."""
 from __future__ import annotations
 
 import gc
@@ -15,6 +15,7 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from typing import NoReturn
 
 from tefq import cleanup
@@ -52,8 +53,9 @@ class WarmSource:
         return self.session
 
 
-def run_command_line(request: dict, fds: list[int], session, master: str, closing: list[int]) -> NoReturn:
-    """The child's whole life (see the module doc); never returns."""
+def run_command_line(request: dict, fds: list[int], session, master: str, closing: list[int],
+                     command: Callable[[], None]) -> NoReturn:
+    """The child's whole life (see the module doc): `command` runs the request's argv; never returns."""
     code, client = 1, None
     try:
         for fd in closing:
@@ -67,10 +69,7 @@ def run_command_line(request: dict, fds: list[int], session, master: str, closin
         session.sparkContext.addJobTag(job_tag(os.getpid()))
         SESSION_SOURCE.set(WarmSource(session, master))
         sys.argv = ["tefq", *request["argv"]]
-        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-        from tefq.cli import main
-
-        main()
+        command()
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
