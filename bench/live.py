@@ -305,15 +305,31 @@ class Setting:
     cycle_s: int = 0  # the generated log goes in rounds of this many seconds (bench/live_log.py; 0: one log)
 
 
-def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting(),
-             check_seconds: int | None = None) -> dict:
-    """Run, warm up, feed for `seconds`, measure (see the module doc); `check_seconds`: compare
-    with the oracle the ticks of the input published by then (from the measured start) only."""
-    name = f"{source}-{rate}-{setting.label}-{time.time_ns()}"
+@dataclass
+class Fed:
+    """What one live run gave: its stream (still open: the oracle reads it next), its --out rows and
+    --metrics, the moment each tick or window first appeared in --out, the run's peak memory and CPU
+    seconds while fed, and the measured span: [started, published] in ms, `stopped` when it was signalled."""
+
+    stream: Stream
+    rows: str
+    metrics: dict
+    first_seen: dict[int, float]
+    memory: dict[str, float]
+    cpu_s: float
+    behind: float
+    started: float
+    published: float
+    stopped: float
+
+
+def feed_live(doc: str, source: str, rate: int, seconds: int, warmup: int, work: str, name: str,
+              setting: Setting = Setting()) -> Fed:
+    """Run `doc` live on Spark over a fresh `source`, warm it up, feed it a generated log for warmup +
+    seconds from one publisher (see `publish`), wait 5 s, stop it, and say what it gave."""
     log = generated_log(rate, seconds + warmup, work, setting.cycle_s)
     stream = open_stream(source, work, name)
     rows, metrics = os.path.join(work, f"rows-{name}.csv"), os.path.join(work, f"metrics-{name}.json")
-    doc = uc1_every_second(work)
     run, ready = start_run(doc, stream, rows, metrics, setting.prelude)
     tail, memory = Tail(rows), PeakMemory(run.pid).start()
     tail.start()
@@ -321,7 +337,6 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     cpu_before = cpu_ticks(run.pid)
     behind = publish(log, stream, rate, warmup + seconds, setting.phase_ms)
     published, cpu = time.time() * 1000, cpu_seconds(cpu_before, cpu_ticks(run.pid))
-    started = published - seconds * 1000  # its last `seconds` are measured (see `publish`)
     time.sleep(5)
     stopped = time.time() * 1000  # a tick reported after this waited for the run's last micro-batch
     run.send_signal(signal.SIGTERM)  # the run alone: its JVM stops with it
@@ -329,18 +344,30 @@ def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setti
     tail.done.set()
     memory.stop()
     tail.join()
-    steady = {t: seen - t for t, seen in tail.first_seen.items() if started <= t <= published}
     m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
+    return Fed(stream, rows, m, tail.first_seen, memory.peaks, cpu, behind,
+               published - seconds * 1000, published, stopped)  # its last `seconds` are measured
+
+
+def one_rate(source: str, rate: int, seconds: int, warmup: int, work: str, setting: Setting = Setting(),
+             check_seconds: int | None = None) -> dict:
+    """Run, warm up, feed for `seconds`, measure (see the module doc); `check_seconds`: compare
+    with the oracle the ticks of the input published by then (from the measured start) only."""
+    doc = uc1_every_second(work)
+    fed = feed_live(doc, source, rate, seconds, warmup, work, f"{source}-{rate}-{setting.label}-{time.time_ns()}",
+                    setting)
+    started, published, m = fed.started, fed.published, fed.metrics
+    steady = {t: seen - t for t, seen in fed.first_seen.items() if started <= t <= published}
     until = None if check_seconds is None else started + check_seconds * 1000
-    same, reported = oracle_agreement(doc, stream.target, rows, until, work)
-    stream.close()
-    measured = {t: seen for t, seen in tail.first_seen.items() if t in steady}
+    same, reported = oracle_agreement(doc, fed.stream.target, fed.rows, until, work)
+    fed.stream.close()
+    measured = {t: seen for t, seen in fed.first_seen.items() if t in steady}
     expected = sum(1 for t in range(int(started) // 1000 * 1000 + 1000, int(published), 1000))
-    in_time = sum(1 for t, seen in measured.items() if seen <= stopped)
-    r = summary(source, rate, seconds, warmup, steady, m, (same, reported), memory.peaks, (in_time, expected))
-    r["sustained"] = r["sustained"] and behind <= PUBLISHER_SLACK_S  # else the rate was not delivered
-    return {**r, "publisher_behind_s": behind,
-            "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": cpu / (warmup + seconds),
+    in_time = sum(1 for t, seen in measured.items() if seen <= fed.stopped)
+    r = summary(source, rate, seconds, warmup, steady, m, (same, reported), fed.memory, (in_time, expected))
+    r["sustained"] = r["sustained"] and fed.behind <= PUBLISHER_SLACK_S  # else the rate was not delivered
+    return {**r, "publisher_behind_s": fed.behind,
+            "variant": setting.label, "phase_ms": setting.phase_ms, "run_cpu_s_per_s": fed.cpu_s / (warmup + seconds),
             "oracle_checked_seconds": check_seconds,
             "breakdown": breakdown(measured, m.get("micro_batches") or [], setting.phase_ms)}
 
@@ -468,6 +495,20 @@ def plot(results: list[dict], prefix: str) -> None:
     save_plots(prefix, over_time, against_rate)
 
 
+def require_redis(sources: list[str]) -> None:
+    if "redis" in sources and shutil.which("redis-server") is None:
+        raise SystemExit("--source redis needs redis-server (Debian: apt-get install redis-server)")
+
+
+def write_results(out: list[dict], json_path: str | None, plot_prefix: str | None, plot_results) -> None:
+    """The runs' figures to `--json`, their plots by `plot_results` to `--plot`'s prefix (each if asked)."""
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as fh:
+            json.dump(out, fh, indent=1)
+    if plot_prefix:
+        plot_results(out, plot_prefix)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", default="5000,50000", help="events per second, comma-separated")
@@ -494,8 +535,7 @@ def main() -> None:
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
     args = ap.parse_args()
     sources = args.source.split(",")
-    if "redis" in sources and shutil.which("redis-server") is None:
-        raise SystemExit("--source redis needs redis-server (Debian: apt-get install redis-server)")
+    require_redis(sources)
     phase = None if args.phase == "random" else int(args.phase)
     settings = ([Setting(phase, *v.split("=", 1), cycle_s=args.cycle_seconds) for v in args.variant]
                 or [Setting(phase, cycle_s=args.cycle_seconds)])
@@ -511,11 +551,7 @@ def main() -> None:
                 found += search(source, found, args.seconds, args.warmup, work, args.search_steps, settings[0],
                                 args.check_seconds)
             out += found
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=1)
-    if args.plot:
-        plot(out, args.plot)
+    write_results(out, args.json, args.plot, plot)
 
 
 if __name__ == "__main__":

@@ -19,20 +19,15 @@ Plots (`--plot PREFIX`): PREFIX-delay-over-time.png, PREFIX-delay-vs-rate.png.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from live import Tail, open_stream, percentile, phase_medians, publish, save_plots, start_run, warm_up  # noqa: E402 (bench/live.py)
-from live_log import generated_log  # noqa: E402 (bench/live_log.py)
+from live import Setting, feed_live, percentile, phase_medians, require_redis, save_plots, write_results  # noqa: E402 (bench/live.py)
 from live_oracle import TEFQ, by_tick  # noqa: E402 (bench/live_oracle.py)
-from memory import PeakMemory  # noqa: E402 (bench/memory.py)
 
 WINDOWS = {"tumbling": ("PT1S", "PT1S", 1000), "sliding": ("PT10S", "PT1S", 1000)}  # RANGE, STEP, STEP in ms
 SLACK_MS = 1500  # the Done-when of issue 40: a window's delay p99 at most one STEP + this
@@ -81,36 +76,20 @@ def window_agreement(got: dict[int, list[str]], want: dict[int, list[str]]) -> d
 
 def one_run(kind: str, source: str, rate: int, seconds: int, warmup: int, work: str, check: bool = True) -> dict:
     """Run, warm up, feed for `seconds`, measure (the module doc); `check`: against the oracle."""
-    name = f"{kind}-{source}-{rate}-{time.time_ns()}"
-    log = generated_log(rate, seconds + warmup, work)
-    stream = open_stream(source, work, name)
-    rows, metrics = os.path.join(work, f"rows-{name}.csv"), os.path.join(work, f"metrics-{name}.json")
     doc = query_file(kind, work)
-    run, ready = start_run(doc, stream, rows, metrics)
-    tail, memory = Tail(rows), PeakMemory(run.pid).start()
-    tail.start()
-    warm_up(run, ready, log, stream)
-    behind = publish(log, stream, rate, warmup + seconds)  # one publisher: no gap before the measured seconds
-    published = time.time() * 1000
-    started = published - seconds * 1000
-    time.sleep(5)
-    run.send_signal(signal.SIGTERM)
-    run.wait(timeout=300)
-    tail.done.set()
-    memory.stop()
-    tail.join()
-    steady = sorted((t, seen - t) for t, seen in tail.first_seen.items() if started <= t <= published)
+    fed = feed_live(doc, source, rate, seconds, warmup, work, f"{kind}-{source}-{rate}-{time.time_ns()}",
+                    Setting(phase_ms=None))
+    steady = sorted((t, seen - t) for t, seen in fed.first_seen.items() if fed.started <= t <= fed.published)
     delays = [d for _, d in steady]
     step_ms = WINDOWS[kind][2]
-    checked = agreement(doc, stream.target, rows) if check else {}
-    stream.close()
-    m = json.load(open(metrics, encoding="utf-8")) if os.path.exists(metrics) else {}
-    busy = [b for b in (m.get("micro_batches") or [])[1:] if isinstance(b, dict) and b.get("rows")]
+    checked = agreement(doc, fed.stream.target, fed.rows) if check else {}
+    fed.stream.close()
+    busy = [b for b in (fed.metrics.get("micro_batches") or [])[1:] if isinstance(b, dict) and b.get("rows")]
     return {"query": kind, "source": source, "rate": rate, "seconds": seconds, "windows_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p99": percentile(delays, 0.99),
             "delay_ms_max": max(delays, default=float("nan")), "limit_ms": step_ms + SLACK_MS,
-            "publisher_behind_s": behind, **checked, "phases_ms_median": phase_medians(busy), "peak_rss_mb": memory.peaks,
-            "load_average": os.getloadavg()[0], "delay_over_time": steady}
+            "publisher_behind_s": fed.behind, **checked, "phases_ms_median": phase_medians(busy),
+            "peak_rss_mb": fed.memory, "load_average": os.getloadavg()[0], "delay_over_time": steady}
 
 
 def report(r: dict) -> None:
@@ -160,8 +139,7 @@ def main() -> None:
     ap.add_argument("--no-check", action="store_true", help="skip the oracle's run (profiling: it takes minutes)")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
     args = ap.parse_args()
-    if "redis" in args.source.split(",") and shutil.which("redis-server") is None:
-        raise SystemExit("--source redis needs redis-server (Debian: apt-get install redis-server)")
+    require_redis(args.source.split(","))
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tefq-livewin-") as work:
         for kind in args.query.split(","):
@@ -169,11 +147,7 @@ def main() -> None:
                 for rate in (int(r) for r in args.rates.split(",")):
                     out.append(one_run(kind, source, rate, args.seconds, args.warmup, work, not args.no_check))
                     report(out[-1])
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=1)
-    if args.plot:
-        plot(out, args.plot)
+    write_results(out, args.json, args.plot, plot)
 
 
 if __name__ == "__main__":
