@@ -20,7 +20,7 @@ _IRI_BODY = r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*'
 IRI_FAST = r"<" + _IRI_BODY + r">"
 BNODE_FAST = r"_:[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?"
 LIT_FAST = r'"[^"\\\n\r\t]*"(?:@[a-z]+(?:-[a-z0-9]+)*|\^\^<' + _IRI_BODY + r">)?"
-_XSD_STRING_SUFFIX = "^^<" + terms.XSD_STRING + ">"
+XSD_STRING_SUFFIX = "^^<" + terms.XSD_STRING + ">"
 _FAST = re.compile(r"(?:%s|%s|%s)" % (IRI_FAST, BNODE_FAST, LIT_FAST))
 
 # Full tokenizer, used when the fast path fails and by the line-based RDF readers.
@@ -141,7 +141,7 @@ def _describe_bad(text: str, pos: int) -> str:
 
 def normalise_term(text: str) -> str:
     """One whole cell -> the normal N-Triples form; raises TermError (pos = offset in `text`)."""
-    if _FAST.fullmatch(text) and not text.endswith(_XSD_STRING_SUFFIX):
+    if _FAST.fullmatch(text) and not text.endswith(XSD_STRING_SUFFIX):
         return text
     term, end = scan_term(text, 0)
     if end != len(text):
