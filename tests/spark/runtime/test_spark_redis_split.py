@@ -66,12 +66,13 @@ def test_spark_run_over_a_split_stream_equals_the_oracle(spark, published, monke
     from tefq.spark.runtime import redis_source
 
     url, log = published
+    monkeypatch.setattr(redis_source, "ENGINE_PARTITIONS", 2)
+    monkeypatch.setattr(redis_source, "LEAST_PER_PARTITION", 1_000)
     stream = RedisStream.parse(url)
     client = stream.connect()
     assert len(split_range(client, stream, Position(), head(client, stream), 2,
                            redis_source.LEAST_PER_PARTITION)) == 2  # the run below reads two ranges at once
     client.close()
-    monkeypatch.setattr(redis_source, "ENGINE_PARTITIONS", 2)
     doc = load(UC1)
     got = spark_run(doc, [url], spark=spark, buckets=2, progress=False)
     want = oracle_run(doc, list(read_stream(log)))
