@@ -3,18 +3,26 @@ publish`, as YABench measures windowed engines (a benchmark, not a test).
 
     python bench/live_windowed.py --rates 10000,50000,100000 --seconds 30 [--warmup 10]
                                   [--source redis,dir] [--query sliding,tumbling] [--json OUT] [--plot PREFIX]
+                                  [--phase 500|random] [--variant LABEL=PYTHON ... --pairs N] [--no-check]
 
 Per query, source and rate, bench/live.py's machinery: a generated IPTV log (Parquet), a private
 redis-server or a followed directory, the run started first and warmed up, then `tefq publish LOG
 --to … --rate R --interval 1s --restamp now` for warmup + seconds (only windows closing in the last
 `seconds` are measured). Every element carries the wall clock of its interval, so a window's close
 is a wall-clock instant: its **delay** is the moment its first row appears in the run's --out
-(tailed every 20 ms) minus its close. The queries count joins per channel: `tumbling` over
+(tailed every 20 ms) minus its close. The publisher's intervals end `--phase` ms after each whole
+second (default 500, as bench/live.py): a window closing on a whole second waits that long for the
+interval holding its close, the same in every run (`random`: from the publisher's start, a phase
+of 0 to 1 s that every window of the run shares, so one run's p99 moves by up to a second). The queries count joins per channel: `tumbling` over
 [RANGE PT1S STEP PT1S], `sliding` over [RANGE PT10S STEP PT1S]. **Correctness** per window, as
 YABench reports it: precision (its rows that are the oracle's) and recall (the oracle's rows it
 has), the oracle's bounded run over the same input, for every window up to the last one the live
 run reported. Memory: the peak resident set of the run's driver, JVM and Python workers.
 Plots (`--plot PREFIX`): PREFIX-delay-over-time.png, PREFIX-delay-vs-rate.png.
+
+Variants (`--variant LABEL=PYTHON`, as in bench/live.py): each run under each variant, alternated
+`--pairs` times (A B A B: the same load for both on a shared machine); PYTHON runs first in the
+run's process (e.g. patching a constant); `LABEL=` alone is the baseline.
 """
 from __future__ import annotations
 
@@ -74,18 +82,20 @@ def window_agreement(got: dict[int, list[str]], want: dict[int, list[str]]) -> d
             "recall_mean": sum(recall) / len(recall) if recall else 1.0}
 
 
-def one_run(kind: str, source: str, rate: int, seconds: int, warmup: int, work: str, check: bool = True) -> dict:
+def one_run(kind: str, source: str, rate: int, seconds: int, warmup: int, work: str, check: bool = True,
+            setting: Setting = Setting()) -> dict:
     """Run, warm up, feed for `seconds`, measure (the module doc); `check`: against the oracle."""
     doc = query_file(kind, work)
-    fed = feed_live(doc, source, rate, seconds, warmup, work, f"{kind}-{source}-{rate}-{time.time_ns()}",
-                    Setting(phase_ms=None))
+    fed = feed_live(doc, source, rate, seconds, warmup, work, f"{kind}-{source}-{rate}-{time.time_ns()}", setting)
     steady = sorted((t, seen - t) for t, seen in fed.first_seen.items() if fed.started <= t <= fed.published)
     delays = [d for _, d in steady]
     step_ms = WINDOWS[kind][2]
     checked = agreement(doc, fed.stream.target, fed.rows) if check else {}
     fed.stream.close()
     busy = [b for b in (fed.metrics.get("micro_batches") or [])[1:] if isinstance(b, dict) and b.get("rows")]
-    return {"query": kind, "source": source, "rate": rate, "seconds": seconds, "windows_measured": len(delays),
+    return {"query": kind, "source": source, "rate": rate, "variant": setting.label, "phase_ms": setting.phase_ms,
+            "seconds": seconds,
+            "windows_measured": len(delays),
             "delay_ms_p50": percentile(delays, 0.5), "delay_ms_p99": percentile(delays, 0.99),
             "delay_ms_max": max(delays, default=float("nan")), "limit_ms": step_ms + SLACK_MS,
             "publisher_behind_s": fed.behind, **checked, "phases_ms_median": phase_medians(busy),
@@ -97,7 +107,7 @@ def report(r: dict) -> None:
     within = "within" if r["delay_ms_p99"] <= r["limit_ms"] else "OVER"
     checked = (f"{r['windows_equal']}/{r['windows_compared']} equal to the oracle's, precision min {r['precision_min']:.3f} "
                f"recall min {r['recall_min']:.3f}" if "windows_equal" in r else "not checked against the oracle")
-    print(f"{r['query']:>8} {r['source']:>5} {r['rate']:>8,}/s  window delay p50 {r['delay_ms_p50']:.0f} ms  "
+    print(f"{r.get('variant') or '-':>8} {r['query']:>8} {r['source']:>5} {r['rate']:>8,}/s  window delay p50 {r['delay_ms_p50']:.0f} ms  "
           f"p99 {r['delay_ms_p99']:.0f} ({within} STEP + {SLACK_MS} ms)  max {r['delay_ms_max']:.0f}  "
           f"{r['windows_measured']} windows measured; {checked}  publisher at most "
           f"{r['publisher_behind_s']:.1f} s behind  peak RSS driver {mem['driver_mb']:.0f} MB, JVM {mem['jvm_mb']:.0f}, "
@@ -112,15 +122,18 @@ def plot(results: list[dict], prefix: str) -> None:
             pts = r["delay_over_time"]
             if pts:
                 ax.plot([(t - pts[0][0]) / 1000 for t, _ in pts], [d / 1000 for _, d in pts],
-                        label=f"{r['query']} {r['source']} {r['rate']:,}/s")
+                        label=f"{r['query']} {r['source']} {r['rate']:,}/s {r.get('variant') or ''}".rstrip())
         ax.set(xlabel="window close (s after the first measured)", ylabel="window delay (s)",
                title="tefq live RSP-QL: a window's delay over time")
 
     def against_rate(ax) -> None:
-        for key in sorted({(r["query"], r["source"]) for r in results}):
-            rs = sorted((r for r in results if (r["query"], r["source"]) == key), key=lambda r: r["rate"])
+        def key(r: dict) -> tuple[str, str, str]:
+            return r["query"], r["source"], r.get("variant") or ""
+
+        for k in sorted({key(r) for r in results}):
+            rs = sorted((r for r in results if key(r) == k), key=lambda r: r["rate"])
             ax.plot([r["rate"] for r in rs], [r["delay_ms_p99"] / 1000 for r in rs], "o-",
-                    label=f"{key[0]} {key[1]} p99")
+                    label=" ".join((*k[:2], "p99", k[2])).rstrip())
         ax.axhline((1000 + SLACK_MS) / 1000, color="grey", linestyle=":", label="STEP + 1.5 s")
         ax.set(xscale="log", xlabel="elements/s asked", ylabel="window delay (s)",
                title="tefq live RSP-QL: delay against rate")
@@ -138,15 +151,25 @@ def main() -> None:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--no-check", action="store_true", help="skip the oracle's run (profiling: it takes minutes)")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
+    ap.add_argument("--phase", default="500", help="ms after each whole second the publisher's intervals end "
+                    "(so each window waits that long for the interval holding its close), or `random`")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=PYTHON",
+                    help="measure each run under each variant: PYTHON runs in the run's process first; one LABEL= "
+                         "with nothing is the baseline")
+    ap.add_argument("--pairs", type=int, default=1, help="with --variant: rounds of one run per variant, alternated")
     args = ap.parse_args()
     require_redis(args.source.split(","))
+    phase = None if args.phase == "random" else int(args.phase)
+    settings = [Setting(phase, *v.split("=", 1)) for v in args.variant] or [Setting(phase)]
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tefq-livewin-") as work:
         for kind in args.query.split(","):
             for source in args.source.split(","):
                 for rate in (int(r) for r in args.rates.split(",")):
-                    out.append(one_run(kind, source, rate, args.seconds, args.warmup, work, not args.no_check))
-                    report(out[-1])
+                    for setting in settings * args.pairs:  # A B A B: same-run pairs under the same load
+                        out.append(one_run(kind, source, rate, args.seconds, args.warmup, work, not args.no_check,
+                                           setting))
+                        report(out[-1])
     write_results(out, args.json, args.plot, plot)
 
 
