@@ -495,6 +495,22 @@ def plot(results: list[dict], prefix: str) -> None:
     save_plots(prefix, over_time, against_rate)
 
 
+def add_variant_arguments(ap: argparse.ArgumentParser, measured: str) -> None:
+    """--phase, --variant and --pairs, as both live benches take them (`measured`: a tick, a window)."""
+    ap.add_argument("--phase", default="500", help="ms after each whole second the publisher's intervals end "
+                    f"(so each {measured} waits that long for its interval), or `random` (counted from its start)")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=PYTHON",
+                    help="measure each run under each variant: PYTHON runs in the run's process first "
+                         "(e.g. patching tefq.spark.runtime.follow.TRIGGER); one LABEL= with nothing is the baseline")
+    ap.add_argument("--pairs", type=int, default=1, help="with --variant: rounds of one run per variant, alternated")
+
+
+def variant_settings(args: argparse.Namespace, cycle_s: int = 0) -> list[Setting]:
+    """One Setting per --variant (the baseline alone without one), at --phase."""
+    phase = None if args.phase == "random" else int(args.phase)
+    return [Setting(phase, *v.split("=", 1), cycle_s=cycle_s) for v in args.variant] or [Setting(phase, cycle_s=cycle_s)]
+
+
 def require_redis(sources: list[str]) -> None:
     if "redis" in sources and shutil.which("redis-server") is None:
         raise SystemExit("--source redis needs redis-server (Debian: apt-get install redis-server)")
@@ -518,12 +534,7 @@ def main() -> None:
     ap.add_argument("--source", default="redis,dir", help="redis, dir (TSV files), dir-parquet (comma-separated)")
     ap.add_argument("--search", action="store_true", help="then search for the highest sustained rate")
     ap.add_argument("--search-steps", type=int, default=4, help="runs the search may take per source")
-    ap.add_argument("--phase", default="500", help="ms after each whole second the publisher's intervals end "
-                    "(so each tick waits that long for its interval), or `random` (counted from its start)")
-    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=PYTHON",
-                    help="measure each rate under each variant: PYTHON runs in the run's process first "
-                         "(e.g. patching tefq.spark.runtime.follow.TRIGGER); one LABEL= with nothing is the baseline")
-    ap.add_argument("--pairs", type=int, default=1, help="with --variant: rounds of one run per variant, alternated")
+    add_variant_arguments(ap, "tick")
     ap.add_argument("--check-seconds", type=int, default=None, metavar="N",
                     help="compare with the oracle only the ticks of the first N measured seconds of input "
                          "(a directory source; for runs too long for the oracle's memory: bench/live_oracle.py)")
@@ -536,9 +547,7 @@ def main() -> None:
     args = ap.parse_args()
     sources = args.source.split(",")
     require_redis(sources)
-    phase = None if args.phase == "random" else int(args.phase)
-    settings = ([Setting(phase, *v.split("=", 1), cycle_s=args.cycle_seconds) for v in args.variant]
-                or [Setting(phase, cycle_s=args.cycle_seconds)])
+    settings = variant_settings(args, args.cycle_seconds)
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tefq-live-") as work:
         for source in sources:

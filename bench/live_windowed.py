@@ -34,7 +34,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from live import Setting, feed_live, percentile, phase_medians, require_redis, save_plots, write_results  # noqa: E402 (bench/live.py)
+from live import (Setting, add_variant_arguments, feed_live, percentile, phase_medians, require_redis,  # noqa: E402
+                  save_plots, variant_settings, write_results)  # (bench/live.py)
 from live_oracle import TEFQ, by_tick  # noqa: E402 (bench/live_oracle.py)
 
 WINDOWS = {"tumbling": ("PT1S", "PT1S", 1000), "sliding": ("PT10S", "PT1S", 1000)}  # RANGE, STEP, STEP in ms
@@ -151,16 +152,10 @@ def main() -> None:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--no-check", action="store_true", help="skip the oracle's run (profiling: it takes minutes)")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX-delay-over-time.png and PREFIX-delay-vs-rate.png")
-    ap.add_argument("--phase", default="500", help="ms after each whole second the publisher's intervals end "
-                    "(so each window waits that long for the interval holding its close), or `random`")
-    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=PYTHON",
-                    help="measure each run under each variant: PYTHON runs in the run's process first; one LABEL= "
-                         "with nothing is the baseline")
-    ap.add_argument("--pairs", type=int, default=1, help="with --variant: rounds of one run per variant, alternated")
+    add_variant_arguments(ap, "window")
     args = ap.parse_args()
     require_redis(args.source.split(","))
-    phase = None if args.phase == "random" else int(args.phase)
-    settings = [Setting(phase, *v.split("=", 1)) for v in args.variant] or [Setting(phase)]
+    settings = variant_settings(args)
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tefq-livewin-") as work:
         for kind in args.query.split(","):
