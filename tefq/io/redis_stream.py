@@ -1,5 +1,6 @@
 """Redis Streams as a tefq stream, without Spark: the `redis://HOST:PORT/KEY` address, positions
-(entry IDs), reading entries back as checked elements, and adding elements (`tefq publish`).
+(entry IDs), reading entries back as checked elements (a page at a time, as Arrow columns:
+`entry_columns`), and adding elements (`tefq publish`).
 
 An entry has the fields `ts`, `s`, `p`, `o`, holding what the four cells of a TSV row hold; it is
 checked by the rules of a file row (`tefq.io.validate`: UTF-8, no raw NUL, the ts and term rules)
