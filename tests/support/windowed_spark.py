@@ -3,13 +3,17 @@ from __future__ import annotations
 
 import os
 import random
+import threading
+import time
 
 import pytest
 
 pytest.importorskip('pyspark')
 
 from tefq.io.stream_writers import write_stream
+from tefq.oracle import run_document
 from tefq.oracle.windowed import run as oracle_run
+from tests.support.spark import run_spark
 
 
 
@@ -64,3 +68,32 @@ def load_text(tmp_path, text: str):
     path = tmp_path / "q.rspql"
     path.write_text(text)
     return load(str(path))
+
+
+def reported(doc, elements: list, event_time: int) -> list:
+    """The oracle's rows of the windows that close by `event_time`, per query, sorted."""
+    want = run_document(doc, sorted(elements, key=lambda e: e[0]))
+    return [sorted(r for r in q.rows if r[0] <= event_time) for q in want.results]
+
+
+def followed(spark, doc, paths: list[str], feed, last_close: int, **kw) -> list:
+    """Follow `paths` on Spark while `feed()` (a thread) adds the rest of the input; stop once a
+    window closing at `last_close` was reported (every query's windows due at an event time are
+    evaluated in one micro-batch), or after a long while. Returns every row handed on, per query."""
+    seen: dict[str, list] = {q.name: [] for q in doc.queries}
+    closed: list[bool] = []
+    started = time.monotonic()
+
+    def on_rows(results) -> None:
+        for r in results:
+            seen[r.name].extend(r.rows)
+            if any(row[0] == last_close for row in r.rows):
+                closed.append(True)
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    got = run_spark(spark, doc, paths, follow=True, on_rows=on_rows,
+                    stop=lambda: bool(closed) or time.monotonic() - started > 400, **kw)
+    thread.join(timeout=60)
+    assert got.metrics.rows_out == sum(len(rows) for rows in seen.values())
+    return [seen[q.name] for q in doc.queries]

@@ -5,18 +5,15 @@ followed directory, a Redis stream and a directory together, and a stream that g
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest
 
 from tefq.analysis import load
 from tefq.io.stream_writers import write_stream
-from tefq.oracle import run_document
 from tests.support.paths import ROOT
 from tests.support.redis_client import redis
-from tests.support.spark import run_spark
-from tests.support.windowed_spark import bordered_log
+from tests.support.windowed_spark import bordered_log, followed, reported
 
 BUSY = load(os.path.join(ROOT, "examples", "rspql", "busy-channels.rspql"))  # feedback, ISTREAM
 GENRES = load(os.path.join(ROOT, "examples", "rspql", "genre-joins.rspql"))  # two windows, two streams
@@ -27,35 +24,6 @@ def guide(span_ms: int) -> list:
     """What each channel shows, every 10 s (the genre-joins EPG) over `span_ms`."""
     return [(t, f"<{NS}ch{c}>", f"<{NS}shows>", f"<{NS}{('news', 'sports', 'movies')[(c + t // 10_000) % 3]}>")
             for t in range(500, span_ms, 10_000) for c in range(4)]
-
-
-def reported(doc, elements: list, event_time: int) -> list:
-    """The oracle's rows of the windows that close by `event_time`, per query, sorted."""
-    want = run_document(doc, sorted(elements, key=lambda e: e[0]))
-    return [sorted(r for r in q.rows if r[0] <= event_time) for q in want.results]
-
-
-def followed(spark, doc, paths: list[str], feed, last_close: int, **kw) -> list:
-    """Follow `paths` on Spark while `feed()` (a thread) adds the rest of the input; stop once a
-    window closing at `last_close` was reported (every query's windows due at an event time are
-    evaluated in one micro-batch), or after a long while. Returns every row handed on, per query."""
-    seen: dict[str, list] = {q.name: [] for q in doc.queries}
-    closed: list[bool] = []
-    started = time.monotonic()
-
-    def on_rows(results) -> None:
-        for r in results:
-            seen[r.name].extend(r.rows)
-            if any(row[0] == last_close for row in r.rows):
-                closed.append(True)
-
-    thread = threading.Thread(target=feed, daemon=True)
-    thread.start()
-    got = run_spark(spark, doc, paths, follow=True, on_rows=on_rows,
-                    stop=lambda: bool(closed) or time.monotonic() - started > 400, **kw)
-    thread.join(timeout=60)
-    assert got.metrics.rows_out == sum(len(rows) for rows in seen.values())
-    return [seen[q.name] for q in doc.queries]
 
 
 @pytest.mark.spark
