@@ -1,6 +1,7 @@
 """Windowed queries under `--follow` on real Spark against the oracle, on drawn streams (issue 40):
 the windowed differential cases (every kind of term, ties, ticks of 7 ms and 1 s, times at both
-ends of tefq's range) over a directory whose files arrive while the run follows it. Two closing
+ends of tefq's range) over a directory whose files arrive while the run follows it, and over a
+Redis stream whose entries arrive in the same chunks (read a page at a time as columns). Two closing
 elements after the drawn ones (a query of their own matches them) tell when the run's event time
 has passed every window the drawn elements fall in; by then each window closed is reported once,
 its rows the oracle's."""
@@ -43,11 +44,44 @@ def closing(last: int, every: int) -> list[list]:
     return [[(first, "<http://x/e>", END, "<http://x/f>")], [(first + 4 * every, "<http://x/e>", END, "<http://x/f>")]]
 
 
+class Directory:
+    """A followed directory: each chunk a Parquet file, written hidden and renamed."""
+
+    def __init__(self, tmp_path_factory, request) -> None:
+        self.path = tmp_path_factory.mktemp("live")
+        self.input, self.written = str(self.path), 0
+
+    def add(self, rows: list) -> None:
+        hidden = self.path / f".part-{self.written:04d}.parquet"
+        write_stream(rows, str(hidden), fmt="parquet")
+        os.replace(hidden, self.path / f"part-{self.written:04d}.parquet")
+        self.written += 1
+
+
+class RedisStreamInput:
+    """A Redis stream (a fresh key on the module's server): each chunk one MULTI/EXEC of entries."""
+
+    def __init__(self, tmp_path_factory, request) -> None:
+        from tefq.io.redis_stream import RedisStream
+
+        self.input = f"redis://127.0.0.1:{request.getfixturevalue('redis_port')}/drawn-{time.time_ns()}"
+        self.stream = RedisStream.parse(self.input)
+
+    def add(self, rows: list) -> None:
+        from tefq.io.redis_stream import add_elements
+
+        client = self.stream.connect()
+        add_elements(client, self.stream, rows)
+        client.close()
+
+
 @pytest.mark.spark
+@pytest.mark.parametrize("source", [Directory, RedisStreamInput], ids=["directory", "redis"])
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                         HealthCheck.too_slow])
 @given(case=followed_cases())
-def test_a_followed_windowed_run_reports_the_oracles_windows_once(spark, tmp_path_factory, case) -> None:
+def test_a_followed_windowed_run_reports_the_oracles_windows_once(spark, tmp_path_factory, request, source,
+                                                                  case) -> None:
     name, every, files = case
     elements = [e for f in files for e in f]
     files = files + closing(max(e[0] for e in elements), every)
@@ -58,15 +92,14 @@ def test_a_followed_windowed_run_reports_the_oracles_windows_once(spark, tmp_pat
     everything = [e for f in files for e in f]
     end_closes = {row[0] for row in reported(doc, everything, 1 << 62)[-1]}  # the windows holding an :end element
     assert end_closes
-    directory = tmp_path_factory.mktemp("live")
-    write_stream(files[0], str(directory / "part-0000.parquet"), fmt="parquet")
+    live = source(tmp_path_factory, request)
+    live.add(files[0])
 
     def feed() -> None:
-        for i, rows in enumerate(files[1:], 1):
+        for rows in files[1:]:
             time.sleep(0.3)
-            write_stream(rows, str(directory / f".part-{i:04d}.parquet"), fmt="parquet")
-            os.replace(directory / f".part-{i:04d}.parquet", directory / f"part-{i:04d}.parquet")
+            live.add(rows)
 
     event_time = files[-1][0][0]
-    got = followed(spark, doc, [str(directory)], feed, max(c for c in end_closes if c <= event_time))
+    got = followed(spark, doc, [live.input], feed, max(c for c in end_closes if c <= event_time))
     assert [sorted(rows) for rows in got] == reported(doc, everything, event_time)
