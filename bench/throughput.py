@@ -290,7 +290,7 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
 def warm_runs(args: argparse.Namespace, doc, streams: list[str], fpt: int, result: dict, rows_out: int) -> None:
     """--warm-runs N: the same run N times more on the session the first one started, as a run in the
     warm engine finds it (docs/spark.md "Warm engine"): whole-run seconds and events/s of each."""
-    from tefq.spark.engine import run
+    from tefq.spark import run
 
     walls, steadies = [], []
     for _ in range(args.warm_runs):
