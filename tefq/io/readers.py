@@ -14,12 +14,12 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from tefq import terms
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog, IgnoreBadRows
 from tefq.io.limits import EXCERPT, max_line_bytes, max_term_chars, open_input, skip_line
 from tefq.io.elements import TIME_PREDICATES, parse_statement, time_literal, timestamp_graphs  # noqa: F401
-from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST, TermError, check_position, normalise_term
+from tefq.io.ntriples import (BNODE_FAST, IRI_FAST, LIT_FAST, XSD_STRING_SUFFIX, TermError, check_position,
+                              normalise_term)
 from tefq.io.sniff import HEAD_BYTES, refuse_binary, refuse_special
 from tefq.io.validate import (HEADER, RANGE_HINT, TS_MAX, TS_MIN, Fault, RowChecker, check_term, check_text,
                               decode_line, element_of_line, header_order, split_csv)
@@ -429,7 +429,7 @@ def in_normal_form(values: "pa.Array", role: str) -> "pa.Array":
     ok = pc.match_substring_regex(values, fast_term_patterns()[role])
     ok = pc.and_(ok, pc.less_equal(pc.utf8_length(values), max_term_chars()))  # longer: check_term refuses it
     if role == "o":
-        ok = pc.and_(ok, pc.invert(pc.ends_with(values, "^^<" + terms.XSD_STRING + ">")))
+        ok = pc.and_(ok, pc.invert(pc.ends_with(values, XSD_STRING_SUFFIX)))
     return ok
 
 

@@ -26,8 +26,7 @@ import pyarrow.compute as pc
 
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog
-from tefq.io.limits import max_term_chars
-from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST, XSD_STRING_SUFFIX
+from tefq.io.readers import in_normal_form
 from tefq.io.validate import ROLES, Fault, RowChecker, check_text, decode_line
 from tefq.vocabulary import Element
 
@@ -274,11 +273,9 @@ return {n, r[n][1], table.concat(ts, '\\n'), table.concat(s, '\\n'), table.conca
 """
 COLUMNS_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
                             ("row", pa.int64())])
-# Cells the vectorised rules pass are in normal form already (`ntriples.normalise_term`'s fast
-# path, in RE2); any other cell goes through the row checker.
+# A ts cell the row checker reads as it stands (`validate.parse_timestamp`'s fast path); terms as
+# the Parquet reader takes them (`readers.in_normal_form`). Any other cell goes through the row checker.
 TS_FAST = r"^[0-9]{1,18}$"
-TERM_FAST = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$",
-             "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})$"}
 
 
 def entry_columns(client: "redis.Redis", stream: RedisStream, after: str, until: str, first_row: int,
@@ -319,12 +316,9 @@ def page_batch(cells: list[bytes], n: int, first_row: int, rows: RowChecker) -> 
         return None
     if not len(ts) == len(s) == len(p) == len(o) == n:  # a cell held a newline
         return None
-    limit = max_term_chars()
     fast = pc.match_substring_regex(ts, TS_FAST)
     for role, col in zip("spo", (s, p, o)):
-        fast = pc.and_(fast, pc.and_(pc.match_substring_regex(col, TERM_FAST[role]),
-                                     pc.less_equal(pc.utf8_length(col), limit)))
-    fast = pc.and_(fast, pc.invert(pc.ends_with(o, XSD_STRING_SUFFIX)))
+        fast = pc.and_(fast, in_normal_form(col, role))
     times = pc.cast(pc.if_else(fast, ts, "0"), pa.int64())
     slow = pc.invert(fast)
     if pc.any(slow).as_py():
