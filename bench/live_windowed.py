@@ -13,11 +13,11 @@ is a wall-clock instant: its **delay** is the moment its first row appears in th
 (tailed every 20 ms) minus its close. The publisher's intervals end `--phase` ms after each whole
 second (default 500, as bench/live.py): a window closing on a whole second waits that long for the
 interval holding its close, the same in every run (`random`: from the publisher's start, a phase
-of 0 to 1 s that every window of the run shares, so one run's p99 moves by up to a second). The queries count joins per channel: `tumbling` over
-[RANGE PT1S STEP PT1S], `sliding` over [RANGE PT10S STEP PT1S]. **Correctness** per window, as
-YABench reports it: precision (its rows that are the oracle's) and recall (the oracle's rows it
-has), the oracle's bounded run over the same input, for every window up to the last one the live
-run reported. Memory: the peak resident set of the run's driver, JVM and Python workers.
+of 0 to 1 s that every window of the run shares, so one run's p99 moves by up to a second). The
+queries count joins per channel: `tumbling` over [RANGE PT1S STEP PT1S], `sliding` over [RANGE
+PT10S STEP PT1S]. **Correctness** per window, as YABench reports it: precision (its rows that are
+the oracle's) and recall (the oracle's rows it has), the oracle's bounded run over the same input,
+for every window up to the last one the live run reported. Memory: the peak resident set of the run's driver, JVM and Python workers.
 Plots (`--plot PREFIX`): PREFIX-delay-over-time.png, PREFIX-delay-vs-rate.png.
 
 Variants (`--variant LABEL=PYTHON`, as in bench/live.py): each run under each variant, alternated

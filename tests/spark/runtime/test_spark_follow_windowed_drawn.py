@@ -38,8 +38,8 @@ def followed_cases(draw) -> tuple[str, int, list[list]]:
 
 def closing(last: int, every: int) -> list[list]:
     """Two files after the drawn ones: an :end element just after them (and after t0 = 0: a run
-    reads nothing before it), then one a window's RANGE and two STEPs later, which closes every
-    window holding the first."""
+    reads nothing before it), then one four STEPs later (more than a window's RANGE, 1.5 STEPs, and
+    two STEPs), which closes every window holding the first."""
     first = max(last, 0) + 1
     return [[(first, "<http://x/e>", END, "<http://x/f>")], [(first + 4 * every, "<http://x/e>", END, "<http://x/f>")]]
 
