@@ -18,6 +18,11 @@ from tefq.spark.runtime.task_retries import with_retries
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
 # (TEFQ_SPARK_LOG=warn shows them again).
 MIN_BATCHES_TO_RETAIN = 20  # docs/spark.md "Restart and reliability"
+# The driver JVM compiles with C1 alone: a run's JVM work is short and new with every query (Spark
+# generates and compiles fresh classes for each), so C2's compiles take the cores from the Python
+# workers and do not pay back (docs/spark.md "Start-up", measured). TEFQ_JIT=full: the JVM's default.
+JIT_VARIABLE = "TEFQ_JIT"
+C1_ONLY = "-XX:TieredStopAtLevel=1"
 LOG4J2_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log4j2.properties")  # tefq/spark/
 
 
@@ -31,6 +36,11 @@ def _cores(master: str) -> int:
         n, c, _ = master[14:-1].split(",")
         return int(n) * int(c)
     return os.cpu_count() or 2
+
+
+def jit_options() -> list[str]:
+    """The driver JVM's compiler options: C1 alone, unless TEFQ_JIT=full."""
+    return [] if os.environ.get(JIT_VARIABLE, "").strip().lower() == "full" else [C1_ONLY]
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,8 @@ def start_session(master: str | None = None, app_name: str = "tefq", archive_opt
     cores = _cores(m)
     partitions = str(shuffle_partitions(cores))  # one bucket per core
     archive = jvm_archive.driver_options() if archive_options is None else archive_options
-    driver_java_options = " ".join([f"-Dlog4j2.configurationFile={LOG4J2_FILE}", "-Duser.timezone=UTC", *archive])
+    driver_java_options = " ".join([f"-Dlog4j2.configurationFile={LOG4J2_FILE}", "-Duser.timezone=UTC", *archive,
+                                    *jit_options()])
     builder = (
         SparkSession.builder.master(m).appName(app_name)
         .config("spark.sql.shuffle.partitions", partitions)
