@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tefq.io.ntriples import BNODE_FAST, IRI_FAST
+from tefq.io.readers import fast_term_patterns
 
-PATTERNS = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})$", "p": f"^{IRI_FAST}$", "o": f"^(?:{IRI_FAST}|{BNODE_FAST})$"}
+PATTERNS = fast_term_patterns()
 JOIN = "<http://example.org/iptv#join>"
 
 

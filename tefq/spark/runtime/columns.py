@@ -9,21 +9,19 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tefq.io.ntriples import BNODE_FAST, IRI_FAST, LIT_FAST
+from tefq.io.ntriples import IRI_FAST, XSD_STRING_SUFFIX
 from tefq.io.limits import max_term_chars
+from tefq.io.readers import fast_term_patterns
 from tefq.io.validate import TS_MAX, TS_MIN
 from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.planning.windowed import WindowedPlan
 from tefq.spark.protocol import RowKind
 from tefq.spark.runtime.sources import FLUSH_TERM
-from tefq.terms import XSD_STRING
 
-# The cells the oracle's Parquet reader takes unchanged (tefq.io.readers: the same fast patterns),
-# per role; `\z`, not `$`: Java's `$` also matches before a final newline.
-NORMAL_CELL = {"s": f"^(?:{IRI_FAST}|{BNODE_FAST})\\z", "p": f"^{IRI_FAST}\\z",
-               "o": f"^(?:{IRI_FAST}|{BNODE_FAST}|{LIT_FAST})\\z"}
-XSD_STRING_SUFFIX = "^^<" + XSD_STRING + ">"  # a literal the readers rewrite (xsd:string dropped)
+# The cells the oracle's Parquet reader takes unchanged (its fast patterns), per role, ending in
+# `\z`, not `$`: Java's `$` also matches before a final newline.
+NORMAL_CELL = {role: pattern.removesuffix("$") + "\\z" for role, pattern in fast_term_patterns().items()}
 
 
 def clause_condition(c) -> "F.Column":
