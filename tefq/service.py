@@ -54,7 +54,7 @@ SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest",
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
 # whole run beats Spark's there: with Spark to start (cold) and with Spark already up (a warm engine,
 # tefq.server; or a session in this process) (docs/cli.md, "Choosing the engine").
-AUTO_ORACLE_EVENTS = 200_000
+AUTO_ORACLE_EVENTS = 120_000
 AUTO_ORACLE_EVENTS_WARM = 20_000
 TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
 STDIN = "-"
