@@ -17,7 +17,8 @@ of 0 to 1 s that every window of the run shares, so one run's p99 moves by up to
 queries count joins per channel: `tumbling` over [RANGE PT1S STEP PT1S], `sliding` over [RANGE
 PT10S STEP PT1S]. **Correctness** per window, as YABench reports it: precision (its rows that are
 the oracle's) and recall (the oracle's rows it has), the oracle's bounded run over the same input,
-for every window up to the last one the live run reported. Memory: the peak resident set of the run's driver, JVM and Python workers.
+for every window up to the last one the live run reported. Memory: the peak resident set of the
+run's driver, JVM and Python workers.
 Plots (`--plot PREFIX`): PREFIX-delay-over-time.png, PREFIX-delay-vs-rate.png.
 
 Variants (`--variant LABEL=PYTHON`, as in bench/live.py): each run under each variant, alternated
