@@ -130,6 +130,8 @@ def own_gateway_connection(session):
     client = session.sparkContext._gateway._gateway_client
     prefix = smart_decode(client.address) + smart_decode(client.port)
     inherited = {k[len(prefix):] for k in list(ThreadSafeFinalizer.finalizers)}
+    for connection in {*client.deque, client.get_thread_connection()} - {None}:
+        let_go(connection)
     client.thread_connection = threading.local()
     client.deque = deque()
     free = client.garbage_collect_object
@@ -144,6 +146,21 @@ def own_gateway_connection(session):
     worker.daemon = True
     worker.start()
     return client
+
+
+def let_go(connection) -> None:
+    """Close this child's copy of an inherited py4j connection without shutting its socket down:
+    the engine holds the same socket, and a shutdown (py4j's `close`, also run when the dropped
+    connection is collected) would end the engine's own connection to the JVM (seen: the next
+    run's `newSession` failed with "connection reset", and the engine stopped its runs)."""
+    stream, sock = connection.stream, connection.socket
+    connection.stream = connection.socket = None  # py4j's close() and __del__ then do nothing
+    for closable in (stream, sock):
+        if closable is not None:
+            try:
+                closable.close()  # this process's descriptor only: the engine's stays open
+            except OSError:
+                pass
 
 
 def release_objects(client) -> None:
