@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tefq.errors import TefqError
 from tefq.plan.logical import AggregateQuery, Call, Term, Var
 from tefq.terms import (XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, iri_value,
                         is_iri, is_literal, split_literal)
+
+if TYPE_CHECKING:
+    import numpy as np  # tefq.results stays light: numpy is imported where a frame is made
 
 Cell = str | None
 Row = tuple[int, tuple[Cell, ...]]  # (tick in ms, cells in SELECT order)
@@ -32,6 +35,9 @@ class QueryResult:
     # True: a windowed query with ORDER BY (spec §8): each tick's rows stay in the order its window
     # gave them (the query's ORDER BY, then OFFSET / LIMIT); only ticks are sorted.
     window_order: bool = field(default=False, compare=False, repr=False)
+    # The same rows as columns (a Spark collector's arrays, `ResultColumns`): the writers format
+    # each distinct cell once. Whoever changes `rows` after clears it, as `ordered`.
+    frame: ResultColumns | None = field(default=None, compare=False, repr=False)
 
     def sorted_rows(self) -> list[Row]:
         """Rows ordered by tick, then by the values left to right (spec §5; unbound first), or
@@ -41,6 +47,49 @@ class QueryResult:
         if self.window_order:
             return sorted(self.rows, key=lambda r: r[0])
         return sorted(self.rows, key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
+
+    def as_columns(self) -> ResultColumns:
+        """The rows in `sorted_rows`' order as columns: the collector's `frame`, else made here."""
+        return self.frame if self.frame is not None else ResultColumns.of_rows(self.sorted_rows(), len(self.columns))
+
+
+@dataclass(frozen=True)
+class ResultColumns:
+    """A result's rows as columns, in the result order: `ticks` (n,) int64 and, per SELECT column,
+    its distinct cells and each row's index among them (a cell may repeat among the distinct
+    ones). No Python object per row: a writer formats each distinct cell once and lays the rows
+    out as arrays (tefq.io.result_writers)."""
+
+    ticks: np.ndarray
+    columns: tuple[tuple[list[Cell], np.ndarray], ...]
+
+    def __len__(self) -> int:
+        return len(self.ticks)
+
+    @staticmethod
+    def of_rows(rows: list[Row], width: int) -> ResultColumns:
+        import numpy as np
+
+        ticks = np.fromiter((t for t, _ in rows), np.int64, len(rows))
+        columns = []
+        for j in range(width):
+            pos: dict[Cell, int] = {}
+            index = np.fromiter((pos.setdefault(cells[j], len(pos)) for _, cells in rows), np.int64, len(rows))
+            columns.append((list(pos), index))
+        return ResultColumns(ticks, tuple(columns))
+
+    def rows(self) -> list[Row]:
+        """The rows as tuples (what `QueryResult.rows` holds)."""
+        import numpy as np
+
+        taken = []
+        for cells, index in self.columns:
+            distinct = np.empty(len(cells), dtype=object)
+            distinct[:] = cells
+            taken.append(distinct[index].tolist())
+        if not taken:
+            return [(t, ()) for t in self.ticks.tolist()]
+        return list(zip(self.ticks.tolist(), zip(*taken)))
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
@@ -34,6 +35,7 @@ from tefq.results import (BOOLEAN, DOUBLE, LONG, NTRIPLES, STRING, TERM, TIMESTA
                           check_term_form, typed_column)
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 FORMATS = ("csv", "tsv", "json", "jsonl", "xml", "text", "parquet", "arrow")
@@ -149,16 +151,105 @@ def table(results: list[QueryResult], tick_format: str = "ms") -> Table:
     return (["query"] if with_query else []) + ["tick"] + names, rows()
 
 
-def _write_csv(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
-    w = csv.writer(out, lineterminator="\r\n")
-    w.writerow(head)
-    w.writerows([csv_cell(c) for c in row] for row in rows)
+Column = tuple[list, "np.ndarray"]  # an output column: its distinct cells, each row's index among them
 
 
-def _write_tsv(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
+def column_table(results: list[QueryResult], tick_format: str | None = "ms") -> tuple[list[str], list[Column]]:
+    """`table` as columns (`QueryResult.as_columns`): the same header, and per output column its
+    distinct cells and each row's index. `tick_format` None: the tick column's cells are ms."""
+    import numpy as np
+
+    with_query = len(results) > 1
+    names: list[str] = []
+    for r in results:
+        names += [n for n in _names(r) if n not in names]
+    head = (["query"] if with_query else []) + ["tick"] + names
+    lead = len(head) - len(names)
+    parts: list[list[Column]] = [[] for _ in head]  # by position: a column may be named `tick` too
+    for r in results:
+        frame = r.as_columns()
+        n, own = len(frame), _names(r)
+        if with_query:
+            parts[0].append(([terms.literal(r.name)], np.zeros(n, np.int64)))
+        ticks, index = np.unique(frame.ticks, return_inverse=True)
+        cells = ticks.tolist() if tick_format is None else [tick_term(t, tick_format) for t in ticks.tolist()]
+        parts[lead - 1].append((cells, index.reshape(-1)))
+        by_name = dict(zip(own, frame.columns))  # as `table`: a name given twice keeps its last column
+        for j, name in enumerate(names):
+            column = frame.columns[j] if own == names else by_name.get(name)
+            parts[lead + j].append(column if column is not None else ([None], np.zeros(n, np.int64)))
+    return head, [_stacked(p) for p in parts]
+
+
+def _stacked(parts: list[Column]) -> Column:
+    """One column of several results' columns, one under the other."""
+    import numpy as np
+
+    cells: list = []
+    indexes = []
+    for c, index in parts:
+        indexes.append(index + len(cells))
+        cells.extend(c)
+    return cells, np.concatenate(indexes) if indexes else np.zeros(0, np.int64)
+
+
+LINES_PER_CHUNK = 1 << 16  # rows laid out at once: a few MB of text (a million: +140 MB peak, no faster)
+
+
+def _write_lines(out: IO[str], columns: list[Column], sep: str, end: str) -> None:
+    """Rows as lines of text: `columns` hold each distinct cell already as its text; a line is
+    its row's texts joined by `sep` and ended by `end`, laid out by Arrow a chunk at a time."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pa.large_string()  # offsets of 64 bits: long cells times a chunk of rows may pass 2 GB
+    texts = [pa.array(cells, text) for cells, _ in columns]
+    texts[-1] = pc.binary_join_element_wise(texts[-1], pa.scalar(end, text), pa.scalar("", text))
+    n = len(columns[-1][1])
+    with progress.bar("writing rows", n) as shown:
+        for lo in range(0, n, LINES_PER_CHUNK):
+            cols = [t.take(pa.array(index[lo:lo + LINES_PER_CHUNK])) for t, (_, index) in zip(texts, columns)]
+            lines = pc.binary_join_element_wise(*cols, pa.scalar(sep, text)) if len(cols) > 1 else cols[0]
+            offsets = np.frombuffer(lines.buffers()[1], np.int64, len(lines) + 1, lines.offset * 8)
+            write_utf8(out, lines.buffers()[2][int(offsets[0]):int(offsets[-1])])
+            shown.advance(min(n, lo + LINES_PER_CHUNK))
+
+
+def write_utf8(out: IO[str], data: "pa.Buffer") -> None:
+    """UTF-8 text onto `out`, a large write checked to its last byte: a TextIOWrapper drops the
+    count its buffer returns, and a BufferedWriter returns a short one when a large write fills
+    the disk (measured on a full tmpfs: standard output cut at the limit, exit 0); writing the
+    rest raises the disk's error."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or (out.encoding or "").lower().replace("-", "") != "utf8":
+        out.write(data.to_pybytes().decode("utf-8"))
+        return
+    out.flush()
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if not written:
+            raise OSError(errno.EIO, "the output took no bytes")
+        view = view[written:]
+
+
+def csv_field(text: str) -> str:
+    """One CSV field as Python's csv module writes it (QUOTE_MINIMAL, `,`, CRLF lines): quoted
+    when it holds a comma, a quote or a line break, its quotes doubled."""
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _write_csv(out: IO[str], head: list[str], columns: list[Column]) -> None:
+    csv.writer(out, lineterminator="\r\n").writerow(head)
+    _write_lines(out, [([csv_field(csv_cell(c)) for c in cells], index) for cells, index in columns], ",", "\r\n")
+
+
+def _write_tsv(out: IO[str], head: list[str], columns: list[Column]) -> None:
     out.write("\t".join("?" + n for n in head) + "\n")
-    for row in rows:
-        out.write("\t".join(tsv_cell(c) for c in row) + "\n")
+    _write_lines(out, [([tsv_cell(c) for c in cells], index) for cells, index in columns], "\t", "\n")
 
 
 def _write_sparql_json(out: IO[str], head: list[str], rows: Iterator[list[Cell]]) -> None:
@@ -222,8 +313,8 @@ def _is_number(text: str) -> bool:
     return bool(_NUMBER.fullmatch(text))
 
 
-_TABLE_WRITERS = {"csv": _write_csv, "tsv": _write_tsv, "json": _write_sparql_json, "xml": _write_xml,
-                  "text": write_text_table}
+_TABLE_WRITERS = {"json": _write_sparql_json, "xml": _write_xml, "text": write_text_table}
+_COLUMN_WRITERS = {"csv": _write_csv, "tsv": _write_tsv}  # rows laid out as arrays
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,23 +348,23 @@ def _write_jsonl(out: IO[str], results: list[QueryResult], tick_format: str) -> 
 
 def arrow_table(results: list[QueryResult], term_form: str = "ntriples") -> "pa.Table":
     """`tick` as timestamp[ms, UTC], every other column N-Triples terms as strings (null =
-    unbound); `term_form` "typed": each column typed (tefq.results.typed_column)."""
+    unbound); `term_form` "typed": each column typed (tefq.results.typed_column). Each distinct
+    cell is converted once (`column_table`)."""
     import pyarrow as pa
 
     check_term_form(term_form)
-    head, rows = table(results)
-    columns = list(zip(*rows)) or [()] * len(head)
+    head, columns = column_table(results, tick_format=None)
     arrays = []
-    for name, values in zip(head, columns):
-        if name == "tick":
-            ms = [int(terms.split_literal(v)[0]) for v in values]
-            arrays.append(pa.array(ms, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC")))
-        elif name == "query" and len(results) > 1:
-            arrays.append(pa.array([terms.split_literal(v)[0] for v in values], type=pa.string()))
+    for j, (name, (cells, index)) in enumerate(zip(head, columns)):
+        if j == head.index("tick"):
+            distinct = pa.array(cells, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+        elif j == 0 and len(results) > 1:  # the query column
+            distinct = pa.array([terms.split_literal(v)[0] for v in cells], type=pa.string())
         elif term_form == "typed":
-            arrays.append(typed_array(list(values), planned_kind(results, name)))
+            distinct = typed_array(cells, planned_kind(results, name))
         else:
-            arrays.append(pa.array(values, type=pa.string()))
+            distinct = pa.array(cells, type=pa.string())
+        arrays.append(distinct.take(pa.array(index, type=pa.int64())))
     return pa.Table.from_arrays(arrays, names=head)
 
 
@@ -336,6 +427,9 @@ def _check(fmt: str, tick_format: str) -> str:
 def _write_one(out: IO[str], results: list[QueryResult], fmt: str, tick_format: str) -> None:
     if fmt == "jsonl":
         _write_jsonl(out, results, tick_format)
+        return
+    if fmt in _COLUMN_WRITERS:
+        _COLUMN_WRITERS[fmt](out, *column_table(results, tick_format))
         return
     head, rows = table(results, tick_format)
     _TABLE_WRITERS[fmt](out, head, progress.counted(rows, "writing rows", sum(len(r.rows) for r in results)))

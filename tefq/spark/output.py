@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from tefq.plan.logical import Call, Expr, Var
-from tefq.results import QueryResult, Row, order_key
+from tefq.results import QueryResult, ResultColumns, Row, order_key
 from tefq.semantics.expressions import EvalError, evaluate, filters_pass
 from tefq.semantics.values import to_term
 from tefq.spark.kernels.exact import rounded
@@ -166,15 +166,20 @@ class Collector:
         return out
 
     def sorted_rows(self) -> list[Row]:
-        """Every row in the result order (`QueryResult.sorted_rows`). Numeric rows are sorted as
-        arrays: each column's distinct cells are ranked once by `order_key`, then one lexsort."""
-        if self.ready or not self.numeric:
-            return sorted(self.rows(), key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
-        return format_rows(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
+        """Every row in the result order (`QueryResult.sorted_rows`)."""
+        return self.results()[0].rows
 
     def results(self) -> list[QueryResult]:
-        """The query's rows, already in the result order: the writers do not sort them again."""
-        return [QueryResult(self.query, self.columns, self.sorted_rows(), ordered=True)]
+        """The query's rows, already in the result order: the writers do not sort them again.
+        Numeric rows are sorted as arrays (each column's distinct cells ranked once by
+        `order_key`, then one lexsort) and kept as columns too (`QueryResult.frame`)."""
+        if self.ready or not self.numeric:
+            rows = sorted(self.rows(), key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
+            return [QueryResult(self.query, self.columns, rows, ordered=True)]
+        frame = numeric_columns(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
+        with paused_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
+            rows = frame.rows()
+        return [QueryResult(self.query, self.columns, rows, ordered=True, frame=frame)]
 
     def folded(self, previous: dict) -> dict:
         """A live run's metrics so far: `previous` (what this returned for the polls before) with
@@ -242,10 +247,10 @@ class _Column:
             return self.index
         return cell_ranks(self.cells)[self.index]
 
-    def take(self, perm: np.ndarray | None = None) -> list:
-        cells = np.empty(len(self.cells), dtype=object)
-        cells[:] = self.cells
-        return cells[self.index if perm is None else self.index[perm]].tolist()
+    def in_rows(self, perm: np.ndarray | None = None) -> tuple[list, np.ndarray]:
+        """The column as `ResultColumns` holds one: its distinct cells, each row's index (rows
+        permuted by `perm`)."""
+        return self.cells, self.index if perm is None else self.index[perm]
 
 
 def cell_ranks(cells: list) -> np.ndarray:
@@ -296,10 +301,17 @@ def _is_int(a: np.ndarray) -> bool:
 
 def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...],
                 projections: tuple[tuple[str, Expr], ...], ordered: bool = False) -> list[Row]:
+    """`numeric_columns` as rows."""
+    with paused_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
+        return numeric_columns(rows, terms, group_vars, projections, ordered).rows()
+
+
+def numeric_columns(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...],
+                    projections: tuple[tuple[str, Expr], ...], ordered: bool = False) -> ResultColumns:
     """The SELECT cells of numeric rows: group terms decoded, numbers as canonical terms, `+ - * /`
     of doubles vectorised (IEEE, as the oracle's float ops), anything else row by row with the
-    oracle's expression semantics. `ordered`: in the result order (tick, then cells by
-    `order_key`), sorted as arrays of ranks."""
+    oracle's expression semantics; each column's distinct cells made once. `ordered`: in the
+    result order (tick, then cells by `order_key`), sorted as arrays of ranks."""
     values = rows.values
     columns: list[_Column] = []
     for _, e in projections:
@@ -321,13 +333,11 @@ def format_rows(rows: NumericRows, terms: dict[int, str], group_vars: tuple[str,
             columns.append(col)
         else:  # a general expression: row by row with the oracle's semantics
             columns.append(_Column.of_cells(_general_column(e, rows, terms, group_vars)))
-    with paused_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
-        if not columns:
-            ticks = np.sort(rows.ticks) if ordered else rows.ticks
-            return [(t, ()) for t in ticks.tolist()]
-        perm = np.lexsort(tuple(c.ranks() for c in reversed(columns)) + (rows.ticks,)) if ordered else None
-        ticks = rows.ticks if perm is None else rows.ticks[perm]
-        return list(zip(ticks.tolist(), zip(*(c.take(perm) for c in columns))))
+    if not columns:
+        return ResultColumns(np.sort(rows.ticks) if ordered else rows.ticks, ())
+    perm = np.lexsort(tuple(c.ranks() for c in reversed(columns)) + (rows.ticks,)) if ordered else None
+    ticks = rows.ticks if perm is None else rows.ticks[perm]
+    return ResultColumns(ticks, tuple(c.in_rows(perm) for c in columns))
 
 
 @contextmanager
