@@ -212,21 +212,21 @@ def _write_lines(out: IO[str], columns: list[Column], sep: str, end: str) -> Non
             cols = [t.take(pa.array(index[lo:lo + LINES_PER_CHUNK])) for t, (_, index) in zip(texts, columns)]
             lines = pc.binary_join_element_wise(*cols, pa.scalar(sep, text)) if len(cols) > 1 else cols[0]
             offsets = np.frombuffer(lines.buffers()[1], np.int64, len(lines) + 1, lines.offset * 8)
-            write_utf8(out, lines.buffers()[2][int(offsets[0]):int(offsets[-1])])
+            write_checked(out, lines.buffers()[2][int(offsets[0]):int(offsets[-1])])
             shown.advance(min(n, lo + LINES_PER_CHUNK))
 
 
-def write_utf8(out: IO[str], data: "pa.Buffer") -> None:
-    """UTF-8 text onto `out`, a large write checked to its last byte: a TextIOWrapper drops the
-    count its buffer returns, and a BufferedWriter returns a short one when a large write fills
-    the disk (measured on a full tmpfs: standard output cut at the limit, exit 0); writing the
-    rest raises the disk's error."""
+def write_checked(out: IO[str], text: "str | pa.Buffer") -> None:
+    """`text` (a str, or UTF-8 bytes) onto `out`, a large write checked to its last byte: a
+    TextIOWrapper drops the count its buffer returns, and a BufferedWriter returns a short one
+    when a large write fills the disk (measured on a full tmpfs: standard output cut at the limit,
+    exit 0); writing the rest raises the disk's error."""
     buffer = getattr(out, "buffer", None)
     if buffer is None or (out.encoding or "").lower().replace("-", "") != "utf8":
-        out.write(data.to_pybytes().decode("utf-8"))
+        out.write(text if isinstance(text, str) else memoryview(text).tobytes().decode("utf-8"))
         return
     out.flush()
-    view = memoryview(data)
+    view = memoryview(text.encode("utf-8") if isinstance(text, str) else text)
     while view:
         written = buffer.write(view)
         if not written:
@@ -541,7 +541,7 @@ class ResultAppender:
             text = text.split("\n", 1)[1] if "\n" in text else ""  # the header is written once
         if path is None:
             with to_stdout():
-                sys.stdout.write(text)
+                write_checked(sys.stdout, text)
                 sys.stdout.flush()
         else:
             if self.per_query:

@@ -146,6 +146,18 @@ def test_follow_output_on_a_full_disk_ends_with_the_last_whole_batch(disk) -> No
     assert all(row[1] == "x" * 300 for row in rows[1:])
 
 
+def test_follow_output_to_a_full_standard_output_is_a_sentence(disk) -> None:
+    """A micro-batch's rows are one large write (here one batch of 1,000 rows, 330 kB, on a 64 kB
+    disk): the part the disk refuses is an error, not lost."""
+    code = APPENDER.replace("ResultAppender(\"csv\", sys.argv[1])", "ResultAppender(\"csv\", None)")
+    code = code.replace("for i in range(7)", "for i in range(1000)").replace("range(10_000)", "range(1)")
+    with open(os.path.join(disk.path, "stdout.csv"), "w") as out:
+        r = subprocess.run([sys.executable, "-c", code], stdout=out, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=disk.limit)
+    assert r.returncode == 2, (disk.how, r.stderr[-2000:])
+    assert f"<stdout>: error: cannot write the results: {full_disk_words(disk)}" in r.stderr, r.stderr
+
+
 def test_a_gzip_file_named_tsv_is_described_not_echoed(tmp_path) -> None:
     path = tmp_path / "log.tsv"
     path.write_bytes(gzip.compress(("ts\ts\tp\to\n" + f"1000\t<{X}u>\t<{X}join>\t<{X}c>\n" * 50).encode()))
