@@ -30,7 +30,7 @@ from tefq.facts.table import FactRows, store_rows
 from tefq.facts.writer import fact_text
 from tefq.io.atomic import atomic_open
 from tefq.io.records import append_records
-from tefq.io.result_writers import is_directory_target
+from tefq.io.result_writers import is_directory_target, to_stdout, write_checked
 from tefq.plan.logical import Document
 from tefq.spark.engine import run_fact_table
 from tefq.spark.fact_output import FactCollector, Intervals, OpenFacts
@@ -86,8 +86,9 @@ class LiveFactWriter:
 
     def _append(self, text: str, start: bool) -> None:
         if self.out is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            with to_stdout():
+                write_checked(sys.stdout, text)
+                sys.stdout.flush()
         else:
             append_records(self.out, text, "the fact table", append=not start)
 

@@ -226,7 +226,12 @@ def write_checked(out: IO[str], text: "str | pa.Buffer") -> None:
         out.write(text if isinstance(text, str) else memoryview(text).tobytes().decode("utf-8"))
         return
     out.flush()
-    view = memoryview(text.encode("utf-8") if isinstance(text, str) else text)
+    write_all(buffer, text.encode("utf-8") if isinstance(text, str) else text)
+
+
+def write_all(buffer: IO[bytes], data) -> None:
+    """Every byte of `data` onto a binary stream, or the stream's error (`write_checked`)."""
+    view = memoryview(data)
     while view:
         written = buffer.write(view)
         if not written:
@@ -354,9 +359,9 @@ def arrow_table(results: list[QueryResult], term_form: str = "ntriples") -> "pa.
 
     check_term_form(term_form)
     head, columns = column_table(results, tick_format=None)
-    arrays = []
+    arrays, tick = [], head.index("tick")
     for j, (name, (cells, index)) in enumerate(zip(head, columns)):
-        if j == head.index("tick"):
+        if j == tick:
             distinct = pa.array(cells, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
         elif j == 0 and len(results) > 1:  # the query column
             distinct = pa.array([terms.split_literal(v)[0] for v in cells], type=pa.string())
@@ -400,7 +405,7 @@ def _write_binary(path: str | None, results: list[QueryResult], fmt: str, term_f
             with pa.ipc.new_file(sink, data.schema) as w:
                 w.write_table(data)
         if path is None:
-            sys.stdout.buffer.write(sink.getvalue().to_pybytes())
+            write_all(sys.stdout.buffer, sink.getvalue())
             sys.stdout.buffer.flush()
 
 

@@ -104,12 +104,14 @@ def test_a_bounded_out_on_a_full_disk_leaves_no_partial_file(tmp_path, disk, tar
     assert left == [], left  # written atomically: no file, no temporary file
 
 
-def test_standard_output_on_a_full_disk_is_a_sentence(tmp_path, disk) -> None:
+@pytest.mark.parametrize("fmt", ["csv", "arrow"])  # arrow: one large binary write (570 kB here)
+def test_standard_output_on_a_full_disk_is_a_sentence(tmp_path, disk, fmt) -> None:
     stream = tmp_path / "s.tsv"
     stream.write_text("ts\ts\tp\to\n" + "".join(f"{1000 + i * 997}\t<{X}u{i}>\t<{X}join>\t<{X}ch{i % 40}>\n"
                                              for i in range(3000)))
-    with open(os.path.join(disk.path, "stdout.csv"), "w") as out:
-        r = subprocess.run(TEFQ + ["run", UC1, "--engine", "oracle", "--stream", str(stream), "--quiet"],
+    with open(os.path.join(disk.path, f"stdout.{fmt}"), "w") as out:
+        r = subprocess.run(TEFQ + ["run", UC1, "--engine", "oracle", "--stream", str(stream), "--quiet",
+                                   "--format", fmt],
                            stdout=out, stderr=subprocess.PIPE, text=True, preexec_fn=disk.limit)
     assert r.returncode == 2, (disk.how, r.stderr[-2000:])
     assert f"<stdout>: error: cannot write the results: {full_disk_words(disk)}" in r.stderr, r.stderr
