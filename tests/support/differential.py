@@ -53,6 +53,13 @@ KINDS = {
                               f" WHERE (CURRENT ?g :has ?v) GROUP BY ?g {EVERY})", ["set", "set", "unset"]),
         "numbers of events": ("SELECT ?g AS G, ?s AS S, ?lo AS Lo, ?hi AS Hi, ?n AS N (AGGREGATE ?g, SUM ?v AS ?s, MIN ?v AS ?lo,"
                               f" MAX ?v AS ?hi, COUNT(*) AS ?n WHERE {{ ?g :obs ?v }} GROUP BY ?g {EVERY})", ["obs"]),
+        # COUNT DISTINCT of objects counts values (two spellings of one are one): not on the CURRENT
+        # or fact kernels, which count codes (planning/literals.py)
+        "distinct current objects": (FACT + "SELECT ?g AS G, ?n AS N (AGGREGATE ?g, COUNT DISTINCT ?v AS ?n"
+                                     f" WHERE (CURRENT ?g :has ?v) GROUP BY ?g {EVERY})", ["set", "set", "unset"]),
+        "distinct objects of facts": (FACT + "SELECT ?g AS G, ?n AS N, ?t AS T (AGGREGATE ?g, COUNT DISTINCT ?v AS ?n,"
+                                      f" SUM DURATION(?S,?E) AS ?t WHERE ?g :has ?v [?S,?E] GROUP BY ?g {EVERY})",
+                                      ["set", "unset"]),
         "FILTER and the implicit group": (FACT + "SELECT ?n AS N, ?s AS S, ?a AS A, ?s * 2 AS D (AGGREGATE COUNT ?g AS ?n,"
                                           " SUM ?v AS ?s, AVG ?v AS ?a WHERE { (CURRENT ?g :has ?v) FILTER(?v > 1 || ?v = \"a\") }"
                                           f" {EVERY})", ["set", "set", "unset"]),

@@ -15,8 +15,8 @@ up to the query's rows:
 - `?k` a group variable: a group's solutions are all in one bucket, which reports complete rows;
 - `?k` another variable (`merge`): a group spans buckets; each reports partial aggregates per
   (tick, group) — counts, exact sums, MIN/MAX candidates — and the driver adds them. Exact for
-  every aggregate but DISTINCT ones, unless the DISTINCT argument is `?k` itself (its values are
-  disjoint across buckets).
+  every aggregate but DISTINCT ones, unless the DISTINCT argument is `?k` itself and binds no
+  literal (its values are then disjoint across buckets; planning/literals.py).
 Under WHILE without merge, the scope facts are split by `?k` when the WHILE pattern shares it, else
 whole; with merge they are whole. On the input side a fact is held in part (only its identities
 whose column bound to `?k` lies in the bucket) when every consumer asks for it split by the same
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Fact, Pattern, Term, Var, WherePattern
 from tefq.spark.kernels.general.query import CompiledQuery, Split
 from tefq.spark.planning.common import Refusal
+from tefq.spark.planning.literals import literal_free
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -212,14 +213,17 @@ def fact_splits(doc: Document, q: AggregateQuery, order: list[str], var: str, me
     return {n: (next(iter(a)) if len(a) == 1 else -1) for n, a in asks.items()}
 
 
-def mergeable(q: AggregateQuery, var: str) -> bool:
-    """Partial aggregates of disjoint solution sets add up: all but DISTINCT ones not over `var`."""
-    return all(not a.distinct or a.func in ("MIN", "MAX") or a.arg == Var(var) for a in q.aggregates)
+def mergeable(doc: Document, q: AggregateQuery, var: str) -> bool:
+    """Partial aggregates of disjoint solution sets add up: all but DISTINCT ones not over `var`,
+    and those only when `var` binds no literal (two spellings of one value have two codes, which
+    may lie in two buckets: planning/literals.py)."""
+    return all(not a.distinct or a.func in ("MIN", "MAX") or (a.arg == Var(var) and literal_free(doc, q.where, var))
+               for a in q.aggregates)
 
 
 def candidate(doc: Document, q: AggregateQuery, order: list[str], var: str) -> tuple[tuple, Split, tuple] | None:
     merge = var not in {g.name for g in q.group_by}
-    if merge and not mergeable(q, var):
+    if merge and not mergeable(doc, q, var):
         return None
     if not any(wp.kind != "background" and binds(wp, var) for wp in q.where):
         return None

@@ -143,7 +143,7 @@ def test_the_columnar_mapper_sends_what_the_row_mapper_sends(shape, data, tmp_pa
     assert mapper_rows((p, None), elements, path).equals(rows)
     from tefq.spark.protocol import RowKind
 
-    for only in range(buckets):
+    for only in range(p.buckets):
         mine = rows[(rows["b"] == only) & (rows["k"] != int(RowKind.HEARTBEAT))].reset_index(drop=True)
         got = mapper_rows((p, only), elements, path)
         assert got[got["k"] != int(RowKind.HEARTBEAT)].reset_index(drop=True).equals(mine)
@@ -181,7 +181,7 @@ def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
                                      "p": [e[2] for e in part], "o": [e[3] for e in part]}), paths[-1])
     op = reading_operator(make_general_operator(p, RunSettings(0, 0)), p, None, {path: i for i, path in enumerate(paths)})
     col = collector_of(p)
-    for b in range(buckets):
+    for b in range(p.buckets):
         files = pd.DataFrame({"path": paths + [None], "flush": [False] * len(paths) + [True]})
         for kind, tick, payload in next(op((b,), iter([files]), FakeState())).itertuples(index=False):
             col.add(kind, tick, payload)
