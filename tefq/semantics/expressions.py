@@ -464,13 +464,19 @@ def filters_pass(filters: Iterable[Expr], env: Mapping[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------- aggregates
+def distinct_key(v: Value) -> tuple:
+    """What DISTINCT compares: the value and its class (1, 1.0 and 1.0e0 differ), every NaN one
+    value (NaN != NaN would make each NaN object a value of its own)."""
+    return (v.__class__, "NaN") if v != v else (v.__class__, v)
+
+
 def aggregate(func: str, values: list[Value], distinct: bool) -> Value | None:
     """SPARQL 1.1 set functions over the values of one group (errors and unbound already left out;
     SUM and AVG also skip non-numbers). Returns None for "no value" (AVG, MIN, MAX of nothing)."""
     if distinct:
         seen: dict[tuple, Value] = {}
-        for v in values:  # distinct terms: 1, 1.0 and 1.0e0 differ (their classes do)
-            seen.setdefault((v.__class__, v), v)
+        for v in values:
+            seen.setdefault(distinct_key(v), v)
         values = list(seen.values())
     if func == "COUNT":
         return len(values)

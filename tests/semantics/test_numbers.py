@@ -14,7 +14,7 @@ import pytest
 
 import tefq
 from tefq.semantics.expressions import aggregate, arith
-from tefq.semantics.values import to_term
+from tefq.semantics.values import to_term, to_value
 from tests.support.paths import ROOT
 from tests.support.spark import oracle, run_spark
 
@@ -81,6 +81,13 @@ def test_min_and_max_follow_one_total_order():
     assert aggregate("MIN", [1.0, Decimal("1.0"), 1], False) == 1 and \
         type(aggregate("MIN", [1.0, Decimal("1.0"), 1], False)) is int  # equal values: integer < decimal < double
     assert aggregate("MAX", [int(BIG), inf], False) == inf
+
+
+def test_distinct_keeps_one_of_each_value_and_one_nan():
+    nans = [float("nan"), float("nan"), to_value(f'"NaN"^^<{XSD}float>')]  # three objects, none equal to itself
+    assert aggregate("COUNT", nans + [1.5, Decimal("1.5"), Decimal("1.50")], True) == 3
+    assert aggregate("COUNT", [to_value(f'"{t}"^^<{XSD}dateTime>') for t in ("2024-01-01T00:00:00Z",
+                                                                            "2024-01-01T01:00:00+01:00")], True) == 1
 
 
 def test_decimals_are_exact():

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tefq.semantics.expressions import order_key
+from tefq.semantics.expressions import distinct_key, order_key
 from tefq.plan.logical import Aggregate
 from tefq.spark.kernels.exact import age_limbs, ages_fit, range_sums
 from tefq.spark.kernels.general.contributions import Aged, Contributions
@@ -46,7 +46,7 @@ def value_ids(v: Values) -> np.ndarray:
 
 def _object_ids(data: np.ndarray) -> np.ndarray:
     seen: dict = {}
-    return np.fromiter((seen.setdefault((x.__class__, x), len(seen)) for x in data.tolist()), np.int64, len(data))
+    return np.fromiter((seen.setdefault(distinct_key(x), len(seen)) for x in data.tolist()), np.int64, len(data))
 
 
 def distinct(c: Contributions, v: Values) -> tuple[np.ndarray, np.ndarray, np.ndarray, Values]:
