@@ -1,7 +1,7 @@
 """Hypothesis strategies for differential tests (issue 38): stream elements drawing every kind of
 RDF term (IRIs, blank nodes, plain, escaped and language literals, integers small and beyond 64
 bits, decimals beyond 28 digits, doubles with INF, NaN, -0 and overflow, floats, booleans,
-dateTimes of any year, unknown datatypes, ill-typed literals), timestamps that tie, straddle ticks
+dateTimes of any year, unknown datatypes, ill-typed literals, several spellings of one value), timestamps that tie, straddle ticks
 and sit at both ends of tefq's time range, and several streams of several files each. Terms are in
 the normal form the readers give (`tefq.io.validate.check_term`)."""
 from __future__ import annotations
@@ -39,6 +39,16 @@ OTHER_LITERALS = ['"a"', '"b"', '"a\\"b\\\\c\\n"', '"ü€𝄞"', '""', '"x"@en'
                   '"x"^^<http://x/dt>', typed("abc", "integer"),
                   typed("1.5.5", "decimal"), typed("a", "string")]
 NODES = [f"<{X}n{i}>" for i in range(4)] + [f"<{X}é>", "_:b1", "_:b2"]
+# Spellings of one value (two terms, one value: DISTINCT keeps one, a join keeps both), drawn as a
+# few small families so that an example often holds two members of one.
+TWINS = [[typed("1", "integer"), typed("01", "integer"), typed("+1", "integer"), typed("1", "int")],
+         [typed("2.5", "decimal"), typed("2.50", "decimal"), typed("+2.5", "decimal")],
+         [typed("1.5E0", "double"), typed("15e-1", "double"), typed("1.5", "double"), typed("1.5", "float")],
+         [typed("NaN", "double"), typed("NaN", "float")],
+         [typed("2024-01-01T00:00:00Z", "dateTime"), typed("2024-01-01T01:00:00+01:00", "dateTime"),
+          typed("2024-01-01T00:00:00", "dateTime"), typed("2024-01-01T00:00:00.000Z", "dateTime")],
+         [typed("true", "boolean"), typed("1", "boolean")],
+         ['"a"', typed("a", "string")], ['"x"@en', '"x"@EN']]
 
 
 def normal(term: str, role: str = "o") -> str:
@@ -48,7 +58,9 @@ def normal(term: str, role: str = "o") -> str:
 numbers = st.sampled_from(NUMBERS).map(normal)
 literals = st.sampled_from(OTHER_LITERALS).map(normal)
 nodes = st.sampled_from(NODES).map(lambda t: normal(t, "s"))
-any_term = st.one_of(numbers, numbers, literals, nodes)  # numbers twice: they are what aggregates compute with
+twins = st.sampled_from(TWINS).flatmap(st.sampled_from).map(normal)
+# numbers twice: they are what aggregates compute with
+any_term = st.one_of(numbers, numbers, literals, nodes, twins)
 
 
 @dataclass(frozen=True)
