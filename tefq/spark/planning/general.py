@@ -239,7 +239,8 @@ def choose_split(doc: Document, q: AggregateQuery, order: list[str]) -> tuple[Sp
     found = [c for c in (candidate(doc, q, order, v) for v in names) if c is not None]
     if not found:
         return None, tuple(order), ("no WHERE variable splits the solutions (a DISTINCT aggregate over a variable"
-                                    " that is not the split one, or no fact or event binds one): one bucket")
+                                    " that is not the split one or may bind a literal, or no fact or event binds"
+                                    " one): one bucket")
     _, split, whole = min(found, key=lambda c: c[0])
     how = ("a group's solutions lie in the bucket of its ?" + split.var) if not split.merge else \
         (f"each bucket reports partial aggregates of the solutions with its ?{split.var}; the driver adds them")

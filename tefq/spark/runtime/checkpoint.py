@@ -16,7 +16,10 @@ own row kind. Version 7: the general plan (issue 27, operators/general.py) runs 
 queries a version-6 checkpoint ran on the fallback (its state: every element read, one bucket).
 Version 8: state and sink records in runtime/codec's data format, checked against the reader's
 schema (issue 39); versions up to 7 held pickles, which this tefq refuses and never unpickles.
-Version 9: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (`named`). The
+Version 9: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (`named`).
+Version 10: a COUNT DISTINCT over a variable that may bind a literal runs on the general kernels,
+and no merging split is by such a variable (planning/literals.py): a version-9 checkpoint of such a
+query holds another operator's state, or another share of the facts per bucket. The
 marker `tefq-state-version` sits in the checkpoint directory, beside the per-query directories.
 
 Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),
@@ -38,7 +41,7 @@ from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
 from tefq.spark.runtime.input_files import check_inputs, grown_redis_streams, input_files
 from tefq.spark.runtime.log_entries import check_logs
 
-STATE_VERSION = 9
+STATE_VERSION = 10
 MARKER = "tefq-state-version"
 
 
