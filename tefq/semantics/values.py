@@ -201,6 +201,13 @@ def to_term(value: Value) -> str:
     raise TypeError(f"not an RDF value: {value!r}")
 
 
+@lru_cache(maxsize=1 << 16)
+def value_term(nt: str) -> str:
+    """The one term of `nt`'s value (`to_term(to_value(nt))`): two terms DISTINCT keeps once
+    (`expressions.distinct_key`) have one value term."""
+    return to_term(to_value(nt))
+
+
 def decimal_of(text: str) -> Decimal | None:
     try:
         return Decimal(text)

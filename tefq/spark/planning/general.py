@@ -15,8 +15,9 @@ up to the query's rows:
 - `?k` a group variable: a group's solutions are all in one bucket, which reports complete rows;
 - `?k` another variable (`merge`): a group spans buckets; each reports partial aggregates per
   (tick, group) — counts, exact sums, MIN/MAX candidates — and the driver adds them. Exact for
-  every aggregate but DISTINCT ones, unless the DISTINCT argument is `?k` itself and binds no
-  literal (its values are then disjoint across buckets; planning/literals.py).
+  every aggregate but DISTINCT ones, unless the DISTINCT argument is `?k` itself (its values are
+  disjoint across buckets: where `?k` may bind a literal, its buckets are those of its values, so
+  that two spellings of one value share one; `Split.by_value`).
 Under WHILE without merge, the scope facts are split by `?k` when the WHILE pattern shares it, else
 whole; with merge they are whole. On the input side a fact is held in part (only its identities
 whose column bound to `?k` lies in the bucket) when every consumer asks for it split by the same
@@ -90,7 +91,8 @@ class GeneralPlan:
     def _exchange(self) -> str:
         if self.split is None or self.buckets == 1:
             return "SinglePartition (bucket 0)"
-        return f"hashpartitioning(bucket = code(?{self.split.var}) mod {self.buckets})"
+        code = "value_code" if self.split.by_value else "code"
+        return f"hashpartitioning(bucket = {code}(?{self.split.var}) mod {self.buckets})"
 
 
 def operator_lines(doc: Document, q: AggregateQuery) -> tuple[str, ...]:
@@ -213,24 +215,29 @@ def fact_splits(doc: Document, q: AggregateQuery, order: list[str], var: str, me
     return {n: (next(iter(a)) if len(a) == 1 else -1) for n, a in asks.items()}
 
 
-def mergeable(doc: Document, q: AggregateQuery, var: str) -> bool:
-    """Partial aggregates of disjoint solution sets add up: all but DISTINCT ones not over `var`,
-    and those only when `var` binds no literal (two spellings of one value have two codes, which
-    may lie in two buckets: planning/literals.py)."""
-    return all(not a.distinct or a.func in ("MIN", "MAX") or (a.arg == Var(var) and literal_free(doc, q.where, var))
-               for a in q.aggregates)
+def mergeable(q: AggregateQuery, var: str) -> bool:
+    """Partial aggregates of disjoint solution sets add up: all but DISTINCT ones not over `var`."""
+    return all(not a.distinct or a.func in ("MIN", "MAX") or a.arg == Var(var) for a in q.aggregates)
+
+
+def by_value(doc: Document, q: AggregateQuery, var: str) -> bool:
+    """A merging split by `var` puts `var`'s values in buckets, not its terms: a DISTINCT counts
+    `var`'s values and `var` may bind a literal, two spellings of whose value must share a bucket
+    (planning/literals.py)."""
+    counted = any(a.distinct and a.func not in ("MIN", "MAX") and a.arg == Var(var) for a in q.aggregates)
+    return counted and not literal_free(doc, q.where, var)
 
 
 def candidate(doc: Document, q: AggregateQuery, order: list[str], var: str) -> tuple[tuple, Split, tuple] | None:
     merge = var not in {g.name for g in q.group_by}
-    if merge and not mergeable(doc, q, var):
+    if merge and not mergeable(q, var):
         return None
     if not any(wp.kind != "background" and binds(wp, var) for wp in q.where):
         return None
     splits = fact_splits(doc, q, order, var, merge)
     whole = [n for n in order if splits[n] < 0 and isinstance(doc.fact(n), EventFact)]
     whole += [f"event pattern {i + 1}" for i, wp in enumerate(q.where) if wp.kind == "event" and not binds(wp, var)]
-    split = Split(var, merge, tuple((n, c) for n, c in splits.items() if c >= 0))
+    split = Split(var, merge, tuple((n, c) for n, c in splits.items() if c >= 0), merge and by_value(doc, q, var))
     return (len(whole), not merge), split, tuple(whole)
 
 
@@ -239,11 +246,11 @@ def choose_split(doc: Document, q: AggregateQuery, order: list[str]) -> tuple[Sp
     found = [c for c in (candidate(doc, q, order, v) for v in names) if c is not None]
     if not found:
         return None, tuple(order), ("no WHERE variable splits the solutions (a DISTINCT aggregate over a variable"
-                                    " that is not the split one or may bind a literal, or no fact or event binds"
-                                    " one): one bucket")
+                                    " that is not the split one, or no fact or event binds one): one bucket")
     _, split, whole = min(found, key=lambda c: c[0])
     how = ("a group's solutions lie in the bucket of its ?" + split.var) if not split.merge else \
-        (f"each bucket reports partial aggregates of the solutions with its ?{split.var}; the driver adds them")
+        (f"each bucket reports partial aggregates of the solutions with its ?{split.var}"
+         f"{' (by value: two spellings of one literal share a bucket)' if split.by_value else ''}; the driver adds them")
     parts = "; ".join(f"{n} split by ?{doc.fact(n).identity[c].name}" for n, c in split.facts) or "no fact split"
     whole_text = ", ".join(whole) or "no event-driven input"
     return split, whole, f"{parts}; whole in every bucket: {whole_text}, background (broadcast); exact: {how}"

@@ -18,8 +18,8 @@ Version 8: state and sink records in runtime/codec's data format, checked agains
 schema (issue 39); versions up to 7 held pickles, which this tefq refuses and never unpickles.
 Version 9: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (`named`).
 Version 10: a COUNT DISTINCT over a variable that may bind a literal runs on the general kernels,
-and no merging split is by such a variable (planning/literals.py): a version-9 checkpoint of such a
-query holds another operator's state, or another share of the facts per bucket. The
+and a merging split by such a variable buckets its values, not its terms (planning/literals.py):
+a version-9 checkpoint of such a query holds another operator's state, or another share per bucket. The
 marker `tefq-state-version` sits in the checkpoint directory, beside the per-query directories.
 
 Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),

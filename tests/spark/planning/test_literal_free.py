@@ -54,14 +54,29 @@ def test_fact_columns_follow_their_bindings():
     assert [fact_column_literal_free(doc, "B", c) for c in (0, 1)] == [True, False]
 
 
-def test_a_merging_split_counts_distinct_values_of_literal_free_variables_only():
+def test_a_merging_split_by_a_variable_that_may_bind_a_literal_is_by_value():
     doc = document(FACT + "SELECT ?v AS V, ?n AS N, ?s AS S (AGGREGATE ?v, COUNT DISTINCT ?g AS ?n, SUM ?v AS ?s"
                    f" WHERE (CURRENT ?g :has ?v) GROUP BY ?v {EVERY})")
-    assert plan_general(doc, doc.queries[0], 3).split.var == "g"  # merge by ?g: subjects only
+    split = plan_general(doc, doc.queries[0], 3).split
+    assert (split.var, split.merge, split.by_value) == ("g", True, False)  # subjects: their codes are their values
     doc = document(FACT + "SELECT ?g AS G, ?n AS N, ?s AS S (AGGREGATE ?g, COUNT DISTINCT ?v AS ?n, SUM ?v AS ?s"
                    f" WHERE (CURRENT ?g :has ?v) GROUP BY ?g {EVERY})")
     split = plan_general(doc, doc.queries[0], 3).split
-    assert split.var == "g" and not split.merge  # a merge by ?v could count one value in two buckets
+    assert (split.var, split.merge, split.by_value) == ("v", True, True)
+    assert "by value" in plan_general(doc, doc.queries[0], 3).partitioning
+
+
+def test_spellings_of_one_value_share_a_bucket():
+    from tefq.spark.kernels.general.coding import TermDictionary, bucket_of, encode, value_buckets
+
+    terms = SPELLINGS + [f"<{X}n{i}>" for i in range(20)]
+    codes = encode(terms)
+    dictionary = TermDictionary()
+    dictionary.add(codes, terms)
+    for buckets in (2, 3, 7):
+        got = value_buckets(codes, buckets, dictionary)
+        assert len(set(got[:2])) == 1 and len(set(got[2:5])) == 1 and len(set(got[5:7])) == 1
+        assert (got[7:] == bucket_of(codes[7:], buckets)).all()  # IRIs: their own codes' buckets
 
 
 SPELLINGS = [typed("2024-01-01T00:00:00Z", "dateTime"), typed("2024-01-01T01:00:00+01:00", "dateTime"),

@@ -30,8 +30,9 @@ solution binds one `?k`, so it is found in exactly one bucket, and the buckets' 
   COUNT(*) add, SUM and AVG add as exact sums (`sums.CellSums`: limb sums of doubles or int64 sums
   of small integers, rounded once as the oracle's fsum; `ExactTotal`s only for what neither holds),
   MIN/MAX keep the first best by rank in the oracle's order, the implicit group's empty ticks carry a zero count. A
-  DISTINCT aggregate merges only when its argument is `?k` itself and binds no literal (values
-  disjoint across buckets: two spellings of one literal value could lie in two).
+  DISTINCT aggregate merges only when its argument is `?k` itself (values disjoint across buckets:
+  where `?k` may bind a literal, a code's bucket is its value's, `coding.value_buckets`, so that
+  two spellings of one value share one).
 - Inputs follow: an event fact is held in part (split by the identity column bound to `?k`) when
   every consumer asks that; a derived fact split by a column splits the body facts that bind that
   variable and replicates the others (as UC3's `Routing`); a WHILE fact is split by `?k` only

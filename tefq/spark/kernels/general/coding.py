@@ -13,6 +13,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from tefq.semantics.values import value_term
+
 
 def encode(terms: Sequence[str]) -> np.ndarray:
     """One int64 code per N-Triples term."""
@@ -30,6 +32,20 @@ def encode_one(term: str) -> int:
 def bucket_of(codes: np.ndarray, buckets: int) -> np.ndarray:
     """The bucket of each code: the codes are hashes already, so their value mod B (non-negative)."""
     return (codes.view(np.uint64) % np.uint64(buckets)).astype(np.int64)
+
+
+def value_buckets(codes: np.ndarray, buckets: int, terms) -> np.ndarray:
+    """The bucket of each code by its term's value: a literal goes where its canonical spelling's
+    code goes (`"01"` and `"1"^^xsd:integer`, one instant in two time zones: one bucket, as a
+    DISTINCT counts them once), any other term where its own code goes (`bucket_of`). `terms`
+    knows every literal's text (a bucket and a mapper hold the terms of the elements they see)."""
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    texts = terms.lookup(uniq).tolist()
+    literal = [i for i, t in enumerate(texts) if t is not None and t.startswith('"')]
+    if literal:
+        uniq = uniq.copy()
+        uniq[literal] = encode([value_term(texts[i]) for i in literal])
+    return bucket_of(uniq, buckets)[inverse.reshape(-1)]
 
 
 class TermDictionary:

@@ -16,15 +16,19 @@ became final; it returns each fact's intervals that a tick after the last report
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tefq.plan.logical import Clause, DerivedFact, EventFact, Fact, Pattern, WherePattern
-from tefq.spark.kernels.general.coding import Elements, bucket_of
+from tefq.spark.kernels.general.coding import Elements
 from tefq.spark.kernels.general.expressions import Env, passes
 from tefq.spark.kernels.general.tables import column, join, match, node_columns, relation, select_rows, union
 from tefq.spark.kernels.intervals import OPEN, SINCE, UNTIL, Events, Intervals, apply_events
 from tefq.spark.kernels.joins import Relation, coalesce, cut, key_ranks
+
+if TYPE_CHECKING:
+    from tefq.spark.kernels.general.query import Split
 
 _GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
@@ -147,21 +151,21 @@ class FactSide:
     per event fact its open intervals (`Intervals`), per derived fact its open intervals (`Relation`)."""
 
     def __init__(self, facts: tuple[Fact, ...], bg: CodedBackground, splits: dict[str, int], bucket: int,
-                 buckets: int) -> None:
+                 buckets: int, split: Split | None = None) -> None:
         self.facts = facts
         self.index = {f.name: f for f in facts}
         self.bg = bg
-        self.splits, self.bucket, self.buckets = splits, bucket, buckets
+        self.splits, self.bucket, self.buckets, self.split = splits, bucket, buckets, split
 
     def identity(self, name: str) -> tuple[str, ...]:
         return tuple(v.name for v in self.index[name].identity)
 
-    def mine(self, name: str, codes: np.ndarray) -> np.ndarray:
+    def mine(self, name: str, codes: np.ndarray, terms) -> np.ndarray:
         """Rows of a split fact that belong to this bucket (all rows of a replicated one)."""
         col = self.splits.get(name)
-        if col is None or self.buckets == 1:
+        if col is None or self.buckets == 1 or self.split is None:
             return np.ones(len(codes), bool)
-        return bucket_of(codes[:, col], self.buckets) == self.bucket
+        return self.split.buckets(codes[:, col], self.buckets, terms) == self.bucket
 
     def step(self, open_facts: dict, el: Elements, last_tick: int | None, dictionary) -> tuple[dict, dict]:
         """Apply the final elements `el` (time order); returns (fact -> intervals open at the last
@@ -172,7 +176,7 @@ class FactSide:
         for f in self.facts:
             if isinstance(f, EventFact):
                 ev = clause_events(f, el, self.bg, dictionary)
-                ev = ev.take(np.nonzero(self.mine(f.name, ev.groups))[0])
+                ev = ev.take(np.nonzero(self.mine(f.name, ev.groups, dictionary))[0])
                 applied = apply_events(open_facts[f.name], ev)
                 unmatched[f.name] = applied.unmatched_until
                 open_facts[f.name] = applied.intervals
@@ -198,7 +202,7 @@ class FactSide:
         if not out:
             return Relation.empty(ident)
         r = coalesce(Relation.concat(out))
-        return select_rows(r, self.mine(f.name, r.codes))
+        return select_rows(r, self.mine(f.name, r.codes, dictionary))
 
     def body_relation(self, wp: WherePattern, now: dict[str, Relation]) -> Relation:
         if wp.kind == "background":

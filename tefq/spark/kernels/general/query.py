@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tefq.plan.logical import AggregateQuery, Expr, Fact, WherePattern
+from tefq.spark.kernels.general.coding import bucket_of, value_buckets
 from tefq.spark.kernels.general.expressions import variables
 
 
@@ -32,6 +35,11 @@ class Split:
     var: str
     merge: bool
     facts: tuple[tuple[str, int], ...] = ()  # (fact, identity column): facts a bucket holds in part
+    by_value: bool = False  # a DISTINCT counts `var`'s values, and it may bind literals: value_buckets
+
+    def buckets(self, codes: np.ndarray, buckets: int, terms) -> np.ndarray:
+        """The bucket of each of `var`'s codes (`terms`: their texts, read only `by_value`)."""
+        return value_buckets(codes, buckets, terms) if self.by_value else bucket_of(codes, buckets)
 
 
 @dataclass

@@ -4,7 +4,7 @@ mapper of phase 2, which does the same before the shuffle.
 An element goes to the bucket of each consumer that holds it in part — an event fact split by an
 identity column: the bucket of that column's code in each identity its clauses give (background
 joined and FILTER applied, so the mapper needs the background: a broadcast); an event pattern that
-binds the split variable: the bucket of that variable's code — and to every bucket for a consumer
+binds the split variable: the bucket of that variable's code (of its value: `Split.by_value`) — and to every bucket for a consumer
 held whole. An element no consumer matches goes nowhere. A bucket re-checks what it holds
 (`FactSide.mine`, the split items in `where.solutions`), so sending more is never wrong, only slower.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tefq.plan.logical import EventFact
-from tefq.spark.kernels.general.coding import Elements, bucket_of
+from tefq.spark.kernels.general.coding import Elements
 from tefq.spark.kernels.general.facts import CodedBackground, clause_rows
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.tables import match
@@ -32,14 +32,14 @@ def element_buckets(cq: CompiledQuery, el: Elements, bg: CodedBackground, dictio
             if col < 0 or buckets == 1:
                 to[rows] = True
             else:
-                to[rows, bucket_of(codes[:, 1 + col], buckets)] = True
+                to[rows, cq.split.buckets(codes[:, 1 + col], buckets, dictionary)] = True
     var = cq.split.var if cq.split is not None else None
     for wp in cq.items:
         if wp.kind != "event":
             continue
         rows, cols = match(wp.pattern, el.spo)
         if var in cols and buckets > 1:
-            to[rows, bucket_of(cols[var], buckets)] = True
+            to[rows, cq.split.buckets(cols[var], buckets, dictionary)] = True
         else:
             to[rows] = True
     return to

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tefq.spark.kernels.general.coding import Elements, bucket_of
+from tefq.spark.kernels.general.coding import Elements
 from tefq.spark.kernels.general.expressions import variables
 from tefq.spark.kernels.general.facts import CodedBackground, filtered, pattern_rows
 from tefq.spark.kernels.general.query import CompiledQuery, item_end, item_start
@@ -91,7 +91,7 @@ def solutions(cq: CompiledQuery, facts: dict[str, Relation], events: Elements, b
     for i in range(len(cq.items)):
         r = item_rows(cq, i, facts, events, bg, templates)
         if i in split:
-            r = select_rows(r, bucket_of(column(r, cq.split.var), buckets) == bucket)
+            r = select_rows(r, cq.split.buckets(column(r, cq.split.var), buckets, dictionary) == bucket)
         parts.append(r)
     sol = join_items(cq, parts, dictionary).nonempty()
     if cq.q.while_ is None or not len(sol):
