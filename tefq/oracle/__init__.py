@@ -82,6 +82,10 @@ def _add_windowed(result: RunResult, doc: Document, elements: list[Element],
     except TooManyTicks as e:
         raise name_the_row(e, sorted(el[0] for el in elements if el[0] >= t0), locate) from None
     result.results.extend(windowed)
+    if not any(isinstance(q, AggregateQuery) for q in doc.queries):
+        # windowed queries only: an element before t0 lies in no window and is no element of the run
+        # (docs/semantics.md), as Spark's windowed plan counts them
+        result.metrics.events_in -= len({e for e in elements if e[0] < t0})
     result.metrics.ticks += windowed.ticks
     result.metrics.intermediate_bindings += windowed.intermediate_bindings
     order = {q.name: i for i, q in enumerate(doc.queries)}

@@ -227,3 +227,19 @@ def test_spark_physical_explain_names_each_querys_r2s(tmp_path, kind):
     text = plan_windowed(_doc(tmp_path, SLIDING.format(kind=kind))).explain()
     assert f"-> SELECT, {kind}" in text
     assert "Rstream" not in text
+
+
+def test_an_element_before_t0_is_no_element_of_a_windowed_run() -> None:
+    """It lies in no window: `events_in` leaves it out, as Spark's windowed plan does (a document
+    with TEF queries counts every element: t0 only places their ticks)."""
+    import tefq
+
+    windowed = ("PREFIX : <http://x/>\nREGISTER QUERY q AS SELECT ?g (COUNT(*) AS ?n) FROM STREAM <http://x/s>"
+                " [RANGE 1500ms STEP 1000ms] WHERE { ?g :obs ?v } GROUP BY ?g\n")
+    events = [(t, "<http://x/n0>", "<http://x/obs>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>')
+              for t in (-5000, -5000, 5000)]
+    assert tefq.compile(windowed).run(events, engine="oracle").metrics["events_in"] == 1
+    assert tefq.compile(windowed).run(events, engine="oracle", t0=-6000).metrics["events_in"] == 2
+    tef = ("PREFIX : <http://x/>\nSELECT ?g AS G, ?n AS N (AGGREGATE ?g, COUNT ?v AS ?n WHERE { ?g :obs ?v }"
+           ' GROUP BY ?g EVERY "PT1S"^^xsd:duration)\n')
+    assert tefq.compile(tef).run(events, engine="oracle").metrics["events_in"] == 2
