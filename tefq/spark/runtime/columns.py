@@ -114,10 +114,11 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
 
 
 def project_elements(df: DataFrame, relevant: "F.Column | None" = None,
-                     in_run: "F.Column | None" = None) -> DataFrame:
+                     in_run: "F.Column | None" = None, hash_other: bool = False) -> DataFrame:
     """Whole stream elements (`protocol.ELEMENT_WIRE`), for the pipelines that match them later:
     kind ELEMENT where `relevant` (default: every row), else OTHER where `in_run` (an element of the
-    run: it advances time, its terms stay in the JVM), else IGNORED; the control source's FLUSH."""
+    run: it advances time, its terms stay in the JVM; `hash_other`: their hash in `f`, for the
+    duplicates), else IGNORED; the control source's FLUSH."""
     flush = F.col("p") == F.lit(FLUSH_TERM)
     kind = F.when(flush, F.lit(int(RowKind.FLUSH)))
     if relevant is None:
@@ -128,7 +129,9 @@ def project_elements(df: DataFrame, relevant: "F.Column | None" = None,
     df = df.select(kind.cast("int").alias("k"), "ts", "fh", "s", "p", "o", undecided(flush).alias("x"))
     element = F.col("k") == F.lit(int(RowKind.ELEMENT))
     zero = F.lit(0).cast("long")
-    return df.select("k", "ts", F.col("fh").alias("o"), zero.alias("f"), zero.alias("n"),
+    f = F.when(F.col("k") == F.lit(int(RowKind.OTHER)), F.xxhash64("s", "p", "o")).otherwise(zero) if hash_other \
+        else zero
+    return df.select("k", "ts", F.col("fh").alias("o"), f.alias("f"), zero.alias("n"),
                      *[F.when(element, F.col(c)).alias(name) for c, name in (("s", "s"), ("p", "p"), ("o", "obj"))],
                      F.lit(0).cast("int").alias("b"), "x")
 
@@ -154,7 +157,8 @@ def project_windowed(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
 
 def project_general(df: DataFrame, plan: GeneralPlan) -> DataFrame:
     """Whole elements for the general mapper, terms only where the predicate is one a SINCE/UNTIL
-    trigger or an event pattern names (the others only advance time: no strings into Python)."""
+    trigger or an event pattern names (the others advance time and count duplicates by their hash:
+    no strings into Python)."""
     predicates = plan.relevant_predicates()
     relevant = None if predicates is None else F.col("p").isin(*sorted(predicates))
-    return project_elements(df, relevant, F.lit(True))
+    return project_elements(df, relevant, F.lit(True), hash_other=True)

@@ -293,9 +293,11 @@ class GeneralRows(ElementRows):
     """General plans: the whole elements a SINCE/UNTIL clause (joined with the broadcast background,
     filtered) or an event pattern matches, one row per bucket that must see it
     (kernels/general/routing.element_buckets), `n` 1 on an element's first copy (its late count).
-    An element of a relevant predicate that no bucket needs goes to bucket 0 as an OTHER row with
-    its hash in `f` and no terms: a repeat of it at the same ms is a duplicate (a stream is a set),
-    which only a place that sees every copy can count."""
+    An element that no bucket needs goes to bucket 0 as an OTHER row with its hash in `f` and no
+    terms: a repeat of it at the same ms is a duplicate (a stream is a set), which only a place that
+    sees every copy can count. Its hash: of its codes (`row_hash`) where the mapper has them; of its
+    cells (Spark's xxhash64, `columns.project_general`) for an element of a predicate no pattern
+    names, whose terms the projection keeps in the JVM (both copies of one element take one way)."""
 
     def __init__(self, plan: GeneralPlan, only: int | None = None) -> None:
         super().__init__(plan, only)
@@ -303,25 +305,34 @@ class GeneralRows(ElementRows):
         self.background, self.background_terms = coded_background(plan.background)
 
     def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
+        other = np.flatnonzero(kinds == int(RowKind.OTHER)) if self.only in (None, 0) else np.zeros(0, np.int64)
+        unnamed = [self.other_rows(rb.column("ts").to_numpy()[other], order.take(pa.array(other)),
+                                   rb.column("f").to_numpy()[other])] if len(other) else []
         at = np.flatnonzero(kinds == int(ELEMENT))
         if not len(at):
-            return None
+            return unnamed[0] if unnamed else None
         rows = rb.take(pa.array(at))
         el, terms = code_columns(rows.column("ts").to_numpy(), *(rows.column(c).to_numpy(zero_copy_only=False)
                                                                   for c in ("s", "p", "obj")))
         batch_terms = TermDictionary()
         batch_terms.add_mapping(terms)
-        return self.routed(el, batch_terms, order.take(pa.array(at)),
-                           lambda row, ordered: self.with_order(rows, ordered).take(pa.array(row)))
+        return joined(unnamed + [self.routed(el, batch_terms, order.take(pa.array(at)),
+                                             lambda row, ordered: self.with_order(rows, ordered).take(pa.array(row)))])
 
     def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
         """The same rows from a Parquet file's batch (runtime/columnar.py): its columns are coded
         already (the same SipHash codes), so only the routing runs, and the terms of the copies
         are taken from the file's dictionaries."""
-        at = np.flatnonzero(self.relevant(fb))
-        keys = order.keys(fb.rank, fb.row0 == 0, at, fb.n)
+        relevant = self.relevant(fb)
+        at = np.flatnonzero(relevant)
+        other = np.flatnonzero(fb.good & ~relevant) if self.only in (None, 0) else np.zeros(0, np.int64)
+        keys = order.keys(fb.rank, fb.row0 == 0, np.concatenate([at, other]), fb.n)
+        keys, other_keys = keys[:len(at)], keys[len(at):]
+        unnamed = [self.other_rows(fb.ts[other], pa.array(other_keys),
+                                   row_hash(np.column_stack([fb.cols[c].codes[other] for c in "spo"])))] \
+            if len(other) else []
         if not len(at):
-            return None
+            return unnamed[0] if unnamed else None
         el = Elements(fb.ts[at], np.arange(len(at), dtype=np.int64),
                       np.column_stack([fb.cols[c].codes[at] for c in "spo"]))
         everything, base = fb.dictionaries()
@@ -335,7 +346,7 @@ class GeneralRows(ElementRows):
                 cols[name] = everything.take(pa.array(fb.cols[c].idx[at[row]] + base[c]))
             return pa.RecordBatch.from_arrays([cols[name] for name in self.schema.names], schema=self.schema)
 
-        return self.routed(el, file_terms(fb), pa.array(keys), copies)
+        return joined(unnamed + [self.routed(el, file_terms(fb), pa.array(keys), copies)])
 
     def relevant(self, fb: FileBatch) -> np.ndarray:
         """Per row of the file's batch: a good row whose predicate a trigger or an event pattern
@@ -366,18 +377,26 @@ class GeneralRows(ElementRows):
             cols = {"n": pa.array(first.astype(np.int64)), "b": pa.array(bucket.astype(np.int32))}
             parts.append(pa.RecordBatch.from_arrays([cols.get(name, out.column(name)) for name in self.schema.names],
                                                     schema=self.schema))
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else pa.concat_batches(parts)
+        return joined(parts)
 
     def unmatched_rows(self, el: Elements, order: pa.Array, at: np.ndarray) -> pa.RecordBatch:
-        """OTHER rows for the elements `at` that no bucket needs: time, tie order, element hash, bucket 0."""
-        n = len(at)
-        cols = {"k": pa.array(np.full(n, int(RowKind.OTHER), np.int32)), "ts": pa.array(el.ts[at]),
-                "o": order.take(pa.array(at)), "f": pa.array(row_hash(el.spo[at])),
-                "n": pa.array(np.zeros(n, np.int64)), "b": pa.array(np.zeros(n, np.int32))}
+        """OTHER rows for the elements `at` that no bucket needs."""
+        return self.other_rows(el.ts[at], order.take(pa.array(at)), row_hash(el.spo[at]))
+
+    def other_rows(self, ts: np.ndarray, order: pa.Array, hashes: np.ndarray) -> pa.RecordBatch:
+        """OTHER rows: time, tie order, element hash, bucket 0 (for the duplicates only)."""
+        n = len(ts)
+        cols = {"k": pa.array(np.full(n, int(RowKind.OTHER), np.int32)), "ts": pa.array(ts),
+                "o": order, "f": pa.array(hashes), "n": pa.array(np.zeros(n, np.int64)),
+                "b": pa.array(np.zeros(n, np.int32))}
         return pa.RecordBatch.from_arrays([cols[name] if name in cols else pa.nulls(n, self.schema.field(name).type)
                                            for name in self.schema.names], schema=self.schema)
+
+
+def joined(parts: list[pa.RecordBatch | None]) -> pa.RecordBatch | None:
+    """The batches that are there, as one (None: none)."""
+    parts = [p for p in parts if p is not None]
+    return None if not parts else parts[0] if len(parts) == 1 else pa.concat_batches(parts)
 
 
 def file_terms(fb: FileBatch) -> TermDictionary:
