@@ -63,8 +63,7 @@ class GeneralEvaluator:
         self.cq, self.bg, self.bucket, self.buckets = cq, background, bucket, buckets
         self.bg_terms = background_terms or TermDictionary()
         self.constants = template_constants(cq)
-        splits = dict(cq.split.facts) if cq.split is not None and buckets > 1 else {}
-        self.facts = FactSide(cq.facts, background, splits, bucket, buckets, cq.split)
+        self.facts = FactSide(cq.facts, background, cq.split, bucket, buckets)
         self.templates = {f.name: f.template for f in cq.facts}
         triggers = [c.trigger for f in cq.facts if isinstance(f, EventFact) for c in f.since + f.until]
         self.event_patterns = [wp.pattern for wp in cq.items if wp.kind == "event"]

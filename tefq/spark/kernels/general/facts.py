@@ -150,12 +150,14 @@ class FactSide:
     """Every fact a query needs, applied batch by batch. State (see `tefq.spark.kernels.general.state`):
     per event fact its open intervals (`Intervals`), per derived fact its open intervals (`Relation`)."""
 
-    def __init__(self, facts: tuple[Fact, ...], bg: CodedBackground, splits: dict[str, int], bucket: int,
-                 buckets: int, split: Split | None = None) -> None:
+    def __init__(self, facts: tuple[Fact, ...], bg: CodedBackground, split: Split | None, bucket: int,
+                 buckets: int) -> None:
         self.facts = facts
         self.index = {f.name: f for f in facts}
         self.bg = bg
-        self.splits, self.bucket, self.buckets, self.split = splits, bucket, buckets, split
+        self.split, self.bucket, self.buckets = split, bucket, buckets
+        # fact -> the identity column a bucket holds it by (facts held whole are not here)
+        self.splits = dict(split.facts) if split is not None and buckets > 1 else {}
 
     def identity(self, name: str) -> tuple[str, ...]:
         return tuple(v.name for v in self.index[name].identity)
@@ -163,7 +165,7 @@ class FactSide:
     def mine(self, name: str, codes: np.ndarray, terms) -> np.ndarray:
         """Rows of a split fact that belong to this bucket (all rows of a replicated one)."""
         col = self.splits.get(name)
-        if col is None or self.buckets == 1 or self.split is None:
+        if col is None:
             return np.ones(len(codes), bool)
         return self.split.buckets(codes[:, col], self.buckets, terms) == self.bucket
 
