@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from tefq.plan.logical import AggregateQuery, Document, EventFact, Expr, Var
 from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
                                         having, is_duration_of, projections, unify)
-from tefq.spark.planning.literals import fact_column_literal_free
+from tefq.spark.planning.literals import distinct_codes_refusal
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -107,8 +107,9 @@ def plan_current_aggregate(doc: Document, q: AggregateQuery, buckets: int = 8) -
     if isinstance(aggs, Refusal):
         return aggs
     counted = [identity.index(rename[a.arg.name]) for a in q.aggregates if a.distinct and isinstance(a.arg, Var)]
-    if not all(fact_column_literal_free(doc, fact.name, c) for c in counted):  # by value: general
-        return Refusal.at("COUNT DISTINCT over a variable that may bind a literal", q.span)
+    refusal = distinct_codes_refusal(doc, fact.name, counted, q.span)
+    if refusal is not None:
+        return refusal
     group_vars = tuple(rename[g.name] for g in q.group_by)
     return CurrentAggregatePlan(
         query=q.name, columns=tuple(p.name for p in q.select), fact=fact.name, identity=identity,

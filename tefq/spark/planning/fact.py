@@ -15,7 +15,7 @@ from tefq.oracle.query import expr_vars
 from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, Expr, Var
 from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan,
                                         groups_and_aggregates, having, is_duration_of, projections, unify)
-from tefq.spark.planning.literals import fact_column_literal_free
+from tefq.spark.planning.literals import distinct_codes_refusal
 from tefq.spark.planning.nodes import SINK, SOURCE
 
 
@@ -281,8 +281,9 @@ def plan_fact_aggregate(doc: Document, q, buckets: int = 8, merge_partials: bool
     if isinstance(plans, Refusal):
         return plans
     aggs, distinct = planned
-    if any(c >= 0 and not fact_column_literal_free(doc, fact.name, c) for c in distinct):
-        return Refusal.at("COUNT DISTINCT over a variable that may bind a literal", q.span)  # by value: general
+    refusal = distinct_codes_refusal(doc, fact.name, [c for c in distinct if c >= 0], q.span)
+    if refusal is not None:
+        return refusal
     merge_keys = counted_keys(distinct, identity, group_vars) if merge_partials else []
     routing = choose_routing(plans, order, fact.name, group_vars, scope, merge_keys) if buckets > 1 else None
     return FactAggregatePlan(

@@ -12,6 +12,7 @@ general kernels, which compare values.
 from __future__ import annotations
 
 from tefq.plan.logical import Document, EventFact, Pattern, Term, Var, WherePattern
+from tefq.spark.planning.common import Refusal
 
 
 def positions(pattern: Pattern, name: str) -> list[int]:
@@ -51,3 +52,11 @@ def template_literal_free(doc: Document, fact: str, i: int) -> bool:
 def literal_free(doc: Document, where: tuple[WherePattern, ...], name: str) -> bool:
     """Whether a WHERE (a conjunction) binds `?name` to IRIs and blank nodes only."""
     return any(binds_literal_free(doc, wp, name) for wp in where)
+
+
+def distinct_codes_refusal(doc: Document, fact: str, cols: list[int], span) -> Refusal | None:
+    """The CURRENT and fact operators count a COUNT DISTINCT's codes: a Refusal (the general
+    kernels count values) when one of `fact`'s counted columns `cols` may hold a literal."""
+    if all(fact_column_literal_free(doc, fact, c) for c in cols):
+        return None
+    return Refusal.at("COUNT DISTINCT over a variable that may bind a literal", span)
