@@ -15,7 +15,7 @@ from hypothesis import given, strategies as st
 
 from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.shapes import explain_physical, plan_document
-from tests.support.general_shapes import PROGRAMS, SHAPES, document, iri, oracle_rows, streams
+from tests.support.general_shapes import BACKGROUND, PROGRAMS, SHAPES, document, iri, oracle_rows, streams
 from tests.support.general_spark import (EXAMPLES, ISSUE_SHAPES, SPARK_SETTINGS, background_file,
                                          check_against_the_oracle, oracle_metrics, spark_rows)
 
@@ -124,6 +124,24 @@ def test_a_late_copy_is_counted_once_and_not_applied(spark, capsys):
     got = spark_rows(spark, doc, first + late, [4], max_files_per_trigger=1)
     assert got.metrics.late_events == 1
     assert capsys.readouterr().err.count("late event at 33 ms") == 1
+    assert got.results[0].rows == oracle_rows(doc, first)
+
+
+@pytest.mark.parametrize("ingest", ["rows", "auto"])
+def test_a_late_element_no_pattern_names_is_counted_late(spark, ingest, capsys):
+    """Spec §6: any element at or before a reported tick is late, matched or not, and counted as on
+    the oracle (an element of a predicate no pattern names was dropped uncounted before)."""
+    from tefq.oracle import run
+
+    doc = document(SHAPES["genre"])
+    j = iri("join")
+    first = [(0, iri("u0"), j, iri("c0")), (5, iri("u1"), j, iri("c1")), (95, iri("u2"), j, iri("c1"))]
+    late = [(33, iri("u2"), iri("rates"), iri("c2"))]  # ticks up to 90 were reported already
+    got = spark_rows(spark, doc, first + late, [3], max_files_per_trigger=1, ingest=ingest)
+    assert capsys.readouterr().err.count("late event at 33 ms") == 1
+    want = run(doc, first + late, BACKGROUND, 0, lateness_ms=0, batch_sizes=[3, 1]).metrics
+    assert got.metrics.late_events == want.late_events == 1
+    assert got.metrics.events_in == want.events_in == 3
     assert got.results[0].rows == oracle_rows(doc, first)
 
 

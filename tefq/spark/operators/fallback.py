@@ -79,7 +79,7 @@ class FallbackLogic(BucketLogic):
         batch.metrics["rows_out"] = len(rows)
         if batch.flush:  # the oracle's counts of the whole run
             m = res.metrics
-            batch.metrics.update(events_in=m.events_in, facts_created=m.facts_created, facts_closed=m.facts_closed,
+            batch.metrics.update(applied_events=m.events_in, facts_created=m.facts_created, facts_closed=m.facts_closed,
                                  unmatched_until=m.unmatched_until, intermediate_bindings=m.intermediate_bindings)
 
 

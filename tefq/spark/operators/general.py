@@ -46,7 +46,7 @@ class GeneralLogic(BucketLogic):
     """The bucket loop's view of `GeneralEvaluator` in bucket `bucket` of the plan's buckets (the
     evaluator is made per bucket on its first call: the background coded once per worker)."""
 
-    data_kinds = (ELEMENT,)
+    data_kinds = (ELEMENT, RowKind.OTHER)  # an element no bucket needs is late too (spec §6): bucket 0 alone gets it
 
     def __init__(self, plan: GeneralPlan) -> None:
         self.plan, self.every_ms, self.cq = plan, plan.every_ms, plan.compiled()
@@ -66,12 +66,12 @@ class GeneralLogic(BucketLogic):
     def see_time(self, st: GeneralBucketState, hb: Heartbeats | None, pdf: pd.DataFrame, kinds: np.ndarray,
                  batch: Batch) -> None:
         """Also note which late rows are copies of an element another bucket got first (that one
-        counts and warns)."""
+        counts and warns; an OTHER row has no copies)."""
         super().see_time(st, hb, pdf, kinds, batch)
         self.late_copies = np.zeros(0, bool)
         if st.last_tick is not None:
-            late = (kinds == ELEMENT) & (pdf["ts"].to_numpy() <= st.last_tick)
-            self.late_copies = pdf["n"].to_numpy()[late] == 0
+            late = np.isin(kinds, self.data_kinds) & (pdf["ts"].to_numpy() <= st.last_tick)  # as drop_late's
+            self.late_copies = (kinds[late] == ELEMENT) & (pdf["n"].to_numpy()[late] == 0)
 
     def ingest(self, st: GeneralBucketState, pdf: pd.DataFrame, kinds: np.ndarray, batch: Batch) -> None:
         uncount_late_copies(batch, self.late_copies)
