@@ -25,7 +25,7 @@ from tefq.spark.output import METRIC, METRICS, data_record, paused_gc, read_reco
 
 WINDOWED_ROWS = "wrows"  # + the windowed query's index
 CUMULATIVE = ("events_in", "feedback_triples")  # a bucket state's running totals: the largest is the run's
-SUMMED = ("late_events", "bad_rows")  # per micro-batch and bucket: added up
+SUMMED = ("late_events", "bad_rows", "duplicates")  # per micro-batch and bucket: added up
 LATE_STREAM = "late_stream."  # + an input's index: its late elements in one micro-batch and bucket (added up)
 
 
@@ -154,6 +154,8 @@ class WindowedCollector:
             for k, v in m.items():
                 if k in SUMMED or k.startswith(LATE_STREAM):
                     metrics[k] = metrics.get(k, 0) + v
+        # every element read, a repeat once; late ones too (applied: windows still open need them)
+        metrics["applied_events"] = metrics["events_in"] - metrics["duplicates"]
         return metrics
 
 

@@ -67,11 +67,5 @@ def test_spark_equals_the_oracle_on_generated_streams(spark, kind):
             got = run_spark(spark, doc, paths, max_files_per_trigger=files_per_trigger, max_ticks=0, ingest=ingest)
         assert [r.sorted_rows() for r in got.results] == [r.sorted_rows() for r in want.results]
         assert got.metrics.ticks == want.metrics["ticks"]
-        assert got.metrics.events_in == (copies_in_run(streams) if kind == "windowed" else want.metrics["events_in"])
+        assert got.metrics.events_in == want.metrics["events_in"]
     run()
-
-
-def copies_in_run(streams: list) -> int:
-    """The windowed plan's events_in: every copy of an element at or after t0 = 0, a repeat too
-    (docs/spark-windowed.md, known limits: the oracle counts one element per repeat)."""
-    return sum(1 for files in streams for rows in files for e in rows if e[0] >= 0)

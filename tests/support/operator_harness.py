@@ -13,9 +13,10 @@ pytest.importorskip("pyspark")
 from tefq.results import QueryResult
 from tefq.spark.operators.current import make_operator
 from tefq.spark.protocol import ELEMENT, FLUSH, RowKind
+from tefq.spark.run_metrics import applied_events
 from tefq.spark.runtime.mappers import make_mapper
 from tefq.spark.runtime.sources import FLUSH_TERM
-from tefq.spark.runtime.spark_hash import SPARK_SEED, xxhash64
+from tefq.spark.runtime.spark_hash import element_hash
 from tefq.spark.shapes import collector_of, plan_document
 from tefq.vocabulary import RunSettings
 from tests.support import spark_docs as sd
@@ -84,7 +85,7 @@ def drive(doc, elements, batch_sizes: list[int], buckets: int, lateness: int = 0
     for d in col.metrics:
         for k, v in d.items():
             metrics[k] = metrics.get(k, 0) + v
-    metrics["events_in"] = metrics.get("events_in", 0) - metrics.get("duplicates", 0)
+    metrics["events_in"] = applied_events(metrics)  # as the driver counts them (tefq.spark.run_metrics)
     # The driver sorts numeric rows as arrays of ranks: the same order as the result order.
     assert col.sorted_rows() == QueryResult("q", (), col.rows()).sorted_rows()
     return sorted(col.rows()), metrics
@@ -106,20 +107,12 @@ def streams(draw):
     return out, sizes
 
 
-def spark_row_hash(s: str, p: str, o: str) -> int:
-    """Spark SQL's `xxhash64(s, p, o)`: each column's hash seeds the next."""
-    h = SPARK_SEED
-    for cell in (s, p, o):
-        h = xxhash64(cell.encode("utf-8"), h)
-    return h
-
-
 def element_rows(elements: list[tuple], kinds: list[int] | None = None) -> pa.RecordBatch:
     """What `columns.project_elements` makes of stream rows (no Spark; OTHER rows hashed as
     `project_general` hashes them)."""
     n = len(elements)
     kinds = kinds or [int(FLUSH) if p == FLUSH_TERM else int(ELEMENT) for _, _, p, _ in elements]
-    hashes = [spark_row_hash(*e[1:4]) if k == int(RowKind.OTHER) else 0 for e, k in zip(elements, kinds)]
+    hashes = [element_hash(*e[1:4]) if k == int(RowKind.OTHER) else 0 for e, k in zip(elements, kinds)]
     return pa.RecordBatch.from_pydict({
         "k": pa.array(kinds, pa.int32()), "ts": pa.array([e[0] for e in elements], pa.int64()),
         "o": pa.array([0] * n, pa.int64()), "f": pa.array(hashes, pa.int64()), "n": pa.array([0] * n, pa.int64()),

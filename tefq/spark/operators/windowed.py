@@ -2,8 +2,10 @@
 bucket (`planning.WindowedPlan`), run by the bucket loop of `tefq.spark.operators.base`.
 
 Its input is whole elements (`protocol.ELEMENT`, only those whose predicate some query can match:
-runtime/columns.project_windowed) and the heartbeats, which carry the event time every element
-read advances. The operator keeps the elements of the windows not yet closed (as tables); when
+runtime/columns.project_windowed), OTHER rows for the others (time and hash, to bucket 0) and the
+heartbeats, which carry the event time every element read advances. Each element's hash `f` is
+kept until the windows reach its time (`BucketState.unnamed`), so that a repeat at one ms counts
+as a duplicate (a stream is a set: `events_in` counts it once, as the oracle). The operator keeps the elements of the windows not yet closed (as tables); when
 event time (minus the lateness) passes window closes it evaluates every due window of a query in
 one vectorised pass, the window id one more join and group key (tefq.spark.kernels.windowed.multiwindow, run
 by tefq.spark.kernels.windowed.multiwindow_incremental), and feeds REGISTER STREAM output back round after
@@ -24,7 +26,7 @@ from tefq.plan.logical import Document
 from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState, IncrementalBatchedRun
 from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, StreamSettings, bucket_operator,
                                        count_late_streams)
-from tefq.spark.protocol import ELEMENT, Heartbeats, streams_of_keys
+from tefq.spark.protocol import ELEMENT, Heartbeats, RowKind, streams_of_keys
 from tefq.spark.windowed_output import paused_gc, windowed_rows_record
 from tefq.vocabulary import RunSettings
 
@@ -92,13 +94,21 @@ class WindowedLogic(BucketLogic):
             at = at[np.argsort(keys, kind="stable")]
             keys = pdf["o"].to_numpy(np.int64)[at]
         elements = pdf.iloc[at][list(ELEMENT_COLUMNS)].rename(columns=ELEMENT_COLUMNS)
+        ts = elements["ts"].to_numpy(np.int64)
         late = self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0,
                             stream_iris_of(keys, batch))
-        if self.slabs is not None and late.any():  # an element at a slab's edge is in two buckets: count it once
-            first, _ = self.slabs.element_buckets(elements["ts"].to_numpy(np.int64), self.t0)
-            late &= first == batch.bucket
+        mine = np.ones(len(at), bool)  # the elements this bucket counts
+        if self.slabs is not None:  # an element at a slab's edge is in two buckets: counted by its first
+            mine = self.slabs.element_buckets(ts, self.t0)[0] == batch.bucket
+        other = np.flatnonzero(kinds == RowKind.OTHER)  # no query can match them: counted only
+        other_ts = pdf["ts"].to_numpy(np.int64)[other]
+        other_late = other_ts < st.windows.done if st.windows.done is not None else np.zeros(len(other), bool)
+        late = np.concatenate([late & mine, other_late])
         if late.any():
-            count_late(st.windows, keys[late], batch)
+            count_late(st.windows, np.concatenate([keys, pdf["o"].to_numpy(np.int64)[other]])[late], batch)
+        counted = np.concatenate([mine, np.ones(len(other), bool)]) & ~late
+        hashes = np.concatenate([pdf["f"].to_numpy(np.int64)[at], pdf["f"].to_numpy(np.int64)[other]])
+        batch.metrics["duplicates"] += st.unnamed.ingest(np.concatenate([ts, other_ts])[counted], hashes[counted])
 
     def report(self, st: WindowedBucket, batch: Batch) -> None:
         with paused_gc():  # the windows' rows are millions of tuples (measured: 30-45% of a 1M batch's compute)
@@ -111,6 +121,8 @@ class WindowedLogic(BucketLogic):
         held = not batch.flush and (batch.event_time is None or w.last is None)
         upto = None if batch.flush or held else batch.event_time - batch.settings.lateness_ms
         reports = [] if held else self.run.evaluate_due(w, upto, self.owned(batch.bucket))
+        if w.done is not None:  # a later copy of an element before `done` is late, never a repeat
+            st.unnamed.forget(w.done - 1)
         by_query: dict[int, list] = {}
         for r in reports:
             by_query.setdefault(r.query, []).append(r)

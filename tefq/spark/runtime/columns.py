@@ -114,11 +114,12 @@ def project_current(df: DataFrame, plan: CurrentAggregatePlan) -> DataFrame:
 
 
 def project_elements(df: DataFrame, relevant: "F.Column | None" = None,
-                     in_run: "F.Column | None" = None, hash_other: bool = False) -> DataFrame:
+                     in_run: "F.Column | None" = None, hashed: tuple[RowKind, ...] = ()) -> DataFrame:
     """Whole stream elements (`protocol.ELEMENT_WIRE`), for the pipelines that match them later:
     kind ELEMENT where `relevant` (default: every row), else OTHER where `in_run` (an element of the
-    run: it advances time, its terms stay in the JVM; `hash_other`: their hash in `f`, for the
-    duplicates), else IGNORED; the control source's FLUSH."""
+    run: it advances time, its terms stay in the JVM), else IGNORED; the control source's FLUSH.
+    Rows of the kinds `hashed` carry the element's hash in `f` (xxhash64(s, p, o)): a repeat of it
+    at one ms is a duplicate (a stream is a set), counted by the operator."""
     flush = F.col("p") == F.lit(FLUSH_TERM)
     kind = F.when(flush, F.lit(int(RowKind.FLUSH)))
     if relevant is None:
@@ -129,7 +130,7 @@ def project_elements(df: DataFrame, relevant: "F.Column | None" = None,
     df = df.select(kind.cast("int").alias("k"), "ts", "fh", "s", "p", "o", undecided(flush).alias("x"))
     element = F.col("k") == F.lit(int(RowKind.ELEMENT))
     zero = F.lit(0).cast("long")
-    f = F.when(F.col("k") == F.lit(int(RowKind.OTHER)), F.xxhash64("s", "p", "o")).otherwise(zero) if hash_other \
+    f = F.when(F.col("k").isin(*[int(k) for k in hashed]), F.xxhash64("s", "p", "o")).otherwise(zero) if hashed \
         else zero
     return df.select("k", "ts", F.col("fh").alias("o"), f.alias("f"), zero.alias("n"),
                      *[F.when(element, F.col(c)).alias(name) for c, name in (("s", "s"), ("p", "p"), ("o", "obj"))],
@@ -138,7 +139,8 @@ def project_elements(df: DataFrame, relevant: "F.Column | None" = None,
 
 def project_windowed(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
     """For the windowed operator: the elements at or after t0 whose predicate some query can match
-    keep their terms; the others only advance time; those before t0 are not elements of the run.
+    keep their terms; the others only advance time and count repeats (OTHER rows, bucket 0); those
+    before t0 are not elements of the run. Every element of the run carries its hash (`f`).
     With a join key (`plan.key`), each element goes to the bucket of its key term's hash (the
     subject or the object, by its predicate); literals all go to bucket 0, so that two spellings
     of one literal (rdflib normalises them later) never land in two buckets. A row with a cell not
@@ -146,7 +148,7 @@ def project_windowed(df: DataFrame, plan: WindowedPlan, t0: int) -> DataFrame:
     oracle's normal cells, by the same rules (runtime/normal_cells.py)."""
     in_run = F.col("ts") >= F.lit(t0)
     relevant = in_run & F.col("p").isin(*sorted(plan.predicates)) if plan.predicates is not None else in_run
-    out = project_elements(df, relevant, in_run)
+    out = project_elements(df, relevant, in_run, hashed=(RowKind.ELEMENT, RowKind.OTHER))  # for the repeats
     if plan.key is None or plan.buckets <= 1:
         return out
     term = F.when(F.col("p").isin(*plan.key.subject_predicates), F.col("s")).otherwise(F.col("obj"))
@@ -161,4 +163,4 @@ def project_general(df: DataFrame, plan: GeneralPlan) -> DataFrame:
     no strings into Python)."""
     predicates = plan.relevant_predicates()
     relevant = None if predicates is None else F.col("p").isin(*sorted(predicates))
-    return project_elements(df, relevant, F.lit(True), hash_other=True)
+    return project_elements(df, relevant, F.lit(True), hashed=(RowKind.OTHER,))

@@ -288,6 +288,15 @@ class ElementRows(Encoding):
         out = self.with_order(rb, order).filter(pa.array(kinds == int(ELEMENT)))
         return out if out.num_rows else None
 
+    def other_rows(self, ts: np.ndarray, order: pa.Array, hashes: np.ndarray) -> pa.RecordBatch:
+        """OTHER rows: time, tie order, element hash, bucket 0 (for the duplicates only)."""
+        n = len(ts)
+        cols = {"k": pa.array(np.full(n, int(RowKind.OTHER), np.int32)), "ts": pa.array(ts),
+                "o": order, "f": pa.array(hashes), "n": pa.array(np.zeros(n, np.int64)),
+                "b": pa.array(np.zeros(n, np.int32))}
+        return pa.RecordBatch.from_arrays([cols[name] if name in cols else pa.nulls(n, self.schema.field(name).type)
+                                           for name in self.schema.names], schema=self.schema)
+
 
 class GeneralRows(ElementRows):
     """General plans: the whole elements a SINCE/UNTIL clause (joined with the broadcast background,
@@ -382,15 +391,6 @@ class GeneralRows(ElementRows):
     def unmatched_rows(self, el: Elements, order: pa.Array, at: np.ndarray) -> pa.RecordBatch:
         """OTHER rows for the elements `at` that no bucket needs."""
         return self.other_rows(el.ts[at], order.take(pa.array(at)), row_hash(el.spo[at]))
-
-    def other_rows(self, ts: np.ndarray, order: pa.Array, hashes: np.ndarray) -> pa.RecordBatch:
-        """OTHER rows: time, tie order, element hash, bucket 0 (for the duplicates only)."""
-        n = len(ts)
-        cols = {"k": pa.array(np.full(n, int(RowKind.OTHER), np.int32)), "ts": pa.array(ts),
-                "o": order, "f": pa.array(hashes), "n": pa.array(np.zeros(n, np.int64)),
-                "b": pa.array(np.zeros(n, np.int32))}
-        return pa.RecordBatch.from_arrays([cols[name] if name in cols else pa.nulls(n, self.schema.field(name).type)
-                                           for name in self.schema.names], schema=self.schema)
 
 
 def joined(parts: list[pa.RecordBatch | None]) -> pa.RecordBatch | None:

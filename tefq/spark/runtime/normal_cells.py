@@ -3,8 +3,8 @@ an IRI with `\\u` escapes, spaces around a cell, an `xsd:string` literal...), pu
 by the mapper before the shuffle. The projection decided their relevance (`p IN predicates`) and
 join-key bucket on the raw cells; here, once the oracle's rules have found such a row good
 (runtime/scan.settle_undecided), its cells become the oracle reader's terms
-(tefq.io.validate.check_term), and its kind and bucket are decided again on them, by the
-projection's own rules (runtime/columns.project_windowed). Such rows are rare: plain Python."""
+(tefq.io.validate.check_term), and its kind, bucket and element hash are decided again on them,
+by the projection's own rules (runtime/columns.project_windowed). Such rows are rare: plain Python."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from tefq.spark.planning.windowed import WindowedPlan
 from tefq.spark.protocol import ELEMENT, RowKind
-from tefq.spark.runtime.spark_hash import string_bucket
+from tefq.spark.runtime.spark_hash import element_hash, string_bucket
 
 
 def key_bucket(plan: WindowedPlan, s: str, p: str, o: str) -> int:
@@ -46,7 +46,9 @@ class NormalCells:
         buckets = rb.column("b").to_numpy(zero_copy_only=False).copy()
         buckets[in_run] = 0  # as the projection's: an OTHER row's cells are null
         buckets[elements] = [key_bucket(self.plan, *good[i]) for i in elements]
-        cols = {"k": pa.array(kinds, pa.int32()), "b": pa.array(buckets, pa.int32())}
+        hashes = rb.column("f").to_numpy(zero_copy_only=False).copy()
+        hashes[in_run] = [element_hash(*good[i]) for i in in_run]  # a repeat in normal form is the same element
+        cols = {"k": pa.array(kinds, pa.int32()), "b": pa.array(buckets, pa.int32()), "f": pa.array(hashes, pa.int64())}
         mask = np.zeros(rb.num_rows, bool)
         mask[in_run] = True
         for j, name in enumerate(("s", "p", "obj")):

@@ -1,6 +1,7 @@
 """Spark SQL's `xxhash64` of a string (XXH64 of its UTF-8 bytes, seed 42) in Python, for the
 few cells a mapper must place exactly where Spark's projection places the others (a join-key
-bucket decided on a cell the projection could not read as it is: runtime/normal_cells.py)."""
+bucket decided on a cell the projection could not read as it is, the element hash that finds its
+repeats: runtime/normal_cells.py)."""
 from __future__ import annotations
 
 SPARK_SEED = 42  # org.apache.spark.sql.catalyst.expressions.XxHash64's seed
@@ -50,6 +51,14 @@ def xxhash64(data: bytes, seed: int = SPARK_SEED) -> int:
     acc = ((acc ^ (acc >> 29)) * P3) & MASK
     acc ^= acc >> 32
     return acc - (1 << 64) if acc >= 1 << 63 else acc
+
+
+def element_hash(s: str, p: str, o: str) -> int:
+    """Spark SQL's `xxhash64(s, p, o)`: each column's hash seeds the next."""
+    h = SPARK_SEED
+    for cell in (s, p, o):
+        h = xxhash64(cell.encode("utf-8"), h)
+    return h
 
 
 def string_bucket(term: str, buckets: int) -> int:

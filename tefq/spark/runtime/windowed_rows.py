@@ -5,7 +5,8 @@ dictionaries (each distinct term checked and coded once, runtime/columnar.Column
 
 The rules are the projection's: an element of the run is a good row at or after t0 (the
 mapper's heartbeats count it: `read_files(since=t0)`); it keeps its terms when a query can match
-its predicate (`WindowedPlan.predicates`), else it only advances time and is not sent; with a
+its predicate (`WindowedPlan.predicates`), else it goes to bucket 0 as an OTHER row (its time
+and hash: it advances time and counts repeats); with a
 join key, it goes to the bucket of its key term's code (the subject or the object, by its
 predicate), a literal to bucket 0 (two spellings of one literal meet in one bucket). The bucket
 is the term's SipHash code mod B, not Spark's xxhash64: a checkpoint never switches paths
@@ -17,9 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tefq.spark.planning.windowed import WindowedPlan
-from tefq.spark.protocol import ELEMENT, FileTieOrder, routed_rows
+from tefq.spark.kernels.general.facts import row_hash
+from tefq.spark.protocol import ELEMENT, FileTieOrder, RowKind, routed_rows
 from tefq.spark.runtime.columnar import Column, FileBatch
-from tefq.spark.runtime.encodings import ElementRows
+from tefq.spark.runtime.encodings import ElementRows, joined
 
 
 def named(col: Column, terms: frozenset[str] | tuple[str, ...]) -> np.ndarray:
@@ -58,13 +60,26 @@ def route_by_window(plan: WindowedPlan, rb: pa.RecordBatch, only: int | None = N
 
 
 class WindowedRows(ElementRows):
-    """The windowed plan's ELEMENT rows of a file's batch; `only`: bucket `only`'s alone."""
+    """The windowed plan's rows: ELEMENT rows, and OTHER rows (time, tie order, element hash) for
+    the elements of the run no query can match, to bucket 0; `only`: bucket `only`'s alone. Every
+    element's hash is in `f`, so that its operator counts a repeat as a duplicate (a stream is a
+    set): on rows Spark SQL's xxhash64 of its cells (columns.project_windowed), from a Parquet file
+    the hash of its codes; a run reads each input one way (runtime/ingest.claim_ingest)."""
 
     plan: WindowedPlan
 
+    def projected(self, rb: pa.RecordBatch, kinds: np.ndarray, order: pa.Array) -> pa.RecordBatch | None:
+        keep = (kinds == int(ELEMENT)) | ((kinds == int(RowKind.OTHER)) & (self.only in (None, 0)))
+        out = self.with_order(rb, order).filter(pa.array(keep))
+        return out if out.num_rows else None
+
+    def in_run(self, fb: FileBatch) -> np.ndarray:
+        """Per row: an element of the run (a good row at or after t0)."""
+        return fb.good & (fb.ts >= self.plan.t0)
+
     def elements(self, fb: FileBatch) -> np.ndarray:
         """Per row: an element of the run whose predicate a query can match."""
-        keep = fb.good & (fb.ts >= self.plan.t0)
+        keep = self.in_run(fb)
         return keep if self.plan.predicates is None else keep & named(fb.cols["p"], self.plan.predicates)
 
     def buckets(self, fb: FileBatch, at: np.ndarray) -> np.ndarray:
@@ -79,19 +94,29 @@ class WindowedRows(ElementRows):
         return np.where(by_subject, from_s, from_o).astype(np.int32)
 
     def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
-        at = np.flatnonzero(self.elements(fb))
+        relevant = self.elements(fb)
+        at = np.flatnonzero(relevant)
         bucket = self.buckets(fb, at)
         if self.only is not None and self.plan.slabs is None:  # the other buckets' rows are their operators'
             # to encode (split by windows: the routing keeps this bucket's, route_by_window)
             mine = bucket == self.only
             at, bucket = at[mine], bucket[mine]
-        keys = order.keys(fb.rank, fb.row0 == 0, at, fb.n)
+        other = np.flatnonzero(self.in_run(fb) & ~relevant) if self.only in (None, 0) else np.zeros(0, np.int64)
+        keys = order.keys(fb.rank, fb.row0 == 0, np.concatenate([at, other]), fb.n)
+        unnamed = [self.other_rows(fb.ts[other], pa.array(keys[len(at):]), self.hashes(fb, other))] \
+            if len(other) else []
         if not len(at):
-            return None
+            return unnamed[0] if unnamed else None
         everything, base = fb.dictionaries()
         n, zero = len(at), pa.array(np.zeros(len(at), np.int64))
-        cols = {"k": pa.array(np.full(n, int(ELEMENT), np.int32)), "ts": pa.array(fb.ts[at]), "o": pa.array(keys),
-                "f": zero, "n": zero, "b": pa.array(bucket)}
+        cols = {"k": pa.array(np.full(n, int(ELEMENT), np.int32)), "ts": pa.array(fb.ts[at]),
+                "o": pa.array(keys[:len(at)]), "f": pa.array(self.hashes(fb, at)), "n": zero, "b": pa.array(bucket)}
         for c, name in (("s", "s"), ("p", "p"), ("o", "obj")):
             cols[name] = everything.take(pa.array(fb.cols[c].idx[at] + base[c]))
-        return pa.RecordBatch.from_arrays([cols[name] for name in self.schema.names], schema=self.schema)
+        return joined(unnamed + [pa.RecordBatch.from_arrays([cols[name] for name in self.schema.names],
+                                                            schema=self.schema)])
+
+    @staticmethod
+    def hashes(fb: FileBatch, rows: np.ndarray) -> np.ndarray:
+        """The element hash of `rows`: of their term codes."""
+        return row_hash(np.column_stack([fb.cols[c].codes[rows] for c in "spo"]))

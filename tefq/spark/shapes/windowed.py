@@ -10,8 +10,7 @@ from tefq.plan.logical import WindowedQuery
 from tefq.results import Metrics, QueryResult
 from tefq.spark.operators.windowed import WINDOWED_EVENTS, make_windowed_operator
 from tefq.spark.planning.windowed import WindowedPlan, plan_windowed, small_window
-from tefq.spark.run_metrics import late_by_index
-from tefq.spark.runtime.encodings import ElementRows
+from tefq.spark.run_metrics import applied_events, late_by_index
 from tefq.spark.runtime.normal_cells import NormalCells
 from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.runtime.windowed_rows import WindowedRows
@@ -37,7 +36,8 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
     metrics.intermediate_bindings += m.get("feedback_triples", 0)  # REGISTER STREAM feedback (spec §7)
     metrics.late_events += m.get("late_events", 0)
     if not metrics.events_in:
-        metrics.events_in = m.get("events_in", 0)
+        metrics.events_in = applied_events(m)
+        metrics.extra["duplicates"] = m.get("duplicates", 0)
     metrics.extra["bad_rows"] = metrics.extra.get("bad_rows", 0) + m.get("bad_rows", 0)
     metrics.extra.setdefault("micro_batches", m.get("micro_batches", []))
     metrics.extra.setdefault("ingest", m.get("ingest", "rows"))
@@ -49,7 +49,7 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
 
 
 WINDOWED = Shape(
-    "windowed", WindowedPlan, plan, project, ElementRows,
+    "windowed", WindowedPlan, plan, project, WindowedRows,
     operator=lambda doc, plan, run: make_windowed_operator(doc, run.settings, small_window(), run.join_order,
                                                            plan.slabs),
     collector=lambda plan: WindowedCollector(plan.queries, plan.query_columns, plan.window_order),
@@ -59,7 +59,6 @@ WINDOWED = Shape(
                   "or Query.run"),
     query_type=WindowedQuery,
     routing=lambda plan, only: RowRouting(plan.buckets, only, windows=plan if plan.slabs is not None else None),
-    file_encoding=WindowedRows,
     cells=lambda plan: NormalCells(plan).fix,  # its cells decide buckets
     since=lambda plan: plan.t0,
     bind=lambda plan, run: replace(plan, t0=run.settings.t0),

@@ -138,7 +138,7 @@ def test_the_columnar_mapper_sends_what_the_row_mapper_sends(shape, data, tmp_pa
     from tefq.spark.kernels.general.coding import encode
     from tefq.spark.kernels.general.facts import row_hash
     from tefq.spark.protocol import RowKind
-    from tests.support.operator_harness import spark_row_hash
+    from tefq.spark.runtime.spark_hash import element_hash
 
     stray = (5, iri("u9"), iri("other"), iri("c9"))  # a predicate no pattern names: only its duplicates count
     elements = data.draw(streams(shape in PROGRAMS)) + [stray]
@@ -150,7 +150,7 @@ def test_the_columnar_mapper_sends_what_the_row_mapper_sends(shape, data, tmp_pa
     # codes where the file is read
     named = p.relevant_predicates()
     unnamed = {e[1:] for e in elements if named is not None and e[2] not in named}
-    by_cells = {spark_row_hash(*e): int(row_hash(encode(list(e)).reshape(1, 3))[0]) for e in unnamed}
+    by_cells = {element_hash(*e): int(row_hash(encode(list(e)).reshape(1, 3))[0]) for e in unnamed}
     assert ((rows["k"] == int(RowKind.OTHER)) & rows["f"].isin(list(by_cells))).sum() >= len(unnamed) > 0
     rows = rows.replace({"f": by_cells})
     assert mapper_rows((p, None), elements, path).equals(rows)
