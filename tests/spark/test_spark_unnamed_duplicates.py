@@ -10,6 +10,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from tefq.io.run_inputs import RunInputs
 from tefq.oracle import run as oracle_run
@@ -92,7 +93,24 @@ def test_unnamed_elements_count_repeats_and_keep_only_what_follows_the_last_tick
     assert held.ingest(np.array([5, 5, 5, 7]), np.array([1, 1, 2, 1])) == 1  # (5, 1) twice
     assert held.ingest(np.array([5, 9]), np.array([2, 1])) == 1  # (5, 2) again, in a later call
     held.forget(5)
-    assert held.ts.tolist() == [7, 9] and held.e.tolist() == [1, 1]  # bounded: nothing at or before 5
+    assert sorted(zip(held.ts.tolist(), held.e.tolist())) == [(7, 1), (9, 1)]  # bounded: nothing at or before 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(-3, 3), st.integers(-2, 2)), max_size=12), max_size=5),
+       st.lists(st.integers(-4, 4), min_size=5, max_size=5))
+def test_unnamed_elements_count_what_a_set_counts(batches, forgets):
+    """Against a Python set of (t, hash) pairs: each batch's repeats, then forget up to a time."""
+    held, model = UnnamedElements(), set()
+    for batch, upto in zip(batches, forgets):
+        want = 0
+        for pair in batch:
+            want += pair in model
+            model.add(pair)
+        assert held.ingest(np.array([t for t, _ in batch], np.int64), np.array([e for _, e in batch], np.int64)) == want
+        held.forget(upto)
+        model = {(t, e) for t, e in model if t > upto}
+        assert sorted(zip(held.ts.tolist(), held.e.tolist())) == sorted(model)
 
 
 class FakeState:

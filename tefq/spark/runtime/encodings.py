@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictionary, code_columns
-from tefq.spark.kernels.general.facts import row_hash
+from tefq.spark.kernels.general.coding import row_hash
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.routing import element_buckets
 from tefq.spark.planning.current import CurrentAggregatePlan

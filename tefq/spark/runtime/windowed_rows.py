@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tefq.spark.planning.windowed import WindowedPlan
-from tefq.spark.kernels.general.facts import row_hash
+from tefq.spark.kernels.general.coding import row_hash
 from tefq.spark.protocol import ELEMENT, FileTieOrder, RowKind, routed_rows
 from tefq.spark.runtime.columnar import Column, FileBatch
 from tefq.spark.runtime.encodings import ElementRows, joined

@@ -136,7 +136,7 @@ def test_the_columnar_mapper_sends_what_the_row_mapper_sends(shape, data, tmp_pa
     doc, p = plan(SHAPES[shape], buckets)
     p = replace(p, background=tuple(BACKGROUND))
     from tefq.spark.kernels.general.coding import encode
-    from tefq.spark.kernels.general.facts import row_hash
+    from tefq.spark.kernels.general.coding import row_hash
     from tefq.spark.protocol import RowKind
     from tefq.spark.runtime.spark_hash import element_hash
 

@@ -16,6 +16,21 @@ import numpy as np
 from tefq.semantics.values import value_term
 
 
+_GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def row_hash(codes: np.ndarray) -> np.ndarray:
+    """One int64 per row of codes (an identity's `fid`), splitmix64 over the columns in order."""
+    h = np.full(len(codes), np.uint64(codes.shape[1]), np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(codes.shape[1]):
+            h = h * _GOLDEN + codes[:, j].view(np.uint64)
+            h = (h ^ (h >> np.uint64(30))) * _M1
+            h = (h ^ (h >> np.uint64(27))) * _M2
+            h = h ^ (h >> np.uint64(31))
+    return h.view(np.int64)
+
+
 def encode(terms: Sequence[str]) -> np.ndarray:
     """One int64 code per N-Triples term."""
     import pandas as pd

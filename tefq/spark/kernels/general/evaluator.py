@@ -93,7 +93,7 @@ class GeneralEvaluator:
         st.dictionary.add_mapping({c: t for c, t in terms.items()})
 
     def ingest_unmatched(self, st: GeneralState, ts: np.ndarray, order: np.ndarray, hashes: np.ndarray) -> None:
-        """Elements nothing matches (their hash only, `facts.row_hash` of their codes), kept until
+        """Elements nothing matches (their hash only, `coding.row_hash` of their codes), kept until
         their tick so that a repeat counts as a duplicate; late ones are dropped (never applied)."""
         spo = np.zeros((len(ts), 3), np.int64)
         spo[:, 0] = hashes

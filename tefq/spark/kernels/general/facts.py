@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tefq.plan.logical import Clause, DerivedFact, EventFact, Fact, Pattern, WherePattern
-from tefq.spark.kernels.general.coding import Elements
+from tefq.spark.kernels.general.coding import Elements, row_hash
 from tefq.spark.kernels.general.expressions import Env, passes
 from tefq.spark.kernels.general.tables import column, join, match, node_columns, relation, select_rows, union
 from tefq.spark.kernels.intervals import OPEN, SINCE, UNTIL, Events, Intervals, apply_events
@@ -30,19 +30,6 @@ from tefq.spark.kernels.joins import Relation, coalesce, cut, key_ranks
 if TYPE_CHECKING:
     from tefq.spark.kernels.general.query import Split
 
-_GOLDEN, _M1, _M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-
-
-def row_hash(codes: np.ndarray) -> np.ndarray:
-    """One int64 per row of codes (an identity's `fid`), splitmix64 over the columns in order."""
-    h = np.full(len(codes), np.uint64(codes.shape[1]), np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(codes.shape[1]):
-            h = h * _GOLDEN + codes[:, j].view(np.uint64)
-            h = (h ^ (h >> np.uint64(30))) * _M1
-            h = (h ^ (h >> np.uint64(27))) * _M2
-            h = h ^ (h >> np.uint64(31))
-    return h.view(np.int64)
 
 
 @dataclass
@@ -233,5 +220,4 @@ def empty_open(f: Fact) -> Intervals | Relation:
     return Relation.empty(tuple(v.name for v in f.identity))
 
 
-__all__ = ["CodedBackground", "FactSide", "clause_events", "clause_rows", "pattern_rows", "keep_open", "empty_open",
-           "row_hash"]
+__all__ = ["CodedBackground", "FactSide", "clause_events", "clause_rows", "pattern_rows", "keep_open", "empty_open"]
