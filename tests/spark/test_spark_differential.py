@@ -2,7 +2,8 @@
 document holding every query of that kind in tests/spark/test_differential.py, run once on real
 Spark (2 buckets) over the union of 20 generated streams (each with names of its own; shared
 literals, one time base), dealt into 2 --stream inputs of several files, one micro-batch or one file
-per stream per micro-batch, read by direct ingestion or as rows through Spark SQL. Random
+per stream per micro-batch (with --lateness: files out of time order, one a micro-batch; the late
+elements counted as the oracle's), read by direct ingestion or as rows through Spark SQL. Random
 (hypothesis prints the failing example); TEFQ_PROPS_SCALE=10 (make test-props) checks ten such
 unions per kind."""
 from __future__ import annotations
@@ -48,9 +49,11 @@ def unions(draw, kind: str):
     for i in range(STREAMS):
         drawn = draw(ts.elements(t, predicates, objects=OBJECTS[kind], max_size=8))
         els += [(e[0], renamed(e[1], i), e[2], renamed(e[3], i)) for e in drawn]
-    files_per_trigger = draw(st.sampled_from([None, 1]))
-    return t.every, draw(ts.split_streams(els, in_time_order=files_per_trigger is not None, max_files=4)), \
-        files_per_trigger, draw(st.sampled_from(["auto", "rows"]))
+    # --lateness as in tests/support/differential.py: files out of time order, one a micro-batch
+    lateness = None if kind == "windowed" else draw(st.sampled_from([None, None, 1, t.every // 2, min(2 * t.every, 1 << 58)]))
+    files_per_trigger = 1 if lateness else draw(st.sampled_from([None, 1]))
+    streams = draw(ts.split_streams(els, in_time_order=files_per_trigger is not None and not lateness, max_files=4))
+    return t.every, streams, files_per_trigger, draw(st.sampled_from(["auto", "rows"])), lateness
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -58,14 +61,18 @@ def test_spark_equals_the_oracle_on_generated_streams(spark, kind):
     @SPARK_PROPS
     @given(unions(kind))
     def run(union):
-        every, streams, files_per_trigger, ingest = union
+        every, streams, files_per_trigger, ingest, lateness = union
         query = tefq.compile(kind_document(kind, every))
         doc = query.document()
         with tempfile.TemporaryDirectory(prefix="tefq-spark-diff-") as tmp:
             paths = ts.write_streams(tmp, streams)
-            want = query.run(paths, engine="oracle")
-            got = run_spark(spark, doc, paths, max_files_per_trigger=files_per_trigger, max_ticks=0, ingest=ingest)
+            want = query.run(paths, engine="oracle", lateness=lateness or 0)
+            got = run_spark(spark, doc, paths, max_files_per_trigger=files_per_trigger, max_ticks=0, ingest=ingest,
+                            lateness_ms=lateness or 0)
         assert [r.sorted_rows() for r in got.results] == [r.sorted_rows() for r in want.results]
         assert got.metrics.ticks == want.metrics["ticks"]
         assert got.metrics.events_in == want.metrics["events_in"]
+        if lateness:
+            assert got.metrics.late_events == want.metrics["late_events"]
+            assert got.metrics.extra["late_events_by_stream"] == want.metrics["late_events_by_stream"]
     run()

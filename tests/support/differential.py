@@ -15,6 +15,7 @@ from tefq.spark.planning.current import CurrentAggregatePlan
 from tefq.spark.planning.fact import FactAggregatePlan
 from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.planning.windowed import WindowedPlan
+from tefq.spark.run_metrics import applied_events, late_by_index
 from tefq.spark.shapes import plan_document
 from tests.support import term_streams as ts
 from tests.support.local_engine import run_local
@@ -99,20 +100,31 @@ def cases(draw, kind: str):
     name = draw(st.sampled_from(sorted(KINDS[kind][1])))
     t = draw(ts.times())
     els = draw(ts.elements(t, KINDS[kind][1][name][1], objects=OBJECTS[kind]))
-    files_per_trigger = draw(st.sampled_from([None, 1]))
-    streams = draw(ts.split_streams(els, in_time_order=files_per_trigger is not None))
-    return name, t.every, streams, files_per_trigger, draw(st.integers(1, 3))
+    # --lateness (spec §6.1; not for windowed queries, which the oracle evaluates without it):
+    # files out of time order, one per stream a micro-batch, as the oracle's arrival rounds
+    lateness = None if kind == "windowed" else draw(st.sampled_from([None, None, 1, t.every // 2, min(2 * t.every, 1 << 58)]))
+    files_per_trigger = 1 if lateness else draw(st.sampled_from([None, 1]))
+    streams = draw(ts.split_streams(els, in_time_order=files_per_trigger is not None and not lateness))
+    return name, t.every, streams, files_per_trigger, draw(st.integers(1, 3)), lateness
 
 
-def check(kind: str, name: str, every: int, streams: list, files_per_trigger, buckets: int) -> None:
+def check(kind: str, name: str, every: int, streams: list, files_per_trigger, buckets: int,
+          lateness: int | None = None) -> None:
     query = tefq.compile(document_text(kind, name, every))
     doc = query.document()
     assert all(isinstance(p, KINDS[kind][0]) for p in plan_document(doc, buckets)), name
     with tempfile.TemporaryDirectory(prefix="tefq-diff-") as tmp:
         paths = ts.write_streams(tmp, streams)
-        want = query.run(paths, engine="oracle").results
-        got, _ = run_local(doc, paths, buckets=buckets, files_per_trigger=files_per_trigger)
-    assert [r.sorted_rows() for r in got] == [r.sorted_rows() for r in want]
+        want = query.run(paths, engine="oracle", lateness=lateness or 0)
+        got, metrics = run_local(doc, paths, buckets=buckets, files_per_trigger=files_per_trigger,
+                                 lateness_ms=lateness or 0)
+    assert [r.sorted_rows() for r in got] == [r.sorted_rows() for r in want.results]
+    if lateness:  # the late elements, per stream too, and the elements applied (the first query's)
+        m = metrics[0]
+        assert m.get("late_events", 0) == want.metrics["late_events"]
+        by_stream = want.metrics["late_events_by_stream"].values()
+        assert {i: n for i, n in late_by_index(m).items() if n} == {i: n for i, n in enumerate(by_stream) if n}
+        assert applied_events(m) == want.metrics["events_in"]
 
 
 def check_kind(kind: str) -> None:

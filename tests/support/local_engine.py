@@ -42,10 +42,11 @@ def micro_batches(streams: list[str], files_per_trigger: int | None) -> list[lis
 
 
 def run_local(doc, streams: list[str], background: str | None = None, *, buckets: int = 2, t0: int = 0,
-              files_per_trigger: int | None = None, max_ticks: int = 0) -> tuple[list[QueryResult], list[dict]]:
+              files_per_trigger: int | None = None, max_ticks: int = 0,
+              lateness_ms: int = 0) -> tuple[list[QueryResult], list[dict]]:
     """Every query's results (document order) and each plan's metrics, over the Parquet stream
     paths `streams` (one per --stream), `files_per_trigger` files of each a micro-batch (None: one)."""
-    run = RunOptions(RunSettings(t0, 0, max_ticks), files_per_trigger, None, False, as_background(background))
+    run = RunOptions(RunSettings(t0, lateness_ms, max_ticks), files_per_trigger, None, False, as_background(background))
     inputs = pinned_inputs(streams, None, follow=False)
     run = replace(run, settings=stream_settings(inputs, run, follow=False))
     batches = micro_batches(streams, files_per_trigger)
