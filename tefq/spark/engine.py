@@ -210,7 +210,7 @@ def run(request: SparkRun) -> RunResult:
     started, r, paths = time.time(), request, list(request.stream_paths)
     with prepared(r) as p:
         say(r.progress, "planning")
-        plans = plan_document(r.doc, p.buckets(r))
+        plans = plan_document(r.doc, p.buckets(r), background=r.background is not None)
         if r.follow:
             results, metrics = run_followed(p.spark, r.doc, plans, paths, p.workdir, p.options, r.on_rows, r.stop,
                                             p.log)

@@ -61,14 +61,16 @@ class WindowedLogic(BucketLogic):
     data_kinds = ()
 
     def __init__(self, doc: Document, t0: int, small: int, join_order: str = "adaptive",
-                 slabs: WindowSlabs | None = None) -> None:
+                 slabs: WindowSlabs | None = None, background: tuple[tuple[str, str, str], ...] = ()) -> None:
         self.doc, self.t0, self.small, self.join_order = doc, t0, small, join_order
         self.slabs = slabs  # split by windows: a bucket evaluates its slabs' windows alone
+        self.background = background  # N-Triples triples, in every window (shipped in the closure)
 
     @cached_property
     def run(self):
         """The parsed queries, once per operator instance (made where the operator runs)."""
-        return IncrementalBatchedRun(self.doc, self.t0, small=self.small, join_order=self.join_order)
+        return IncrementalBatchedRun(self.doc, self.t0, small=self.small, join_order=self.join_order,
+                                     background=self.background)
 
     def new_state(self) -> WindowedBucket:
         return WindowedBucket()
@@ -168,8 +170,10 @@ def count_late(w, keys: np.ndarray, batch: Batch) -> None:
 
 
 def make_windowed_operator(doc: Document, settings: RunSettings, small: int, join_order: str = "adaptive",
-                           slabs: WindowSlabs | None = None):
+                           slabs: WindowSlabs | None = None, background: tuple[tuple[str, str, str], ...] = ()):
     """The windowed operator (applyInPandasWithState): the bucket loop around `WindowedLogic`.
     `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches);
-    `slabs`: the plan's split by windows (tefq.spark.kernels.windowed.partitioning), if any."""
-    return bucket_operator(WindowedLogic(doc, settings.t0, small, join_order, slabs), settings, "windowed_operator")
+    `slabs`: the plan's split by windows (tefq.spark.kernels.windowed.partitioning), if any;
+    `background`: the run's background knowledge (N-Triples triples)."""
+    return bucket_operator(WindowedLogic(doc, settings.t0, small, join_order, slabs, background), settings,
+                           "windowed_operator")

@@ -66,12 +66,15 @@ class WindowedPlan:
 KEY_BUCKETS = 2  # join-key buckets when the caller offers none (planning.common.shuffle_partitions' least)
 
 
-def plan_windowed(doc: Document, buckets: int | None = None) -> WindowedPlan:
-    """`buckets`: how many a split query spreads over (the session's shuffle partitions)."""
+def plan_windowed(doc: Document, buckets: int | None = None, background: bool = False) -> WindowedPlan:
+    """`buckets`: how many a split query spreads over (the session's shuffle partitions).
+    `background`: the run joins background knowledge, which every window holds whole: then no
+    split by a join key (a solution of background triples alone would come out of every bucket),
+    by windows where it can."""
     run = IncrementalBatchedRun(doc)  # parses every query: syntax errors and unsupported algebra fail here
     evaluators = run.batches.evaluators
     split = buckets or KEY_BUCKETS  # the buckets a split query spreads over
-    key = join_key(run.queries[0], evaluators[0].algebra) if len(run.queries) == 1 else None
+    key = join_key(run.queries[0], evaluators[0].algebra) if len(run.queries) == 1 and not background else None
     slabs = window_slabs(run.queries, split) if key is None else None
     descr, details = [], []
     for q, ev in zip(run.queries, evaluators):

@@ -51,16 +51,17 @@ def plan_query(doc: Document, i: int, options: PlanOptions, fallback: bool = Tru
 
 
 def plan_document(doc: Document, buckets: int = 8, fallback: bool = True, fact_aggregates: bool = True,
-                  merge_partials: bool = True, general: bool | None = None) -> list:
+                  merge_partials: bool = True, general: bool | None = None, background: bool = False) -> list:
     """One plan per query (windowed queries share one). `fact_aggregates=False` sends what the
     fact-aggregate and general operators would run to the fallback instead (the simulations have no
     simulated form of them); `merge_partials=False`: no routing that leaves the driver
     to add the buckets' partial aggregates (planning/fact.FactRouting.merge); `general=False`: what
     the specialised operators refuse goes to the fallback (default: TEFQ_SPARK_GENERAL=0 says so,
-    for bench/general_spark.py's same-data comparison)."""
+    for bench/general_spark.py's same-data comparison); `background`: the run joins background
+    knowledge."""
     if general is None:
         general = os.environ.get("TEFQ_SPARK_GENERAL", "1") != "0"
-    options = PlanOptions(buckets, fact_aggregates, merge_partials, general)
+    options = PlanOptions(buckets, fact_aggregates, merge_partials, general, background)
     plans: list = []
     windowed = None
     for i, q in enumerate(doc.queries):

@@ -26,6 +26,7 @@ class PlanOptions:
     fact_aggregates: bool = True  # False: the simulations (no simulated form of the fact and general operators)
     merge_partials: bool = True  # False: no routing that leaves the driver to add the buckets' partial rows
     general: bool = True  # False: what the specialised operators refuse goes to the fallback
+    background: bool = False  # the run joins background knowledge (a windowed plan splits no join key then)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from tefq.spark.windowed_output import WindowedCollector
 
 def plan(doc, i: int, options, refused) -> WindowedPlan:
     """Every windowed query of the document (they run in one operator), whichever `i` asks."""
-    return plan_windowed(doc, options.buckets)
+    return plan_windowed(doc, options.buckets, background=options.background)
 
 
 def project(df, plan: WindowedPlan, run):
@@ -50,8 +50,9 @@ def add_windowed_metrics(m: dict, results: list[QueryResult], metrics: Metrics) 
 
 WINDOWED = Shape(
     "windowed", WindowedPlan, plan, project, WindowedRows,
-    operator=lambda doc, plan, run: make_windowed_operator(doc, run.settings, small_window(), run.join_order,
-                                                           plan.slabs),
+    operator=lambda doc, plan, run: make_windowed_operator(
+        doc, run.settings, small_window(), run.join_order, plan.slabs,
+        run.background.triples if run.background is not None else ()),
     collector=lambda plan: WindowedCollector(plan.queries, plan.query_columns, plan.window_order),
     capabilities=Capabilities(
         columnar=lambda plan: True,

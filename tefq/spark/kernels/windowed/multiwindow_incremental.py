@@ -107,12 +107,14 @@ class IncrementalBatchedRun(IncrementalRun):
     `small`: a lone due window with fewer relevant elements goes to rdflib (window_batches)."""
 
     def __init__(self, doc, t0: int = 0, small: int = SMALL_WINDOW, join_order: str = "adaptive",
-                 batch_rows: int = DEFAULT_BATCH_ROWS, interval_s: float | None = None) -> None:
+                 batch_rows: int = DEFAULT_BATCH_ROWS, interval_s: float | None = None,
+                 background: tuple[tuple[str, str, str], ...] = ()) -> None:
         super().__init__(doc, t0, small)
         self.join_order = join_order
         self.intervals = [interval_s or q.step_ms / 1000 for q in self.queries]
-        evaluators = [MultiWindowEvaluator(q.sparql, doc.source, line=getattr(s, "line", 0), join_order=join_order,
-                                           interval_s=dt) for q, s, dt in zip(self.queries, self.spans, self.intervals)]
+        evaluators = [MultiWindowEvaluator(q.sparql, doc.source, background, line=getattr(s, "line", 0),
+                                           join_order=join_order, interval_s=dt)
+                      for q, s, dt in zip(self.queries, self.spans, self.intervals)]
         self.batches = WindowBatches(self.queries, evaluators, t0, DEFAULT, batch_rows, doc.source, small)
 
     def new_state(self) -> FrameState:
