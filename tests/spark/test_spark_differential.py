@@ -8,6 +8,7 @@ elements counted as the oracle's), read by direct ingestion or as rows through S
 unions per kind."""
 from __future__ import annotations
 
+import os
 import tempfile
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import tefq
 from tests.support import term_streams as ts
-from tests.support.differential import KINDS, OBJECTS, SCALE, document_text
+from tests.support.differential import KINDS, OBJECTS, SCALE, background_text, document_text
 from tests.support.spark import run_spark
 
 pytestmark = pytest.mark.spark
@@ -66,9 +67,12 @@ def test_spark_equals_the_oracle_on_generated_streams(spark, kind):
         doc = query.document()
         with tempfile.TemporaryDirectory(prefix="tefq-spark-diff-") as tmp:
             paths = ts.write_streams(tmp, streams)
-            want = query.run(paths, engine="oracle", lateness=lateness or 0)
-            got = run_spark(spark, doc, paths, max_files_per_trigger=files_per_trigger, max_ticks=0, ingest=ingest,
-                            lateness_ms=lateness or 0)
+            background = os.path.join(tmp, "background.nt")
+            with open(background, "w", encoding="utf-8") as fh:  # each stream's subjects: its own names
+                fh.writelines(background_text(lambda term, i=i: renamed(term, i)) for i in range(STREAMS))
+            want = query.run(paths, engine="oracle", lateness=lateness or 0, background=background)
+            got = run_spark(spark, doc, paths, background=background, max_files_per_trigger=files_per_trigger,
+                            max_ticks=0, ingest=ingest, lateness_ms=lateness or 0)
         assert [r.sorted_rows() for r in got.results] == [r.sorted_rows() for r in want.results]
         assert got.metrics.ticks == want.metrics["ticks"]
         assert got.metrics.events_in == want.metrics["events_in"]

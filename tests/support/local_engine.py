@@ -52,7 +52,7 @@ def run_local(doc, streams: list[str], background: str | None = None, *, buckets
     batches = micro_batches(streams, files_per_trigger)
     results: list[QueryResult] = []
     metrics: list[dict] = []
-    for plan in plan_document(doc, buckets):
+    for plan in plan_document(doc, buckets, background=background is not None):
         func = shape_of(plan).operator(doc, plan, run)
         op = reading_operator(func, bound(plan, run), None, path_ranks(inputs))
         states = [BucketState() for _ in range(plan.buckets)]
