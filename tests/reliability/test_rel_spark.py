@@ -58,6 +58,24 @@ def test_a_stray_timestamp_stops_spark_with_the_row_named(spark, tmp_path, stray
     assert (e.value.file, e.value.line) == (str(path), 12)
 
 
+@pytest.mark.parametrize("stray", [0, (1 << 61) - 1000])
+def test_a_stray_timestamp_stops_a_windowed_query_on_spark_as_on_the_oracle(spark, tmp_path, stray) -> None:
+    """A windowed query closes every window: Spark enumerated the closes of a stray row's span
+    (exit 1, 'Unable to allocate 745 GiB'); now --max-ticks stops it first with the oracle's
+    message, the query and the row named."""
+    import tefq
+
+    path = tmp_path / "s.tsv"
+    write_tsv(path, views(0, 5) + [(stray, f"<{X}stray>", f"<{X}join>", f"<{X}ch9>")])
+    query = tefq.load(os.path.join(ROOT, "usecases", "uc1_csparql.rspql"))
+    with pytest.raises(TefqError) as want:
+        query.run([str(path)], engine="oracle")
+    with pytest.raises(TefqError) as got:
+        run_spark(spark, query.document(), [str(path)])
+    assert got.value.message == want.value.message and "(--max-ticks)" in got.value.message
+    assert (got.value.file, got.value.line) == (want.value.file, want.value.line) == (str(path), 12)
+
+
 def test_max_ticks_zero_is_no_bound(spark, tmp_path) -> None:
     path = tmp_path / "s.tsv"
     elements = views(0, 5)

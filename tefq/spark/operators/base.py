@@ -34,9 +34,11 @@ MAX_WARNINGS = 20  # late-event warnings per bucket and micro-batch
 OUTPUT_SCHEMA = RECORD_SCHEMA
 STATE_SCHEMA = "blob binary"
 OUTPUT_COLUMNS = ["kind", "tick", "payload"]
-def too_many_ticks(max_ticks: int, every: int, first: int, last: int) -> RuntimeError:
-    """Raised in a worker; `tefq.spark.runtime.progress.ours` turns it into the oracle's message naming the row."""
-    return WorkerFailure(TOO_MANY_TICKS, dict(max_ticks=max_ticks, every=every, first=first, last=last)).error()
+def too_many_ticks(max_ticks: int, every: int, first: int, last: int, query: str | None = None) -> RuntimeError:
+    """Raised in a worker; `tefq.spark.runtime.progress.ours` turns it into the oracle's message naming the row
+    (`query`: the query's name, where the plan runs several)."""
+    fields = dict(max_ticks=max_ticks, every=every, first=first, last=last)
+    return WorkerFailure(TOO_MANY_TICKS, fields if query is None else {**fields, "query": query}).error()
 
 
 def profile(where: str, **figures) -> None:

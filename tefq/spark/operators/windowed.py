@@ -24,8 +24,9 @@ import pandas as pd
 
 from tefq.plan.logical import Document
 from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState, IncrementalBatchedRun
+from tefq.oracle.windowed.windows import count_close_instants
 from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, StreamSettings, bucket_operator,
-                                       count_late_streams)
+                                       count_late_streams, too_many_ticks)
 from tefq.spark.protocol import ELEMENT, Heartbeats, RowKind, streams_of_keys
 from tefq.spark.windowed_output import paused_gc, windowed_rows_record
 from tefq.vocabulary import RunSettings
@@ -122,6 +123,8 @@ class WindowedLogic(BucketLogic):
         # not by the latest element seen (a stream running ahead made the others' elements late)
         held = not batch.flush and (batch.event_time is None or w.last is None)
         upto = None if batch.flush or held else batch.event_time - batch.settings.lateness_ms
+        if not held:
+            self.bound_windows(w, batch.settings.max_ticks)
         reports = [] if held else self.run.evaluate_due(w, upto, self.owned(batch.bucket))
         if w.done is not None:  # a later copy of an element before `done` is late, never a repeat
             st.unnamed.forget(w.done - 1)
@@ -135,6 +138,17 @@ class WindowedLogic(BucketLogic):
         # (counted by bucket 0); the driver adds up each bucket's latest
         batch.metrics["ticks"] = w.ticks if batch.bucket == 0 or self.slabs is not None else 0
         batch.metrics["bucket"] = batch.bucket
+
+    def bound_windows(self, w: FrameState, max_ticks: int) -> None:
+        """--max-ticks bounds the windows that close, as on the oracle (`bound_ticks`: every window of
+        a query's, over the span read so far), before one is enumerated: a stray timestamp makes
+        billions (745 GiB of closes for one element at 10^14 ms and a RANGE of 1 s)."""
+        if max_ticks <= 0 or w.first is None or w.last is None:
+            return
+        for q in self.run.queries:
+            for win in q.windows:
+                if count_close_instants(w.first, w.last, win.range_ms, win.step_ms, self.t0) > max_ticks:
+                    raise too_many_ticks(max_ticks, win.step_ms, w.first, w.last, query=q.name)
 
     def owned(self, bucket: int):
         """The windows (by their closes) that `bucket` evaluates: all, unless split by windows."""

@@ -191,7 +191,7 @@ def too_many_ticks_error(failure: WorkerFailure, query: str, paths: Sequence[str
     """The oracle's --max-ticks message (tefq.oracle.query.TooManyTicks), pointing at the row
     whose timestamp stretches the range (read again on the driver: an error path only)."""
     f = failure.fields
-    err = TooManyTicks(query, int(f["max_ticks"]), int(f["every"]), int(f["first"]), int(f["last"]))
+    err = TooManyTicks(f.get("query", query), int(f["max_ticks"]), int(f["every"]), int(f["first"]), int(f["last"]))
     times = sorted(e[0] for p in paths for f in stream_files(p) for e in read_stream_file(f, IgnoreBadRows()))
     if times:
         ts, why = outlier(times)
