@@ -25,6 +25,7 @@ from rdflib.plugins.sparql.evalutils import NotBoundError, _eval
 from rdflib.paths import AlternativePath, InvPath, MulPath, SequencePath
 from rdflib.plugins.sparql.sparql import SPARQLError
 
+from tefq.semantics.expressions import double_sum, to_double
 from tefq.semantics.values import decimal_lexical, double_lexical
 
 INTEGERS = frozenset(XSD[t] for t in (
@@ -538,7 +539,9 @@ def _argument(accumulator, row) -> Any:
 
 class _Errors:
     """An aggregate over a value that is not a number is an error (unbound), not a skipped row
-    (rdflib skips it: agg-err-01)."""
+    (rdflib skips it: agg-err-01). A sum that is a double (or float) is the exact sum of the
+    values as doubles, rounded once, as TEF's SUM (docs/semantics.md, "Groups and aggregates"):
+    rdflib adds them one by one in the solutions' order, which no other engine can reproduce."""
 
     failed = False
 
@@ -547,14 +550,21 @@ class _Errors:
         if value is None:
             return
         try:
-            number(value)
+            _, v = number(value)
         except SPARQLError:
             self.failed = True
             return
         super().update(row, aggregator)  # type: ignore[misc]
+        self.doubles = [*getattr(self, "doubles", ()), to_double(v)]
 
     def get_value(self):  # type: ignore[no-untyped-def]
         return None if self.failed else super().get_value()  # type: ignore[misc]
+
+    def double_total(self) -> float | None:
+        """The exact sum as a double, if the sum is one (float or double), else None."""
+        if self.datatype not in (XSD.float, XSD.double):  # type: ignore[attr-defined]
+            return None
+        return double_sum(getattr(self, "doubles", []))
 
 
 class _Extremum:
@@ -590,11 +600,15 @@ class Maximum(_Extremum, _RdflibMaximum):
 
 
 class Average(_Errors, _RdflibAverage):
-    pass
+    def get_value(self):  # type: ignore[no-untyped-def]
+        total = None if self.failed or not self.counter else self.double_total()
+        return super().get_value() if total is None else Literal(total / self.counter)
 
 
 class Sum(_Errors, _RdflibSum):
-    pass
+    def get_value(self):  # type: ignore[no-untyped-def]
+        total = None if self.failed else self.double_total()
+        return super().get_value() if total is None else Literal(total, datatype=self.datatype)
 
 
 __all__ = ["EXPRESSIONS", "CASTS", "cast", "Average", "Sum", "Minimum", "Maximum", "order_key", "number",

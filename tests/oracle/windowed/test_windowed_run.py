@@ -183,3 +183,19 @@ def test_cli_check_accepts_tefq_json_and_commented_csparql(tmp_path, capsys):
                      "WHERE { ?u ?c }\n")
     assert run_command(base + ["--answers", str(good)]) == 2
     assert f"{query}:4:" in capsys.readouterr().err  # rdflib's error, located in the file
+
+
+DOUBLE = "^^<http://www.w3.org/2001/XMLSchema#double>"
+SUMS = WindowedQuery("Sums", False, "select", (StreamWindow(f"{EX}log", 10000, 10000),), (),
+                     PRO + "SELECT (SUM(?v) AS ?s) (AVG(?v) AS ?a) WHERE { ?x :v ?v }", ("s", "a"))
+
+
+@pytest.mark.parametrize("values", [["1e16", "1.0", "-1e16", "1.0"], ["1e16", "-1e16", "1.0", "1.0"],
+                                    ["1.0", "1e16", "1.0", "-1e16"]])
+def test_a_sum_of_doubles_is_exact_whatever_the_order(values):
+    """Like TEF's SUM (docs/semantics.md): the exact sum, rounded once, not rdflib's running sum in
+    the solutions' order (1e16 + 1.0 is 1e16 again: 0.0, 1.0 or 2.0 by order). Spark's vectorised
+    windows sum the same way (kernels/windowed/aggregates.group_double_sums)."""
+    els = [(1000 + i, f"<{EX}x{i}>", f"<{EX}v>", f'"{v}"{DOUBLE}') for i, v in enumerate(values)]
+    (res,) = run(doc(SUMS), els)
+    assert res.rows == [(10000, (f'"2"{DOUBLE}', f'"0.5"{DOUBLE}'))]

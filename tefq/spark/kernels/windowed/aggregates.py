@@ -2,10 +2,11 @@
 
 `aggregate_columns(df, codes, groups, aggregations, x)` gives each aggregate's term per group.
 Vectorised: COUNT (also DISTINCT and `*`) and SAMPLE of a variable. SUM, AVG, MIN and MAX of a
-variable whose bound values all have one datatype, xsd:double or xsd:integer, are computed with
-the very Python arithmetic rdflib's accumulators use (a running `0 + acc + v` in row order, AVG
-of integers as a Decimal quotient), one pass over plain numbers instead of rdflib's per-row
-binding machinery. Everything else goes to rdflib's own `Aggregator`, one per group.
+variable whose bound values all have one datatype, xsd:double or xsd:integer, are computed as the
+oracle's accumulators compute them (integers exactly, AVG of integers as a Decimal quotient,
+doubles as their exact sum rounded once: `oracle.windowed.sparql_values`), one pass over plain
+numbers instead of rdflib's per-row binding machinery. Everything else goes to rdflib's own
+`Aggregator`, one per group (with the oracle's accumulators).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rdflib import Literal, URIRef
 from rdflib.term import Variable
 
 from tefq.oracle.windowed.r2r import to_nt
+from tefq.semantics.expressions import double_sum
 from tefq.spark.kernels.windowed.expressions import XSD, Expressions, calls_timestamp
 
 DOUBLE, INTEGER = f"{XSD}double", f"{XSD}integer"
@@ -78,6 +80,14 @@ def _numbers(col: np.ndarray, dt: str) -> tuple[np.ndarray, np.ndarray] | None:
     return values[codes], codes >= 0
 
 
+def group_double_sums(values: np.ndarray, where: np.ndarray, groups: int) -> list[float]:
+    """Per group (`where`: each value's), the exact sum of its doubles rounded once (`double_sum`)."""
+    order = np.argsort(where, kind="stable")
+    bounds = np.searchsorted(where[order], np.arange(groups + 1)).tolist()
+    ordered = values[order].tolist()
+    return [double_sum(ordered[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
 def _fast_numeric(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) -> list | None:
     """SUM / AVG / MIN / MAX of a one-datatype numeric variable, else None (rdflib decides)."""
     if not isinstance(a.vars, Variable) or (a.distinct and a.name in ("Aggregate_Sum", "Aggregate_Avg")):
@@ -93,9 +103,12 @@ def _fast_numeric(a, df: pd.DataFrame, codes: np.ndarray, groups: np.ndarray) ->
     if a.name in ("Aggregate_Min", "Aggregate_Max"):
         return _extremum(a.name == "Aggregate_Min", col[bound], values, where, len(groups))
     count = np.bincount(where, minlength=len(groups)).tolist()
-    total = np.zeros(len(groups))
-    np.add.at(total, where, values)  # unbuffered, in row order: rdflib's running `0 + acc + v`
-    sums = total.tolist() if dt == DOUBLE else [int(t) for t in total.tolist()]
+    if dt == DOUBLE:  # exact, rounded once: the oracle's SUM of doubles (sparql_values._Errors)
+        sums = group_double_sums(values, where, len(groups))
+    else:
+        total = np.zeros(len(groups))
+        np.add.at(total, where, values)  # integers below 2^53: exact in any order
+        sums = [int(t) for t in total.tolist()]
     if a.name == "Aggregate_Sum":
         return [to_nt(Literal(t, datatype=URIRef(dt))) if n else to_nt(Literal(0)) for t, n in zip(sums, count)]
     if dt == DOUBLE:
