@@ -5,11 +5,12 @@ Its input is whole elements (`protocol.ELEMENT`, only those whose predicate some
 runtime/columns.project_windowed), OTHER rows for the others (time and hash, to bucket 0) and the
 heartbeats, which carry the event time every element read advances. Each element's hash `f` is
 kept until the windows reach its time (`BucketState.unnamed`), so that a repeat at one ms counts
-as a duplicate (a stream is a set: `events_in` counts it once, as the oracle). The operator keeps the elements of the windows not yet closed (as tables); when
-event time (minus the lateness) passes window closes it evaluates every due window of a query in
-one vectorised pass, the window id one more join and group key (tefq.spark.kernels.windowed.multiwindow, run
-by tefq.spark.kernels.windowed.multiwindow_incremental), and feeds REGISTER STREAM output back round after
-round, as the oracle's `run()` orders them. BGPs are joined in Strider's order (`join_order`:
+as a duplicate (a stream is a set: `events_in` counts it once, as the oracle). The operator keeps
+the elements of the windows not yet closed (as tables); when event time (minus the lateness)
+passes window closes it evaluates every due window of a query in one vectorised pass, the window
+id one more join and group key (tefq.spark.kernels.windowed.multiwindow, run by
+tefq.spark.kernels.windowed.multiwindow_incremental), and feeds REGISTER STREAM output back round
+after round, as the oracle's `run()` orders them. BGPs are joined in Strider's order (`join_order`:
 static or adaptive); each micro-batch's choices go out in its metrics (`join_orders`). The rows go
 out as one columnar record per query (tefq.spark.windowed_output); late elements are counted per
 micro-batch and per input stream (`late_stream.<index>`), the driver adds them up.
@@ -22,9 +23,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from tefq.oracle.windowed.windows import count_close_instants
 from tefq.plan.logical import Document
 from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState, IncrementalBatchedRun
-from tefq.oracle.windowed.windows import count_close_instants
 from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, StreamSettings, bucket_operator,
                                        count_late_streams, too_many_ticks)
 from tefq.spark.protocol import ELEMENT, Heartbeats, RowKind, streams_of_keys
@@ -97,21 +98,22 @@ class WindowedLogic(BucketLogic):
             at = at[np.argsort(keys, kind="stable")]
             keys = pdf["o"].to_numpy(np.int64)[at]
         elements = pdf.iloc[at][list(ELEMENT_COLUMNS)].rename(columns=ELEMENT_COLUMNS)
-        ts = elements["ts"].to_numpy(np.int64)
-        late = self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0,
-                            stream_iris_of(keys, batch))
-        mine = np.ones(len(at), bool)  # the elements this bucket counts
+        self.run.add(st.windows, elements.astype({"ts": np.int64}), None, None, 0, stream_iris_of(keys, batch))
         if self.slabs is not None:  # an element at a slab's edge is in two buckets: counted by its first
-            mine = self.slabs.element_buckets(ts, self.t0)[0] == batch.bucket
-        other = np.flatnonzero(kinds == RowKind.OTHER)  # no query can match them: counted only
-        other_ts = pdf["ts"].to_numpy(np.int64)[other]
-        other_late = other_ts < st.windows.done if st.windows.done is not None else np.zeros(len(other), bool)
-        late = np.concatenate([late & mine, other_late])
+            at = at[self.slabs.element_buckets(elements["ts"].to_numpy(np.int64), self.t0)[0] == batch.bucket]
+        self.count_read(st, pdf, np.concatenate([at, np.flatnonzero(kinds == RowKind.OTHER)]), batch)
+
+    @staticmethod
+    def count_read(st: WindowedBucket, pdf: pd.DataFrame, rows: np.ndarray, batch: Batch) -> None:
+        """The elements this bucket counts (`rows`: its own, and the OTHER rows, which no query can
+        match): the late ones (before the windows' event time: counted, also per input, and kept
+        for the windows still open) and the repeats of the others (`duplicates`)."""
+        w = st.windows
+        ts = pdf["ts"].to_numpy(np.int64)[rows]
+        late = ts < w.done if w.done is not None else np.zeros(len(rows), bool)
         if late.any():
-            count_late(st.windows, np.concatenate([keys, pdf["o"].to_numpy(np.int64)[other]])[late], batch)
-        counted = np.concatenate([mine, np.ones(len(other), bool)]) & ~late
-        hashes = np.concatenate([pdf["f"].to_numpy(np.int64)[at], pdf["f"].to_numpy(np.int64)[other]])
-        batch.metrics["duplicates"] += st.unnamed.ingest(np.concatenate([ts, other_ts])[counted], hashes[counted])
+            count_late(w, pdf["o"].to_numpy(np.int64)[rows][late], batch)
+        batch.metrics["duplicates"] += st.unnamed.ingest(ts[~late], pdf["f"].to_numpy(np.int64)[rows][~late])
 
     def report(self, st: WindowedBucket, batch: Batch) -> None:
         with paused_gc():  # the windows' rows are millions of tuples (measured: 30-45% of a 1M batch's compute)
