@@ -14,6 +14,7 @@ UserChannelCounts) needs each window's output for the next: one window per round
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
@@ -49,28 +50,45 @@ def element_table(elements) -> pd.DataFrame:
     return df.iloc[np.argsort(ts, kind="stable")].reset_index(drop=True)
 
 
+PIECES = 256  # fed-back pieces kept apart before they join the table (one concat per this many rounds)
+
+
 @dataclass
 class Source:
     """One stream a window reads: external elements, or a REGISTER STREAM's fed-back triples
-    (appended in time order, round after round)."""
+    (appended in time order, round after round: each piece one window's output, at its close).
+    The pieces stay apart until there are `PIECES` of them: a feedback cycle evaluates one window
+    a round, and joining every piece to the table at once made each round copy the whole feed."""
 
     table: pd.DataFrame
     pieces: list = field(default_factory=list)
+    starts: list = field(default_factory=list)  # each piece's first timestamp
 
     def add(self, fed: pd.DataFrame) -> None:
-        self.pieces.append(fed)
+        if len(fed):
+            self.pieces.append(fed)
+            self.starts.append(int(fed["ts"].iat[0]))
+        if len(self.pieces) >= PIECES:
+            self.current()
 
     def current(self) -> pd.DataFrame:
         if self.pieces:
             self.table = pd.concat([self.table, *self.pieces], ignore_index=True)
-            self.pieces = []
+            self.pieces, self.starts = [], []
         return self.table
 
     def between(self, lo: int, hi: int) -> pd.DataFrame:
         """The elements with lo <= ts <= hi."""
-        df = self.current()
-        ts = df["ts"].to_numpy(np.int64)
-        return df.iloc[np.searchsorted(ts, lo, "left"):np.searchsorted(ts, hi, "right")]
+        ts = self.table["ts"].to_numpy(np.int64)
+        out = self.table.iloc[np.searchsorted(ts, lo, "left"):np.searchsorted(ts, hi, "right")]
+        first = bisect_left(self.starts, lo) - 1  # the piece before may still reach lo
+        tail = [p for p in self.pieces[max(first, 0):bisect_right(self.starts, hi)]
+                if int(p["ts"].iat[-1]) >= lo]
+        if not tail:
+            return out
+        both = pd.concat([out, *tail], ignore_index=True)
+        ts = both["ts"].to_numpy(np.int64)
+        return both.iloc[np.searchsorted(ts, lo, "left"):np.searchsorted(ts, hi, "right")]
 
 
 class WindowBatches:
@@ -160,7 +178,8 @@ class WindowBatches:
             sizes = contents_size(self.parts(i, int(instants[0]), int(instants[-1]), None), instants, self.t0,
                                   self.sem.closed_right)
             instants = instants[sizes > 0]
-        if not len(instants):
+        if len(instants) <= 1:  # one window is one batch (a feedback cycle's round): no sizes to add up
+            yield from [instants] if len(instants) else []
             return
         parts = self.parts(i, int(instants[0]), int(instants[-1]), self.evaluators[i].predicates)
         total = np.cumsum(contents_size(parts, instants, self.t0, self.sem.closed_right))
