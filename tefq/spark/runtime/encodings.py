@@ -288,6 +288,11 @@ class ElementRows(Encoding):
         out = self.with_order(rb, order).filter(pa.array(kinds == int(ELEMENT)))
         return out if out.num_rows else None
 
+    @staticmethod
+    def element_hashes(fb: FileBatch, rows: np.ndarray) -> np.ndarray:
+        """The element hash of a file batch's `rows`: of their term codes (`row_hash`)."""
+        return row_hash(np.column_stack([fb.cols[c].codes[rows] for c in "spo"]))
+
     def other_rows(self, ts: np.ndarray, order: pa.Array, hashes: np.ndarray) -> pa.RecordBatch:
         """OTHER rows: time, tie order, element hash, bucket 0 (for the duplicates only)."""
         n = len(ts)
@@ -338,7 +343,7 @@ class GeneralRows(ElementRows):
         keys = order.keys(fb.rank, fb.row0 == 0, np.concatenate([at, other]), fb.n)
         keys, other_keys = keys[:len(at)], keys[len(at):]
         unnamed = [self.other_rows(fb.ts[other], pa.array(other_keys),
-                                   row_hash(np.column_stack([fb.cols[c].codes[other] for c in "spo"])))] \
+                                   self.element_hashes(fb, other))] \
             if len(other) else []
         if not len(at):
             return unnamed[0] if unnamed else None

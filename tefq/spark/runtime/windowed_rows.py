@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tefq.spark.planning.windowed import WindowedPlan
-from tefq.spark.kernels.general.coding import row_hash
 from tefq.spark.protocol import ELEMENT, FileTieOrder, RowKind, routed_rows
 from tefq.spark.runtime.columnar import Column, FileBatch
 from tefq.spark.runtime.encodings import ElementRows, joined
@@ -103,20 +102,16 @@ class WindowedRows(ElementRows):
             at, bucket = at[mine], bucket[mine]
         other = np.flatnonzero(self.in_run(fb) & ~relevant) if self.only in (None, 0) else np.zeros(0, np.int64)
         keys = order.keys(fb.rank, fb.row0 == 0, np.concatenate([at, other]), fb.n)
-        unnamed = [self.other_rows(fb.ts[other], pa.array(keys[len(at):]), self.hashes(fb, other))] \
+        unnamed = [self.other_rows(fb.ts[other], pa.array(keys[len(at):]), self.element_hashes(fb, other))] \
             if len(other) else []
         if not len(at):
             return unnamed[0] if unnamed else None
         everything, base = fb.dictionaries()
         n, zero = len(at), pa.array(np.zeros(len(at), np.int64))
         cols = {"k": pa.array(np.full(n, int(ELEMENT), np.int32)), "ts": pa.array(fb.ts[at]),
-                "o": pa.array(keys[:len(at)]), "f": pa.array(self.hashes(fb, at)), "n": zero, "b": pa.array(bucket)}
+                "o": pa.array(keys[:len(at)]), "f": pa.array(self.element_hashes(fb, at)), "n": zero,
+                "b": pa.array(bucket)}
         for c, name in (("s", "s"), ("p", "p"), ("o", "obj")):
             cols[name] = everything.take(pa.array(fb.cols[c].idx[at] + base[c]))
         return joined(unnamed + [pa.RecordBatch.from_arrays([cols[name] for name in self.schema.names],
                                                             schema=self.schema)])
-
-    @staticmethod
-    def hashes(fb: FileBatch, rows: np.ndarray) -> np.ndarray:
-        """The element hash of `rows`: of their term codes."""
-        return row_hash(np.column_stack([fb.cols[c].codes[rows] for c in "spo"]))
