@@ -94,8 +94,8 @@ def merge_partials(rows: NumericRows, aggregates: tuple[tuple[str, str], ...]) -
 
 
 def data_record(kind: str, tick: int, value: Any, hint: Any = Any) -> tuple[str, int, bytes]:
-    """A sink record holding `value`, a `hint` (runtime/codec)."""
-    return kind, int(tick), encode(value, hint)
+    """A sink record holding `value`, a `hint` (runtime/codec; compressed when large)."""
+    return kind, int(tick), encode(value, hint, compress=True)
 
 
 def read_record(kind: str, payload: bytes, hint: Any) -> Any:

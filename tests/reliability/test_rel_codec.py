@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import struct
 import subprocess
 import sys
 from decimal import Decimal
@@ -26,7 +27,7 @@ from tefq.spark.kernels.intervals import Events, Intervals
 from tefq.spark.operators.current import CurrentState
 from tefq.spark.operators.windowed import WindowedBucket
 from tefq.spark.output import NumericRows
-from tefq.spark.runtime.codec import CodecError, MAGIC, decode, encode
+from tefq.spark.runtime.codec import COMPRESS_ABOVE, MAX_PAYLOAD, ZSTD_MAGIC, CodecError, MAGIC, decode, encode
 from tefq.spark.windowed_output import CodedRows
 from tests.support.paths import ROOT
 
@@ -93,6 +94,33 @@ def test_plain_data_round_trips() -> None:
 def test_sink_records_round_trip(record, hint) -> None:
     back = decode(encode(record, hint), hint)
     assert type(back) is hint and vars(back).keys() == vars(record).keys()
+
+
+def test_a_large_sink_record_is_compressed_and_reads_back_the_same() -> None:
+    n = COMPRESS_ABOVE  # 3 columns of 8 bytes a row: well above the threshold
+    rows = NumericRows(np.arange(n) * 1000, np.arange(n).reshape(n, 1) % 7, {"n": np.arange(n, dtype=float)})
+    blob = encode(rows, NumericRows, compress=True)
+    assert blob.startswith(ZSTD_MAGIC) and len(blob) < len(encode(rows, NumericRows)) // 4
+    back = decode(blob, NumericRows)
+    assert back.ticks.tolist() == rows.ticks.tolist() and back.values["n"].tolist() == rows.values["n"].tolist()
+    assert back.groups.flags.writeable
+    small = encode({"rows_out": 3}, dict, compress=True)
+    assert small.startswith(MAGIC) and decode(small, dict) == {"rows_out": 3}
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda b: b[:len(ZSTD_MAGIC) + 4], "cut off"),
+    (lambda b: ZSTD_MAGIC + struct.pack("<Q", MAX_PAYLOAD + 1) + b[len(ZSTD_MAGIC) + 8:], "more than a payload holds"),
+    (lambda b: ZSTD_MAGIC + struct.pack("<Q", 10) + b[len(ZSTD_MAGIC) + 8:], "damaged"),  # not the length it holds
+    (lambda b: b[:len(ZSTD_MAGIC) + 8] + b"\x00" * 64, "damaged"),
+    (lambda b: ZSTD_MAGIC + struct.pack("<Q", 100) + __import__("pyarrow").compress(b"x" * 100, "zstd", asbytes=True),
+     "format this tefq writes"),  # a good frame holding something else than a payload
+])
+def test_a_damaged_compressed_record_is_one_sentence(damage, why) -> None:
+    blob = encode(np.zeros(COMPRESS_ABOVE), np.ndarray, compress=True)
+    with pytest.raises(CodecError, match=why) as e:
+        decode(damage(blob), np.ndarray, "a 'nrows' record")
+    assert "\n" not in e.value.message
 
 
 def test_a_state_class_whose_fields_drift_from_its_annotations_cannot_be_saved() -> None:
