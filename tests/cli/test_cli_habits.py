@@ -75,14 +75,26 @@ def test_conf_and_driver_memory_reach_the_session(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     state = sorted(p.name for p in (ck / "q1" / "checkpoint" / "state" / "0").iterdir() if p.name.isdigit())
     assert state == ["0", "1", "2"]
+    manager = "spark.sql.streaming.checkpointFileManagerClass"  # tefq's own setting, overridden too
     probe = ("from tefq.spark.runtime.session import SessionSettings, get_session\n"
-             "s = get_session('local[1]', settings=SessionSettings((('spark.tefq.probe', 'yes'),), '1g'))\n"
-             "print(s.conf.get('spark.tefq.probe'), s.sparkContext.getConf().get('spark.driver.memory'))\n"
+             f"s = get_session('local[1]', settings=SessionSettings((('spark.tefq.probe', 'yes'), ('{manager}', 'x.Y')), '1g'))\n"
+             f"print(s.conf.get('spark.tefq.probe'), s.conf.get('{manager}'), s.sparkContext.getConf().get('spark.driver.memory'))\n"
              "print(s.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() // (1 << 20))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     settings, heap = out.stdout.split("\n")[:2]
-    assert settings == "yes 1g" and 512 < int(heap) <= 1024
+    assert settings == "yes x.Y 1g" and 512 < int(heap) <= 1024
+
+
+@pytest.mark.spark
+def test_checkpoint_files_are_written_through_hadoops_filesystem_api(spark) -> None:
+    """Spark's default checkpoint file manager forks `chmod` and `readlink` for every checkpoint file
+    where Hadoop's native library is missing (pyspark ships none): ~120 ms of each micro-batch's
+    state commit (docs/spark.md "Session", bench/state_commit.py)."""
+    from tefq.spark.runtime.session import CHECKPOINT_FILE_MANAGER
+
+    assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass") == CHECKPOINT_FILE_MANAGER
+    assert CHECKPOINT_FILE_MANAGER.rsplit(".", 1)[1] == "FileSystemBasedCheckpointFileManager"
 
 
 def test_usecase_and_compare_use_the_packaged_use_cases_wherever_they_run(tmp_path) -> None:
