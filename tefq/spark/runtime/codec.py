@@ -14,8 +14,8 @@ type the reader expects.
 A sink record may be compressed (`encode(..., compress=True)`): `ZSTD_MAGIC`, the plain payload's
 length (8 bytes, little-endian, at most `MAX_PAYLOAD`) and its zstd frame; `decode` takes either.
 Why: a micro-batch's rows of UC1 are one 12-39 MB record per bucket that zstd makes 0.2-0.7 MB in
-4-12 ms (ticks in order, group codes repeating), and the JVM copies, checksums and writes every
-byte of a record into the sink, then the driver reads it back.
+4-12 ms (ticks in order, group codes repeating), and the JVM copies and writes every byte of a
+record into the sink, then the driver reads it back.
 
 Format: `MAGIC`, the header's length (8 bytes, little-endian), a JSON header `{"v": tree, "a": arrays}`
 and the arrays' bytes (each at a 16-byte aligned offset). The tree is JSON: null, booleans, strings,
@@ -245,6 +245,7 @@ def encode(value: Any, hint: Any = Any, *, compress: bool = False) -> bytes:
 
 
 def compressed(blob: bytes) -> bytes:
+    """An `encode` result as a compressed payload (module doc)."""
     import pyarrow as pa
 
     return b"".join([ZSTD_MAGIC, struct.pack("<Q", len(blob)), pa.compress(blob, "zstd", asbytes=True)])
