@@ -24,6 +24,18 @@ MIN_BATCHES_TO_RETAIN = 20  # docs/spark.md "Restart and reliability"
 JIT_VARIABLE = "TEFQ_JIT"
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+# Local files without Hadoop's helper processes (pyspark ships no native Hadoop library, so Hadoop
+# forks `chmod` and `readlink` for the files it writes; docs/spark.md "Session", measured there):
+# - checkpoint files (offsets, commits, state changelogs) through Hadoop's FileSystem API: the
+#   default FileContext manager's create and rename forked ~120 ms into each micro-batch's state
+#   commit. Renames stay atomic on a local disk; a checkpoint has one writer (its lock).
+# - no `.crc` side file, one more `chmod` each (~0.5 s of a 2M-event run). Operator state and sink
+#   records are still checked for their structure by runtime/codec; RocksDB's files carry checksums.
+LOCAL_FILES = {
+    "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
+}
 LOG4J2_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log4j2.properties")  # tefq/spark/
 
 
@@ -87,17 +99,7 @@ def start_session(master: str | None = None, app_name: str = "tefq", archive_opt
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        # Checkpoint files (offsets, commits, state changelogs) through Hadoop's FileSystem API:
-        # without Hadoop's native library, the default FileContext manager forks `chmod` and
-        # `readlink` for every file it creates and renames, ~120 ms of each micro-batch's state
-        # commit here (docs/spark.md "Session"). Renames stay atomic on a local disk; a checkpoint
-        # has one writer (its lock, runtime/checkpoint).
-        .config("spark.sql.streaming.checkpointFileManagerClass", CHECKPOINT_FILE_MANAGER)
-        # Local files without Hadoop's `.crc` side files: each costs one more `chmod` process
-        # (~0.5 s of a 2M-event run, measured). Operator state and sink records are still checked
-        # for their structure by runtime/codec when read back; RocksDB's files carry block checksums.
-        .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
-        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", "org.apache.hadoop.fs.local.RawLocalFs")
+        .config(map=LOCAL_FILES)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200000")
         .config("spark.sql.execution.arrow.maxBytesPerBatch", "2147483647")  # no per-row size check (PERF-NOTES)
