@@ -555,7 +555,7 @@ class _Errors:
             self.failed = True
             return
         super().update(row, aggregator)  # type: ignore[misc]
-        self.doubles = [*getattr(self, "doubles", ()), to_double(v)]
+        vars(self).setdefault("doubles", []).append(to_double(v))  # rdflib's __init__ is not ours
 
     def get_value(self):  # type: ignore[no-untyped-def]
         return None if self.failed else super().get_value()  # type: ignore[misc]
@@ -564,7 +564,7 @@ class _Errors:
         """The exact sum as a double, if the sum is one (float or double), else None."""
         if self.datatype not in (XSD.float, XSD.double):  # type: ignore[attr-defined]
             return None
-        return double_sum(getattr(self, "doubles", []))
+        return double_sum(vars(self).get("doubles", []))
 
 
 class _Extremum:

@@ -133,8 +133,9 @@ class StreamClock:
 class UnnamedElements:
     """Elements no clause matches (rows of kind OTHER: their time and element hash `e` only; on the
     windowed plan every element's), kept until their tick is reported so that a repeat at the same
-    ms counts as a duplicate (a stream is a set, spec §1). A copy arriving after that tick is late (`drop_late`), never a duplicate,
-    so nothing older is needed: the state is bounded by the elements after the last tick."""
+    ms counts as a duplicate (a stream is a set, spec §1). A copy arriving after that tick is late
+    (`drop_late`), never a duplicate, so nothing older is needed: the state is bounded by the
+    elements after the last tick."""
 
     ts: np.ndarray
     e: np.ndarray
