@@ -21,6 +21,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tefq.plan.ticks import tick_array, tick_at_or_after, tick_at_or_before
 from tefq.spark.kernels.general.coding import row_hash
@@ -63,6 +65,25 @@ def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
     # column by column: pd.concat tests every cell of an object column whose part is all null
     # (the term columns, null but on SINCE rows), ~1 s per million rows (issue 14 profile)
     return pd.DataFrame({c: np.concatenate([p[c].to_numpy() for p in parts]) for c in parts[0].columns}, copy=False)
+
+
+def row_frames(batches) -> Iterator:
+    """Direct ingestion: the mapper's rows as the operator's frames, one per batch."""
+    return (rb.to_pandas() for rb in batches)
+
+
+def coded_frames(batches) -> Iterator:
+    """Direct ingestion of a general or windowed plan: the mapper's rows as one frame whose term
+    columns are categorical (Arrow dictionaries: each distinct term one Python string), so the
+    operator codes each distinct term once (kernels/general/coding.code_categorical; the windowed
+    engine's factorisation, tefq.spark.kernels.windowed.window_content), not each row's string."""
+    batches = list(batches)
+    table = pa.Table.from_batches(batches) if batches else None
+    if table is not None and table.num_rows:
+        for name in ("s", "p", "obj"):
+            table = table.set_column(table.schema.get_field_index(name), name,
+                                     pc.dictionary_encode(table.column(name).combine_chunks()))
+        yield table.to_pandas()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ One encoder per input partition (it may collect TERMS rows on the way: `trailer`
 around it is written once (runtime/mappers.py)."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -18,12 +18,15 @@ from tefq.spark.kernels.general.coding import ChainedTerms, Elements, TermDictio
 from tefq.spark.kernels.general.coding import row_hash
 from tefq.spark.kernels.general.local import coded_background
 from tefq.spark.kernels.general.routing import element_buckets
-from tefq.spark.planning.current import CurrentAggregatePlan
-from tefq.spark.planning.fact import FactAggregatePlan
-from tefq.spark.planning.general import GeneralPlan
 from tefq.spark.protocol import (ELEMENT, ELEMENT_WIRE, SINCE, TERMS, RowKind, FileTieOrder, are_events, control_rows,
                                  current_wire, fact_wire)
 from tefq.spark.runtime.columnar import FileBatch, combine
+
+if TYPE_CHECKING:  # the workers import no planner (docs/spark.md "Start-up")
+    from tefq.spark.planning.current import CurrentAggregatePlan
+    from tefq.spark.planning.fact import FactAggregatePlan
+    from tefq.spark.planning.general import GeneralPlan
+
 
 class Encoding:
     """The encoder of one plan's rows for one input partition. `only`: bucket `only`'s rows alone

@@ -23,7 +23,6 @@ from tefq.spark.runtime.columnar import read_files
 from tefq.spark.runtime.encodings import Encoding
 from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
-from tefq.spark.shapes import shape_of
 
 class SparkRows:
     """Input: rows of Spark's projection (columns k, ts, o = the file's xxhash64, ..., x). `ranks`:
@@ -96,16 +95,28 @@ def make_mapper(plan, bad_rows: str | None, ranks: dict[int, int] | None = None,
     """The plan's mapper over rows of Spark's projection (`ranks`: tie order), or over (path, flush)
     rows when `files` (each file's stream rank, runtime/columnar.path_ranks) is given. `only`:
     emit bucket `only`'s rows alone (direct ingestion; bucket 0 records the bad rows)."""
+    return mapper_maker(plan, bad_rows, ranks, files=files)(only)
+
+
+def mapper_maker(plan, bad_rows: str | None, ranks: dict[int, int] | None = None, *,
+                 files: dict[str, int] | None = None) -> Callable[[int | None], Callable]:
+    """`make_mapper`'s mappers by `only`, the plan's shape asked here on the driver: a task that
+    makes its own (direct ingestion) imports no planner (docs/spark.md "Start-up")."""
+    from tefq.spark.shapes import shape_of  # deferred: the registry imports every planner
+
     shape = shape_of(plan)
     if files is not None:
         reader, encoding = ParquetFiles(files, shape.since(plan)), shape.file_encoding or shape.encoding
     else:
         reader, encoding = SparkRows(ranks or {}, shape.cells(plan)), shape.encoding
-    return partition_mapper(reader, lambda: encoding(plan, only), shape.routing(plan, only), bad_rows)
+    routings = {only: shape.routing(plan, only) for only in (None, *range(plan.buckets))}
+    return lambda only: partition_mapper(reader, lambda: encoding(plan, only), routings[only], bad_rows)
 
 
 def wire_schema(plan) -> pa.Schema:
     """The plan's wire rows' schema (mapInArrow's output: `protocol.ddl`)."""
+    from tefq.spark.shapes import shape_of  # deferred: the registry imports every planner
+
     return shape_of(plan).encoding.wire(plan)
 
 

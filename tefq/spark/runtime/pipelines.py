@@ -20,7 +20,7 @@ from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
 from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
 from tefq.spark.runtime.columnar import path_ranks
 from tefq.spark.runtime.ingest import claim_ingest
-from tefq.spark.runtime.mappers import make_mapper, map_schema
+from tefq.spark.runtime.mappers import make_mapper, map_schema, mapper_maker
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, relabel
 from tefq.spark.runtime.progress import ColumnarProgress, Progress
 from tefq.spark.runtime.sources import read_control, read_flush, read_paths, read_stream
@@ -91,10 +91,10 @@ def reading_operator(func: Callable, plan, bad_rows: str | None, files: dict[str
     rows it receives — the wire rows the Exchange would deliver, made in the operator's process."""
     import pyarrow as pa
 
-    frames = shape_of(plan).frames
+    frames, mapper_of = shape_of(plan).frames, mapper_maker(plan, bad_rows, files=files)
 
     def op(key, pdfs, state):
-        mapper = make_mapper(plan, bad_rows, files=files, only=int(key[0]))
+        mapper = mapper_of(int(key[0]))
         batches = (pa.RecordBatch.from_pandas(pdf[["path", "flush"]], preserve_index=False) for pdf in pdfs)
         return func(key, frames(mapper(batches)), state)
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from tefq.spark.planning.windowed import WindowedPlan
 from tefq.spark.runtime.fact_buckets import route_batch
 from tefq.spark.runtime.windowed_rows import route_by_window
+
+if TYPE_CHECKING:  # the workers import no planner (docs/spark.md "Start-up")
+    from tefq.spark.planning.windowed import WindowedPlan
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,18 @@ is the term's SipHash code mod B, not Spark's xxhash64: a checkpoint never switc
 (runtime/ingest.claim_ingest), and a join-key partitioned query's buckets need no merge."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tefq.spark.planning.windowed import WindowedPlan
 from tefq.spark.protocol import ELEMENT, FileTieOrder, RowKind, routed_rows
 from tefq.spark.runtime.columnar import Column, FileBatch
 from tefq.spark.runtime.encodings import ElementRows, joined
+
+if TYPE_CHECKING:  # the workers import no planner (docs/spark.md "Start-up")
+    from tefq.spark.planning.windowed import WindowedPlan
 
 
 def named(col: Column, terms: frozenset[str] | tuple[str, ...]) -> np.ndarray:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tefq.spark.kernels.general.collector import GeneralCollector
+from tefq.spark.operators.base import coded_frames
 from tefq.spark.operators.general import make_general_operator
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.general import GeneralPlan, plan_general
 from tefq.spark.runtime.encodings import GeneralRows
-from tefq.spark.shapes.shape import Capabilities, Shape, coded_frames
+from tefq.spark.shapes.shape import Capabilities, Shape
 
 
 def plan(doc, i: int, options, refused: Refusal):

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from tefq.plan.logical import AggregateQuery
+from tefq.spark.operators.base import row_frames
 from tefq.spark.runtime.encodings import Encoding
 from tefq.spark.runtime.routing import RowRouting
 
@@ -52,25 +50,6 @@ class Simulation:
 def plain_routing(plan, only: int | None) -> RowRouting:
     """The encoding set each row's bucket; the mapper sends the rows on as they are."""
     return RowRouting(plan.buckets, only)
-
-
-def row_frames(batches) -> Iterator:
-    """Direct ingestion: the mapper's rows as the operator's frames, one per batch."""
-    return (rb.to_pandas() for rb in batches)
-
-
-def coded_frames(batches) -> Iterator:
-    """Direct ingestion of a general or windowed plan: the mapper's rows as one frame whose term
-    columns are categorical (Arrow dictionaries: each distinct term one Python string), so the
-    operator codes each distinct term once (kernels/general/coding.code_categorical; the windowed
-    engine's factorisation, tefq.spark.kernels.windowed.window_content), not each row's string."""
-    batches = list(batches)
-    table = pa.Table.from_batches(batches) if batches else None
-    if table is not None and table.num_rows:
-        for name in ("s", "p", "obj"):
-            table = table.set_column(table.schema.get_field_index(name), name,
-                                     pc.dictionary_encode(table.column(name).combine_chunks()))
-        yield table.to_pandas()
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,14 @@ from dataclasses import replace
 
 from tefq.plan.logical import WindowedQuery
 from tefq.results import Metrics, QueryResult
+from tefq.spark.operators.base import coded_frames
 from tefq.spark.operators.windowed import WINDOWED_EVENTS, make_windowed_operator
 from tefq.spark.planning.windowed import WindowedPlan, plan_windowed, small_window
 from tefq.spark.run_metrics import applied_events, late_by_index
 from tefq.spark.runtime.normal_cells import NormalCells
 from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.runtime.windowed_rows import WindowedRows
-from tefq.spark.shapes.shape import Capabilities, Shape, coded_frames
+from tefq.spark.shapes.shape import Capabilities, Shape
 from tefq.spark.windowed_output import WindowedCollector
 
 

@@ -167,7 +167,7 @@ def test_the_columnar_mapper_sends_what_the_row_mapper_sends(shape, data, tmp_pa
 def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
     """Direct ingestion without Spark (runtime/pipelines.reading_operator): each bucket's operator
     reads the Parquet files itself (GeneralRows.from_file, only its rows), gets them as one frame
-    with categorical terms (pipelines.coded_frames) and codes each distinct term once
+    with categorical terms (operators/base.coded_frames) and codes each distinct term once
     (coding.code_categorical); the collector merges the buckets' rows into the oracle's."""
     from dataclasses import replace
 

@@ -225,7 +225,7 @@ def code_columns(ts: np.ndarray, s: np.ndarray, p: np.ndarray, o: np.ndarray, fi
 
 
 def code_categorical(ts: np.ndarray, s, p, o, first_order: int = 0) -> tuple[Elements, dict[int, str]]:
-    """`code_columns` for pandas Categorical columns (direct ingestion, runtime/pipelines.coded_frames):
+    """`code_columns` for pandas Categorical columns (direct ingestion, operators/base.coded_frames):
     each column's categories hashed once, the rows' codes taken from them (the same codes)."""
     spo, terms = [], {}
     for col in (s, p, o):
