@@ -4,7 +4,7 @@ Spark's launcher always starts the JVM with `--add-modules=jdk.incubator.vector`
 prints "WARNING: Using incubator modules: ..." itself, before any logging is set up: no log4j
 setting reaches it. So the driver JVM is started with a pipe as its stderr; a daemon thread
 forwards every line to the real stderr except the notices listed here (log4j2.properties silences
-the rest). Only the JVM started inside `filtered_jvm_stderr` is affected.
+the rest). Only the JVM given `jvm_stderr`'s pipe is affected.
 """
 from __future__ import annotations
 
@@ -50,17 +50,16 @@ def forward_lines(read_fd: int, write_fd: int) -> None:
 
 
 @contextlib.contextmanager
-def filtered_jvm_stderr() -> Iterator[None]:
-    """While inside, fd 2 is a filtering pipe: a process started here (the JVM) keeps it for life."""
-    if os.environ.get("TEFQ_SPARK_LOG"):  # debugging: leave stderr alone
-        yield
+def jvm_stderr() -> Iterator[int | None]:
+    """While inside, the write end of a filtering pipe to give the JVM as its stderr, which it keeps
+    for life (None with TEFQ_SPARK_LOG set: debugging, the JVM's stderr is ours). This process's own
+    stderr is left alone."""
+    if os.environ.get("TEFQ_SPARK_LOG"):
+        yield None
         return
-    real = os.dup(2)
     r, w = os.pipe()
-    threading.Thread(target=forward_lines, args=(r, real), name="tefq-jvm-stderr", daemon=True).start()
-    os.dup2(w, 2)
-    os.close(w)
+    threading.Thread(target=forward_lines, args=(r, os.dup(2)), name="tefq-jvm-stderr", daemon=True).start()
     try:
-        yield
+        yield w
     finally:
-        os.dup2(real, 2)  # our own stderr is the real one again; the JVM keeps the pipe
+        os.close(w)  # the JVM holds its own copy

@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from tefq.spark.planning.common import shuffle_partitions
 from tefq.spark.runtime import jvm_archive
 from tefq.spark.runtime.jvm_scratch import jvm_scratch
-from tefq.spark.runtime.quiet import filtered_jvm_stderr
+from tefq.spark.runtime.quiet import jvm_stderr
 from tefq.spark.runtime.session_source import SESSION_SOURCE, default_master
 from tefq.spark.runtime.task_retries import with_retries
 
@@ -65,6 +65,56 @@ class SessionSettings:
     driver_memory: str | None = None
 
 
+def tefq_options(master: str, archive: list[str], settings: SessionSettings) -> dict[str, str]:
+    """tefq's Spark settings for a session on `master` (`archive`: the driver JVM's archive options)."""
+    partitions = str(shuffle_partitions(_cores(master)))  # one bucket per core
+    driver_java_options = " ".join([f"-Dlog4j2.configurationFile={LOG4J2_FILE}", "-Duser.timezone=UTC", *archive,
+                                    *jit_options()])
+    return {
+        "spark.sql.shuffle.partitions": partitions,
+        "spark.default.parallelism": partitions,
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        **LOCAL_FILES,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "200000",
+        "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",  # no per-row size check (PERF-NOTES)
+        "spark.sql.execution.pythonUDF.arrow.enabled": "true",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.adaptive.enabled": "false",  # stable partitioning for stateful plans
+        # Zone-less timestamps (CSV/TSV `2024-01-01T10:00:00`) are UTC, as on the oracle (spec §1).
+        "spark.sql.session.timeZone": "UTC",
+        # Checkpoint retention: offsets, commits and state versions of the last 20 micro-batches.
+        "spark.sql.streaming.minBatchesToRetain": str(MIN_BATCHES_TO_RETAIN),
+        # Small bounded inputs: reuse the Python workers and skip the startup of a second one.
+        "spark.python.worker.reuse": "true",
+        "spark.driver.memory": settings.driver_memory or os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        # Workers start in the driver's working directory and `python -m` would put it first on
+        # their path: a `tefq/` folder there (another checkout) would shadow the installed one.
+        "spark.executorEnv.PYTHONSAFEPATH": "1",
+        "spark.driver.extraJavaOptions": driver_java_options,
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    }
+
+
+def launch_driver_jvm(options: dict[str, str], stderr: int | None) -> None:
+    """Start the driver JVM with `options` and `stderr` as its standard error (pyspark's
+    `launch_gateway` takes Popen's arguments), unless this process has one already (a session
+    stopped and started again keeps it). Not fd 2 itself redirected: a session may start in a
+    thread while the command line writes to stderr (session_source.EarlySession)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # pyspark's one JVM per process (a class attribute since 1.x)
+        return
+    conf = SparkConf().setAll(options.items())
+    SparkContext(conf=conf, gateway=launch_gateway(conf, None if stderr is None else {"stderr": stderr}))
+
+
 def get_session(master: str | None = None, app_name: str = "tefq",
                 archive_options: list[str] | None = None, settings: SessionSettings = SessionSettings()) -> SparkSession:
     """The session of `master` (default: `default_master`): from `SESSION_SOURCE` when one is set
@@ -87,44 +137,10 @@ def start_session(master: str | None = None, app_name: str = "tefq", archive_opt
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
     m = with_retries(default_master(master))
-    cores = _cores(m)
-    partitions = str(shuffle_partitions(cores))  # one bucket per core
     archive = jvm_archive.driver_options() if archive_options is None else archive_options
-    driver_java_options = " ".join([f"-Dlog4j2.configurationFile={LOG4J2_FILE}", "-Duser.timezone=UTC", *archive,
-                                    *jit_options()])
-    builder = (
-        SparkSession.builder.master(m).appName(app_name)
-        .config("spark.sql.shuffle.partitions", partitions)
-        .config("spark.default.parallelism", partitions)
-        .config("spark.sql.streaming.stateStore.providerClass",
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .config(map=LOCAL_FILES)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200000")
-        .config("spark.sql.execution.arrow.maxBytesPerBatch", "2147483647")  # no per-row size check (PERF-NOTES)
-        .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.adaptive.enabled", "false")  # stable partitioning for stateful plans
-        # Zone-less timestamps (CSV/TSV `2024-01-01T10:00:00`) are UTC, as on the oracle (spec §1).
-        .config("spark.sql.session.timeZone", "UTC")
-        # Checkpoint retention: offsets, commits and state versions of the last 20 micro-batches.
-        .config("spark.sql.streaming.minBatchesToRetain", str(MIN_BATCHES_TO_RETAIN))
-        # Small bounded inputs: reuse the Python workers and skip the startup of a second one.
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.memory", settings.driver_memory or os.environ.get("TEFQ_SPARK_DRIVER_MEMORY", "2g"))
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        # Workers start in the driver's working directory and `python -m` would put it first on
-        # their path: a `tefq/` folder there (another checkout) would shadow the installed one.
-        .config("spark.executorEnv.PYTHONSAFEPATH", "1")
-        .config("spark.driver.extraJavaOptions", driver_java_options)
-        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
-    )
-    for key, value in settings.conf:
-        builder = builder.config(key, value)
-    with filtered_jvm_stderr(), jvm_scratch():  # the JVM's own "Using incubator modules" notice; its scratch
-        spark = builder.getOrCreate()
+    options = {"spark.master": m, "spark.app.name": app_name, **tefq_options(m, archive, settings), **dict(settings.conf)}
+    with jvm_stderr() as stderr, jvm_scratch():  # the JVM's own "Using incubator modules" notice; its scratch
+        launch_driver_jvm(options, stderr)
+        spark = SparkSession.builder.config(map=options).getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TEFQ_SPARK_LOG", "OFF").upper())
     return spark
