@@ -5,16 +5,24 @@ identity when one is up. Otherwise it runs here, and if it is about to start Spa
 embedded master (`session_source.HandOver`) it starts the engine and runs there instead: the
 first Spark run pays Spark's start-up once, the runs after it do not; one that names Spark starts
 the engine at once, while it reads and checks its input. `TEFQ_SERVER=0` keeps every
-run in its own process. A command that reads standard input runs here when no engine is up
+run in its own process; one that names Spark starts its session at once there (`EarlySession`). A command that reads standard input runs here when no engine is up
 (what it read cannot be read again)."""
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import threading
+from typing import TYPE_CHECKING
 
 from tefq.server import client
 from tefq.spark.runtime.session_source import SESSION_SOURCE, HandOver, runtime_key
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SPARK_COMMANDS = ("run", "facts", "usecase", "compare")  # the command lines that can start Spark
+EARLY_START_WAIT_S = 120.0  # the longest an ending command waits for its early session (a JVM that hangs)
 
 
 class HandOverSource:
@@ -35,12 +43,65 @@ class HandOverSource:
         return start_session(master, settings=settings)
 
 
+class EarlySession:
+    """A command line that names Spark and runs in this process starts its embedded session in a
+    thread at once: the driver JVM starts while the command imports, parses and reads its input
+    (docs/spark.md "Start-up"). As a source, it answers a run on `master` with that session; any
+    other master or settings start theirs once it is up (Spark's one JVM per process). A start
+    that failed is tried again by the run, which reports it as it would have."""
+
+    warm = False
+
+    def __init__(self, master: str) -> None:
+        self.master, self.ready = master, threading.Event()
+        self.outcome: SparkSession | BaseException | None = None
+        threading.Thread(target=self.start, name="tefq-early-session", daemon=True).start()
+
+    def start(self) -> None:
+        try:
+            # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+            from tefq.spark.runtime.session import start_session
+
+            self.outcome = start_session(self.master)
+        except BaseException as e:  # noqa: BLE001 - the run starts Spark again and reports it
+            self.outcome = e
+        finally:
+            self.ready.set()
+
+    def __call__(self, master: str, settings):
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+        from tefq.spark.runtime.session import SessionSettings, start_session
+
+        self.ready.wait()
+        if master == self.master and settings == SessionSettings() and not isinstance(self.outcome, BaseException):
+            return self.outcome
+        return start_session(master, settings=settings)
+
+
 def here() -> None:
     """The command line in this process (tefq.cli.main; exits)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.cli import main
 
     main()
+
+
+def here_early(argv: list[str]) -> None:
+    """The command line in this process, its session started at once when it names Spark on an
+    embedded master with no JVM setting of its own (`EarlySession`)."""
+    starts_spark = bound_for_spark(argv) and client.command_of(argv) in SPARK_COMMANDS
+    master = client.embedded_master(argv) if starts_spark else None
+    if master is None:
+        here()
+    early = EarlySession(master)
+    token = SESSION_SOURCE.set(early)
+    try:
+        here()
+    finally:
+        SESSION_SOURCE.reset(token)
+        # A command that ended before its session was up (bad input, SIGINT) waits for it: a JVM
+        # cut off mid-start would leave its scratch and pyspark's connection directory behind.
+        early.ready.wait(EARLY_START_WAIT_S)
 
 
 def reads_stdin(argv: list[str]) -> bool:
@@ -62,7 +123,7 @@ def main() -> None:
     argv = sys.argv[1:]
     master = client.eligible_master(argv)
     if master is None:
-        here()
+        here_early(argv)
     code = client.delegate(argv, master)
     if code is not None:
         sys.exit(code)

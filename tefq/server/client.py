@@ -43,7 +43,13 @@ def wanted_master(argv: Sequence[str]) -> str:
 
 def eligible_master(argv: Sequence[str]) -> str | None:
     """The embedded master a warm engine would run this command line on, or None when it runs here."""
-    if not enabled() or command_of(argv) not in DELEGATED:
+    return embedded_master(argv) if enabled() else None
+
+
+def embedded_master(argv: Sequence[str]) -> str | None:
+    """The embedded master this command line would start Spark on without a JVM setting of its own
+    (--driver-memory; --conf but Spark SQL's), or None."""
+    if command_of(argv) not in DELEGATED:
         return None
     if any(a.split("=", 1)[0] in OWN_JVM_OPTIONS for a in argv) or not all(runtime_key(k) for k in conf_keys(argv)):
         return None

@@ -1,7 +1,8 @@
 """Where this process's SparkSession comes from, light enough for the command line's first
-milliseconds (no pyspark import): started here (the default), a warm engine's (a run inside
-`tefq server`, tefq.server.runner), or handed over (a command line whose Spark run the warm engine
-takes, tefq.entry). `tefq.spark.runtime.session.get_session` asks `SESSION_SOURCE` first."""
+milliseconds (no pyspark import): started here (the default), started early in a thread (a
+command line that names Spark and runs here, tefq.entry.EarlySession), a warm engine's (a run
+inside `tefq server`, tefq.server.runner), or handed over (a command line whose Spark run the warm
+engine takes, tefq.entry). `tefq.spark.runtime.session.get_session` asks `SESSION_SOURCE` first."""
 from __future__ import annotations
 
 import os

@@ -1,0 +1,49 @@
+"""A command line that names Spark and runs in its own process starts its session at once, in a
+thread (tefq.entry.EarlySession; docs/spark.md "Start-up"). Its answers are Spark's as before (the
+CLI and engine tests run through it: TEFQ_SERVER=0); what is new is a command that ends before the
+session is up: it says what was wrong at once, exits 2, and leaves no JVM and no file behind."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.spark
+UC1 = ROOT / "examples" / "spec10" / "uc1.tef"
+EVENTS = ROOT / "examples" / "spec10" / "events.tsv"
+
+
+def processes_with(text: str) -> list[int]:
+    """The processes whose environment holds `text` (this user's: /proc/PID/environ)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:  # gone, or not ours
+                continue
+    return found
+
+
+@pytest.mark.parametrize("bad", ["stream", "query"])
+def test_a_command_that_fails_before_spark_leaves_nothing(tmp_path, bad: str) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    query, stream = (UC1, tmp_path / "absent") if bad == "stream" else (tmp_path / "absent.tef", EVENTS)
+    env = {**os.environ, "TMPDIR": str(scratch), "TEFQ_SERVER": "0"}
+    proc = subprocess.run([sys.executable, "-m", "tefq", "run", str(query), "--stream", str(stream), "--engine", "spark"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 2, proc.stderr
+    assert "absent" in proc.stderr and "Traceback" not in proc.stderr
+    deadline = time.monotonic() + 30  # the JVM ends when its stdin, the command's, closes
+    while processes_with(str(scratch)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with(str(scratch)) == []
+    assert sorted(p.name for p in scratch.iterdir()) == []
