@@ -67,6 +67,11 @@ def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
     return pd.DataFrame({c: np.concatenate([p[c].to_numpy() for p in parts]) for c in parts[0].columns}, copy=False)
 
 
+def warm_up(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A Python worker's first task (runtime/session.warm_workers): loading this module is the work."""
+    return batches
+
+
 def row_frames(batches) -> Iterator:
     """Direct ingestion: the mapper's rows as the operator's frames, one per batch."""
     return (rb.to_pandas() for rb in batches)

@@ -101,6 +101,17 @@ def tefq_options(master: str, archive: list[str], settings: SessionSettings) -> 
     }
 
 
+def warm_workers(spark: SparkSession) -> None:
+    """Start the Python daemon and a worker per core, each loading pandas, pyarrow and the
+    operators' base, so that the first micro-batch finds them up: Spark hands a task an idle worker
+    (`spark.python.worker.reuse`). Run beside the command's own work (tefq.entry.EarlySession)."""
+    # deferred: the driver does not run operators
+    from tefq.spark.operators.base import warm_up
+
+    cores = spark.sparkContext.defaultParallelism
+    spark.range(0, cores, 1, cores).mapInArrow(warm_up, "id long").collect()
+
+
 def launch_driver_jvm(options: dict[str, str], stderr: int | None) -> None:
     """Start the driver JVM with `options` and `stderr` as its standard error (pyspark's
     `launch_gateway` takes Popen's arguments), unless this process has one already (a session
