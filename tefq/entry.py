@@ -61,24 +61,14 @@ class EarlySession:
     def start(self) -> None:
         try:
             # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-            from tefq.spark.runtime.session import start_session
+            from tefq.spark.runtime.session import start_session, warm_workers_soon
 
             self.outcome = start_session(self.master)
-            threading.Thread(target=self.warm_workers, name="tefq-warm-workers", daemon=True).start()
+            warm_workers_soon(self.outcome)
         except BaseException as e:  # noqa: BLE001 - the run starts Spark again and reports it
             self.outcome = e
         finally:
             self.ready.set()
-
-    def warm_workers(self) -> None:
-        """The Python workers started while the command plans its query (session.warm_workers)."""
-        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-        from tefq.spark.runtime.session import warm_workers
-
-        try:
-            warm_workers(self.outcome)
-        except Exception:  # noqa: BLE001 - a head start only: the run starts its workers itself
-            pass
 
     def __call__(self, master: str, settings):
         # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)

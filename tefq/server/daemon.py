@@ -39,6 +39,7 @@ from tefq.server.runner import job_tag
 DEFAULT_IDLE_S = 600.0
 STOP_GRACE_S = 30.0  # a run asked to stop (SIGTERM) gets this long before SIGKILL
 JVM_CHECK_S = 2.0
+WORKERS_IDLE_S = 50.0  # Spark ends a Python worker idle for 60 s (PythonWorkerFactory)
 
 
 @dataclass
@@ -246,6 +247,9 @@ class Engine:
             self.begin_stop("the JVM cannot start a session")
             self.answer(conn, {"op": "refused"}, fds)
             return
+        # Spark ends Python workers idle for a minute: the engine's first run, or one after a quiet
+        # minute, starts them while it plans (session.warm_workers_soon)
+        cold_workers = self.served == 0 or time.monotonic() - self.last_active > WORKERS_IDLE_S
         sys.stdout.flush()
         sys.stderr.flush()
         gc.freeze()  # the child's collections skip the engine's objects (no copy of their pages)
@@ -255,7 +259,7 @@ class Engine:
         if pid == 0:
             closing = [self.wake_r, self.wake_w, self.selector.fileno(), self.listener.fileno(), conn.fileno(),
                        *(r.conn.fileno() for r in self.runs.values())]
-            run_command_line(message, fds, session, self.master, closing, self.command)  # never returns
+            run_command_line(message, fds, session, self.master, closing, self.command, cold_workers)  # never returns
         for fd in fds:
             os.close(fd)
         run = Run(pid, conn, session, message.get("argv", []))

@@ -54,8 +54,10 @@ class WarmSource:
 
 
 def run_command_line(request: dict, fds: list[int], session, master: str, closing: list[int],
-                     command: Callable[[], None]) -> NoReturn:
-    """The child's whole life (see the module doc): `command` runs the request's argv; never returns."""
+                     command: Callable[[], None], cold_workers: bool = False) -> NoReturn:
+    """The child's whole life (see the module doc): `command` runs the request's argv; never returns.
+    `cold_workers`: Spark's Python workers may be gone (the engine's first run, or one after an idle
+    minute): started beside the command (session.warm_workers_soon)."""
     code, client = 1, None
     try:
         for fd in closing:
@@ -67,6 +69,11 @@ def run_command_line(request: dict, fds: list[int], session, master: str, closin
         adopt_process(request)
         client = own_gateway_connection(session)
         session.sparkContext.addJobTag(job_tag(os.getpid()))
+        if cold_workers:
+            # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+            from tefq.spark.runtime.session import warm_workers_soon
+
+            warm_workers_soon(session)
         SESSION_SOURCE.set(WarmSource(session, master))
         sys.argv = ["tefq", *request["argv"]]
         command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -101,15 +102,23 @@ def tefq_options(master: str, archive: list[str], settings: SessionSettings) -> 
     }
 
 
+def warm_workers_soon(spark: SparkSession) -> None:
+    """In a thread beside the command's own work (tefq.entry.EarlySession, a warm engine's run after
+    an idle minute): start the Python daemon and a worker per core, each loading pandas, pyarrow
+    and the operators' base, so that the first micro-batch finds them up (Spark hands a task an
+    idle worker: `spark.python.worker.reuse`; it ends workers idle for a minute)."""
+    threading.Thread(target=warm_workers, args=(spark,), name="tefq-warm-workers", daemon=True).start()
+
+
 def warm_workers(spark: SparkSession) -> None:
-    """Start the Python daemon and a worker per core, each loading pandas, pyarrow and the
-    operators' base, so that the first micro-batch finds them up: Spark hands a task an idle worker
-    (`spark.python.worker.reuse`). Run beside the command's own work (tefq.entry.EarlySession)."""
     # deferred: the driver does not run operators
     from tefq.spark.operators.base import warm_up
 
     cores = spark.sparkContext.defaultParallelism
-    spark.range(0, cores, 1, cores).mapInArrow(warm_up, "id long").collect()
+    try:
+        spark.range(0, cores, 1, cores).mapInArrow(warm_up, "id long").collect()
+    except Exception:  # noqa: BLE001 - a head start only: the run starts its workers itself
+        pass
 
 
 def launch_driver_jvm(options: dict[str, str], stderr: int | None) -> None:
