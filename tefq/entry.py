@@ -121,7 +121,15 @@ def bound_for_spark(argv: list[str]) -> bool:
     return engine == "spark" or (engine != "oracle" and "--follow" in argv)
 
 
+def stop_before_the_command(signum: int, frame) -> None:
+    """SIGTERM before tefq.cli.main takes it over (while it imports, an early session starting
+    beside it): exit 143 as a stopped command does, not killed outright."""
+    print("tefq: terminated by SIGTERM before the command started", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, stop_before_the_command)
     argv = sys.argv[1:]
     master = client.eligible_master(argv)
     if master is None:

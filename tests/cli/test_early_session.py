@@ -5,6 +5,7 @@ session is up: it says what was wrong at once, exits 2, and leaves no JVM and no
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -46,4 +47,20 @@ def test_a_command_that_fails_before_spark_leaves_nothing(tmp_path, bad: str) ->
     while processes_with(str(scratch)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert processes_with(str(scratch)) == []
+    assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def test_sigterm_while_it_starts_is_a_stop(tmp_path) -> None:
+    """SIGTERM before the command line's own handler is in place (its imports, the session starting
+    beside them) still stops it as a command stops: exit 143, a sentence, no file left."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "TEFQ_SERVER": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "tefq", "run", str(UC1), "--stream", str(EVENTS), "--engine", "spark"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 143, err
+    assert "SIGTERM" in err and "Traceback" not in err
     assert sorted(p.name for p in scratch.iterdir()) == []
