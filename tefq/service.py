@@ -584,7 +584,7 @@ def finish_metrics(run: RunResult, log: BadRowLog, started: float, *, count_rows
     run.metrics.extra["bad_rows"] = log.count
     run.metrics.wall_seconds = round(time.perf_counter() - started, 3)
     if count_rows:
-        run.metrics.rows_out = sum(len(r.rows) for r in run.results)
+        run.metrics.rows_out = sum(r.row_count() for r in run.results)
 
 
 def plan_kinds(run: RunResult, doc: Document) -> None:

@@ -437,7 +437,7 @@ def _write_one(out: IO[str], results: list[QueryResult], fmt: str, tick_format: 
         _COLUMN_WRITERS[fmt](out, *column_table(results, tick_format))
         return
     head, rows = table(results, tick_format)
-    _TABLE_WRITERS[fmt](out, head, progress.counted(rows, "writing rows", sum(len(r.rows) for r in results)))
+    _TABLE_WRITERS[fmt](out, head, progress.counted(rows, "writing rows", sum(r.row_count() for r in results)))
 
 
 def is_directory_target(out: str | None) -> bool:

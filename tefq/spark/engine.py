@@ -370,5 +370,5 @@ def bounded_results(runs: Iterator[tuple[object, list[QueryResult], dict]]) -> t
             first = False
         else:
             metrics.ticks += int(m.get("ticks", 0))
-        metrics.rows_out += sum(len(r.rows) for r in qrs)
+        metrics.rows_out += sum(r.row_count() for r in qrs)
     return results, metrics

@@ -16,15 +16,13 @@ general plan's too (tefq.spark.kernels.general.collector); each plan's shape nam
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
 
 from tefq.plan.logical import Call, Expr, Var
-from tefq.results import QueryResult, ResultColumns, Row, order_key
+from tefq.results import FramedResult, QueryResult, ResultColumns, Row, order_key, paused_gc
 from tefq.semantics.expressions import EvalError, evaluate, filters_pass
 from tefq.semantics.values import to_term
 from tefq.spark.kernels.exact import rounded
@@ -177,9 +175,7 @@ class Collector:
             rows = sorted(self.rows(), key=lambda r: (r[0], tuple(order_key(c) for c in r[1])))
             return [QueryResult(self.query, self.columns, rows, ordered=True)]
         frame = numeric_columns(self._numeric(), self.terms, self.group_vars, self.projections, ordered=True)
-        with paused_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
-            rows = frame.rows()
-        return [QueryResult(self.query, self.columns, rows, ordered=True, frame=frame)]
+        return [FramedResult(self.query, self.columns, None, ordered=True, frame=frame)]
 
     def folded(self, previous: dict) -> dict:
         """A live run's metrics so far: `previous` (what this returned for the polls before) with
@@ -338,19 +334,6 @@ def numeric_columns(rows: NumericRows, terms: dict[int, str], group_vars: tuple[
     perm = np.lexsort(tuple(c.ranks() for c in reversed(columns)) + (rows.ticks,)) if ordered else None
     ticks = rows.ticks if perm is None else rows.ticks[perm]
     return ResultColumns(ticks, tuple(c.in_rows(perm) for c in columns))
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector off inside the block (restored after it): code that makes
-    millions of tuples (rows) and no cycles would otherwise have them rescanned again and again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _general_column(e: Expr, rows: NumericRows, terms: dict[int, str], group_vars: tuple[str, ...]) -> list:

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from tefq.oracle.windowed.runner import canonical_cell
-from tefq.results import QueryResult, Row, order_key
-from tefq.spark.output import METRIC, METRICS, data_record, paused_gc, read_record
+from tefq.results import QueryResult, Row, order_key, paused_gc
+from tefq.spark.output import METRIC, METRICS, data_record, read_record
 
 WINDOWED_ROWS = "wrows"  # + the windowed query's index
 CUMULATIVE = ("events_in", "feedback_triples")  # a bucket state's running totals: the largest is the run's

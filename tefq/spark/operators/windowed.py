@@ -25,11 +25,12 @@ import pandas as pd
 
 from tefq.oracle.windowed.windows import count_close_instants
 from tefq.plan.logical import Document
+from tefq.results import paused_gc
 from tefq.spark.kernels.windowed.multiwindow_incremental import FrameState, IncrementalBatchedRun
 from tefq.spark.operators.base import (Batch, BucketLogic, BucketState, StreamSettings, bucket_operator,
                                        count_late_streams, too_many_ticks)
 from tefq.spark.protocol import ELEMENT, Heartbeats, RowKind, streams_of_keys
-from tefq.spark.windowed_output import paused_gc, windowed_rows_record
+from tefq.spark.windowed_output import windowed_rows_record
 from tefq.vocabulary import RunSettings
 
 if TYPE_CHECKING:

@@ -17,14 +17,14 @@ import numpy as np
 from tefq.semantics.expressions import EvalError, compile_expr, ebv
 from tefq.semantics.values import datetime_term, to_term
 from tefq.plan.logical import Var
-from tefq.results import Row
+from tefq.results import Row, paused_gc
 from tefq.spark.kernels.general.aggregates import ranks
 from tefq.spark.kernels.general.coding import TermDictionary
 from tefq.spark.kernels.general.expressions import Env, NotVectorised, Values, variables, vectorised
 from tefq.spark.kernels.general.query import CompiledQuery
 from tefq.spark.kernels.general.sums import CellSums
 from tefq.spark.kernels.joins import key_ranks
-from tefq.spark.output import cell_ranks, in_value_order, number_terms, paused_gc
+from tefq.spark.output import cell_ranks, in_value_order, number_terms
 
 
 @dataclass
