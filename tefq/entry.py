@@ -5,8 +5,9 @@ identity when one is up. Otherwise it runs here, and if it is about to start Spa
 embedded master (`session_source.HandOver`) it starts the engine and runs there instead: the
 first Spark run pays Spark's start-up once, the runs after it do not; one that names Spark starts
 the engine at once, while it reads and checks its input. `TEFQ_SERVER=0` keeps every
-run in its own process; one that names Spark starts its session at once there (`EarlySession`). A command that reads standard input runs here when no engine is up
-(what it read cannot be read again)."""
+run in its own process, where one that names Spark starts its session at once (`EarlySession`).
+A command that reads standard input runs here when no engine is up (what it read cannot be read
+again)."""
 from __future__ import annotations
 
 import os

@@ -7,6 +7,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from tefq.spark.planning.common import shuffle_partitions
@@ -111,7 +113,8 @@ def warm_workers_soon(spark: SparkSession) -> None:
 
 
 def warm_workers(spark: SparkSession) -> None:
-    # deferred: the driver does not run operators
+    """One task per core running `operators.base.warm_up` (see `warm_workers_soon`)."""
+    # deferred: importing the session does not import the operators (pandas) until a run warms them
     from tefq.spark.operators.base import warm_up
 
     cores = spark.sparkContext.defaultParallelism
@@ -125,10 +128,7 @@ def launch_driver_jvm(options: dict[str, str], stderr: int | None) -> None:
     """Start the driver JVM with `options` and `stderr` as its standard error (pyspark's
     `launch_gateway` takes Popen's arguments), unless this process has one already (a session
     stopped and started again keeps it). Not fd 2 itself redirected: a session may start in a
-    thread while the command line writes to stderr (session_source.EarlySession)."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-
+    thread while the command line writes to stderr (tefq.entry.EarlySession)."""
     if SparkContext._gateway is not None:  # pyspark's one JVM per process (a class attribute since 1.x)
         return
     conf = SparkConf().setAll(options.items())
