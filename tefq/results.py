@@ -67,17 +67,17 @@ class FramedResult(QueryResult):
 
     @property  # type: ignore[override]
     def rows(self) -> list[Row]:
-        if self.unmade:
+        if self.made is None:
             with paused_gc():  # millions of new tuples: the cyclic collector would rescan them again and again
-                self.rows = self.frame.rows() if self.frame is not None else []
+                self.made = self.frame.rows() if self.frame is not None else []
         return self.made
 
     @rows.setter
     def rows(self, value: list[Row] | None) -> None:
-        self.made, self.unmade = value, value is None
+        self.made = value  # None: made from the frame when read
 
     def row_count(self) -> int:
-        return len(self.frame) if self.unmade and self.frame is not None else len(self.rows)
+        return len(self.frame) if self.made is None and self.frame is not None else len(self.rows)
 
     def __eq__(self, other: object) -> bool:  # as a QueryResult: the dataclass's own compares one class only
         if not isinstance(other, QueryResult):
