@@ -192,8 +192,8 @@ def prepared(r: SparkRun) -> Iterator[Prepared]:
     tmp = None
     try:
         spark = r.spark if r.spark is not None else started_session(r.master, r.progress)
-        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-")) if r.checkpoint is None else None
-        yield Prepared(spark, tmp or r.checkpoint, r.options(log), log)
+        tmp = cleanup.register(tempfile.mkdtemp(prefix="tefq-spark-"))  # the work directory without a checkpoint
+        yield Prepared(spark, r.checkpoint or tmp, replace(r.options(log), scratch=tmp), log)
     finally:
         if r.bad_row_log is None:
             log.close()

@@ -132,6 +132,39 @@ def test_auto_takes_direct_for_file_inputs(spark, tmp_path):
             choose_ingest(ingest, fallback, [par])
 
 
+SHARED_CHILD = """
+import json, sys
+from tests.support import spark_docs as sd
+from tefq.spark import run
+got = run(sd.uc1(3000), [sys.argv[1]], master="local[2]", buckets=2, progress=False, ingest="direct")
+print(json.dumps([list(r) for r in got.results[0].rows]))
+"""
+
+
+def test_direct_buckets_code_each_file_once(tmp_path):
+    """On a local master the two buckets share the coding of each file (runtime/shared_files.py):
+    the workers' profile shows one coding per file, not one per file and bucket; the rows are the
+    oracle's. A fresh process, so that its workers see TEFQ_SPARK_PROFILE."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.spark import child_env
+
+    elements = random_stream(21, 600)
+    path = write_parts(tmp_path, elements, 4, fmt="parquet")
+    profile = tmp_path / "profile.jsonl"
+    env = dict(child_env(), TEFQ_SPARK_PROFILE=str(profile), TEFQ_SERVER="0")
+    done = subprocess.run([sys.executable, "-c", SHARED_CHILD, path], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    want = oracle(sd.uc1(3000), elements).results[0].rows
+    assert json.loads(done.stdout.splitlines()[-1]) == json.loads(json.dumps([list(r) for r in want]))
+    records = [json.loads(line) for line in profile.read_text().splitlines()]
+    coded = [r["rows_in"] for r in records if r["where"] == "columnar_mapper" and r["rows_in"]]
+    assert len(coded) == 4 and sum(coded) == len(elements)
+
+
 def test_explain_physical_names_the_ingestion():
     from tefq.analysis import load
     from tefq.spark.shapes import explain_physical

@@ -13,7 +13,8 @@ dictionaries, read as such), and emits each event row once, shuffled by bucket.
 
 Direct ingestion (`pipelines.reading_operator`) runs the same mapper inside each bucket's
 operator over every path of the micro-batch, keeping the bucket's own rows (`only`): no event row
-crosses the JVM, at the price of reading each file once per bucket.
+crosses the JVM. On a local master the buckets share the reading: each file is coded once, for
+every bucket (runtime/shared_files.py); elsewhere each bucket reads each file.
 
 Codes: a term's code is pandas' SipHash of it (`term_codes`: deterministic across processes and
 restarts; not Spark's xxhash64, so a checkpoint never switches between the two paths:

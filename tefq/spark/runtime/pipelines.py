@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 from dataclasses import dataclass
 from functools import reduce
 from typing import Callable
@@ -20,9 +21,10 @@ from tefq.spark.operators.base import OUTPUT_SCHEMA, STATE_SCHEMA
 from tefq.spark.protocol import HB_BAD, HB_ELEMENTS, HB_HI, RowKind
 from tefq.spark.runtime.columnar import path_ranks
 from tefq.spark.runtime.ingest import claim_ingest
-from tefq.spark.runtime.mappers import make_mapper, map_schema, mapper_maker
+from tefq.spark.runtime.mappers import make_mapper, map_schema, mapper_maker, wire_schema
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, relabel
 from tefq.spark.runtime.progress import ColumnarProgress, Progress
+from tefq.spark.runtime.shared_files import SharedFiles
 from tefq.spark.runtime.sources import read_control, read_flush, read_paths, read_stream
 from tefq.spark.shapes import shape_of
 from tefq.vocabulary import RunSettings
@@ -43,6 +45,7 @@ class RunOptions:
     facts: bool = False  # the fact operators also emit the fact table (tefq.spark.fact_output)
     accept_gaps: bool = False  # Redis sources read on after entries removed before they were read
     stream_iris: tuple[str | None, ...] = ()  # per input: the IRI --stream IRI=PATH bound it to (None: unnamed)
+    scratch: str | None = None  # the run's temporary directory (direct ingestion's shared parts: runtime/shared_files.py)
 
 
 SINK = "output"  # a query's parquet sink, under its directory of the run's work directory
@@ -79,19 +82,31 @@ def map_paths(spark: SparkSession, plan, stream_paths: list[str], ctl: str, run:
     files = path_ranks(stream_paths)
     if ingest == "direct":  # in Spark SQL, not a Python stage: an empty micro-batch 0.38-0.45 s, not 0.43-0.53 s
         mapped = paths.select("path", "flush", F.explode(F.sequence(F.lit(0), F.lit(plan.buckets - 1))).alias("b"))
-        return mapped, reading_operator(func, plan, run.bad_rows, files)
+        return mapped, reading_operator(func, plan, run.bad_rows, files, shared_root(spark, plan, run))
     mapped = paths.mapInArrow(make_mapper(plan, run.bad_rows, files=files), map_schema(plan))
     beat = F.col("k") == F.lit(int(RowKind.HEARTBEAT))  # events read = the heartbeats' counts (bucket 0's)
     return mapped.observe("tefq_in", F.max(F.when(beat, F.col(HB_HI))).alias("event_time"),
                           F.sum(F.when(beat & (F.col("b") == 0), F.col(HB_ELEMENTS) + F.col(HB_BAD))).alias("n")), func
 
 
-def reading_operator(func: Callable, plan, bad_rows: str | None, files: dict[str, int]) -> Callable:
+def shared_root(spark: SparkSession, plan, run: RunOptions) -> str | None:
+    """Where the buckets of a direct-ingestion plan share the coding of its files: a directory of
+    the run's scratch when every task sees it (a local master) and there are buckets to share with."""
+    if run.scratch is None or plan.buckets < 2 or not spark.conf.get("spark.master", "").startswith("local"):
+        return None
+    return tempfile.mkdtemp(prefix="parts-", dir=run.scratch)
+
+
+def reading_operator(func: Callable, plan, bad_rows: str | None, files: dict[str, int],
+                     shared: str | None = None) -> Callable:
     """Direct ingestion: the operator `func` fed by its bucket's own mapper over the (path, flush)
-    rows it receives — the wire rows the Exchange would deliver, made in the operator's process."""
+    rows it receives — the wire rows the Exchange would deliver, made in the operator's process.
+    `shared`: a directory through which the buckets code each file once (runtime/shared_files.py)."""
     import pyarrow as pa
 
     frames, mapper_of = shape_of(plan).frames, mapper_maker(plan, bad_rows, files=files)
+    if shared is not None:
+        mapper_of = SharedFiles(shared, plan.buckets, mapper_of, files, wire_schema(plan))
 
     def op(key, pdfs, state):
         mapper = mapper_of(int(key[0]))
