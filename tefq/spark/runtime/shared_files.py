@@ -78,16 +78,21 @@ class SharedFiles:
 
     def stage_dir(self) -> str | None:
         """This micro-batch's directory (made on first use; the earlier ones removed), or None
-        outside a Spark task."""
+        outside a Spark task or when the run's directory is gone (each bucket then reads alone)."""
         stage = self.stage()
         if stage is None:
             return None
         name = f"stage-{stage}"
-        for old in os.listdir(self.root):
-            if old != name:
-                shutil.rmtree(os.path.join(self.root, old), ignore_errors=True)
-        path = os.path.join(self.root, name)
-        os.makedirs(path, exist_ok=True)
+        try:
+            for old in os.listdir(self.root):
+                if old != name:
+                    shutil.rmtree(os.path.join(self.root, old), ignore_errors=True)
+            path = os.path.join(self.root, name)
+            os.mkdir(path)
+        except FileExistsError:  # another bucket made it
+            pass
+        except OSError:
+            return None
         return path
 
     @staticmethod

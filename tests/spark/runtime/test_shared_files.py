@@ -145,3 +145,8 @@ def test_outside_a_spark_task_each_bucket_reads_for_itself(tmp_path, log) -> Non
     sf = SharedFiles(plan_sf.root, BUCKETS, plan_sf.mapper_of, plan_sf.ranks, plan_sf.schema)
     assert summary(list(sf(1)(iter(paths)))) == own_rows(sf, paths, 1)
     assert os.listdir(tmp_path) == []
+
+
+def test_without_its_directory_each_bucket_reads_for_itself(tmp_path, log) -> None:
+    sf, paths = shared(str(tmp_path / "removed"), log)
+    assert summary(list(sf(0)(iter(paths)))) == own_rows(sf, paths, 0)
