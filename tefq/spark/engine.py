@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Iterator
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from tefq import cleanup
@@ -45,8 +46,8 @@ from tefq.spark.runtime.listing import listed_inputs
 from tefq.spark.runtime.pipelines import RunOptions, build_plan, sink_dir
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
-from tefq.spark.runtime.session import get_session
-from tefq.spark.runtime.session_source import starting_line
+from tefq.spark.runtime.session import get_session, warm_workers_soon
+from tefq.spark.runtime.session_source import SESSION_SOURCE, starting_line
 from tefq.spark.runtime.sink import collect, collect_facts
 from tefq.spark.runtime.ranks import file_ranks
 from tefq.spark.runtime.sources import write_flush
@@ -242,8 +243,15 @@ def run_fact_table(request: SparkRun, every_ms: int,
 
 
 def started_session(master: str | None, progress: bool) -> SparkSession:
+    """The run's session. One started here for it (a Python caller's first run: no session source,
+    no session yet) starts its Python workers beside the run's planning, as a command line's
+    early session does (docs/spark.md "Start-up")."""
     say(progress, starting_line(master))
-    return get_session(master)
+    fresh = SESSION_SOURCE.get() is None and SparkContext._active_spark_context is None
+    spark = get_session(master)
+    if fresh and spark.conf.get("spark.master", "").startswith("local"):
+        warm_workers_soon(spark)
+    return spark
 
 
 def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str) -> None:

@@ -144,7 +144,8 @@ print(json.dumps([list(r) for r in got.results[0].rows]))
 def test_direct_buckets_code_each_file_once(tmp_path):
     """On a local master the two buckets share the coding of each file (runtime/shared_files.py):
     the workers' profile shows one coding per file, not one per file and bucket; the rows are the
-    oracle's. A fresh process, so that its workers see TEFQ_SPARK_PROFILE."""
+    oracle's. A fresh process, so that its workers see TEFQ_SPARK_PROFILE; its session, started by
+    the run, also started its Python workers beside the planning (engine.started_session)."""
     import json
     import subprocess
     import sys
@@ -163,6 +164,7 @@ def test_direct_buckets_code_each_file_once(tmp_path):
     records = [json.loads(line) for line in profile.read_text().splitlines()]
     coded = [r["rows_in"] for r in records if r["where"] == "columnar_mapper" and r["rows_in"]]
     assert len(coded) == 4 and sum(coded) == len(elements)
+    assert any(r["where"] == "warm_up" for r in records)
 
 
 def test_explain_physical_names_the_ingestion():

@@ -69,6 +69,7 @@ def batch_frame(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
 
 def warm_up(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """A Python worker's first task (runtime/session.warm_workers): loading this module is the work."""
+    profile("warm_up")
     return batches
 
 
