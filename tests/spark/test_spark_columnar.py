@@ -24,7 +24,7 @@ METRICS = ("events_in", "facts_created", "facts_closed", "unmatched_until", "tic
 def test_columnar_rows_equal_the_oracle(spark, tmp_path, doc, seed, nfiles, per_trigger, ingest):
     """random_stream: ties within a file and across files, events on tick boundaries, a quit and a
     rejoin at one ms; per_trigger 2: three micro-batches and the flush run. Direct: every bucket
-    reads every file and keeps its own rows."""
+    keeps its own rows of every file (coded once for both buckets: runtime/shared_files.py)."""
     elements = random_stream(seed, 400)
     path = write_parts(tmp_path, elements, nfiles, fmt="parquet")
     d = {"uc1": sd.uc1(3000), "uc2": sd.uc2(2000)}[doc]
@@ -175,7 +175,7 @@ def test_explain_physical_names_the_ingestion():
     assert "Ingestion (--ingest auto): direct when every --stream holds Parquet files" in explain_physical(windowed)
 
     assert "Ingestion (--ingest auto): direct when every --stream holds Parquet files" in explain_physical(sd.uc1())
-    assert "read amplification = 3 buckets" in explain_physical(sd.uc1(), buckets=3)
+    assert "on a cluster each reads every file (read amplification = 3 buckets)" in explain_physical(sd.uc1(), buckets=3)
     assert "Ingestion (--ingest auto): direct" in explain_physical(sd.uc3())
 
 

@@ -102,8 +102,10 @@ def ingestion(plan) -> str:
                 "Exchange and operator")
     if reads_columnar(plan):
         direct = ("    direct: binaryFile path source (path only) [maxFilesPerTrigger] -> Generate: each path once "
-                  "per bucket -> Exchange (paths only) -> each bucket's operator reads every file with pyarrow and "
-                  f"keeps its own rows (read amplification = {plan.buckets} buckets; no event row crosses the JVM)")
+                  "per bucket -> Exchange (paths only) -> each bucket's operator keeps its own rows of every file: "
+                  "on a local master the first to take a file reads and codes it with pyarrow for every bucket and "
+                  "leaves the others their parts (read amplification 1), on a cluster each reads every file (read "
+                  f"amplification = {plan.buckets} buckets); no event row crosses the JVM")
         return ("  Ingestion (--ingest auto): direct when every --stream holds Parquet files (text streams are staged "
                 "as Parquet first) and the run is bounded, else rows (the Project over the FileStreamSource above)"
                 f"\n{direct}\n{columnar}")
