@@ -102,29 +102,9 @@ def here_early(argv: list[str]) -> None:
         here()
     finally:
         SESSION_SOURCE.reset(token)
-        # A command that ended before its session was up (bad input, SIGINT) does not need it: its
-        # JVM is stopped (SIGTERM: its shutdown hooks run; pyspark's launcher then removes its
-        # connection directory), and the command waits only for the thread to see that.
-        if not early.ready.is_set():
-            stop_spark_children()
+        # A command that ended before its session was up (bad input, SIGINT) waits for it: a JVM
+        # cut off mid-start would leave its scratch and pyspark's connection directory behind.
         early.ready.wait(EARLY_START_WAIT_S)
-
-
-def stop_spark_children() -> None:
-    """SIGTERM to this process's children that start Spark's driver (spark-submit, its JVM)."""
-    for tasks in (f"/proc/self/task/{tid}/children" for tid in os.listdir("/proc/self/task")):
-        try:
-            with open(tasks, encoding="ascii") as fh:
-                children = [int(pid) for pid in fh.read().split()]
-        except OSError:  # a thread that ended, or a kernel without the children file
-            continue
-        for pid in children:
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    if b"spark" in fh.read():
-                        os.kill(pid, signal.SIGTERM)
-            except OSError:  # it ended meanwhile
-                continue
 
 
 def reads_stdin(argv: list[str]) -> bool:
