@@ -46,7 +46,7 @@ from tefq.spark.runtime.listing import listed_inputs
 from tefq.spark.runtime.pipelines import RunOptions, build_plan, sink_dir
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
-from tefq.spark.runtime.session import get_session, warm_workers_soon
+from tefq.spark.runtime.session import get_session, on_this_machine, warm_workers_soon
 from tefq.spark.runtime.session_source import SESSION_SOURCE, starting_line
 from tefq.spark.runtime.sink import collect, collect_facts
 from tefq.spark.runtime.ranks import file_ranks
@@ -249,7 +249,7 @@ def started_session(master: str | None, progress: bool) -> SparkSession:
     say(progress, starting_line(master))
     fresh = SESSION_SOURCE.get() is None and SparkContext._active_spark_context is None
     spark = get_session(master)
-    if fresh and spark.conf.get("spark.master", "").startswith("local"):
+    if fresh and on_this_machine(spark):
         warm_workers_soon(spark)
     return spark
 

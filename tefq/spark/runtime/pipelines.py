@@ -24,6 +24,7 @@ from tefq.spark.runtime.ingest import claim_ingest
 from tefq.spark.runtime.mappers import make_mapper, map_schema, mapper_maker, wire_schema
 from tefq.spark.runtime.partitioning import by_bucket, checkpointed_labels, relabel
 from tefq.spark.runtime.progress import ColumnarProgress, Progress
+from tefq.spark.runtime.session import on_this_machine
 from tefq.spark.runtime.shared_files import SharedFiles
 from tefq.spark.runtime.sources import read_control, read_flush, read_paths, read_stream
 from tefq.spark.shapes import shape_of
@@ -92,7 +93,7 @@ def map_paths(spark: SparkSession, plan, stream_paths: list[str], ctl: str, run:
 def shared_root(spark: SparkSession, plan, run: RunOptions) -> str | None:
     """Where the buckets of a direct-ingestion plan share the coding of its files: a directory of
     the run's scratch when every task sees it (a local master) and there are buckets to share with."""
-    if run.scratch is None or plan.buckets < 2 or not spark.conf.get("spark.master", "").startswith("local"):
+    if run.scratch is None or plan.buckets < 2 or not on_this_machine(spark):
         return None
     return tempfile.mkdtemp(prefix="parts-", dir=run.scratch)
 

@@ -104,6 +104,12 @@ def tefq_options(master: str, archive: list[str], settings: SessionSettings) -> 
     }
 
 
+def on_this_machine(spark: SparkSession) -> bool:
+    """Whether the session's tasks run on this machine (`local`, `local[...]`, `local-cluster[...]`):
+    they see its disk (runtime/shared_files.py), and starting their workers early pays."""
+    return spark.conf.get("spark.master", "").startswith("local")
+
+
 def warm_workers_soon(spark: SparkSession) -> None:
     """In a thread beside the command's own work (tefq.entry.EarlySession, a warm engine's run after
     an idle minute): start the Python daemon and a worker per core, each loading pandas, pyarrow

@@ -47,9 +47,8 @@ class SharedFiles:
     def rows(self, only: int, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if not batches:
             return
-        uris = [u for rb in batches for u, flush in zip(rb.column("path").to_pylist(), rb.column("flush").to_pylist())
-                if not flush]
-        flush = any(any(rb.column("flush").to_pylist()) for rb in batches)
+        entries = [e for rb in batches for e in zip(rb.column("path").to_pylist(), rb.column("flush").to_pylist())]
+        uris, flush = [u for u, ends in entries if not ends], any(ends for _, ends in entries)
         stage = self.stage_dir()
         # an unranked file's tie keys count the task's rows before it: only its own task can make them
         if stage is None or any(os.path.abspath(local_path(u)) not in self.ranks for u in uris):
