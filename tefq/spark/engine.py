@@ -6,8 +6,10 @@ mapper, runtime/mappers.py: keeps the rows the operator needs, ends each input p
 heartbeats and flush of `tefq.spark.protocol`) -> groupBy(bucket).applyInPandasWithState (the plan's
 operator, `tefq.spark.operators`) -> parquet file sink, decoded by `runtime/sink.collect`. A bounded
 input runs with availableNow; its end is a flush row in the control source, written before the run
-when every file is read in one micro-batch (no --max-files-per-trigger), else after it (the query
-then runs once more to report the last ticks). `run_bounded` is the one driver loop: every plan,
+when every file is read in one micro-batch (no --max-files-per-trigger). Over several micro-batches
+the operators end the input themselves in the last one (they know how many each input takes,
+`StreamSettings.ended`) and say so in the query's observed metrics; only when some did not (a restart
+that found nothing left to read) is the flush written after the run, which then runs once more. `run_bounded` is the one driver loop: every plan,
 windowed (C-SPARQL) ones included, runs through it, for `run` and for the simulations
 (`tefq.spark.simulate`, another operator factory).
 """
@@ -68,7 +70,7 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
         if one_batch:
             write_flush(ctl)
         run_until_done(start(availableNow=True), pr)
-        if not one_batch:
+        if not one_batch and not read_to_end(pr, plan):
             write_flush(ctl)
             run_until_done(start(availableNow=True), pr)
     except Exception as e:  # noqa: BLE001 - Spark wraps worker errors; find ours
@@ -86,12 +88,19 @@ def run_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str], 
 
 
 
+def read_to_end(pr, plan) -> bool:
+    """Every bucket's operator ended the input in this run (its last micro-batch was the last of
+    every bounded input: `StreamSettings.ended`); else a flush row must follow, in one more
+    micro-batch (a restart that found nothing left to read, an operator without the inputs' counts)."""
+    return pr.ended >= plan.buckets
+
+
 def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Staging, workdir: str, run: RunOptions, *,
                 operator: Callable | None = None,
                 ingest: str = "rows") -> Iterator[tuple[object, list[QueryResult], dict]]:
     """The one driver loop of a bounded run over staged streams (`tefq.io.staging.stage_streams`): run
     each plan to the end of its input, yield (plan, its results, its sink metrics).
-    `operator(plan)` replaces the plans' stateful operators (the simulations pass theirs).
+    `operator(plan, run)` replaces the plans' stateful operators (the simulations pass theirs).
     `ingest`: auto | columnar | direct | rows (runtime/ingest.choose_ingest, per plan). Spark
     reads each file input in stream order (runtime/listing.py), as the per-stream limits count it."""
     paths = listed_inputs(spark, staging.paths, workdir)

@@ -66,8 +66,8 @@ def run(request: "SparkRun", strategy: str, window_ms: int | None = None) -> Run
     plans = [p for p in plans if p.query in {q.name for q in sim_doc.queries if isinstance(q, AggregateQuery)}]
     opts = r.options(log)  # as engine.run: the bucket loop bounds the windows it reports
 
-    def operator(plan):
-        return shape_of(plan).simulation.operator(sim_doc, plan, strategy, opts)
+    def operator(plan, run):  # `run`: opts with the inputs' StreamSettings (engine.run_bounded)
+        return shape_of(plan).simulation.operator(sim_doc, plan, strategy, run)
 
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:

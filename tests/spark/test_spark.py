@@ -45,6 +45,7 @@ def test_agrees_with_oracle_over_micro_batches(spark, tmp_path, seed, nfiles, do
     got = run_spark(spark, d, [path], max_files_per_trigger=1)
     want = oracle(d, elements)
     assert got.results[0].rows == want.results[0].rows
+    assert len(got.metrics.extra["micro_batches"]) == nfiles  # the last ends the input: no flush run
     for k in ("events_in", "facts_created", "facts_closed", "unmatched_until", "ticks", "rows_out"):
         assert getattr(got.metrics, k) == getattr(want.metrics, k), k
 

@@ -48,7 +48,7 @@ def test_generated_data_over_micro_batches(spark, tmp_path):
     r = spark_sim(spark, doc, [path], "refresh-group", max_files_per_trigger=1)
     assert r.results[0].rows == oracle_run(doc, elements, None, 0).results[0].rows
     assert r.metrics.intermediate_bindings == simulate_run(doc, elements, "refresh-group").metrics.intermediate_bindings
-    assert len(r.metrics.extra["micro_batches"]) >= 4  # three files, then the flush
+    assert len(r.metrics.extra["micro_batches"]) == 3  # three files; the last ends the input
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -107,6 +107,11 @@ class StreamSettings(RunSettings):
     ranked: bool = False  # the files were ranked (`ranks.file_ranks`): ties go by (t, stream order)
     stream_iris: tuple[str | None, ...] = ()
 
+    def ended(self, batches: int) -> bool:
+        """Every input is bounded and was read to its end in `batches` micro-batches: the end of
+        input, as a flush row would say it (the engine then runs no extra micro-batch for one)."""
+        return bool(self.batches) and None not in self.batches and batches >= max(self.batches)
+
     @staticmethod
     def of(settings: RunSettings, **inputs) -> "StreamSettings":
         """`settings` with what the run's inputs add (batches, rank_starts, ranked, stream_iris)."""
@@ -369,10 +374,12 @@ def final_ticks(st: BucketState, flush: bool, every: int, settings: RunSettings,
 
 
 def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: Batch) -> None:
-    """One micro-batch of one bucket on its restored state."""
+    """One micro-batch of one bucket on its restored state. The input ends with a flush row or
+    with the last micro-batch of bounded inputs (`StreamSettings.ended`)."""
+    batch.flush = isinstance(batch.settings, StreamSettings) and batch.settings.ended(st.batches)
     if pdf is not None:
         kinds = pdf["k"].to_numpy()
-        batch.flush = bool((kinds == FLUSH).any())
+        batch.flush = batch.flush or bool((kinds == FLUSH).any())
         hb = read_heartbeats(pdf, kinds)
         logic.see_time(st, hb, pdf, kinds, batch)
         if hb is not None:
@@ -384,6 +391,8 @@ def step(logic: BucketLogic, st: BucketState, pdf: pd.DataFrame | None, batch: B
     batch.event_time = st.clock.event_time(batch.settings, st.batches, time.time())
     batch.held = batch.event_time is None
     logic.report(st, batch)
+    if batch.flush:  # the driver counts the buckets that ended (engine.read_to_end)
+        batch.metrics["ended"] = 1
 
 
 def restored(blob: bytes, state_class: type[BucketState]) -> BucketState:

@@ -129,12 +129,12 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     `ranks`: the stream order of the files (tefq.spark.runtime.ranks.file_ranks), for ties.
     `ingest`: "rows" (Spark reads the rows, the plan's projection matches them), "columnar" or
     "direct" (runtime/columnar.py; resolved by ingest.choose_ingest, recorded beside the checkpoint).
-    `operator(plan)`, if given, replaces the plan's stateful operator (the simulations use it)."""
+    `operator(plan, run)`, if given, replaces the plan's stateful operator (the simulations use it)."""
     qdir = path_in(workdir, plan.query)  # a REGISTER QUERY name never escapes the checkpoint
     ctl, out, ck = (os.path.join(qdir, d) for d in ("control", SINK, "checkpoint"))
     os.makedirs(ctl, exist_ok=True)
     claim_ingest(qdir, ingest)
-    func = operator(plan) if operator is not None else shape_of(plan).operator(doc, plan, run)
+    func = operator(plan, run) if operator is not None else shape_of(plan).operator(doc, plan, run)
     if ingest == "rows":
         sources = [read_stream(spark, p, run.max_files_per_trigger) for p in stream_paths]
         mapped = map_rows(reduce(DataFrame.unionByName, sources + [read_control(spark, ctl)]), plan, run, ranks,
@@ -146,7 +146,8 @@ def build_plan(spark: SparkSession, doc: Document, plan, stream_paths: list[str]
     result = relabel(mapped, labels).groupBy("b").applyInPandasWithState(
         by_bucket(func, labels), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
     result = result.observe("tefq_out", sink_metric("rows_out").alias("rows"),
-                            sink_metric("partial_rows").alias("partial"), sink_metric("ticks").alias("ticks"))
+                            sink_metric("partial_rows").alias("partial"), sink_metric("ticks").alias("ticks"),
+                            sink_metric("ended").alias("ended"))
     if ingest == "direct":  # events read: bucket 0's count of its heartbeats (operators/base.see_time)
         events = sink_metric(shape_of(plan).events_metric)
         result = result.observe("tefq_in", F.max(F.when(F.col("kind") == "metric", F.col("tick"))).alias("event_time"),

@@ -71,6 +71,7 @@ class Progress:
         self.batches: list[dict] = []  # per micro-batch: id, input rows, ms, state bytes (for the bench)
         self.bar = progress.start(f"[spark {name}] events read") if enabled else None
         self.events_read = 0
+        self.ended = 0  # buckets whose operator ended the input (operators/base.step)
 
     def report(self, query) -> None:
         for p in query.recentProgress:
@@ -89,6 +90,7 @@ class Progress:
                              "state_ms": state_figures(p.get("stateOperators", [])),
                              "state_sizes": state_figures(p.get("stateOperators", []), STATE_SIZES)})
         self.events_read += p.get("numInputRows", 0) or 0
+        self.ended += int(obs_out.get("ended") or 0)
         if self.bar is not None:
             self.bar.say(self.line(p, obs, obs_out))
 
