@@ -8,10 +8,10 @@ operator, `tefq.spark.operators`) -> parquet file sink, decoded by `runtime/sink
 input runs with availableNow; its end is a flush row in the control source, written before the run
 when every file is read in one micro-batch (no --max-files-per-trigger). Over several micro-batches
 the operators end the input themselves in the last one (they know how many each input takes,
-`StreamSettings.ended`) and say so in the query's observed metrics; only when some did not (a restart
-that found nothing left to read) is the flush written after the run, which then runs once more. `run_bounded` is the one driver loop: every plan,
-windowed (C-SPARQL) ones included, runs through it, for `run` and for the simulations
-(`tefq.spark.simulate`, another operator factory).
+`StreamSettings.ended`) and say so in the query's observed metrics; only when some did not (a
+restart that found nothing left to read) is the flush written after the run, which then runs once
+more. `run_bounded` is the one driver loop: every plan, windowed (C-SPARQL) ones included, runs
+through it, for `run` and for the simulations (`tefq.spark.simulate`, another operator factory).
 """
 from __future__ import annotations
 
