@@ -35,7 +35,7 @@ from tefq.progress import plural
 from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
-from tefq.plan.logical import Document
+from tefq.plan.logical import AggregateQuery, DerivedFact, Document
 from tefq.results import RunResult
 from tefq.vocabulary import DEFAULT_IDLE_MS, DEFAULT_MAX_TICKS, RunSettings
 
@@ -52,9 +52,11 @@ ENGINE_VARIABLE = "TEFQ_ENGINE"  # the command line's default engine (else auto)
 SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
                       "driver_memory", "accept_gaps")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
-# whole run beats Spark's there: with Spark to start (cold) and with Spark already up (a warm engine,
-# tefq.server; or a session in this process) (docs/cli.md, "Choosing the engine").
+# whole run beats Spark's there: with Spark to start (cold) for a document light for the oracle
+# (`light_for_the_oracle`: UC1) and for any other (UC2, UC3), and with Spark already up (a warm
+# engine, tefq.server; or a session in this process) (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 120_000
+AUTO_ORACLE_EVENTS_HEAVY = 40_000
 AUTO_ORACLE_EVENTS_WARM = 20_000
 TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
 STDIN = "-"
@@ -240,13 +242,13 @@ def execute(request: RunRequest) -> RunOutcome:
 
     paths, table = check_inputs(request)
     check_outputs(request)
-    choice = engine_choice(request)
+    background = read_background(request.background)
+    doc = bind(request.query, background)
+    choice = engine_choice(request, doc)
     engine = choice.engine
     if engine == "spark" and importlib.util.find_spec("pyspark") is None:
         raise TefqError(SPARK_MISSING, file="--engine")
     settings = settle(request, engine)
-    background = read_background(request.background)
-    doc = bind(request.query, background)
     # registered: removed however the run ends (tefq.cleanup), also when memory ran out and
     # the block's own clean-up could not run
     with cleanup.temporary_directory(prefix="tefq-stage-") as workdir, progress.showing(request.progress):
@@ -328,10 +330,10 @@ def choose_engine(request: RunRequest) -> str:
     return engine_choice(request).engine
 
 
-def engine_choice(request: RunRequest) -> EngineChoice:
+def engine_choice(request: RunRequest, doc: Document | None = None) -> EngineChoice:
     """`--engine auto`: Spark for what only Spark does (--follow, --checkpoint, --master,
     --max-files-per-trigger, --ingest, standard input of unknown size), else `auto_engine` by the
-    input's size."""
+    input's size and the bound document `doc` (None: taken as light for the oracle)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.spark.runtime.session_source import is_warm
 
@@ -344,20 +346,34 @@ def engine_choice(request: RunRequest) -> EngineChoice:
     if request.spark.given() or request.spark.follow or STDIN in paths:
         return EngineChoice("spark", f"auto, {'standard input' if STDIN in paths else 'a Spark option'}{warm}")
     n = estimated_events(paths) if paths else len(request.events) if hasattr(request.events, "__len__") else 0
-    return auto_engine(n)
+    return auto_engine(n, light=doc is None or light_for_the_oracle(doc))
 
 
-def auto_engine(events: int) -> EngineChoice:
+def auto_engine(events: int, light: bool = True) -> EngineChoice:
     """`--engine auto` for a bounded input of about `events` events: the oracle below
-    AUTO_ORACLE_EVENTS, or AUTO_ORACLE_EVENTS_WARM when Spark is up already, else Spark."""
+    AUTO_ORACLE_EVENTS (AUTO_ORACLE_EVENTS_HEAVY for a document not `light` for the oracle), or
+    AUTO_ORACLE_EVENTS_WARM when Spark is up already, else Spark."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.spark.runtime.session_source import is_warm
 
     warm = is_warm()
-    limit = AUTO_ORACLE_EVENTS_WARM if warm else AUTO_ORACLE_EVENTS
+    limit = AUTO_ORACLE_EVENTS_WARM if warm else AUTO_ORACLE_EVENTS if light else AUTO_ORACLE_EVENTS_HEAVY
     engine = "oracle" if events < limit else "spark"
-    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,} with Spark "
+    what = "" if warm or light else " for this query"
+    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,}{what} with Spark "
                                 f"{'warm' if warm else 'to start'}")
+
+
+def light_for_the_oracle(doc: Document) -> bool:
+    """A document the oracle runs at its cheapest per event: one aggregate query of COUNTs over
+    CURRENT and background patterns, no derived fact (UC1). Per event, the oracle's whole run costs
+    about 2x that for UC2's DURATION average and more for UC3's derived facts (docs/cli.md,
+    "Choosing the engine"); windowed queries evaluate SPARQL per window."""
+    if len(doc.queries) != 1 or any(isinstance(f, DerivedFact) for f in doc.facts):
+        return False
+    q = doc.queries[0]
+    return (isinstance(q, AggregateQuery) and all(a.func == "COUNT" for a in q.aggregates)
+            and all(w.kind in ("current", "background") for w in q.where))
 
 
 def estimated_events(paths: list[str]) -> int:
@@ -613,4 +629,4 @@ def write(run: RunResult, output: Output, *, appended: bool) -> None:
 
 __all__ = ["RunRequest", "RunOutcome", "EngineChoice", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute",
            "default_engine", "choose_engine", "engine_choice", "auto_engine", "estimated_events", "read_background", "bind", "checked_max_ticks",
-           "AUTO_ORACLE_EVENTS", "AUTO_ORACLE_EVENTS_WARM"]
+           "AUTO_ORACLE_EVENTS", "AUTO_ORACLE_EVENTS_HEAVY", "AUTO_ORACLE_EVENTS_WARM", "light_for_the_oracle"]

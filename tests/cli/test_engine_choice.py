@@ -7,8 +7,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tefq.cli import build_parser, run_request
-from tefq.service import AUTO_ORACLE_EVENTS, AUTO_ORACLE_EVENTS_WARM, choose_engine, engine_choice, estimated_events
+from tefq.analysis import load
+from tefq.service import (AUTO_ORACLE_EVENTS, AUTO_ORACLE_EVENTS_HEAVY, AUTO_ORACLE_EVENTS_WARM, choose_engine,
+                          engine_choice, estimated_events, light_for_the_oracle)
 from tefq.spark.runtime.session_source import SESSION_SOURCE
+
+
+from tests.support.paths import ROOT
 
 
 def request_for(*argv: str):
@@ -81,3 +86,20 @@ def test_a_warm_spark_lowers_the_bar(tmp_path, monkeypatch) -> None:
         assert engine_choice(request_for("--stream", "x", "--engine", "spark")).label() == "spark: warm"
     finally:
         SESSION_SOURCE.reset(token)
+
+
+def test_a_query_heavy_for_the_oracle_lowers_the_bar(tmp_path, monkeypatch) -> None:
+    """Between the two bars UC1 (COUNT over CURRENT) stays on the oracle, UC2 (AVG of DURATION) and
+    UC3 (derived facts) go to Spark, whose whole run is the shorter there (docs/cli.md)."""
+    cold(monkeypatch)
+    events = (AUTO_ORACLE_EVENTS_HEAVY + AUTO_ORACLE_EVENTS) // 2
+    with open(tmp_path / "s.tsv", "wb") as fh:
+        fh.truncate(events * 80)
+    request = request_for("--stream", str(tmp_path / "s.tsv"))
+    docs = {uc: load(str(ROOT / "usecases" / f"{uc}.tef")) for uc in ("uc1", "uc2", "uc3")}
+    assert [light_for_the_oracle(d) for d in docs.values()] == [True, False, False]
+    assert engine_choice(request, docs["uc1"]).engine == "oracle"
+    for uc in ("uc2", "uc3"):
+        choice = engine_choice(request, docs[uc])
+        assert choice.engine == "spark" and f"below {AUTO_ORACLE_EVENTS_HEAVY:,} for this query" in choice.label()
+    assert engine_choice(request).engine == "oracle"  # no document: the light bar
