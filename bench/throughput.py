@@ -102,7 +102,7 @@ def load_average() -> list[float]:
 
 def batch_figures(batches: list[dict]) -> tuple[list[dict], float | None]:
     """Per micro-batch figures, and the steady rate: every batch but the first (worker start-up,
-    state-store set-up) and the end-of-input flush (a single control row)."""
+    state-store set-up) and any without events (an end-of-input flush, where a run has one)."""
     per = [{"batch": b["batch"], "events": b["rows"], "seconds": b["ms"] / 1000.0,
             "events_per_s": b["rows"] / (b["ms"] / 1000.0) if b["ms"] else None,
             "state_bytes": b.get("state_bytes"), "durations_ms": b.get("durations_ms")} for b in batches]
