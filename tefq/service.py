@@ -52,12 +52,13 @@ ENGINE_VARIABLE = "TEFQ_ENGINE"  # the command line's default engine (else auto)
 SPARK_ONLY_OPTIONS = ("checkpoint", "master", "max_files_per_trigger", "ingest", "join_order", "idle_timeout", "conf",
                       "driver_memory", "accept_gaps")
 # --engine auto: below this many stream events (estimated) a bounded run goes to the oracle, whose
-# whole run beats Spark's there: with Spark to start (cold) for a document light for the oracle
-# (`light_for_the_oracle`: UC1) and for any other (UC2, UC3), and with Spark already up (a warm
-# engine, tefq.server; or a session in this process) (docs/cli.md, "Choosing the engine").
+# whole run beats Spark's there: with Spark to start (cold) or already up (_WARM: a warm engine,
+# tefq.server; or a session in this process), for a document light for the oracle
+# (`light_for_the_oracle`: UC1) or any other (_HEAVY: UC2, UC3) (docs/cli.md, "Choosing the engine").
 AUTO_ORACLE_EVENTS = 120_000
 AUTO_ORACLE_EVENTS_HEAVY = 40_000
-AUTO_ORACLE_EVENTS_WARM = 20_000
+AUTO_ORACLE_EVENTS_WARM = 10_000
+AUTO_ORACLE_EVENTS_WARM_HEAVY = 3_000
 TEXT_BYTES_PER_EVENT = 80  # TSV/CSV/N-Quads rows of the IPTV data: ~80-110 bytes
 STDIN = "-"
 
@@ -352,14 +353,15 @@ def engine_choice(request: RunRequest, doc: Document | None = None) -> EngineCho
 def auto_engine(events: int, light: bool = True) -> EngineChoice:
     """`--engine auto` for a bounded input of about `events` events: the oracle below
     AUTO_ORACLE_EVENTS (AUTO_ORACLE_EVENTS_HEAVY for a document not `light` for the oracle), or
-    AUTO_ORACLE_EVENTS_WARM when Spark is up already, else Spark."""
+    AUTO_ORACLE_EVENTS_WARM (_HEAVY) when Spark is up already, else Spark."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.spark.runtime.session_source import is_warm
 
     warm = is_warm()
-    limit = AUTO_ORACLE_EVENTS_WARM if warm else AUTO_ORACLE_EVENTS if light else AUTO_ORACLE_EVENTS_HEAVY
+    limit = ((AUTO_ORACLE_EVENTS_WARM if light else AUTO_ORACLE_EVENTS_WARM_HEAVY) if warm
+             else AUTO_ORACLE_EVENTS if light else AUTO_ORACLE_EVENTS_HEAVY)
     engine = "oracle" if events < limit else "spark"
-    what = "" if warm or light else " for this query"
+    what = "" if light else " for this query"
     return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,}{what} with Spark "
                                 f"{'warm' if warm else 'to start'}")
 
@@ -629,4 +631,5 @@ def write(run: RunResult, output: Output, *, appended: bool) -> None:
 
 __all__ = ["RunRequest", "RunOutcome", "EngineChoice", "QueryFile", "prefix_mappings", "SparkOptions", "Output", "execute",
            "default_engine", "choose_engine", "engine_choice", "auto_engine", "estimated_events", "read_background", "bind", "checked_max_ticks",
-           "AUTO_ORACLE_EVENTS", "AUTO_ORACLE_EVENTS_HEAVY", "AUTO_ORACLE_EVENTS_WARM", "light_for_the_oracle"]
+           "AUTO_ORACLE_EVENTS", "AUTO_ORACLE_EVENTS_HEAVY", "AUTO_ORACLE_EVENTS_WARM",
+           "AUTO_ORACLE_EVENTS_WARM_HEAVY", "light_for_the_oracle"]

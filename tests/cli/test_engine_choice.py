@@ -8,8 +8,9 @@ import pyarrow.parquet as pq
 
 from tefq.cli import build_parser, run_request
 from tefq.analysis import load
-from tefq.service import (AUTO_ORACLE_EVENTS, AUTO_ORACLE_EVENTS_HEAVY, AUTO_ORACLE_EVENTS_WARM, choose_engine,
-                          engine_choice, estimated_events, light_for_the_oracle)
+from tefq.service import (AUTO_ORACLE_EVENTS, AUTO_ORACLE_EVENTS_HEAVY, AUTO_ORACLE_EVENTS_WARM,
+                          AUTO_ORACLE_EVENTS_WARM_HEAVY, choose_engine, engine_choice, estimated_events,
+                          light_for_the_oracle)
 from tefq.spark.runtime.session_source import SESSION_SOURCE
 
 
@@ -103,3 +104,19 @@ def test_a_query_heavy_for_the_oracle_lowers_the_bar(tmp_path, monkeypatch) -> N
         choice = engine_choice(request, docs[uc])
         assert choice.engine == "spark" and f"below {AUTO_ORACLE_EVENTS_HEAVY:,} for this query" in choice.label()
     assert engine_choice(request).engine == "oracle"  # no document: the light bar
+
+
+def test_with_spark_warm_a_heavy_query_has_the_lowest_bar(tmp_path) -> None:
+    events = (AUTO_ORACLE_EVENTS_WARM_HEAVY + AUTO_ORACLE_EVENTS_WARM) // 2
+    with open(tmp_path / "s.tsv", "wb") as fh:
+        fh.truncate(events * 80)
+    request = request_for("--stream", str(tmp_path / "s.tsv"))
+    uc1, uc2 = (load(str(ROOT / "usecases" / f"{uc}.tef")) for uc in ("uc1", "uc2"))
+    token = SESSION_SOURCE.set(Warm())
+    try:
+        assert engine_choice(request, uc1).engine == "oracle"
+        choice = engine_choice(request, uc2)
+        assert choice.engine == "spark"
+        assert f"below {AUTO_ORACLE_EVENTS_WARM_HEAVY:,} for this query with Spark warm" in choice.label()
+    finally:
+        SESSION_SOURCE.reset(token)
