@@ -369,7 +369,7 @@ def auto_engine(events: int, light: bool = True) -> EngineChoice:
 def light_for_the_oracle(doc: Document) -> bool:
     """A document the oracle runs at its cheapest per event: one aggregate query of COUNTs over
     CURRENT and background patterns, no derived fact (UC1). Per event, the oracle's whole run costs
-    about 2x that for UC2's DURATION average and more for UC3's derived facts (docs/cli.md,
+    ~1.75x that for UC2's DURATION average and ~3.4x for UC3's derived facts (docs/cli.md,
     "Choosing the engine"); windowed queries evaluate SPARQL per window."""
     if len(doc.queries) != 1 or any(isinstance(f, DerivedFact) for f in doc.facts):
         return False
