@@ -11,7 +11,7 @@ from tefq.plan.logical import AggregateQuery, Document, EventFact, Expr, Var
 from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan, groups_and_aggregates,
                                         having, is_duration_of, projections, unify)
 from tefq.spark.planning.literals import distinct_codes_refusal
-from tefq.spark.planning.nodes import SINK, SOURCE
+from tefq.spark.planning.nodes import END_OF_INPUT, SINK, SOURCE
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class CurrentAggregatePlan:
             f"SparkQuery {self.query}: CURRENT aggregate every {self.every_ms} ms",
             SINK,
             f"  {self.operator} {self.fact}: applyInPandasWithState, one columnar state blob per bucket,"
-            " ticks from event time (heartbeats), explicit end-of-input flush",
+            " ticks from event time (heartbeats), " + END_OF_INPUT,
             f"    aggregates: {', '.join(f'{a.alias}={a.op}' for a in self.aggregates)}",
             f"    output: {', '.join(self.columns)}",
             f"  Exchange hashpartitioning(bucket = xxhash64({key}) mod {self.buckets})",

@@ -16,7 +16,7 @@ from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, 
 from tefq.spark.planning.common import (SINCE, UNTIL, AggPlan, ClausePlan, Refusal, clause_plan,
                                         groups_and_aggregates, having, is_duration_of, projections, unify)
 from tefq.spark.planning.literals import distinct_codes_refusal
-from tefq.spark.planning.nodes import SINK, SOURCE
+from tefq.spark.planning.nodes import END_OF_INPUT, SINK, SOURCE
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class FactAggregatePlan:
                  f"{', WHILE' if self.while_ else ''}) every {self.every_ms} ms",
                  SINK,
                  "  FactAggregateOperator: applyInPandasWithState, one columnar state blob, numpy per micro-batch;"
-                 " ticks from event time (heartbeats), explicit end-of-input flush",
+                 " ticks from event time (heartbeats), " + END_OF_INPUT,
                  "    state: open facts of every fact below"
                  + (f"; closed {self.fact} facts that a live WHILE scope still overlaps"
                     if self.while_ and not self.current else "") + "; events after the last reported tick"]

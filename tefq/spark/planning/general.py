@@ -34,7 +34,7 @@ from tefq.plan.logical import AggregateQuery, DerivedFact, Document, EventFact, 
 from tefq.spark.kernels.general.query import CompiledQuery, Split
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.literals import literal_free
-from tefq.spark.planning.nodes import SINK, SOURCE
+from tefq.spark.planning.nodes import END_OF_INPUT, SINK, SOURCE
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class GeneralPlan:
         return "\n".join([
             f"SparkQuery {self.query}: general aggregate every {self.every_ms} ms", SINK,
             "  GeneralOperator: applyInPandasWithState, one bucket state of numpy arrays per micro-batch"
-            " (tefq.spark.kernels.general), ticks from event time, explicit end-of-input flush",
+            " (tefq.spark.kernels.general), ticks from event time, " + END_OF_INPUT,
             f"    state: {state} (under WHILE also the closed facts and events an open scope fact overlaps)",
             *("    " + line for line in self.operators),
             f"    output: {', '.join(self.columns)}",
