@@ -29,7 +29,6 @@ from pyspark.sql import SparkSession
 from tefq import cleanup
 from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
-from tefq.io.paths import path_in
 from tefq.io.rdf import Background, as_background
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.staging import Staging, predicates_present, stage_streams
@@ -40,7 +39,7 @@ from tefq.spark.fact_output import FactCollector
 from tefq.spark.planning.fact import plan_fact_table
 from tefq.spark.run_metrics import fill_metrics
 from tefq.spark.runtime.checkpoint import mark_finished, resume
-from tefq.spark.runtime.ingest import INGEST_CHOICES, choose_ingest, recorded_ingest
+from tefq.spark.runtime.ingest import INGEST_CHOICES, ingest_choices
 from tefq.spark.runtime.input_files import input_files, record_redis_ends
 from tefq.spark.runtime.follow import follow_plans
 from tefq.spark.runtime.inputs import BATCH_EVENTS, files_per_trigger, pinned_inputs, stream_settings
@@ -107,8 +106,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
     run = replace(run, settings=stream_settings(paths, run, follow=False))
     if operator is not None and ingest != "rows":
         raise TefqError(f"--ingest {ingest} does not run the simulations", file="--ingest")
-    choices = {id(plan): choose_ingest(ingest, plan, paths, recorded_ingest(path_in(workdir, plan.query)))
-               for plan in plans}  # auto keeps the path a restarted checkpoint was written by
+    choices = ingest_choices(ingest, plans, paths, workdir)
     # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
     ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
     say(run.progress, f"{plural(len(input_files(file_inputs(paths))), 'stream file')}, "
@@ -134,7 +132,7 @@ class SparkRun:
     `stop()` turns true (default: on SIGINT/SIGTERM). `checkpoint`: a directory to resume from
     (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
     run and new files arrived: tefq.spark.runtime.checkpoint). `ingest`: auto | columnar | direct |
-    rows, how a bounded run reads Parquet inputs (tefq.spark.runtime.columnar; --follow reads rows).
+    rows, how a run reads Parquet inputs (tefq.spark.runtime.columnar; a Redis stream is read as rows).
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up to
     its head when the run starts. `bad_row_log`: the run's one log of bad rows (tefq.service passes
     its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis stream
@@ -223,7 +221,7 @@ def run(request: SparkRun) -> RunResult:
         plans = plan_document(r.doc, p.buckets(r), background=r.background is not None)
         if r.follow:
             results, metrics = run_followed(p.spark, r.doc, plans, paths, p.workdir, p.options, r.on_rows, r.stop,
-                                            p.log)
+                                            p.log, r.ingest)
         else:
             results, metrics = run_to_end(p.spark, r.doc, plans, paths, p.workdir, p.options, r.ingest, p.log)
             if r.checkpoint is not None:
@@ -246,7 +244,7 @@ def run_fact_table(request: SparkRun, every_ms: int,
         plan, table = plan_fact_table(r.doc, p.buckets(r), every_ms), replace(p.options, facts=True)
         if r.follow:
             return follow_plans(p.spark, r.doc, [plan], paths, p.workdir, table, on_rows=None, stop=r.stop,
-                                log=p.log, on_facts=on_facts)[1]
+                                log=p.log, on_facts=on_facts, ingest=r.ingest)[1]
         run_to_end(p.spark, r.doc, [plan], paths, p.workdir, table, r.ingest, p.log)
         return collect_facts(plan, sink_dir(p.workdir, plan))
 
@@ -274,8 +272,6 @@ def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str)
     if ingest not in INGEST_CHOICES:
         raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",
                         file="--ingest")
-    if follow and ingest in ("columnar", "direct"):
-        raise TefqError(f"--ingest {ingest} is for bounded runs (--follow reads rows)", file="--ingest")
     if ingest in ("columnar", "direct") and len(file_inputs(stream_paths)) < len(stream_paths):
         raise TefqError(f"--ingest {ingest} reads Parquet files: a Redis stream is read as rows", file="--ingest")
 
@@ -344,9 +340,11 @@ def warn_absent_predicates(doc: Document, paths: list[str]) -> None:
 
 def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
                  run: RunOptions, on_rows: Callable[[list[QueryResult]], None] | None,
-                 stop: Callable[[], bool] | None, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
+                 stop: Callable[[], bool] | None, log: BadRowLog,
+                 ingest: str = "auto") -> tuple[list[QueryResult], Metrics]:
     """--follow: every plan unbounded until stopped (tefq.spark.runtime.follow)."""
-    results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop, log=log)
+    results, m = follow_plans(spark, doc, plans, stream_paths, workdir, run, on_rows=on_rows, stop=stop, log=log,
+                              ingest=ingest)
     metrics = fill_metrics(m, Metrics())
     metrics.rows_out = int(m.get("rows_out", 0))  # handed to on_rows, not kept
     metrics.intermediate_bindings += int(m.get("feedback_triples", 0))  # a windowed plan's (spec §7)

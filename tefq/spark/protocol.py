@@ -102,19 +102,23 @@ def mtime_of(fh: int) -> int:
     return (fh >> MTIME_SHIFT) & MTIME_MASK
 
 
+def arrival_base(stream: int, mtime: int, newest: int) -> int:
+    """The key of the first row of a file of input `stream` that arrived with modification time
+    `mtime` (ms) in a run whose newest ranked file's is `newest` (ARRIVED above)."""
+    arrival = (mtime - newest + ARRIVAL_BEFORE) & MTIME_MASK
+    return ARRIVED + (stream << ARRIVED_STREAM_SHIFT) + (arrival << ROW_BITS)
+
+
 class Arrivals:
     """Keys of files by arrival (ARRIVED): their mtime relative to `newest`, the newest ranked
     file's, then row; the name's order where two files share a ms is not kept (their rows interleave)."""
 
     def __init__(self, ranks: dict[int, int]) -> None:
         hashes = np.fromiter(ranks, np.int64, len(ranks))
-        newest = int(((hashes >> MTIME_SHIFT) & MTIME_MASK).max()) if len(hashes) else 0
-        self.origin = newest - ARRIVAL_BEFORE
+        self.newest = int(((hashes >> MTIME_SHIFT) & MTIME_MASK).max()) if len(hashes) else 0
 
     def base(self, fh: int) -> int:
-        stream = (fh >> STREAM_SHIFT) & MAX_STREAMS
-        arrival = (mtime_of(fh) - self.origin) & MTIME_MASK
-        return ARRIVED + (stream << ARRIVED_STREAM_SHIFT) + (arrival << ROW_BITS)
+        return arrival_base((fh >> STREAM_SHIFT) & MAX_STREAMS, mtime_of(fh), self.newest)
 
 
 class TieOrder:
@@ -177,22 +181,23 @@ def streams_of_keys(o: np.ndarray, rank_starts: tuple[int, ...], ranked_run: boo
 
 class FileTieOrder:
     """The same keys for rows a task reads from Parquet files itself (runtime/columnar.py): the
-    task knows each file's rank (None: unranked) and numbers the rows it emits per file."""
+    task knows the key of each file's first row (`runtime.columnar.FileOrder`: by rank, or by
+    arrival in a followed run; None: unranked) and numbers the rows it emits per file."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
         self.row = 0  # rows of the current file before this batch
         self.unranked = 0  # rows of unranked files before this batch
 
-    def keys(self, rank: int | None, new_file: bool, positions: np.ndarray, rows: int) -> np.ndarray:
+    def keys(self, first: int | None, new_file: bool, positions: np.ndarray, rows: int) -> np.ndarray:
         """The keys of `positions` (rows of this batch) and move past the batch's `rows`."""
         if new_file:
             self.row = 0
-        if rank is None:
+        if first is None:
             base = UNRANKED + (np.int64(self.partition) << UNRANKED_PARTITION_SHIFT) + self.unranked
             self.unranked += rows
         else:
-            base = (np.int64(rank) << ROW_BITS) + self.row
+            base = np.int64(first) + self.row
         self.row += rows
         return base + positions.astype(np.int64)
 

@@ -14,7 +14,7 @@ import pandas as pd
 from tefq.io.rdf import as_background
 from tefq.io.staging import files_in_stream_order
 from tefq.results import QueryResult
-from tefq.spark.runtime.columnar import path_ranks
+from tefq.spark.runtime.columnar import FileOrder
 from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, bound, reading_operator
 from tefq.spark.shapes import collector_of, plan_document, shape_of
@@ -54,7 +54,7 @@ def run_local(doc, streams: list[str], background: str | None = None, *, buckets
     metrics: list[dict] = []
     for plan in plan_document(doc, buckets, background=background is not None):
         func = shape_of(plan).operator(doc, plan, run)
-        op = reading_operator(func, bound(plan, run), None, path_ranks(inputs))
+        op = reading_operator(func, bound(plan, run), None, FileOrder.of(inputs))
         states = [BucketState() for _ in range(plan.buckets)]
         collector = collector_of(plan)
         rounds = [[(f, False) for f in b] for b in batches]

@@ -24,6 +24,7 @@ Terms are in the oracle's normal form (tefq.io.validate.check_term), as the orac
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -34,6 +35,7 @@ from tefq.io.paths import local_path
 from tefq.io.readers import in_normal_form, ts_out_of_range
 from tefq.io.staging import files_in_stream_order
 from tefq.io.validate import Fault, check_term
+from tefq.spark.protocol import ROW_BITS, arrival_base
 from tefq.spark.runtime.scan import PartitionScan, bad_record
 
 RANK_BITS = 32  # a path's entry in `path_ranks`: stream << RANK_BITS | rank
@@ -46,6 +48,45 @@ def path_ranks(stream_paths: list[str]) -> dict[str, int]:
     path, so no Spark job and no hash of Spark's path form is needed."""
     ranked = [(s, f) for s, p in enumerate(stream_paths) for f in files_in_stream_order([p])][:1 << 19]
     return {os.path.abspath(f): s << RANK_BITS | i for i, (s, f) in enumerate(ranked)}
+
+
+@dataclass(frozen=True)
+class FileOrder:
+    """Where a task that reads files by path puts each file's rows in stream order (spec §1): a
+    file there when the run started by its rank (`path_ranks`); in a followed run (`inputs` given)
+    a file that arrived later by arrival, as the row path keys it (`protocol.Arrivals`): the input
+    directory it is in gives its stream, its modification time (ms) then its row its place, after
+    every ranked file. Made on the driver: the task only stats the later files."""
+
+    ranks: dict[str, int]
+    inputs: tuple[str, ...] = ()  # a followed run's inputs (absolute), by --stream index
+    newest: int = 0  # the newest ranked file's modification time (ms): the arrivals' origin
+
+    @staticmethod
+    def of(stream_paths: list[str], follow: bool = False) -> "FileOrder":
+        ranks = path_ranks(stream_paths)
+        if not follow:
+            return FileOrder(ranks)
+        newest = max((os.stat(f).st_mtime_ns // 1_000_000 for f in ranks), default=0)
+        return FileOrder(ranks, tuple(os.path.abspath(p) for p in stream_paths), newest)
+
+    def place(self, path: str) -> tuple[int, int | None]:
+        """A file's input stream and the tie key of its first row (None: unranked)."""
+        path = os.path.abspath(path)
+        ranked = self.ranks.get(path)
+        if ranked is not None:
+            return ranked >> RANK_BITS, (ranked & ((1 << RANK_BITS) - 1)) << ROW_BITS
+        stream = next((s for s, p in enumerate(self.inputs) if path == p or path.startswith(p + os.sep)), None)
+        if stream is None:
+            return 0, None
+        return stream, arrival_base(stream, os.stat(path).st_mtime_ns // 1_000_000, self.newest)
+
+    def keyed(self, path: str) -> bool:
+        """The file's rows have tie keys of their own (not counted from a task's rows before them)."""
+        try:
+            return self.place(path)[1] is not None
+        except OSError:  # gone: its reader says so, naming it
+            return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,11 +235,12 @@ def bad_records(uri: str, batch: pa.RecordBatch, ts: pa.Array, bad: np.ndarray, 
 
 class FileBatch:
     """Up to 2^20 rows of one file, read and checked: the s/p/o columns, ts, which rows are good
-    (bad ones are already diverted or raised), where they sit in the file and the file's rank."""
+    (bad ones are already diverted or raised), where they sit in the file and the tie key of the
+    file's first row (`FileOrder.place`; None: unranked)."""
 
-    def __init__(self, uri: str, row0: int, rank: int | None, cols: dict[str, Column], ts: np.ndarray,
+    def __init__(self, uri: str, row0: int, first: int | None, cols: dict[str, Column], ts: np.ndarray,
                  good: np.ndarray) -> None:
-        self.uri, self.row0, self.rank, self.cols, self.ts, self.good = uri, row0, rank, cols, ts, good
+        self.uri, self.row0, self.first, self.cols, self.ts, self.good = uri, row0, first, cols, ts, good
         self.n = len(ts)
 
     def matches(self, c) -> np.ndarray:
@@ -216,10 +258,11 @@ class FileBatch:
         return pa.concat_arrays([self.cols[c].norm.cast(pa.string()) for c in "spo"]), base
 
 
-def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | None = None):
+def read_files(batches, order: FileOrder, st: PartitionScan, since: int | None = None):
     """The (path, flush) rows of a task -> FileBatches, file by file; bad rows diverted (or raised)
-    and the task's event-time range and counts noted in `st` on the way. `since`: only good rows
-    at or after it are elements of the run (a windowed plan's t0; the others are not counted)."""
+    and the task's event-time range and counts noted in `st` on the way. `order`: each file's
+    stream and tie key. `since`: only good rows at or after it are elements of the run (a windowed
+    plan's t0; the others are not counted)."""
     import pyarrow.parquet as pq
 
     for rb in batches:
@@ -235,9 +278,7 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
                 reason = f"cannot read the Parquet file: {e}"
                 raise WorkerFailure(BAD_ROW, {"file": uri, "reason": reason}).error() from None
             check_schema(pf, uri)
-            ranked, row0 = ranks.get(os.path.abspath(path)), 0
-            rank = None if ranked is None else ranked & ((1 << RANK_BITS) - 1)
-            stream = 0 if ranked is None else ranked >> RANK_BITS
+            (stream, first), row0 = order.place(path), 0
             for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
                 n = batch.num_rows
                 ts, beyond = ts_column(batch)
@@ -249,6 +290,6 @@ def read_files(batches, ranks: dict[str, int], st: PartitionScan, since: int | N
                 if bad.any():
                     st.divert(bad_records(uri, batch, ts, bad, row0))
                 st.see_times(tsv[~bad] if since is None else tsv[~bad & (tsv >= since)], stream)
-                yield FileBatch(uri, row0, rank, cols, tsv, ~bad)
+                yield FileBatch(uri, row0, first, cols, tsv, ~bad)
                 row0 += n
             st.rows_in += row0

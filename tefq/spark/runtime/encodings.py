@@ -164,7 +164,7 @@ class CurrentRows(Encoding):
         if self.only is not None:  # the other buckets' rows are their operators' to encode
             mine = bucket == self.only
             keep, bucket, gcodes, whole = keep[mine], bucket[mine], [g[mine] for g in gcodes], whole[mine]
-        keys = order.keys(fb.rank, fb.row0 == 0, keep, fb.n)
+        keys = order.keys(fb.first, fb.row0 == 0, keep, fb.n)
         if not len(keep):
             return None
         mk = m[keep]
@@ -270,7 +270,7 @@ class FactRows(Encoding):
 
     def from_file(self, fb: FileBatch, order: FileTieOrder) -> pa.RecordBatch | None:
         rows, which, first, pos, count = self.exploded(fb)
-        keys = order.keys(fb.rank, fb.row0 == 0, pos, count)
+        keys = order.keys(fb.first, fb.row0 == 0, pos, count)
         if not len(rows):
             return None
         arrays = self.matched_columns(fb, rows, which)
@@ -343,7 +343,7 @@ class GeneralRows(ElementRows):
         relevant = self.relevant(fb)
         at = np.flatnonzero(relevant)
         other = np.flatnonzero(fb.good & ~relevant) if self.only in (None, 0) else np.zeros(0, np.int64)
-        keys = order.keys(fb.rank, fb.row0 == 0, np.concatenate([at, other]), fb.n)
+        keys = order.keys(fb.first, fb.row0 == 0, np.concatenate([at, other]), fb.n)
         keys, other_keys = keys[:len(at)], keys[len(at):]
         unnamed = [self.other_rows(fb.ts[other], pa.array(other_keys),
                                    self.element_hashes(fb, other))] \

@@ -37,6 +37,7 @@ from tefq.spark.fact_output import FactCollector, is_fact_record
 from tefq.spark.output import SIZE_FIGURES, TERMS
 from tefq.spark.shapes import collector_of
 from tefq.spark.runtime.input_files import check_inputs
+from tefq.spark.runtime.ingest import ingest_choices
 from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
@@ -142,11 +143,14 @@ class _Signals:
 def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
                  run: RunOptions, *, on_rows: Callable[[list[QueryResult]], None] | None,
                  stop: Callable[[], bool] | None, log: BadRowLog,
-                 on_facts: Callable[[FactCollector], None] | None = None) -> tuple[list[QueryResult], dict]:
+                 on_facts: Callable[[FactCollector], None] | None = None,
+                 ingest: str = "auto") -> tuple[list[QueryResult], dict]:
     """Run every plan unbounded until stopped; returns all rows reported and the first query's
     metrics. New text files are staged as they arrive, their bad rows to the run's `log`.
     `on_facts`: receives the fact-table records of each poll's committed micro-batches (a run
-    with `RunOptions.facts`: `tefq.facts.live`)."""
+    with `RunOptions.facts`: `tefq.facts.live`). `ingest`: auto | direct | rows per plan
+    (runtime/ingest.choose_ingest): directories of Parquet files (text ones staged as Parquet)
+    are read direct by default, each bucket's operator reading the new files itself."""
 
     with _Signals() as signals:
         stopping = (lambda: signals.flag.is_set() or stop()) if stop else signals.flag.is_set
@@ -160,10 +164,13 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             os.remove(gate)  # an earlier run's, on the same checkpoint
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps, gate=gate)
         run = replace(run, settings=stream_settings(paths, run, follow=True))
-        ranks = file_ranks(spark, paths, follow=True)  # the files there at the start
+        choices = ingest_choices(ingest, plans, paths, workdir)
+        # the files there at the start, for ties (the row path's by Spark's hashes of their paths)
+        ranks = file_ranks(spark, paths, follow=True) if "rows" in choices.values() else {}
         running = []
         for plan in plans:
-            start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, run, ranks=ranks)
+            start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, run, ranks=ranks,
+                                              ingest=choices[id(plan)], follow=True)
             running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, on_rows is None, on_facts), pr))
         try:
             while True:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 
 from tefq.errors import TefqError
+from tefq.io.paths import path_in
 from tefq.io.readers import stream_files, stream_format
+from tefq.io.redis_stream import is_redis_url
 from tefq.spark.runtime.checkpoint import claim_marker
 from tefq.spark.shapes import reads_columnar
 
@@ -17,7 +19,8 @@ INGEST_MARKER = "ingest"  # beside the query's checkpoint: the path that wrote i
 def parquet_only(stream_paths: list[str]) -> bool:
     """Every stream path holds Parquet files only (`stream_paths` after staging: text inputs are
     staged as Parquet by then, tefq.io.staging.stage_streams)."""
-    return all({stream_format(f) for f in stream_files(p)} == {("parquet", False)} for p in stream_paths)
+    return all(not is_redis_url(p) and {stream_format(f) for f in stream_files(p)} == {("parquet", False)}
+               for p in stream_paths)
 
 
 def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
@@ -45,6 +48,13 @@ def choose_ingest(requested: str, plan, stream_paths: list[str], recorded: str |
     if reason is not None:
         raise TefqError(f"--ingest {requested}: {reason}; use --ingest auto or rows", file="--ingest")
     return requested
+
+
+def ingest_choices(requested: str, plans: list, stream_paths: list[str], workdir: str) -> dict[int, str]:
+    """Per plan (by id) its path (`choose_ingest`); auto keeps the one a restarted checkpoint
+    was written by."""
+    return {id(plan): choose_ingest(requested, plan, stream_paths, recorded_ingest(path_in(workdir, plan.query)))
+            for plan in plans}
 
 
 def recorded_ingest(qdir: str) -> str | None:

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from tefq.spark.operators.base import profile
 from tefq.spark.protocol import BAD, FLUSH, FileTieOrder, TieOrder, are_elements, ddl, flush_rows, heartbeat_rows
-from tefq.spark.runtime.columnar import read_files
+from tefq.spark.runtime.columnar import FileOrder, read_files
 from tefq.spark.runtime.encodings import Encoding
 from tefq.spark.runtime.routing import RowRouting
 from tefq.spark.runtime.scan import PartitionScan, settle_undecided
@@ -53,16 +53,16 @@ class SparkRows:
 
 class ParquetFiles:
     """Input: (path, flush) rows; each file is read, checked and coded by the task
-    (runtime/columnar.py). `ranks`: each file's absolute path -> its stream order (`path_ranks`)."""
+    (runtime/columnar.py). `order`: each file's stream and place in stream order (`FileOrder`)."""
 
     profile = "columnar_mapper"
 
-    def __init__(self, ranks: dict[str, int], since: int | None = None) -> None:
-        self.ranks, self.since = ranks, since  # since: the first event time of the run's elements (windowed: t0)
+    def __init__(self, order: FileOrder, since: int | None = None) -> None:
+        self.order, self.since = order, since  # since: the first event time of the run's elements (windowed: t0)
 
     def rows(self, batches, scan: PartitionScan, enc: Encoding) -> Iterator[pa.RecordBatch]:
         order = FileTieOrder(scan.partition)
-        for fb in read_files(batches, self.ranks, scan, self.since):
+        for fb in read_files(batches, self.order, scan, self.since):
             out = enc.from_file(fb, order)
             if out is not None:
                 yield out
@@ -91,15 +91,15 @@ def partition_mapper(reader: SparkRows | ParquetFiles, encoding: Callable[[], En
 
 
 def make_mapper(plan, bad_rows: str | None, ranks: dict[int, int] | None = None, *,
-                files: dict[str, int] | None = None, only: int | None = None) -> Callable:
+                files: FileOrder | None = None, only: int | None = None) -> Callable:
     """The plan's mapper over rows of Spark's projection (`ranks`: tie order), or over (path, flush)
-    rows when `files` (each file's stream rank, runtime/columnar.path_ranks) is given. `only`:
+    rows when `files` (the files' stream order, runtime/columnar.FileOrder) is given. `only`:
     emit bucket `only`'s rows alone (direct ingestion; bucket 0 records the bad rows)."""
     return mapper_maker(plan, bad_rows, ranks, files=files)(only)
 
 
 def mapper_maker(plan, bad_rows: str | None, ranks: dict[int, int] | None = None, *,
-                 files: dict[str, int] | None = None) -> Callable[[int | None], Callable]:
+                 files: FileOrder | None = None) -> Callable[[int | None], Callable]:
     """`make_mapper`'s mappers by `only`, the plan's shape asked here on the driver: a task that
     makes its own (direct ingestion) imports no planner (docs/spark.md "Start-up")."""
     from tefq.spark.shapes import shape_of  # deferred: the registry imports every planner

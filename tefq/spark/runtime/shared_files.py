@@ -26,6 +26,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 
 from tefq.io.paths import local_path
+from tefq.spark.runtime.columnar import FileOrder
 from tefq.spark.protocol import flush_rows
 
 Mapper = Callable[..., Iterator[pa.RecordBatch]]
@@ -34,11 +35,11 @@ Mapper = Callable[..., Iterator[pa.RecordBatch]]
 class SharedFiles:
     """Bucket mappers for direct ingestion that share the coding of each file through `root` (a
     directory of the run's, on the disk every task sees). `mapper_of(only)`: the plan's mapper of
-    bucket `only` (None: of every bucket); `ranks`: each file's stream rank (runtime/columnar.path_ranks)."""
+    bucket `only` (None: of every bucket); `order`: the files' stream order (runtime/columnar.FileOrder)."""
 
-    def __init__(self, root: str, buckets: int, mapper_of: Callable[[int | None], Mapper], ranks: dict[str, int],
+    def __init__(self, root: str, buckets: int, mapper_of: Callable[[int | None], Mapper], order: FileOrder,
                  schema: pa.Schema) -> None:
-        self.root, self.buckets, self.mapper_of, self.ranks, self.schema = root, buckets, mapper_of, ranks, schema
+        self.root, self.buckets, self.mapper_of, self.order, self.schema = root, buckets, mapper_of, order, schema
 
     def __call__(self, only: int) -> Mapper:
         """Bucket `only`'s mapper: over (path, flush) batches, the rows its own mapper would emit."""
@@ -51,7 +52,7 @@ class SharedFiles:
         uris, flush = [u for u, ends in entries if not ends], any(ends for _, ends in entries)
         stage = self.stage_dir()
         # an unranked file's tie keys count the task's rows before it: only its own task can make them
-        if stage is None or any(os.path.abspath(local_path(u)) not in self.ranks for u in uris):
+        if stage is None or not all(self.order.keyed(local_path(u)) for u in uris):
             yield from self.mapper_of(only)(iter(batches))
             return
         start = len(uris) * only // self.buckets

@@ -105,7 +105,7 @@ class WindowedRows(ElementRows):
             mine = bucket == self.only
             at, bucket = at[mine], bucket[mine]
         other = np.flatnonzero(self.in_run(fb) & ~relevant) if self.only in (None, 0) else np.zeros(0, np.int64)
-        keys = order.keys(fb.rank, fb.row0 == 0, np.concatenate([at, other]), fb.n)
+        keys = order.keys(fb.first, fb.row0 == 0, np.concatenate([at, other]), fb.n)
         unnamed = [self.other_rows(fb.ts[other], pa.array(keys[len(at):]), self.element_hashes(fb, other))] \
             if len(other) else []
         if not len(at):

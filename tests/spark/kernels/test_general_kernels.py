@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tefq.spark.planning.common import Refusal
 from tefq.spark.planning.general import plan_general
+from tefq.spark.runtime.columnar import FileOrder
 from tests.support.general_shapes import BACKGROUND, EXAMPLES, PROGRAMS, PROGRAM_FACT, SHAPES, USER_FACT, agg, document, iri, lit, oracle_rows, plan, streams
 from tests.support.operator_harness import FakeState, element_rows
 from tests.support.general_shapes import assert_like_oracle, check_shape
@@ -116,7 +117,7 @@ def mapper_rows(plan, elements, path: str | None) -> "pd.DataFrame":
         batches = make_mapper(plan, None, {0: 7}, only=only)(iter([element_rows(elements, kinds)]), 0)
     else:
         flush = pa.RecordBatch.from_pydict({"path": [path], "flush": [False]})
-        batches = make_mapper(plan, None, files={path: 7}, only=only)(iter([flush]), 0)
+        batches = make_mapper(plan, None, files=FileOrder({path: 7}), only=only)(iter([flush]), 0)
     return pa.Table.from_batches(list(batches)).to_pandas()
 
 
@@ -191,7 +192,7 @@ def test_direct_ingestion_gives_the_oracles_rows(shape, data, tmp_path_factory):
             paths.append(str(folder / f"part-{i}.parquet"))
             pq.write_table(pa.table({"ts": [e[0] for e in part], "s": [e[1] for e in part],
                                      "p": [e[2] for e in part], "o": [e[3] for e in part]}), paths[-1])
-    op = reading_operator(make_general_operator(p, RunSettings(0, 0)), p, None, {path: i for i, path in enumerate(paths)})
+    op = reading_operator(make_general_operator(p, RunSettings(0, 0)), p, None, FileOrder({path: i for i, path in enumerate(paths)}))
     col = collector_of(p)
     for b in range(p.buckets):
         files = pd.DataFrame({"path": paths + [None], "flush": [False] * len(paths) + [True]})

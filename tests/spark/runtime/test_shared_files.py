@@ -20,7 +20,7 @@ import pytest
 
 from tefq.api import load
 from tefq.spark.protocol import TERMS, RowKind, read_heartbeats
-from tefq.spark.runtime.columnar import path_ranks
+from tefq.spark.runtime.columnar import FileOrder, path_ranks
 from tefq.spark.runtime.mappers import mapper_maker, wire_schema
 from tefq.spark.runtime.shared_files import SharedFiles
 from tefq.spark.shapes import plan_document
@@ -52,7 +52,7 @@ def shared(root: str, log: str, query: str = "usecases/uc1.tef") -> tuple[OneSta
     files = sorted(ranks, key=ranks.get)
     paths = pa.RecordBatch.from_pydict({"path": ["file://" + f for f in files] + [""],
                                         "flush": [False] * len(files) + [True]})
-    return OneStage(root, BUCKETS, mapper_maker(plan, None, files=ranks), ranks, wire_schema(plan)), [paths]
+    return OneStage(root, BUCKETS, mapper_maker(plan, None, files=FileOrder(ranks)), FileOrder(ranks), wire_schema(plan)), [paths]
 
 
 def summary(batches: list[pa.RecordBatch]) -> tuple:
@@ -142,7 +142,7 @@ def test_a_new_stage_removes_the_earlier_ones(tmp_path, log) -> None:
 
 def test_outside_a_spark_task_each_bucket_reads_for_itself(tmp_path, log) -> None:
     plan_sf, paths = shared(str(tmp_path), log)
-    sf = SharedFiles(plan_sf.root, BUCKETS, plan_sf.mapper_of, plan_sf.ranks, plan_sf.schema)
+    sf = SharedFiles(plan_sf.root, BUCKETS, plan_sf.mapper_of, plan_sf.order, plan_sf.schema)
     assert summary(list(sf(1)(iter(paths)))) == own_rows(sf, paths, 1)
     assert os.listdir(tmp_path) == []
 

@@ -2,7 +2,8 @@
 (spec §1), as on the oracle over the same files, whatever partitions Spark packs them in. Spark
 packs a micro-batch's files by size, largest first: here the second-named file is much larger, so
 it lands in the first partition, and its join at the same ms as the first file's quit would apply
-first if ties went by partition."""
+first if ties went by partition. Both paths a followed directory of Parquet files can take: direct
+(the default: each bucket's operator reads the files, `columnar.FileOrder`) and rows (`TieOrder`)."""
 from __future__ import annotations
 
 import os
@@ -36,7 +37,7 @@ def add_together(d, files: dict[str, list]) -> None:
         os.replace(d / f".{name}.tmp", d / name)
 
 
-def follow(d, out_csv, later: dict[str, list], first_tick: int, last_tick: int) -> int:
+def follow(d, out_csv, later: dict[str, list], first_tick: int, last_tick: int, ingest: str = "auto") -> int:
     """`tefq run uc1 --follow` until `first_tick` is out, then `later` arrives in one go; a
     SIGTERM once `last_tick` is out."""
     from tefq.cli import run_command
@@ -52,7 +53,7 @@ def follow(d, out_csv, later: dict[str, list], first_tick: int, last_tick: int) 
     thread = threading.Thread(target=producer, daemon=True)
     thread.start()
     code = run_command(["run", "usecases/uc1.tef", "--stream", str(d), "--follow", "--out", str(out_csv),
-                        "--master", "local[2]", "--quiet"])
+                        "--master", "local[2]", "--quiet", "--ingest", ingest])
     thread.join(timeout=60)
     return code
 
@@ -63,11 +64,12 @@ LATER_EARLY = [(12000, "<http://x/u3>", J, A), (21000, "<http://x/u1>", Q, A)]
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("ingest", ["auto", "columnar", "rows"])
 @pytest.mark.parametrize("start", [
     {"part-0000.parquet": EARLY, "part-0001.parquet": LATER_EARLY},  # ranked: two files at the start
     {"part-0000.parquet": EARLY + LATER_EARLY},  # one file at the start: ranked too (a follow run)
 ], ids=["two-files-at-start", "one-file-at-start"])
-def test_ties_across_later_files_of_one_micro_batch_follow_file_order(spark, tmp_path, monkeypatch, start):
+def test_ties_across_later_files_of_one_micro_batch_follow_file_order(spark, tmp_path, monkeypatch, start, ingest):
     """u9 quits `a` (part-0002, small) and joins it (part-0003, large) at 31000: in file order the
     quit (of nobody) comes first and u9 watches `a` at tick 40000; the other way round u9 would
     not. --out is the oracle's rows over the same files the event time passed, whether the run
@@ -85,7 +87,7 @@ def test_ties_across_later_files_of_one_micro_batch_follow_file_order(spark, tmp
         write_stream(rows, str(d / name), fmt="parquet")
     out_csv = tmp_path / "out.csv"
     monkeypatch.chdir(ROOT)
-    assert follow(d, out_csv, later, 20000, 40000) == 0
+    assert follow(d, out_csv, later, 20000, 40000, ingest) == 0
     sizes = {n: os.path.getsize(d / n) for n in later}
     assert sizes["part-0003.parquet"] > 10 * sizes["part-0002.parquet"]  # Spark's packing puts it first
     every = [r for name in sorted(start) for r in start[name]] + [r for name in sorted(later) for r in later[name]]
@@ -117,3 +119,38 @@ def test_later_files_are_keyed_by_arrival_whatever_their_partition():
         final = batch * ORDER_SHIFT + ranked_keys(batch, np.concatenate([k_later, k_earlier]))
         assert list(final) == list(k_later) + list(k_earlier)
     assert list(streams_of_keys(np.concatenate([k_ranked, k_earlier]), (0, 2), True)) == [0, 0, 1, 1]
+
+
+def test_a_task_reading_files_keys_later_ones_by_arrival_as_the_row_path_does(tmp_path):
+    """columnar.FileOrder (direct ingestion of a followed run): a file there at the start by its
+    rank; one that arrived later by its input directory's stream, then its modification time,
+    with the key the row path gives the same file (`protocol.Arrivals`); an earlier arrival first,
+    whatever its name; a file outside every input is unranked."""
+    import pyarrow as pa
+
+    from tefq.spark.protocol import ORDER_SHIFT, ROW_BITS, TieOrder, ranked_keys, streams_of_keys
+    from tefq.spark.runtime.columnar import FileOrder
+    from tefq.spark.runtime.ranks import path_hash
+
+    t0 = 1_790_000_000_000
+    dirs = [tmp_path / "s0", tmp_path / "s1"]
+    for i, d in enumerate(dirs):
+        d.mkdir()
+        write_stream(EARLY, str(d / "part-0.parquet"), fmt="parquet")
+        os.utime(d / "part-0.parquet", ns=((t0 + i) * 1_000_000,) * 2)
+    order = FileOrder.of([str(d) for d in dirs], follow=True)
+    assert order.newest == t0 + 1
+    assert order.place(str(dirs[1] / "part-0.parquet")) == (1, 1 << ROW_BITS)
+    for name, at in (("b.parquet", t0 + 9000), ("a.parquet", t0 + 9050)):
+        write_stream(EARLY, str(dirs[1] / name), fmt="parquet")
+        os.utime(dirs[1] / name, ns=(at * 1_000_000,) * 2)
+    (s_b, k_b), (s_a, k_a) = order.place(str(dirs[1] / "b.parquet")), order.place(str(dirs[1] / "a.parquet"))
+    assert s_b == s_a == 1 and (1 << ROW_BITS) < k_b < k_a  # after the ranked files, by arrival
+    assert list(streams_of_keys([k_b], (0, 1), True)) == [1]
+    assert list(ranked_keys(5, [k_b])) == [k_b - 5 * ORDER_SHIFT]  # batch-free, like a ranked file's
+    ranks = {path_hash("file:/s0/part-0", 0, t0): 0, path_hash("file:/s1/part-0", 1, t0 + 1): 1}
+    row_path = TieOrder(ranks, 0)(pa.array([path_hash("file:/s1/b", 1, t0 + 9000)], pa.int64())).to_numpy()
+    assert int(row_path[0]) == k_b
+    outside = tmp_path / "elsewhere.parquet"
+    write_stream(EARLY, str(outside), fmt="parquet")
+    assert order.place(str(outside)) == (0, None) and not FileOrder.of([str(dirs[0])]).keyed(str(outside))

@@ -16,6 +16,7 @@ from pyspark import cloudpickle
 from tefq.api import load
 from tefq.spark.operators.base import StreamSettings
 from tefq.spark.runtime.partitioning import by_bucket
+from tefq.spark.runtime.columnar import FileOrder
 from tefq.spark.runtime.pipelines import RunOptions, bound, reading_operator
 from tefq.spark.shapes import plan_document, shape_of
 from tefq.vocabulary import RunSettings
@@ -37,7 +38,7 @@ def shipped_operator(query_file: str) -> bytes:
     run = RunOptions(RunSettings(0, 0, 0), None, None, False, None)
     run = replace(run, settings=StreamSettings(0, 0, 0, batches=(1,), rank_starts=(0,)))
     plan = plan_document(doc, 2)[0]
-    func = reading_operator(shape_of(plan).operator(doc, plan, run), bound(plan, run), None, {})
+    func = reading_operator(shape_of(plan).operator(doc, plan, run), bound(plan, run), None, FileOrder({}))
     return cloudpickle.dumps(by_bucket(func, [0, 1]))
 
 
