@@ -44,7 +44,8 @@ from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import file_ranks
 
-POLL_S = 0.1  # how often committed rows are handed on
+POLL_S = 0.1  # the loop's pass: new text files staged, committed rows handed on, the queries checked
+GLANCE_S = 0.02  # between passes: a followed text directory or a sink log that changed starts one at once
 STOPPING = "tefq-stopping"  # in the run's work directory while it stops (sources.StreamInput.gate)
 TRIGGER = "100 milliseconds"  # a live micro-batch starts this soon after the last (250 ms: p99 0.02-0.13 s later, docs/live.md)
 
@@ -116,6 +117,31 @@ def add_sizes(sizes: dict[int, dict], record: dict) -> None:
             at[k] = at.get(k, 0) + int(record[k])
 
 
+class Glance:
+    """Between the loop's passes, whether one is due now: a followed directory of text files or a
+    query's sink log changed (its modification time: a file arrived, to stage; a micro-batch
+    committed, its rows to hand on). Without it a new file waited up to a pass to be staged and
+    then for Spark's trigger, and a committed tick up to a pass to reach --out (docs/live.md)."""
+
+    def __init__(self, directories: list[str]) -> None:
+        self.directories = directories
+        self.seen = self.times()
+
+    def times(self) -> tuple[int | None, ...]:
+        out = []
+        for d in self.directories:
+            try:
+                out.append(os.stat(d).st_mtime_ns)
+            except OSError:  # a sink log not made yet
+                out.append(None)
+        return tuple(out)
+
+    def changed(self) -> bool:
+        now = self.times()
+        changed, self.seen = now != self.seen, now
+        return changed
+
+
 class _Signals:
     """SIGINT/SIGTERM set a flag instead of interrupting a py4j call; the second one interrupts."""
 
@@ -172,6 +198,8 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, run, ranks=ranks,
                                               ingest=choices[id(plan)], follow=True)
             running.append((plan, start(processingTime=TRIGGER), SinkTail(plan, out, on_rows is None, on_facts), pr))
+        glance = Glance([s.path for s in staging.stagers if os.path.isdir(s.path)]
+                        + [os.path.join(tail.out, "_spark_metadata") for _, _, tail, _ in running])
         try:
             while True:
                 recorded = check_inputs(workdir, stream_paths)  # a file changed since it was read: exit 2
@@ -185,7 +213,9 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                     if not query.isActive:
                         exc = query.exception()
                         raise RuntimeError(f"the streaming query {query.name} stopped: {exc}")
-                time.sleep(POLL_S)
+                due = time.monotonic() + POLL_S
+                while time.monotonic() < due and not glance.changed():
+                    time.sleep(GLANCE_S)
         except Exception as e:  # noqa: BLE001 - a bad row inside a micro-batch is the user's input
             err = ours(e)
             _stop_all([q for _, q, _, _ in running])
