@@ -107,7 +107,7 @@ def ingestion(plan) -> str:
                   "leaves the others their parts (read amplification 1), on a cluster each reads every file (read "
                   f"amplification = {plan.buckets} buckets); no event row crosses the JVM")
         return ("  Ingestion (--ingest auto): direct when every --stream holds Parquet files (text streams are staged "
-                "as Parquet first) and the run is bounded, else rows (the Project over the FileStreamSource above)"
+                "as Parquet first), bounded or --follow, else rows (the Project over the source above: a Redis stream, --ingest rows)"
                 f"\n{direct}\n{columnar}")
     return ("  Ingestion: rows (columnar ingestion covers CURRENT, fact, general aggregates and windowed queries "
             "only; --ingest columnar and direct are refused)")
