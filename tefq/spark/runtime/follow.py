@@ -141,6 +141,12 @@ class Glance:
         changed, self.seen = now != self.seen, now
         return changed
 
+    def wait(self, seconds: float) -> None:
+        """Until `seconds` have passed or a directory changed."""
+        due = time.monotonic() + seconds
+        while time.monotonic() < due and not self.changed():
+            time.sleep(GLANCE_S)
+
 
 class _Signals:
     """SIGINT/SIGTERM set a flag instead of interrupting a py4j call; the second one interrupts."""
@@ -213,9 +219,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
                     if not query.isActive:
                         exc = query.exception()
                         raise RuntimeError(f"the streaming query {query.name} stopped: {exc}")
-                due = time.monotonic() + POLL_S
-                while time.monotonic() < due and not glance.changed():
-                    time.sleep(GLANCE_S)
+                glance.wait(POLL_S)
         except Exception as e:  # noqa: BLE001 - a bad row inside a micro-batch is the user's input
             err = ours(e)
             _stop_all([q for _, q, _, _ in running])
@@ -224,13 +228,17 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
             raise err from None
         _stop_all([q for _, q, _, _ in running])
         _hand_over(running, on_rows)
-    results = [r for _, _, tail, _ in running for r in tail.results()]
-    metrics = dict(running[0][2].metrics)  # the first query's (every query reads the same input) ...
-    metrics["ticks"] = sum(int(tail.metrics.get("ticks", 0)) for _, _, tail, _ in running)  # ... ticks: every query's
+    return [r for _, _, tail, _ in running for r in tail.results()], followed_metrics(running)
+
+
+def followed_metrics(running: list) -> dict:
+    """The first query's metrics (every query reads the same input), with every query's ticks and rows."""
+    metrics = dict(running[0][2].metrics)
+    metrics["ticks"] = sum(int(tail.metrics.get("ticks", 0)) for _, _, tail, _ in running)
     metrics["rows_out"] = sum(tail.rows_out for _, _, tail, _ in running)  # every query's rows handed on
     metrics["micro_batches"] = running[0][3].batches
     metrics["state_by_batch"] = running[0][2].state_by_batch()
-    return results, metrics
+    return metrics
 
 
 def query_heads(plan) -> list[QueryResult]:
