@@ -50,7 +50,7 @@ from tefq.spark.runtime.progress import ours, run_until_done, say
 from tefq.spark.runtime.session import get_session, on_this_machine, warm_workers_soon
 from tefq.spark.runtime.session_source import SESSION_SOURCE, starting_line
 from tefq.spark.runtime.sink import collect, collect_facts
-from tefq.spark.runtime.ranks import file_ranks
+from tefq.spark.runtime.ranks import row_path_ranks
 from tefq.spark.runtime.sources import write_flush
 from tefq.spark.shapes import follow_refusal, plan_document, shape_of
 from tefq.vocabulary import RunSettings
@@ -107,8 +107,7 @@ def run_bounded(spark: SparkSession, doc: Document, plans: list, staging: Stagin
     if operator is not None and ingest != "rows":
         raise TefqError(f"--ingest {ingest} does not run the simulations", file="--ingest")
     choices = ingest_choices(ingest, plans, paths, workdir)
-    # the row path's tie order needs Spark's hashes of the file paths (one small job); columnar ranks by path
-    ranks = file_ranks(spark, paths) if "rows" in choices.values() else {}
+    ranks = row_path_ranks(spark, paths, choices)
     say(run.progress, f"{plural(len(input_files(file_inputs(paths))), 'stream file')}, "
                       f"{plural(len(plans), 'query', 'queries')}")
     for plan in plans:

@@ -76,17 +76,19 @@ class FileOrder:
         ranked = self.ranks.get(path)
         if ranked is not None:
             return ranked >> RANK_BITS, (ranked & ((1 << RANK_BITS) - 1)) << ROW_BITS
-        stream = next((s for s, p in enumerate(self.inputs) if path == p or path.startswith(p + os.sep)), None)
+        stream = self.arrived_in(path)
         if stream is None:
             return 0, None
         return stream, arrival_base(stream, os.stat(path).st_mtime_ns // 1_000_000, self.newest)
 
     def keyed(self, path: str) -> bool:
         """The file's rows have tie keys of their own (not counted from a task's rows before them)."""
-        try:
-            return self.place(path)[1] is not None
-        except OSError:  # gone: its reader says so, naming it
-            return False
+        path = os.path.abspath(path)
+        return path in self.ranks or self.arrived_in(path) is not None
+
+    def arrived_in(self, path: str) -> int | None:
+        """The input stream of an absolute path under a followed run's inputs (None: outside them)."""
+        return next((s for s, p in enumerate(self.inputs) if path == p or path.startswith(p + os.sep)), None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from tefq.spark.runtime.inputs import pinned_inputs, stream_settings
 from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
-from tefq.spark.runtime.ranks import file_ranks
+from tefq.spark.runtime.ranks import row_path_ranks
 
 POLL_S = 0.1  # the loop's pass: new text files staged, committed rows handed on, the queries checked
 GLANCE_S = 0.02  # between passes: a followed text directory or a sink log that changed starts one at once
@@ -197,8 +197,7 @@ def follow_plans(spark: SparkSession, doc: Document, plans: list, stream_paths: 
         paths = pinned_inputs(staging.paths, run.bad_rows, follow=True, accept_gaps=run.accept_gaps, gate=gate)
         run = replace(run, settings=stream_settings(paths, run, follow=True))
         choices = ingest_choices(ingest, plans, paths, workdir)
-        # the files there at the start, for ties (the row path's by Spark's hashes of their paths)
-        ranks = file_ranks(spark, paths, follow=True) if "rows" in choices.values() else {}
+        ranks = row_path_ranks(spark, paths, choices, follow=True)  # the files there at the start, for ties
         running = []
         for plan in plans:
             start, out, _ctl, pr = build_plan(spark, doc, plan, paths, workdir, run, ranks=ranks,

@@ -80,3 +80,11 @@ def file_ranks(spark: SparkSession, paths: list[str], follow: bool = False) -> d
     if not is_ranked(len(uris), follow):
         return {}
     return {path_hash(u, s, m): r for r, (u, s, m) in enumerate(uris[:MAX_RANKED])}
+
+
+def row_path_ranks(spark: SparkSession, paths: list[str], choices: dict[int, str],
+                   follow: bool = False) -> dict[int, int]:
+    """`file_ranks` when a plan of the run reads rows (`choices`: runtime/ingest.ingest_choices): their
+    ties need the files' hashes as Spark's rows carry them. {} otherwise: the columnar and direct
+    paths rank by path (runtime/columnar.FileOrder)."""
+    return file_ranks(spark, paths, follow) if "rows" in choices.values() else {}
