@@ -6,7 +6,9 @@ sliding RSP-QL count on a generated 2,000-event stream) in a driver JVM started 
 instead of ignoring a bad archive), then renames it into place. Safe when started twice at once:
 one process holds the key's lock and writes in its own directory; the other leaves it be. It never
 fails the caller: with no archive the runs are as before, only slower to start (exit status 0 and a
-line on stderr). `--remove` deletes this JDK's and these jars' archive (`make clean`).
+line on stderr). `--remove` deletes this JDK's and these jars' archive (`make clean`). Each archive
+is ~190 MB and a new venv (new jar times) makes a new key: writing one prunes the others that no
+run has used for `STALE_DAYS`, and all but the `KEEP_OTHERS` used last (`prune`).
 """
 from __future__ import annotations
 
@@ -18,13 +20,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from tefq.spark.runtime import jvm_archive
 
 Dumper = Callable[[Path], bool]  # writes the archive to the given path; True if it checked out
 JVM_EXIT_SECONDS = 600  # writing ~190 MB on a loaded machine
+KEEP_OTHERS = 2  # archives of other keys (other venvs, JDKs) kept beside a new one
+STALE_DAYS = 30  # an archive no run has mapped for this long is removed with the next new one
 USECASES = Path(__file__).resolve().parent / "usecases"
 SLIDING_COUNT = """PREFIX : <http://example.org/iptv#>
 REGISTER RSTREAM <http://example.org/iptv/sliding-joins> AS
@@ -43,12 +48,61 @@ def ensure_archive(dump: Dumper | None = None) -> Path | None:
         return None
     directory = jvm_archive.archive_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / f"spark-driver-{key}.lock", "a") as lock:
+    with locked(key, directory) as held:
+        if not held:  # another process is writing it: leave it be
+            return None
+        found = jvm_archive.find_archive(key, directory)
+        if found is not None:
+            return found
+        made = create(key, directory, dump or dump_with_spark)
+    if made is not None:
+        prune(directory, key)
+    return made
+
+
+@contextlib.contextmanager
+def locked(key: str, directory: Path) -> Iterator[bool]:
+    """The key's lock, taken without waiting: True while held, False when another process has it."""
+    with open(jvm_archive.lock_path(key, directory), "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # another process is writing it: leave it be
-            return None
-        return jvm_archive.find_archive(key, directory) or create(key, directory, dump or dump_with_spark)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
+def prune(directory: Path, kept: str, now: float | None = None) -> list[Path]:
+    """Remove the archives of keys other than `kept` unused for STALE_DAYS, and all but the
+    KEEP_OTHERS used last (a key's last use: its lock's time, `jvm_archive.mark_used`). A key
+    being written (its lock held) is left. Removing a file a running JVM maps is safe (Linux keeps
+    it until unmapped); a JVM starting with a removed one starts without it. Returns what went."""
+    now = time.time() if now is None else now
+    used = sorted(((last_use(k, directory), k) for k in archive_keys(directory) if k != kept), reverse=True)
+    stale = [k for i, (t, k) in enumerate(used) if i >= KEEP_OTHERS or now - t > STALE_DAYS * 86400]
+    removed: list[Path] = []
+    for key in stale:
+        with locked(key, directory) as held:
+            if not held:
+                continue
+            for path in directory.glob(f"spark-driver-{key}-*.jsa"):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+            jvm_archive.lock_path(key, directory).unlink(missing_ok=True)
+    return removed
+
+
+def archive_keys(directory: Path) -> set[str]:
+    return {p.name[len("spark-driver-"):].rsplit("-", 1)[0] for p in directory.glob("spark-driver-*-*.jsa")}
+
+
+def last_use(key: str, directory: Path) -> float:
+    """When a JVM last mapped the key's archive (else when it was written)."""
+    times = []
+    for path in [jvm_archive.lock_path(key, directory), *directory.glob(f"spark-driver-{key}-*.jsa")]:
+        with contextlib.suppress(OSError):  # removed meanwhile
+            times.append(path.stat().st_mtime)
+    return max(times, default=0.0)
 
 
 def create(key: str, directory: Path, dump: Dumper) -> Path | None:

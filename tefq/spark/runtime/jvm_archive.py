@@ -110,7 +110,22 @@ def driver_options() -> list[str]:
     path = find_archive(key) if key else None
     if path is None or not usable(path):
         return []
+    mark_used(key, path.parent)
     return [f"-XX:SharedArchiveFile={path}", *SAFETY_OPTIONS]
+
+
+def lock_path(key: str, directory: Path) -> Path:
+    """The key's lock: held while its archive is written; its modification time is its last use."""
+    return directory / f"spark-driver-{key}.lock"
+
+
+def mark_used(key: str, directory: Path) -> None:
+    """Record that a JVM maps the key's archive (the archive itself is read-only): set-ups prune
+    the archives unused longest (tefq.jvm_archive_setup.prune)."""
+    try:
+        lock_path(key, directory).touch()
+    except OSError:  # a read-only cache: the archive is still used, only not kept by its use
+        pass
 
 
 def dump_options(target: Path) -> list[str]:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,48 @@ def test_a_failed_dump_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         jvm_archive_setup.ensure_archive(lambda t: (_ for _ in ()).throw(OSError("disk full")))
     assert [p.name for p in jvm_archive.archive_dir().iterdir()] == ["spark-driver-k.lock"]
+
+
+def other_archive(directory: Path, key: str, days_ago: float, now: float) -> Path:
+    """An archive of another venv or JDK, last mapped `days_ago`."""
+    path = directory / jvm_archive.archive_name(key, 3)
+    path.write_bytes(b"old")
+    lock = jvm_archive.lock_path(key, directory)
+    lock.touch()
+    for p in (path, lock):
+        os.utime(p, (now - days_ago * 86400, now - days_ago * 86400))
+    return path
+
+
+def test_a_new_archive_prunes_the_ones_unused_longest(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(jvm_archive, "archive_key", lambda *a: "k")
+    directory = jvm_archive.archive_dir()
+    directory.mkdir(parents=True)
+    now = time.time()
+    recent, older, oldest = (other_archive(directory, k, d, now) for k, d in (("a", 1), ("b", 2), ("c", 3)))
+    stale = other_archive(directory, "d", jvm_archive_setup.STALE_DAYS + 1, now)
+    busy = other_archive(directory, "e", 5, now)  # being written again elsewhere: its lock is held
+    with jvm_archive_setup.locked("e", directory) as held:
+        assert held
+        made = jvm_archive_setup.ensure_archive(lambda t: t.write_bytes(b"new") or True)
+    assert made == jvm_archive.find_archive("k")
+    left = sorted(p.name for p in directory.iterdir())
+    assert left == sorted([made.name, "spark-driver-k.lock", recent.name, "spark-driver-a.lock", older.name,
+                           "spark-driver-b.lock", busy.name, "spark-driver-e.lock"])
+    assert not oldest.exists() and not stale.exists()
+
+
+def test_a_run_that_maps_an_archive_marks_it_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(jvm_archive, "archive_key", lambda *a: "k")
+    directory = jvm_archive.archive_dir()
+    directory.mkdir(parents=True)
+    now = time.time()
+    other_archive(directory, "k", 40, now)
+    assert jvm_archive.driver_options()
+    assert now - jvm_archive_setup.last_use("k", directory) < 60  # kept by the next pruning
+    assert jvm_archive_setup.prune(directory, "new", now) == []
 
 
 def test_the_setup_command_never_fails(tmp_path, monkeypatch, capsys):
