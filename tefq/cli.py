@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import traceback
-from dataclasses import dataclass
 from typing import Sequence
 
 from tefq import __version__
@@ -21,6 +20,7 @@ from tefq.analysis.durations import duration_ms
 from tefq.compare.cli import register as register_compare
 from tefq.errors import SPARK_MISSING, TOO_DEEP, TefqError, failure_message, is_refusal, spark_missing, too_deep
 from tefq.facts.cli import register as register_facts, run_as_of
+from tefq.io.paths import stream_arg
 from tefq.io.readers import STREAM_FORMATS
 from tefq.io.result_writers import FORMATS as RESULT_FORMATS
 from tefq.iptv.cli import register as register_iptv
@@ -66,23 +66,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------- option helpers
-@dataclass(frozen=True)
-class StreamArg:
-    iri: str | None  # None: feeds every FROM STREAM and every TEF pattern
-    path: str
-
-
-def _stream_arg(value: str) -> StreamArg:
-    """`--stream PATH` or `--stream IRI=PATH` (the IRI part has a scheme, or is in angle brackets)."""
-    left, sep, right = value.partition("=")
-    if sep and right and ("://" in left or (left.startswith("<") and left.endswith(">")) or left.startswith("urn:")):
-        return StreamArg(left.strip("<>"), right)
-    return StreamArg(None, value)
-
-
 def _query_file(args: argparse.Namespace) -> QueryFile | QueryText:
     """The document: FILE.tef, `-` (standard input; then the events cannot come from there too) or -e TEXT."""
-    streams = [_stream_arg(v).path for v in getattr(args, "stream", None) or ()]
+    streams = [stream_arg(v).path for v in getattr(args, "stream", None) or ()]
     if args.query == STDIN and STDIN in streams:
         raise TefqError("standard input holds either the query (tefq run -) or the events (--stream -), not "
                         "both: give the query as a file or with -e TEXT", file="--stream")
@@ -147,7 +133,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.at is not None or args.facts is not None:  # spec §12: as of given instants (oracle)
-        args.stream = [_stream_arg(v).path for v in args.stream or ()]
+        args.stream = [stream_arg(v).path for v in args.stream or ()]
         return run_as_of(args, _output(args))
     if not args.stream:
         raise TefqError("tefq run needs --stream PATH (or --facts FILE with --at)", file="--stream")
@@ -164,7 +150,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
                          join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
                          driver_memory=args.driver_memory,
                          accept_gaps=True if getattr(args, "accept_gaps", False) else None)
-    streams = [_stream_arg(v) for v in args.stream]
+    streams = [stream_arg(v) for v in args.stream]
     return RunRequest(_query_file(args), [s.path for s in streams], args.stream_format,
                       args.background, args.engine, args.t0, args.lateness, args.max_ticks, args.simulate,
                       args.window, args.bad_rows, progress=not args.quiet, spark=spark, output=_output(args),

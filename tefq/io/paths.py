@@ -3,12 +3,14 @@
 A query name may be an IRI (`REGISTER QUERY <http://ex.org/q/1>`) or hold `/`, `..` or characters
 a file system refuses: written as is, `--out DIR/` would write outside DIR. `safe_name` maps any
 name to one path component; `path_in` joins it to a directory. Reused for checkpoint directories.
+`stream_arg` splits a `--stream [IRI=]PATH` value.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 
 _UNSAFE = re.compile(r"(?:[^A-Za-z0-9._-]|\.\.+)+")  # `..` too: harmless inside one name, but alarming
 _MAX_STEM = 100  # well under the usual 255-byte limit, leaving room for an extension and a temp suffix
@@ -36,3 +38,17 @@ def local_path(uri: str) -> str:
 def path_in(directory: str, name: str, extension: str = "") -> str:
     """`directory/<safe_name(name)>[.extension]`, guaranteed to lie inside `directory`."""
     return os.path.join(directory, safe_name(name) + (f".{extension}" if extension else ""))
+
+
+@dataclass(frozen=True)
+class StreamArg:
+    iri: str | None  # None: feeds every FROM STREAM and every TEF pattern
+    path: str
+
+
+def stream_arg(value: str) -> StreamArg:
+    """`--stream PATH` or `--stream IRI=PATH` (the IRI part has a scheme, or is in angle brackets)."""
+    left, sep, right = value.partition("=")
+    if sep and right and ("://" in left or (left.startswith("<") and left.endswith(">")) or left.startswith("urn:")):
+        return StreamArg(left.strip("<>"), right)
+    return StreamArg(None, value)
