@@ -278,6 +278,27 @@ COLUMNS_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.str
 TS_FAST = r"^[0-9]{1,18}$"
 
 
+RANGE_MARK = "#range="  # `range_uri`: the stream's URL, RANGE_MARK, then after,until,first_row,batch_first
+
+
+def range_uri(url: str, after: str, until: str, first_row: int, batch_first: int) -> str:
+    """One ID range of a stream as a path-like string: the entries with `after` < ID <= `until`,
+    the first of them the stream's entry `first_row` + 1, in a micro-batch whose first entry is
+    the stream's entry `batch_first` + 1 (the Spark source's `ranges` rows)."""
+    return f"{url}{RANGE_MARK}{after},{until},{first_row},{batch_first}"
+
+
+def is_range_uri(text: str) -> bool:
+    return RANGE_MARK in text and is_redis_url(text)
+
+
+def range_of(uri: str) -> tuple[str, str, str, int, int]:
+    """A `range_uri`'s (url, after, until, first_row, batch_first)."""
+    url, _, spec = uri.rpartition(RANGE_MARK)
+    after, until, first_row, batch_first = spec.split(",")
+    return url, after, until, int(first_row), int(batch_first)
+
+
 def entry_columns(client: "redis.Redis", stream: RedisStream, after: str, until: str, first_row: int,
                   log: BadRowLog, page: int = PAGE) -> Iterator[pa.RecordBatch]:
     """The checked entries with `after` < ID <= `until` (the first is the stream's entry

@@ -131,7 +131,7 @@ class SparkRun:
     `stop()` turns true (default: on SIGINT/SIGTERM). `checkpoint`: a directory to resume from
     (refused with exit 2 when another state version wrote it, or when it holds a finished bounded
     run and new files arrived: tefq.spark.runtime.checkpoint). `ingest`: auto | columnar | direct |
-    rows, how a run reads Parquet inputs (tefq.spark.runtime.columnar; a Redis stream is read as rows).
+    rows, how a run reads its inputs (tefq.spark.runtime.columnar: Parquet files, or Redis streams alone).
     A stream path may be a Redis stream URL (`redis://HOST:PORT/KEY`): a bounded run reads it up to
     its head when the run starts. `bad_row_log`: the run's one log of bad rows (tefq.service passes
     its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis stream
@@ -271,8 +271,6 @@ def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str)
     if ingest not in INGEST_CHOICES:
         raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",
                         file="--ingest")
-    if ingest in ("columnar", "direct") and len(file_inputs(stream_paths)) < len(stream_paths):
-        raise TefqError(f"--ingest {ingest} reads Parquet files: a Redis stream is read as rows", file="--ingest")
 
 
 def file_inputs(stream_paths: list[str]) -> list[str]:
@@ -323,8 +321,6 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
         if run.max_files_per_trigger:
             say(run.progress, f"micro-batches of {plural(run.max_files_per_trigger, 'file')} per stream "
                               f"(about {BATCH_EVENTS:,} events; --max-files-per-trigger N to change)")
-    if len(file_inputs(stream_paths)) < len(stream_paths):
-        ingest = "rows"  # a Redis stream is read as rows (check_run refused columnar and direct)
     return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
 
 

@@ -27,7 +27,10 @@ def streams(tmp_path_factory) -> tuple[str, str]:
 
 
 def test_auto_on_an_input_it_runs_on_spark_starts_spark_at_once(streams, monkeypatch) -> None:
+    from tefq.spark.runtime import session_source
+
     monkeypatch.delenv("TEFQ_ENGINE", raising=False)
+    monkeypatch.setattr(session_source, "is_warm", lambda: False)  # as in a command line with Spark to start
     large, small = streams
     assert auto_engine(AUTO_ORACLE_EVENTS).engine == "spark" and auto_engine(AUTO_ORACLE_EVENTS - 1).engine == "oracle"
     for argv in (["run", "q.tef", "--stream", large], ["facts", "q.tef", f"--stream={large}"],

@@ -1,7 +1,7 @@
-"""Columnar ingestion for Parquet stream inputs (issue 14): Spark carries only file paths, a
-mapInArrow task reads each Parquet file itself with pyarrow (`read_files`) and the plan's encoding
-(`runtime/encodings.py`, `from_file`) emits the rows the Spark projection + mapper would emit, so
-the stateful operators are the same. This module holds the reading: the files' columns checked and
+"""Columnar ingestion for Parquet stream inputs (issue 14) and Redis streams: Spark carries only
+file paths (or ID ranges, below), a mapInArrow task reads each Parquet file itself with pyarrow
+(`read_files`) and the plan's encoding (`runtime/encodings.py`, `from_file`) emits the rows the
+Spark projection + mapper would emit, so the stateful operators are the same. This module holds the reading: the files' columns checked and
 coded, and the term codes (the (path, flush) sources are in runtime/sources.py).
 
 Why: on the generic path the JVM dominates a micro-batch (Parquet read into rows, the regex
@@ -16,6 +16,10 @@ operator over every path of the micro-batch, keeping the bucket's own rows (`onl
 crosses the JVM. On a local master the buckets share the reading: each file is coded once, for
 every bucket (runtime/shared_files.py); elsewhere each bucket reads each file.
 
+A Redis stream's micro-batch arrives as its ID ranges (runtime/redis_source.range_uri), which
+`read_files` reads the same way (`range_batches`): the source keeps the offsets and exactly-once,
+the task reads the entries (checked by the source's own rules) and codes them.
+
 Codes: a term's code is pandas' SipHash of it (`term_codes`: deterministic across processes and
 restarts; not Spark's xxhash64, so a checkpoint never switches between the two paths:
 `ingest.claim_ingest`); identity, element and bucket codes combine term codes with a splitmix64 step.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -33,9 +38,10 @@ import pyarrow as pa
 from tefq.errors import BAD_ROW, WorkerFailure
 from tefq.io.paths import local_path
 from tefq.io.readers import in_normal_form, ts_out_of_range
+from tefq.io.redis_stream import is_range_uri, is_redis_url
 from tefq.io.staging import files_in_stream_order
 from tefq.io.validate import Fault, check_term
-from tefq.spark.protocol import ROW_BITS, arrival_base
+from tefq.spark.protocol import ROW_BITS, UNRANKED, UNRANKED_STREAM_SHIFT, arrival_base
 from tefq.spark.runtime.scan import PartitionScan, bad_record
 
 RANK_BITS = 32  # a path's entry in `path_ranks`: stream << RANK_BITS | rank
@@ -61,14 +67,20 @@ class FileOrder:
     ranks: dict[str, int]
     inputs: tuple[str, ...] = ()  # a followed run's inputs (absolute), by --stream index
     newest: int = 0  # the newest ranked file's modification time (ms): the arrivals' origin
+    redis: tuple[tuple[str, int], ...] = ()  # each Redis stream URL and its --stream index
 
     @staticmethod
     def of(stream_paths: list[str], follow: bool = False) -> "FileOrder":
         ranks = path_ranks(stream_paths)
+        redis = tuple((str(p), i) for i, p in enumerate(stream_paths) if is_redis_url(p))
         if not follow:
-            return FileOrder(ranks)
+            return FileOrder(ranks, redis=redis)
         newest = max((os.stat(f).st_mtime_ns // 1_000_000 for f in ranks), default=0)
-        return FileOrder(ranks, tuple(os.path.abspath(p) for p in stream_paths), newest)
+        return FileOrder(ranks, tuple(os.path.abspath(p) for p in stream_paths), newest, redis)
+
+    def redis_stream(self, url: str) -> int:
+        """The --stream index of a Redis stream URL."""
+        return next((i for u, i in self.redis if u == url), 0)
 
     def place(self, path: str) -> tuple[int, int | None]:
         """A file's input stream and the tie key of its first row (None: unranked)."""
@@ -82,7 +94,10 @@ class FileOrder:
         return stream, arrival_base(stream, os.stat(path).st_mtime_ns // 1_000_000, self.newest)
 
     def keyed(self, path: str) -> bool:
-        """The file's rows have tie keys of their own (not counted from a task's rows before them)."""
+        """The file's rows have tie keys of their own (not counted from a task's rows before them);
+        a Redis range's do (`range_batches`)."""
+        if is_range_uri(path):
+            return True
         path = os.path.abspath(path)
         return path in self.ranks or self.arrived_in(path) is not None
 
@@ -273,6 +288,9 @@ def read_files(batches, order: FileOrder, st: PartitionScan, since: int | None =
             if flush:
                 st.flush = True
                 continue
+            if is_range_uri(uri):
+                yield from range_batches(uri, order, st, since)
+                continue
             path = local_path(uri)
             try:
                 pf = pq.ParquetFile(path, read_dictionary=["s", "p", "o"])
@@ -295,3 +313,24 @@ def read_files(batches, order: FileOrder, st: PartitionScan, since: int | None =
                 yield FileBatch(uri, row0, first, cols, tsv, ~bad)
                 row0 += n
             st.rows_in += row0
+
+
+def range_batches(uri: str, order: FileOrder, st: PartitionScan, since: int | None) -> Iterator[FileBatch]:
+    """A Redis stream's ID range (`redis_source.range_uri`) as FileBatches. The source's checks
+    leave only good entries (the task that `st.record`s writes the bad ones, as the row path's
+    source does; none counts in `st.bad`: the driver counts their files, engine.redis_bad_entries).
+    Tie keys like the row path's unranked rows (protocol.TieOrder.unranked): the stream, then the
+    entry's place in its micro-batch, whoever reads the range (each batch restarts FileTieOrder's
+    row count, row0 0, at its `first`)."""
+    from tefq.spark.runtime.redis_source import range_entries  # deferred: a run without Redis never loads it
+
+    part, url, batches = range_entries(uri, st.bad_rows, st.record)
+    stream = order.redis_stream(url)
+    for batch in batches:
+        n = batch.num_rows
+        ts = batch.column("ts").to_numpy(zero_copy_only=False)
+        st.see_times(ts if since is None else ts[ts >= since], stream)
+        st.rows_in += n
+        place = batch.column("row")[0].as_py() - 1 - part.batch_first  # the entry's, in its micro-batch
+        first = UNRANKED + (stream << UNRANKED_STREAM_SHIFT) + place
+        yield FileBatch(uri, 0, first, {c: Column(batch.column(c), c) for c in "spo"}, ts, np.ones(n, bool))

@@ -28,6 +28,11 @@ def why_not_columnar(plan, stream_paths: list[str]) -> str | None:
     if not reads_columnar(plan):
         return (f"query {plan.query} is neither a CURRENT, a fact, a general aggregate nor a windowed query (the "
                 "shapes the columnar and direct paths cover)")
+    if all(is_redis_url(p) for p in stream_paths):  # their micro-batches' ID ranges (redis_source.range_uri)
+        return None
+    if any(is_redis_url(p) for p in stream_paths):
+        # a Redis entry's tie key could not sit between the ranks of the files of streams before and after it
+        return "a run mixing Redis streams and files reads them as rows (ties across them in stream order)"
     if not parquet_only(stream_paths):
         return "a stream input is not Parquet files"
     return None

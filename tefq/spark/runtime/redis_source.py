@@ -17,6 +17,9 @@ the entries up to the stream's last ID when it starts: the bounded read an oracl
 Rows: `ts` (long ms), `s`, `p`, `o` (checked by the file rows' rules, in normal N-Triples form),
 `file` (the stream's `redis://` URL) and `row` (the entry's number in the stream, 1 for its first).
 `redis_stream_frame` adds `fh` and gives the columns of `sources.read_stream`, the engine's input.
+With the `ranges` option a micro-batch's rows are its ID ranges instead (`path`: `range_uri`,
+`flush`: false; `redis_ranges_frame`), which the engine's columnar and direct paths read
+themselves (`range_entries`), as they read Parquet files by path (runtime/columnar.py).
 
 Bad entries: with the `badRows` option each is recorded there (`tefq.io.bad_rows`' format; a
 replayed micro-batch rewrites its own record file, so each is recorded once) and skipped; without
@@ -46,9 +49,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from tefq.errors import BAD_ENTRY, REDIS_GAP, REFUSAL, TefqError, WorkerFailure
-from tefq.io.bad_rows import BadRow, BadRowLog
-from tefq.io.redis_stream import (Position, RedisStream, advance, entry_columns, head, is_redis_url, split_range,
-                                  unread_gap)
+from tefq.io.bad_rows import BadRow, BadRowLog, IgnoreBadRows
+from tefq.io.redis_stream import (Position, RedisStream, advance, entry_columns, head, is_redis_url, range_of,
+                                  range_uri, split_range, unread_gap)
 from tefq.io.validate import Fault
 from tefq.spark.runtime.ranks import file_hash
 
@@ -56,6 +59,8 @@ FORMAT = "tefq-redis"
 SCHEMA = "ts long, s string, p string, o string, file string, row long"
 ARROW_SCHEMA = pa.schema([("ts", pa.int64()), ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
                           ("file", pa.string()), ("row", pa.int64())])
+RANGES_SCHEMA = "path string, flush boolean"  # the `ranges` option's rows
+RANGES_ARROW_SCHEMA = pa.schema([("path", pa.string()), ("flush", pa.bool_())])
 STARTS = ("earliest", "latest")
 ENGINE_PARTITIONS: int | None = None  # the engine's micro-batches: split in this many ranges (None: one per core)
 # A smaller range is not worth a task of its own: live micro-batches of 50,000 entries read in one
@@ -76,7 +81,9 @@ class SourceOptions:
     `acceptGaps`: `true` reads on after entries removed from the stream before they were read
     (default: the query stops, `unread_gap`); `stopFile`: while this file exists no new entry is
     admitted (a stopping run: the micro-batch in progress ends and no other starts, so the query
-    stops between micro-batches)."""
+    stops between micro-batches); `ranges`: `true` gives a micro-batch's ID ranges (`range_uri`),
+    not its entries; `leastPerPartition`: the fewest entries a range of its own holds on average
+    (default LEAST_PER_PARTITION)."""
 
     stream: RedisStream
     max_entries: int | None = None
@@ -86,6 +93,8 @@ class SourceOptions:
     partitions: int = 1
     accept_gaps: bool = False
     stop_file: str | None = None
+    ranges: bool = False
+    least: int = LEAST_PER_PARTITION
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -100,7 +109,9 @@ class SourceOptions:
         return cls(RedisStream.parse(url), positive_option("maxEntriesPerTrigger", given.get("maxentriespertrigger")),
                    given.get("badrows") or None, start, ending_offset_option(given.get("endingoffset")),
                    positive_option("partitions", given.get("partitions")) or 1,
-                   given.get("acceptgaps", "false").lower() == "true", given.get("stopfile") or None)
+                   given.get("acceptgaps", "false").lower() == "true", given.get("stopfile") or None,
+                   given.get("ranges", "false").lower() == "true",
+                   positive_option("leastPerPartition", given.get("leastperpartition")) or LEAST_PER_PARTITION)
 
 
 def positive_option(name: str, text: str | None) -> int | None:
@@ -123,11 +134,12 @@ def ending_offset_option(text: str | None) -> Position | None:
 
 class EntryRange(InputPartition):
     """One partition: the entries with `after` < ID <= `until`; the first is the stream's entry
-    `first_row` + 1."""
+    `first_row` + 1; its micro-batch's first is entry `batch_first` + 1 (the tie keys of a range
+    read by path count from there: runtime/columnar.range_batches)."""
 
-    def __init__(self, after: str, until: str, first_row: int) -> None:
-        super().__init__((after, until, first_row))
-        self.after, self.until, self.first_row = after, until, first_row
+    def __init__(self, after: str, until: str, first_row: int, batch_first: int = 0) -> None:
+        super().__init__((after, until, first_row, batch_first))
+        self.after, self.until, self.first_row, self.batch_first = after, until, first_row, batch_first
 
 
 class RedisStreamSource(DataSource):
@@ -138,7 +150,7 @@ class RedisStreamSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return SCHEMA
+        return RANGES_SCHEMA if SourceOptions.of(self.options).ranges else SCHEMA
 
     def streamReader(self, schema) -> "RedisStreamReader":
         return RedisStreamReader(SourceOptions.of(self.options))
@@ -218,11 +230,11 @@ class RedisStreamReader(DriverClient, DataSourceStreamReader, SupportsTriggerAva
             gap = None if self.options.accept_gaps else unread_gap(self.client(), self.options.stream, first)
             if gap is not None:
                 raise WorkerFailure(REDIS_GAP, {"url": self.options.stream.url, "message": gap}).error()
-            return [EntryRange(*r) for r in split_range(self.client(), self.options.stream, first, last,
-                                                        self.options.partitions, LEAST_PER_PARTITION)]
+            return [EntryRange(*r, first.n) for r in split_range(self.client(), self.options.stream, first, last,
+                                                                 self.options.partitions, self.options.least)]
 
     def read(self, partition: EntryRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options, partition)
+        return range_row(self.options, partition) if self.options.ranges else read_range(self.options, partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the entries stay in Redis (trimming them is the producer's call)."""
@@ -241,7 +253,7 @@ class RedisBatchReader(DriverClient, DataSourceReader):
         return [EntryRange(Position().id, end.id, 0)]
 
     def read(self, partition: EntryRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options, partition)
+        return range_row(self.options, partition) if self.options.ranges else read_range(self.options, partition)
 
 
 def read_range(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBatch]:
@@ -254,6 +266,35 @@ def read_range(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBa
                 yield pa.RecordBatch.from_arrays(
                     [*batch.columns[:4], pa.array([stream.url] * batch.num_rows, pa.string()), batch.column(4)],
                     schema=ARROW_SCHEMA)
+        finally:
+            client.close()
+
+
+def range_row(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBatch]:
+    """The `ranges` option's row for one partition: its ID range, read later by whoever takes it."""
+    uri = range_uri(options.stream.url, part.after, part.until, part.first_row, part.batch_first)
+    yield pa.RecordBatch.from_arrays([pa.array([uri]), pa.array([False])],
+                                     schema=RANGES_ARROW_SCHEMA)
+
+
+def range_entries(uri: str, bad_rows: str | None,
+                  record: bool) -> tuple[EntryRange, str, Iterator[pa.RecordBatch]]:
+    """A `range_uri`'s range, stream URL and checked entries (`entry_columns`' batches: ts, s, p,
+    o, row), for a task that reads the range itself. Several tasks may read one range (direct
+    ingestion without shared reading: every bucket): the one that `record`s writes its bad
+    entries as `read_range` does; the others skip them. Without `bad_rows` a bad entry fails each."""
+    url, *fields = range_of(uri)
+    part = EntryRange(*fields)
+    return part, url, _range_entries(SourceOptions(RedisStream.parse(url), bad_rows=bad_rows), part, record)
+
+
+def _range_entries(options: SourceOptions, part: EntryRange, record: bool) -> Iterator[pa.RecordBatch]:
+    client = options.stream.connect()
+    bad_entries = (partition_bad_rows(options, part) if record or options.bad_rows is None
+                   else contextlib.nullcontext(IgnoreBadRows()))
+    with refusing(), bad_entries as log:
+        try:
+            yield from entry_columns(client, options.stream, part.after, part.until, part.first_row, log)
         finally:
             client.close()
 
@@ -325,6 +366,25 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
     o, file, fh, row): what the engine's pipelines read. `end`: read nothing after it (a bounded
     run: `tefq.io.redis_stream.head` taken once, before its queries start). `stream`: its --stream
     index (spec §6.1), carried in `fh` (`ranks.file_hash`). `gate`: the `stopFile` option."""
+    reader = stream_reader(spark, url, max_entries=max_entries, start=start, end=end, accept_gaps=accept_gaps,
+                           gate=gate)
+    if bad_rows:
+        reader = reader.option("badRows", os.path.abspath(bad_rows))
+    return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")
+
+
+def redis_ranges_frame(spark: SparkSession, url: str, *, max_entries: int | None = None, start: str = "earliest",
+                       end: Position | None = None, accept_gaps: bool = False, gate: str | None = None) -> DataFrame:
+    """`redis_stream_frame`'s micro-batches as (path, flush) rows: each an ID range (`range_uri`),
+    its entries read by the task that takes it (`range_entries`)."""
+    reader = stream_reader(spark, url, max_entries=max_entries, start=start, end=end, accept_gaps=accept_gaps,
+                           gate=gate)
+    return reader.option("ranges", "true").load().select("path", "flush")
+
+
+def stream_reader(spark: SparkSession, url: str, *, max_entries: int | None, start: str, end: Position | None,
+                  accept_gaps: bool, gate: str | None):
+    """The `tefq-redis` streaming reader of `url` with the engine's options."""
     SourceOptions.of({"url": url, "startingPosition": start})  # a bad address fails here, on the driver
     register(spark)
     reader = spark.readStream.format(FORMAT).option("url", url).option("startingPosition", start)
@@ -332,11 +392,9 @@ def redis_stream_frame(spark: SparkSession, url: str, *, max_entries: int | None
         reader = reader.option("endingOffset", json.dumps(end.to_offset()))
     if max_entries:
         reader = reader.option("maxEntriesPerTrigger", str(max_entries))
-    if bad_rows:
-        reader = reader.option("badRows", os.path.abspath(bad_rows))
     if accept_gaps:
         reader = reader.option("acceptGaps", "true")
     if gate:
         reader = reader.option("stopFile", os.path.abspath(gate))
-    reader = reader.option("partitions", str(ENGINE_PARTITIONS or os.cpu_count() or 1))
-    return reader.load().select("ts", "s", "p", "o", "file", file_hash(F.col("file"), stream).alias("fh"), "row")
+    return (reader.option("partitions", str(ENGINE_PARTITIONS or os.cpu_count() or 1))
+            .option("leastPerPartition", str(LEAST_PER_PARTITION)))

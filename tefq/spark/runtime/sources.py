@@ -15,7 +15,7 @@ from tefq.errors import TefqError
 from tefq.io.readers import literal_path_pattern, stream_files, stream_format
 from tefq.io.redis_stream import is_redis_url
 from tefq.spark.runtime.ranks import file_hash
-from tefq.spark.runtime.redis_source import redis_stream_frame
+from tefq.spark.runtime.redis_source import redis_ranges_frame, redis_stream_frame
 
 if TYPE_CHECKING:
     from tefq.io.redis_stream import Position
@@ -138,7 +138,12 @@ def write_flush(directory: str) -> None:
 
 def read_paths(spark, path: str, max_files_per_trigger: int | None):
     """A streaming DataFrame (path, flush=false) of the Parquet files of a stream path, in the
-    order `read_stream` takes them (its listing's, else modification time)."""
+    order `read_stream` takes them (its listing's, else modification time); of a Redis stream,
+    its micro-batches' ID ranges (`redis_source.redis_ranges_frame`)."""
+    if is_redis_url(path):
+        given = path if isinstance(path, StreamInput) else StreamInput(path)
+        return redis_ranges_frame(spark, str(path), end=given.end, accept_gaps=given.accept_gaps,
+                                  gate=given.gate)
     directory, glob = spark_directory(path, name_glob("parquet", False))
     reader = (spark.readStream.format("binaryFile").option("recursiveFileLookup", "true")
               .option("pathGlobFilter", glob)

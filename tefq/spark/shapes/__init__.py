@@ -107,7 +107,9 @@ def ingestion(plan) -> str:
                   "leaves the others their parts (read amplification 1), on a cluster each reads every file (read "
                   f"amplification = {plan.buckets} buckets); no event row crosses the JVM")
         return ("  Ingestion (--ingest auto): direct when every --stream holds Parquet files (text streams are staged "
-                "as Parquet first), bounded or --follow, else rows (the Project over the source above: a Redis stream, --ingest rows)"
+                "as Parquet first) or every --stream is a Redis stream (its micro-batches' ID ranges in place of "
+                "paths), bounded or --follow, else rows (the Project over the source above: Redis beside files, "
+                "--ingest rows)"
                 f"\n{direct}\n{columnar}")
     return ("  Ingestion: rows (columnar ingestion covers CURRENT, fact, general aggregates and windowed queries "
             "only; --ingest columnar and direct are refused)")

@@ -127,3 +127,91 @@ def test_follow_a_redis_stream_reports_the_oracles_rows(spark, redis_port, iptv)
               on_rows=lambda results: got.extend(results[0].rows),
               stop=lambda: any(t >= last_final for t, _ in got) or time.time() > deadline)
     assert sorted(r for r in got if r[0] <= last_final) == sorted(r for r in want if r[0] <= last_final)
+
+
+def tied_elements(seed: int, n: int) -> list[tuple]:
+    """Joins and quits on few timestamps (ticks every 10 s): which comes first among equal
+    timestamps decides whether a user is watching at a tick."""
+    import random
+
+    rng = random.Random(seed)
+    iptv = "http://example.org/iptv#"
+    return [(rng.choice((9_000, 10_000, 19_000, 20_000, 30_000)), f"<http://x/u{rng.randrange(6)}>",
+             f"<{iptv}{rng.choice(('join', 'quit'))}>", f"<http://x/c{rng.randrange(2)}>") for _ in range(n)]
+
+
+def publish_elements(url: str, elements: list[tuple]) -> None:
+    from tefq.io.redis_stream import RedisStream, add_elements
+
+    stream = RedisStream.parse(url)
+    client = stream.connect()
+    client.delete(stream.key)
+    add_elements(client, stream, elements)
+
+
+@pytest.mark.spark
+def test_ties_across_redis_streams_follow_stream_order_on_every_path(spark, redis_port):
+    """Spec §1: equal timestamps apply in stream order (the --stream order), then entry order;
+    the direct path reads each stream's entries in its buckets, as the row path's source does."""
+    from tefq.spark import run as spark_run
+
+    doc = load(UC1)
+    a, b = tied_elements(1, 150), tied_elements(2, 150)
+    urls = [f"redis://127.0.0.1:{redis_port}/ties-{k}" for k in "ab"]
+    publish_elements(urls[0], a)
+    publish_elements(urls[1], b)
+    assert oracle_run(doc, a + b).results[0].rows != oracle_run(doc, b + a).results[0].rows  # ties matter
+    for paths, elements in (([urls[0], urls[1]], a + b), ([urls[1], urls[0]], b + a)):
+        want = oracle_run(doc, elements).results[0].rows
+        for ingest in ("auto", "direct", "columnar", "rows"):
+            got = spark_run(doc, paths, spark=spark, buckets=2, progress=False, ingest=ingest)
+            assert got.results[0].rows == want, (paths, ingest)
+            assert got.metrics.extra["ingest"] == ("direct" if ingest == "auto" else ingest)
+
+
+@pytest.mark.spark
+def test_a_redis_stream_beside_files_is_read_as_rows(spark, redis_port, tmp_path):
+    """Ties across a Redis stream and a file stream in stream order: such a run reads rows (auto),
+    and --ingest direct is refused naming why."""
+    from tefq.errors import TefqError
+    from tefq.spark import run as spark_run
+
+    doc = load(UC1)
+    from_redis, from_file = tied_elements(1, 150), tied_elements(2, 150)
+    url = f"redis://127.0.0.1:{redis_port}/ties-mixed"
+    publish_elements(url, from_redis)
+    path = tmp_path / "file.tsv"
+    path.write_text("ts\ts\tp\to\n" + "".join("\t".join(map(str, e)) + "\n" for e in from_file))
+    for paths, elements in (([url, str(path)], from_redis + from_file), ([str(path), url], from_file + from_redis)):
+        got = spark_run(doc, paths, spark=spark, buckets=2, progress=False)
+        assert got.results[0].rows == oracle_run(doc, elements).results[0].rows, paths
+        assert got.metrics.extra["ingest"] == "rows"
+    with pytest.raises(TefqError, match="mixing Redis streams and files"):
+        spark_run(doc, [url, str(path)], spark=spark, buckets=2, progress=False, ingest="direct")
+
+
+@pytest.mark.spark
+def test_ties_across_the_ranges_of_one_micro_batch_follow_entry_order(spark, redis_port, monkeypatch):
+    """A micro-batch split into several ID ranges (each read as one task's input, in whatever order
+    they reach a bucket): ties keep the entries' order on every path."""
+    import time
+
+    from tefq.io.redis_stream import Position, RedisStream, add_elements, head, split_range
+    from tefq.spark import run as spark_run
+    from tefq.spark.runtime import redis_source
+
+    monkeypatch.setattr(redis_source, "ENGINE_PARTITIONS", 4)
+    monkeypatch.setattr(redis_source, "LEAST_PER_PARTITION", 40)
+    doc = load(UC1)
+    elements = tied_elements(3, 200)
+    url = f"redis://127.0.0.1:{redis_port}/ties-split"
+    publish_elements(url, elements[:50])
+    stream = RedisStream.parse(url)
+    for k in range(50, 200, 50):  # the ranges are split by the IDs' milliseconds
+        time.sleep(0.01)
+        add_elements(stream.connect(), stream, elements[k:k + 50])
+    assert len(split_range(stream.connect(), stream, Position(), head(stream.connect(), stream), 4, 40)) == 4
+    want = oracle_run(doc, elements).results[0].rows
+    for ingest in ("direct", "columnar", "rows"):
+        got = spark_run(doc, [url], spark=spark, buckets=2, progress=False, ingest=ingest)
+        assert got.results[0].rows == want, ingest
