@@ -285,7 +285,7 @@ def _add_spark_options(p: argparse.ArgumentParser) -> None:
                         "them (default: exit 2 naming how many and their IDs)")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N", help="Spark micro-batch size in files (default: a bounded run reads about 2M events a micro-batch)")
     p.add_argument("--ingest", choices=("auto", "columnar", "direct", "rows"),
-                   help="Spark: how Parquet inputs are read; auto: direct (each bucket's operator reads the files "
+                   help="Spark: how stream inputs are read; auto: direct (each bucket's operator reads the files "
                         "with pyarrow) for every planned aggregate and windowed query over Parquet files or over "
                         "Redis streams alone, bounded or --follow, else rows (the fallback, Redis beside files); "
                         "columnar: each map task reads its files (docs/cli.md) (default: auto)")
