@@ -129,12 +129,18 @@ def other_archive(directory: Path, key: str, days_ago: float, now: float) -> Pat
     return path
 
 
-def test_a_new_archive_prunes_the_ones_unused_longest(tmp_path, monkeypatch):
+@pytest.fixture()
+def cache(tmp_path, monkeypatch) -> Path:
+    """An empty archive directory; this JDK's and these jars' key is "k"."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(jvm_archive, "archive_key", lambda *a: "k")
     directory = jvm_archive.archive_dir()
     directory.mkdir(parents=True)
-    now = time.time()
+    return directory
+
+
+def test_a_new_archive_prunes_the_ones_unused_longest(cache):
+    directory, now = cache, time.time()
     recent, older, oldest = (other_archive(directory, k, d, now) for k, d in (("a", 1), ("b", 2), ("c", 3)))
     stale = other_archive(directory, "d", jvm_archive_setup.STALE_DAYS + 1, now)
     busy = other_archive(directory, "e", 5, now)  # being written again elsewhere: its lock is held
@@ -148,12 +154,8 @@ def test_a_new_archive_prunes_the_ones_unused_longest(tmp_path, monkeypatch):
     assert not oldest.exists() and not stale.exists()
 
 
-def test_a_run_that_maps_an_archive_marks_it_used(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(jvm_archive, "archive_key", lambda *a: "k")
-    directory = jvm_archive.archive_dir()
-    directory.mkdir(parents=True)
-    now = time.time()
+def test_a_run_that_maps_an_archive_marks_it_used(cache):
+    directory, now = cache, time.time()
     other_archive(directory, "k", 40, now)
     assert jvm_archive.driver_options()
     assert now - jvm_archive_setup.last_use("k", directory) < 60  # kept by the next pruning
