@@ -114,12 +114,7 @@ def reads_stdin(argv: list[str]) -> bool:
 def bound_for_spark(argv: list[str]) -> bool:
     """A command line that names Spark (`--engine spark`, TEFQ_ENGINE=spark), follows a stream, or
     leaves the engine to auto on an input that auto runs on Spark whatever the query (`large_input`)."""
-    engine = os.environ.get("TEFQ_ENGINE", "auto")
-    for i, arg in enumerate(argv):
-        if arg == "--engine" and i + 1 < len(argv):
-            engine = argv[i + 1]
-        elif arg.startswith("--engine="):
-            engine = arg.split("=", 1)[1]
+    engine = (client.option_values(argv, "--engine") or [os.environ.get("TEFQ_ENGINE", "auto")])[-1]
     return engine == "spark" or (engine == "auto" and ("--follow" in argv or large_input(argv)))
 
 
@@ -134,8 +129,7 @@ def large_input(argv: list[str]) -> bool:
     from tefq.io.redis_stream import is_redis_url
     from tefq.service import AUTO_ORACLE_EVENTS, STDIN, estimated_events
 
-    given = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--stream"]
-    paths = [stream_arg(v).path for v in given + [a.split("=", 1)[1] for a in argv if a.startswith("--stream=")]]
+    paths = [stream_arg(v).path for v in client.option_values(argv, "--stream")]
     if not paths or any(p == STDIN or is_redis_url(p) for p in paths):
         return False
     try:

@@ -30,15 +30,20 @@ def command_of(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def option_values(argv: Sequence[str], name: str) -> list[str]:
+    """The values of option `name` in a command line, in order (`--name VALUE` or `--name=VALUE`)."""
+    values = []
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            values.append(argv[i + 1])
+        elif arg.startswith(name + "="):
+            values.append(arg[len(name) + 1:])
+    return values
+
+
 def wanted_master(argv: Sequence[str]) -> str:
     """The master the command line runs Spark on: its --master, else TEFQ_SPARK_MASTER or local[*]."""
-    master = None
-    for i, arg in enumerate(argv):
-        if arg == "--master" and i + 1 < len(argv):
-            master = argv[i + 1]
-        elif arg.startswith("--master="):
-            master = arg.split("=", 1)[1]
-    return default_master(master)
+    return default_master((option_values(argv, "--master") or [None])[-1])
 
 
 def eligible_master(argv: Sequence[str]) -> str | None:
@@ -59,13 +64,7 @@ def embedded_master(argv: Sequence[str]) -> str | None:
 
 def conf_keys(argv: Sequence[str]) -> list[str]:
     """The keys of the command line's `--conf KEY=VALUE` options."""
-    keys = []
-    for i, arg in enumerate(argv):
-        if arg == "--conf" and i + 1 < len(argv):
-            keys.append(argv[i + 1].split("=", 1)[0])
-        elif arg.startswith("--conf="):
-            keys.append(arg[len("--conf="):].split("=", 1)[0])
-    return keys
+    return [value.split("=", 1)[0] for value in option_values(argv, "--conf")]
 
 
 def place_for(master: str) -> Place:
