@@ -258,16 +258,10 @@ class RedisBatchReader(DriverClient, DataSourceReader):
 
 def read_range(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBatch]:
     """The checked entries of one partition as Arrow batches of the source's schema."""
-    stream = options.stream
-    client = stream.connect()
-    with refusing(), partition_bad_rows(options, part) as log:
-        try:
-            for batch in entry_columns(client, stream, part.after, part.until, part.first_row, log):
-                yield pa.RecordBatch.from_arrays(
-                    [*batch.columns[:4], pa.array([stream.url] * batch.num_rows, pa.string()), batch.column(4)],
-                    schema=ARROW_SCHEMA)
-        finally:
-            client.close()
+    url = options.stream.url
+    for batch in checked_entries(options, part, record=True):
+        yield pa.RecordBatch.from_arrays(
+            [*batch.columns[:4], pa.array([url] * batch.num_rows, pa.string()), batch.column(4)], schema=ARROW_SCHEMA)
 
 
 def range_row(options: SourceOptions, part: EntryRange) -> Iterator[pa.RecordBatch]:
@@ -285,10 +279,12 @@ def range_entries(uri: str, bad_rows: str | None,
     entries as `read_range` does; the others skip them. Without `bad_rows` a bad entry fails each."""
     url, *fields = range_of(uri)
     part = EntryRange(*fields)
-    return part, url, _range_entries(SourceOptions(RedisStream.parse(url), bad_rows=bad_rows), part, record)
+    return part, url, checked_entries(SourceOptions(RedisStream.parse(url), bad_rows=bad_rows), part, record)
 
 
-def _range_entries(options: SourceOptions, part: EntryRange, record: bool) -> Iterator[pa.RecordBatch]:
+def checked_entries(options: SourceOptions, part: EntryRange, record: bool) -> Iterator[pa.RecordBatch]:
+    """A range's entries as `entry_columns` checks them; bad ones recorded (`partition_bad_rows`)
+    when `record`, else skipped, and raised without --bad-rows either way."""
     client = options.stream.connect()
     bad_entries = (partition_bad_rows(options, part) if record or options.bad_rows is None
                    else contextlib.nullcontext(IgnoreBadRows()))
