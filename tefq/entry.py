@@ -10,10 +10,13 @@ A command that reads standard input runs here when no engine is up (what it read
 again)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tefq.server import client
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SPARK_COMMANDS = ("run", "facts", "usecase", "compare")  # the command lines that can start Spark
-EARLY_START_WAIT_S = 120.0  # the longest an ending command waits for its early session (a JVM that hangs)
+EARLY_START_WAIT_S = 120.0  # the longest an ending command waits for its early session to stop
 
 
 class HandOverSource:
@@ -55,12 +58,14 @@ class EarlySession:
     warm = False
 
     def __init__(self, master: str) -> None:
-        self.master, self.ready = master, threading.Event()
+        self.master, self.ready, self.cancelled = master, threading.Event(), False
         self.outcome: SparkSession | BaseException | None = None
         threading.Thread(target=self.start, name="tefq-early-session", daemon=True).start()
 
     def start(self) -> None:
         try:
+            if self.cancelled:
+                return
             # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
             from tefq.spark.runtime.session import start_session, warm_workers_soon
 
@@ -79,6 +84,32 @@ class EarlySession:
         if master == self.master and settings == SessionSettings() and not isinstance(self.outcome, BaseException):
             return self.outcome
         return start_session(master, settings=settings)
+
+    def cancel(self) -> None:
+        """The command ended before its session was up (bad input, SIGINT): stop the JVM starting
+        for it rather than wait for it (2-3 s). SIGTERM runs the JVM's shutdown hooks, which remove
+        its scratch, and pyspark's launcher then removes its connection directory and raises in
+        the thread (a JVM cut off by SIGKILL would leave both behind)."""
+        self.cancelled = True
+        deadline = time.monotonic() + EARLY_START_WAIT_S
+        while not self.ready.wait(0.05) and time.monotonic() < deadline:
+            for pid in starting_jvms():
+                with contextlib.suppress(OSError):  # it ended meanwhile
+                    os.kill(pid, signal.SIGTERM)
+
+
+def starting_jvms() -> list[int]:
+    """This process's children that run Spark's launcher or JVM (pyspark starts `spark-submit`,
+    which becomes the driver JVM); none where /proc is not there."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):  # gone
+                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    if parent == os.getpid() and b"spark" in (entry / "cmdline").read_bytes():
+                        found.append(int(entry.name))
+    return found
 
 
 def here() -> None:
@@ -102,9 +133,7 @@ def here_early(argv: list[str]) -> None:
         here()
     finally:
         SESSION_SOURCE.reset(token)
-        # A command that ended before its session was up (bad input, SIGINT) waits for it: a JVM
-        # cut off mid-start would leave its scratch and pyspark's connection directory behind.
-        early.ready.wait(EARLY_START_WAIT_S)
+        early.cancel()
 
 
 def reads_stdin(argv: list[str]) -> bool:
