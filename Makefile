@@ -36,7 +36,7 @@ test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not spark"
 
 # The differential tests ten times over (issue 38): 5,000 generated streams per plan kind against the
-# oracle without Spark, 200 per plan kind on Spark (ten batched runs of 20).
+# oracle without Spark, 200 per plan kind on Spark (ten batched runs of 20), from files and from Redis.
 test-props: setup
 	TEFQ_PROPS_SCALE=10 $(BIN)/python -m pytest -q --timeout=3600 --durations=10 -n $(TEFQ_TEST_PROCESSES) --dist loadfile \
 		tests/spark/test_differential.py tests/spark/test_differential_windowed.py tests/spark/test_spark_differential.py
