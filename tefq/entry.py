@@ -26,7 +26,12 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SPARK_COMMANDS = ("run", "facts", "usecase", "compare")  # the command lines that can start Spark
+TERMINATED_EARLY = "tefq: terminated by SIGTERM before the command started"
+KILL_AFTER_S = 3.0  # a starting JVM that outlives SIGTERM this long gets SIGKILL (`EarlySession.cancel`)
 EARLY_START_WAIT_S = 120.0  # the longest an ending command waits for its early session to stop
+
+
+EARLY: EarlySession | None = None  # the session starting beside this command line (`here_early`)
 
 
 class HandOverSource:
@@ -81,21 +86,38 @@ class EarlySession:
         from tefq.spark.runtime.session import SessionSettings, start_session
 
         self.ready.wait()
+        if self.cancelled:  # stopped by SIGTERM (`end_process`): no JVM of its own while the process ends
+            threading.Event().wait()
         if master == self.master and settings == SessionSettings() and not isinstance(self.outcome, BaseException):
             return self.outcome
         return start_session(master, settings=settings)
 
     def cancel(self) -> None:
-        """The command ended before its session was up (bad input, SIGINT): stop the JVM starting
-        for it rather than wait for it (2-3 s). SIGTERM runs the JVM's shutdown hooks, which remove
-        its scratch, and pyspark's launcher then removes its connection directory and raises in
-        the thread (a JVM cut off by SIGKILL would leave both behind)."""
+        """The command ended before its session was up (bad input, SIGTERM): stop the JVM starting
+        for it rather than wait for it (2-3 s). SIGTERM first (the JVM's shutdown hooks), SIGKILL
+        after KILL_AFTER_S (a JVM stopped in the middle of creating its context can hang in those
+        hooks: seen once in ~50). Either way pyspark's launcher removes its connection directory
+        and the thread's start fails, and the JVM's scratch is the run's (`jvm_scratch`, removed
+        with the run's)."""
         self.cancelled = True
-        deadline = time.monotonic() + EARLY_START_WAIT_S
-        while not self.ready.wait(0.05) and time.monotonic() < deadline:
+        started = time.monotonic()
+        while not self.ready.wait(0.05) and time.monotonic() < started + EARLY_START_WAIT_S:
+            how = signal.SIGTERM if time.monotonic() < started + KILL_AFTER_S else signal.SIGKILL
             for pid in starting_jvms():
                 with contextlib.suppress(OSError):  # it ended meanwhile
-                    os.kill(pid, signal.SIGTERM)
+                    os.kill(pid, how)
+
+    def end_process(self, code: int) -> None:
+        """SIGTERM before the command line took it over (`stop_before_the_command`): say so, stop the
+        starting JVM (`cancel`), remove the run's scratch and end the process with `code`. Through
+        os._exit: an orderly exit could wait on a lock the main thread holds."""
+        print(TERMINATED_EARLY, file=sys.stderr, flush=True)
+        self.cancel()
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+        from tefq import cleanup
+
+        cleanup.remove_all()
+        os._exit(code)
 
 
 def starting_jvms() -> list[int]:
@@ -127,7 +149,8 @@ def here_early(argv: list[str]) -> None:
     master = client.embedded_master(argv) if starts_spark else None
     if master is None:
         here()
-    early = EarlySession(master)
+    global EARLY
+    early = EARLY = EarlySession(master)
     token = SESSION_SOURCE.set(early)
     try:
         here()
@@ -169,9 +192,15 @@ def large_input(argv: list[str]) -> bool:
 
 def stop_before_the_command(signum: int, frame) -> None:
     """SIGTERM before tefq.cli.main takes it over (while it imports, an early session starting
-    beside it): exit 143 as a stopped command does, not killed outright."""
-    print("tefq: terminated by SIGTERM before the command started", file=sys.stderr)
-    raise SystemExit(128 + signum)
+    beside it): exit 143 as a stopped command does, not killed outright. With a session starting,
+    not by raising here: the main thread may be inside the import machinery, where an exception is
+    dropped with the import lock held, and the session's thread then waits for that lock forever
+    (seen 1 in 14 at 0.3 s); a thread of its own stops the session and ends the process
+    (`EarlySession.end_process`)."""
+    if EARLY is None:
+        print(TERMINATED_EARLY, file=sys.stderr)
+        raise SystemExit(128 + signum)
+    threading.Thread(target=EARLY.end_process, args=(128 + signum,), name="tefq-stop", daemon=True).start()
 
 
 def main() -> None:
