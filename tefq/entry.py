@@ -96,7 +96,7 @@ class EarlySession:
         """The command ended before its session was up (bad input, SIGTERM): stop the JVM starting
         for it rather than wait for it (2-3 s). SIGTERM first (the JVM's shutdown hooks), SIGKILL
         after KILL_AFTER_S (a JVM stopped in the middle of creating its context can hang in those
-        hooks: seen once in ~50). Either way pyspark's launcher removes its connection directory
+        hooks: 1 run in 88). Either way pyspark's launcher removes its connection directory
         and the thread's start fails, and the JVM's scratch is the run's (`jvm_scratch`, removed
         with the run's)."""
         self.cancelled = True
