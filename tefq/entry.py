@@ -31,9 +31,6 @@ KILL_AFTER_S = 3.0  # a starting JVM that outlives SIGTERM this long gets SIGKIL
 EARLY_START_WAIT_S = 120.0  # the longest an ending command waits for its early session to stop
 
 
-EARLY: EarlySession | None = None  # the session starting beside this command line (`here_early`)
-
-
 class HandOverSource:
     """`get_session` in a command line that a warm engine should run: HandOver for its master."""
 
@@ -149,8 +146,7 @@ def here_early(argv: list[str]) -> None:
     master = client.embedded_master(argv) if starts_spark else None
     if master is None:
         here()
-    global EARLY
-    early = EARLY = EarlySession(master)
+    early = EarlySession(master)
     token = SESSION_SOURCE.set(early)
     try:
         here()
@@ -197,10 +193,11 @@ def stop_before_the_command(signum: int, frame) -> None:
     dropped with the import lock held, and the session's thread then waits for that lock forever
     (seen 1 in 14 at 0.3 s); a thread of its own stops the session and ends the process
     (`EarlySession.end_process`)."""
-    if EARLY is None:
+    early = SESSION_SOURCE.get()  # the main thread's, where the handler runs
+    if not isinstance(early, EarlySession):
         print(TERMINATED_EARLY, file=sys.stderr)
         raise SystemExit(128 + signum)
-    threading.Thread(target=EARLY.end_process, args=(128 + signum,), name="tefq-stop", daemon=True).start()
+    threading.Thread(target=early.end_process, args=(128 + signum,), name="tefq-stop", daemon=True).start()
 
 
 def main() -> None:
