@@ -403,9 +403,11 @@ def main() -> None:
 
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq import cleanup
+    from tefq.stopping import raise_later
 
     def terminate(signum, frame) -> None:
-        raise _Terminated()
+        if not raise_later(signum, frame):
+            raise _Terminated()
 
     signal.signal(signal.SIGTERM, terminate)
     signals = ReceivedSignals()

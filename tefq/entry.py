@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from tefq.server import client
 from tefq.spark.runtime.session_source import SESSION_SOURCE, HandOver, runtime_key
+from tefq.stopping import raise_later
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -195,8 +196,10 @@ def stop_before_the_command(signum: int, frame) -> None:
     (`EarlySession.end_process`)."""
     early = SESSION_SOURCE.get()  # the main thread's, where the handler runs
     if not isinstance(early, EarlySession):
-        print(TERMINATED_EARLY, file=sys.stderr)
-        raise SystemExit(128 + signum)
+        if not raise_later(signum, frame):
+            print(TERMINATED_EARLY, file=sys.stderr)
+            raise SystemExit(128 + signum)
+        return
     threading.Thread(target=early.end_process, args=(128 + signum,), name="tefq-stop", daemon=True).start()
 
 

@@ -43,6 +43,7 @@ from tefq.spark.runtime.pipelines import RunOptions, build_plan
 from tefq.spark.runtime.progress import ours
 from tefq.spark.runtime.sink import committed_since, read_sink_files, reading_sink
 from tefq.spark.runtime.ranks import row_path_ranks
+from tefq.stopping import raise_later
 
 POLL_S = 0.1  # the loop's pass: new text files staged, committed rows handed on, the queries checked
 GLANCE_S = 0.02  # between passes: a followed text directory or a sink log that changed starts one at once
@@ -163,6 +164,8 @@ class _Signals:
 
     def _handle(self, signum, frame) -> None:
         if self.flag.is_set():
+            if raise_later(signum, frame):
+                return
             raise KeyboardInterrupt
         print("tefq: stopping after the current micro-batch (signal again to stop at once)", file=sys.stderr)
         self.flag.set()
