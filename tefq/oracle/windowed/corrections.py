@@ -11,6 +11,8 @@ correction made here holds on both engines. Two kinds:
 from __future__ import annotations
 
 import collections
+import logging
+import warnings
 from typing import Any
 
 from types import MethodType
@@ -125,6 +127,8 @@ def install() -> None:
     from rdflib.plugins.sparql import CUSTOM_EVALS
     from rdflib.plugins.sparql.operators import register_custom_function
 
+    quiet_ill_typed_literals()
+
     for name, fn in _OPERATORS.items():
         CUSTOM_EVALS[name] = fn
     for target in values.CASTS:
@@ -133,6 +137,17 @@ def install() -> None:
     Aggregator.accumulator_classes["Aggregate_Sum"] = values.Sum
     Aggregator.accumulator_classes["Aggregate_Min"] = values.Minimum
     Aggregator.accumulator_classes["Aggregate_Max"] = values.Maximum
+
+
+def quiet_ill_typed_literals() -> None:
+    """An ill-typed literal (`"yes"^^xsd:boolean`, `"abc"^^xsd:integer`) is legal RDF, and SPARQL
+    makes its value an error where an expression uses it. rdflib also says so on stderr, a warning
+    ("Parsing weird boolean") or a logged traceback ("Failed to convert Literal lexical form"; a
+    Spark worker has no logging handler, so Python printed it): not for a tefq user to read."""
+    warnings.filterwarnings("ignore", message="(Parsing|Serializing) weird ", category=UserWarning)
+    terms = logging.getLogger("rdflib.term")
+    if not any(isinstance(h, logging.NullHandler) for h in terms.handlers):
+        terms.addHandler(logging.NullHandler())  # handled: no last-resort printing; the root's own handlers still see it
 
 
 def _errors_as_sparql(self: Expr, ctx: Any) -> Any:
