@@ -34,10 +34,9 @@ demo: setup
 
 # Two test processes (pytest-xdist), each module whole in one of them (its Spark session shared):
 # Spark's waits overlap the other process's work on 2 cores. TEFQ_TEST_PROCESSES=1: one process.
-# The longest modules first (tests/conftest.py LONGEST_FIRST), in that order (--no-loadscope-reorder).
 TEFQ_TEST_PROCESSES ?= 2
 test: setup
-	$(BIN)/python -m pytest -q --timeout=900 --durations=15 -n $(TEFQ_TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -q --timeout=900 --durations=15 -n $(TEFQ_TEST_PROCESSES) --dist loadfile
 
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not spark"

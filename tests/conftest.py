@@ -36,35 +36,10 @@ def redis_port(tmp_path_factory):
         yield port
 
 
-# The modules that take longest (worker seconds in a `make test` of 2026-11-30, 47.6 min in all),
-# run first: `make test` gives each of its two processes a module at a time in this order
-# (--no-loadscope-reorder), so no long module starts last while the other process has finished.
-LONGEST_FIRST = (
-    "tests/test_w3c.py",  # 277 s
-    "tests/spark/test_differential.py",  # 158 s
-    "tests/spark/runtime/test_redis_run.py",  # 142 s
-    "tests/spark/test_differential_windowed.py",  # 96 s
-    "tests/reliability/test_rel_spark.py",  # 88 s
-    "tests/reliability/test_rel_windowed_kills.py",  # 80 s
-    "tests/spark/test_spark.py",  # 77 s
-    "tests/reliability/test_rel_rows.py",  # 75 s
-    "tests/spark/test_spark_columnar.py",  # 72 s
-    "tests/spark/test_engines_agree_on_examples.py",  # 70 s
-    "tests/spark/runtime/test_jvm_archive.py",  # 65 s
-    "tests/reliability/test_rel_redis_failures.py",  # 58 s
-    "tests/spark/test_spark_general.py",  # 58 s
-    "tests/reliability/test_rel_redis_kills.py",  # 58 s
-    "tests/server/test_server.py",  # 57 s
-    "tests/spark/test_spark_differential.py",  # 56 s
-)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest as collected
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
