@@ -19,7 +19,9 @@ schema (issue 39); versions up to 7 held pickles, which this tefq refuses and ne
 Version 9: the windowed state keeps the inputs bound by `--stream IRI=PATH` apart (`named`).
 Version 10: a COUNT DISTINCT over a variable that may bind a literal runs on the general kernels,
 and a merging split by such a variable buckets its values, not its terms (planning/literals.py):
-a version-9 checkpoint of such a query holds another operator's state, or another share per bucket. The
+a version-9 checkpoint of such a query holds another operator's state, or another share per bucket.
+Version 11: a bounded run that reads files by path (columnar, direct) reads all its listed file
+inputs through one source (runtime/listing.one_source): a version-10 checkpoint has one per input. The
 marker `tefq-state-version` sits in the checkpoint directory, beside the per-query directories.
 
 Beside it too: `tefq-identity.json`, what the checkpoint belongs to (runtime/checkpoint_identity),
@@ -41,7 +43,7 @@ from tefq.spark.runtime.checkpoint_identity import claim_identity, identity_of
 from tefq.spark.runtime.input_files import check_inputs, grown_redis_streams, input_files
 from tefq.spark.runtime.log_entries import check_logs
 
-STATE_VERSION = 10
+STATE_VERSION = 11
 MARKER = "tefq-state-version"
 
 
