@@ -195,12 +195,11 @@ def stop_before_the_command(signum: int, frame) -> None:
     (seen 1 in 14 at 0.3 s); a thread of its own stops the session and ends the process
     (`EarlySession.end_process`)."""
     early = SESSION_SOURCE.get()  # the main thread's, where the handler runs
-    if not isinstance(early, EarlySession):
-        if not raise_later(signum, frame):
-            print(TERMINATED_EARLY, file=sys.stderr)
-            raise SystemExit(128 + signum)
-        return
-    threading.Thread(target=early.end_process, args=(128 + signum,), name="tefq-stop", daemon=True).start()
+    if isinstance(early, EarlySession):
+        threading.Thread(target=early.end_process, args=(128 + signum,), name="tefq-stop", daemon=True).start()
+    elif not raise_later(signum, frame):
+        print(TERMINATED_EARLY, file=sys.stderr)
+        raise SystemExit(128 + signum)
 
 
 def main() -> None:
