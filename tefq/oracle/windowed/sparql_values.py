@@ -82,10 +82,11 @@ def _is_string(x: Any) -> bool:
 def multiplicative(e, ctx) -> Literal:
     """`*` and `/` with XPath's type promotion (rdflib makes every product an xsd:decimal):
     projexp03, multiply-numbers-cast, divide-numbers-cast."""
-    if e.other is None:
-        return e.expr
-    rank, acc = number(e.expr)
-    for op, term in zip(e.op, e.other):
+    first, others = e.expr, e.other  # each read evaluates the operands again: read once
+    if others is None:
+        return first
+    rank, acc = number(first)
+    for op, term in zip(e.op, others):
         r, v = number(term)
         rank = max(rank, r)
         if op == "/" and rank == 0:
@@ -108,16 +109,17 @@ def additive(e, ctx) -> Literal:
     arithmetic, rdflib's extension; type errors): rdflib's."""
     from rdflib.plugins.sparql.operators import AdditiveExpression
 
-    if e.other is None:
-        return e.expr
-    operands = [e.expr, *e.other]
+    first, others = e.expr, e.other  # each read evaluates the operands again: read once
+    if others is None:
+        return first
+    operands = [first, *others]
     if not all(isinstance(x, Literal) and (x.datatype in INTEGERS or x.datatype in NUMERIC_RANK) for x in operands):
         for x in operands:
             if isinstance(x, Literal) and (x.datatype in INTEGERS or x.datatype in NUMERIC_RANK):
                 number(x)  # an ill-typed number is an error whatever it meets
         return AdditiveExpression(e, ctx)
-    rank, acc = number(e.expr)
-    for op, term in zip(e.op, e.other):
+    rank, acc = number(first)
+    for op, term in zip(e.op, others):
         r, v = number(term)
         rank = max(rank, r)
         a, b = _promoted(acc, v, rank)
@@ -150,9 +152,10 @@ def unary_plus(e, ctx) -> Literal:
 def cast(e, ctx) -> Literal:
     """XPath casts to xsd:string, boolean, integer, decimal, float and double (cast-*,
     agg-group-fn; rdflib refuses a boolean or a double as an integer and so on)."""
-    if not e.expr or len(e.expr) != 1:
+    args = e.expr  # evaluated at each read: read once
+    if not args or len(args) != 1:
         raise SPARQLError("a cast takes one argument")
-    x, target = e.expr[0], URIRef(e.iri)
+    x, target = args[0], URIRef(e.iri)
     if target == XSD.string:
         if isinstance(x, URIRef):
             return Literal(str(x), datatype=XSD.string)
@@ -294,16 +297,18 @@ def coalesce(e, ctx):
 
 def strdt(e, ctx) -> Literal:
     """STRDT takes a simple literal only (strdt01, strdt03-rdf11)."""
-    if not _is_string(e.arg1) or not isinstance(e.arg2, URIRef):
+    text, datatype = e.arg1, e.arg2
+    if not _is_string(text) or not isinstance(datatype, URIRef):
         raise SPARQLError("STRDT takes a simple literal and an IRI")
-    return Literal(str(e.arg1), datatype=e.arg2)
+    return Literal(str(text), datatype=datatype)
 
 
 def strlang(e, ctx) -> Literal:
     """STRLANG takes a simple literal only."""
-    if not _is_string(e.arg1) or not _is_string(e.arg2) or not str(e.arg2):
+    text, lang = e.arg1, e.arg2
+    if not _is_string(text) or not _is_string(lang) or not str(lang):
         raise SPARQLError("STRLANG takes a simple literal and a language tag")
-    return Literal(str(e.arg1), lang=str(e.arg2).lower())
+    return Literal(str(text), lang=str(lang).lower())
 
 
 def xpath_regex(pattern: str, flags: str) -> re.Pattern:
