@@ -335,10 +335,16 @@ def _string_arg(x: Any) -> Literal:
     return x
 
 
+def _flags(e) -> str:
+    """A REGEX's or REPLACE's flags argument ("" when absent), evaluated once."""
+    given = e.flags
+    return str(_string_arg(given)) if given is not None else ""
+
+
 def regex(e, ctx) -> Literal:
     """REGEX with every XPath flag (regex-no-metacharacters*, regex-ignore-whitespaces*)."""
     text, pattern = _string_arg(e.text), _string_arg(e.pattern)
-    flags = str(_string_arg(e.flags)) if e.flags is not None else ""
+    flags = _flags(e)
     return Literal(bool(xpath_regex(str(pattern), flags).search(str(text))))
 
 
@@ -346,7 +352,7 @@ def replace(e, ctx) -> Literal:
     """REPLACE with its flags (rdflib passes them to re.sub as the count:
     replace-case-insensitive); `$n` is group n."""
     text, pattern, replacement = _string_arg(e.arg), _string_arg(e.pattern), _string_arg(e.replacement)
-    flags = str(_string_arg(e.flags)) if e.flags is not None else ""
+    flags = _flags(e)
     compiled = xpath_regex(str(pattern), flags)
     if compiled.search(""):
         raise SPARQLError("REPLACE: the pattern matches the empty string")
