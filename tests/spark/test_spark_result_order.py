@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tefq.io.result_writers import csv_cell, plain_lexical
 from tefq.semantics.values import to_term
@@ -15,7 +17,7 @@ from tefq.plan.logical import Call, Var
 from tefq.results import QueryResult, order_key
 from tefq.spark.kernels.general.rows import value_cells
 from tefq.spark.kernels.general.expressions import Values
-from tefq.spark.output import NumericRows, format_rows, in_value_order, number_terms
+from tefq.spark.output import NumericRows, distinct, format_rows, in_value_order, number_terms
 from tefq.terms import split_literal
 
 DOUBLES = [0.0, -0.0, 1.0, -1.0, 0.1, 123.0, 113.711, 1e16, 1e-5, 1.5e300, -2.5e-300, 2**53 + 0.0, 1e15 + 0.5,
@@ -81,3 +83,17 @@ def test_csv_cell_of_literals(cell):
     lexical = plain_lexical(cell)
     assert lexical is None or lexical == split_literal(cell)[0]
     assert csv_cell(cell) == split_literal(cell)[0]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.lists(st.sampled_from(DOUBLES) | st.floats(), max_size=60).map(lambda v: np.array(v, np.float64)),
+                 st.lists(st.sampled_from(INTS) | st.integers(-(2**63), 2**63 - 1), max_size=60)
+                 .map(lambda v: np.array(v, np.int64))))
+def test_distinct_is_np_unique(values):
+    """A column's distinct values by hashing (`distinct`) are np.unique's: sorted, NaN once and
+    last, 0.0 and -0.0 one value (both written "0"), each row's index among them."""
+    want, want_index = np.unique(values, return_inverse=True)
+    got, index = distinct(values)
+    assert got.dtype == want.dtype and index.dtype == np.int64
+    assert [to_term(v) for v in got.tolist()] == [to_term(v) for v in want.tolist()]
+    assert index.tolist() == want_index.reshape(-1).tolist()
