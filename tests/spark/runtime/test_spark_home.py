@@ -78,3 +78,16 @@ def test_the_driver_tefq_starts_has_no_ml_jar(spark) -> None:
     classpath = spark.sparkContext._jvm.System.getProperty("java.class.path")
     assert "spark-core_" in classpath and "spark-mllib" not in classpath
     assert spark.range(3).selectExpr("sum(id)").collect()[0][0] == 3
+
+
+def test_the_warm_engine_fits_with_or_without_tefq_own_spark_home(tmp_path) -> None:
+    """A command line that started Spark in its own process has tefq's SPARK_HOME set, one that
+    did not has none: the same engine fits both (tefq.server.place.identity); a user's does not."""
+    from tefq.server.place import OWN_SPARK_HOME_PREFIX, identity, key_of
+
+    assert OWN_SPARK_HOME_PREFIX == spark_home.PREFIX
+    lean = spark_home.lean_home(fake_pyspark(tmp_path), tmp_path / "cache")
+    env = {"PATH": os.environ.get("PATH", "")}
+    plain = key_of(identity("local[2]", env))
+    assert key_of(identity("local[2]", {**env, "SPARK_HOME": str(lean)})) == plain
+    assert key_of(identity("local[2]", {**env, "SPARK_HOME": str(tmp_path / "pyspark")})) != plain
