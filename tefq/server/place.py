@@ -8,8 +8,8 @@ the command line asks this before it imports anything heavy.
   size and modification time), pyspark's, the `java` Spark would start, the master, and the
   environment variables that shape Spark or tefq's workers (`TEFQ_*`, `SPARK_*`, `PYSPARK_*`,
   `JAVA_*`, `HADOOP_*`, `PYTHON*`; not the SPARK_HOME tefq sets itself). A command line uses an
-  engine of the same identity only: an edited
-  file, another venv or another setting starts a fresh engine, and the stale one is stopped.
+  engine of the same identity only: an edited file, another venv or another setting starts a
+  fresh engine, and the stale one is stopped.
 * **The files** of one engine, named by its identity's hash: `<key>.sock` (the unix socket,
   0600), `<key>.json` (what `tefq server status` shows), `<key>.log` (the engine's own stderr),
   `<key>.lock` (held while it starts).
