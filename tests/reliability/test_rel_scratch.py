@@ -80,18 +80,22 @@ def test_a_sigkilled_runs_scratch_is_removed_by_the_next(tmp_path) -> None:
     for k in range(4):
         (stream / f"{k}.tsv").write_text("ts\ts\tp\to\n" + "".join(
             f"{t}\t{s}\t{p}\t{o}\n" for t, s, p, o in sd.views(k * 50, 50, start=sd.VIEWS_START + k * 10_000_000)))
-    env = {**os.environ, "TMPDIR": str(tmp), "TEFQ_SPARK_MASTER": "local[1]", "TEFQ_SERVER": "0"}
+    # without the variables a JVM's scratch of this process would pass on (tefq.spark.runtime.jvm_scratch)
+    given = {k: v for k, v in os.environ.items() if k not in ("SPARK_LOCAL_DIRS", "JAVA_TOOL_OPTIONS")}
+    env = {**given, "TMPDIR": str(tmp), "TEFQ_SPARK_MASTER": "local[1]", "TEFQ_SERVER": "0"}
     p = subprocess.Popen([sys.executable, "-m", "tefq", "run", UC1, "--stream", str(stream), "--out",
                           str(tmp_path / "out.csv"), "--max-files-per-trigger", "1"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    said = []
     for line in p.stderr:
+        said.append(line)
         if "running q1" in line:
             break
     p.send_signal(signal.SIGKILL)
     p.wait()
     time.sleep(1)  # the JVM follows its parent down (py4j's gateway closes)
     left = sorted(d for d in os.listdir(tmp) if d.startswith("tefq-"))
-    assert [d.split("-")[1] for d in left] == ["jvm", "spark", "stage"], os.listdir(tmp)
+    assert [d.split("-")[1] for d in left] == ["jvm", "spark", "stage"], (os.listdir(tmp), "".join(said)[-2000:])
     for d in left:
         os.utime(tmp / d / OWNER_LOCK, (0, 0))  # as a minute later
     again = subprocess.run([sys.executable, "-m", "tefq", "run", UC1, "--stream", str(stream), "--out",
