@@ -266,13 +266,20 @@ def _hand_over(running: list, on_rows: Callable[[list[QueryResult]], None] | Non
 def _finish_current_batches(queries: list, timeout_s: float = 300.0) -> None:
     """Wait until the micro-batch each query was running when asked to stop has finished (its
     progress reported), so stopping loses no work in progress. Not until no micro-batch runs at
-    all: a stream fed without a pause starts the next one at once, and that wait never ended."""
+    all: a stream fed without a pause starts the next one at once, and that wait never ended. Nor
+    while a trigger only looks for new data: on a loaded machine a Redis source's look took longer
+    than the trigger's interval, the triggers ran back to back and the wait lasted its 300 s."""
     deadline = time.time() + timeout_s
-    running = {q: _last_batch(q) for q in queries if q.isActive and q.status.get("isTriggerActive")}
+    running = {q: _last_batch(q) for q in queries if _processing(q)}
     while running and time.time() < deadline:
         time.sleep(0.1)
-        running = {q: b for q, b in running.items()
-                   if q.isActive and q.status.get("isTriggerActive") and _last_batch(q) == b}
+        running = {q: b for q, b in running.items() if _processing(q) and _last_batch(q) == b}
+
+
+def _processing(query) -> bool:
+    """Whether the query is running a micro-batch of new data (not only looking for some)."""
+    status = query.status
+    return query.isActive and bool(status.get("isTriggerActive")) and bool(status.get("isDataAvailable"))
 
 
 def _last_batch(query) -> int:
