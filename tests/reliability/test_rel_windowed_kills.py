@@ -79,6 +79,9 @@ def test_sigkills_then_restart_report_each_window_once(tmp_path, over, request) 
     kill_live_runs(run_args, env, kills, random.Random(17), lambda: bool(data_lines(got)), first_s=(2.0, 14.0))
     if over == "redis":
         assert publisher.wait(timeout=600) == 0
+    # The resumed run writes --out again from the start (every committed window handed over once
+    # more): waiting on the killed runs' file would see their windows before it has truncated it.
+    got.unlink(missing_ok=True)
     final = tefq(run_args, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while not has_window(got, last) and final.poll() is None and time.monotonic() < deadline:
