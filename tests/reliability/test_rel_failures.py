@@ -91,6 +91,11 @@ def write_stream(directory, files: int, rows: int) -> None:
         os.utime(directory / f"{k:02d}.tsv", (1_600_000_000 + k, 1_600_000_000 + k))
 
 
+def jvm_variables() -> dict[str, str | None]:
+    """This test process's variables that would move a child JVM's scratch (for a failure's message)."""
+    return {k: os.environ.get(k) for k in ("SPARK_LOCAL_DIRS", "JAVA_TOOL_OPTIONS", "SPARK_HOME", "TMPDIR")}
+
+
 def tefq_spark(args: list[str], env: dict) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tefq", "run", UC1, "--engine", "spark"] + args,
                             env={**env, "TEFQ_SPARK_MASTER": "local[2]"}, stdout=subprocess.DEVNULL,
@@ -152,7 +157,8 @@ def test_a_killed_jvm_is_a_sentence_and_its_scratch_is_removed(tmp_path) -> None
                 break
         time.sleep(2)
         jvm_dirs = [d for root, dirs, _ in os.walk(scratch) for d in dirs if d.startswith(("spark-", "blockmgr-"))]
-        assert jvm_dirs, os.listdir(scratch)  # the JVM's scratch is under TMPDIR, in tefq's directory
+        # the JVM's scratch is under TMPDIR, in tefq's directory
+        assert jvm_dirs, (sorted(str(f.relative_to(scratch)) for f in scratch.rglob("*")), jvm_variables())
         jvm = jvm_of(child.pid)
         assert jvm is not None
         os.kill(jvm, signal.SIGKILL)
