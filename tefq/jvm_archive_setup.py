@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tefq.spark.runtime import jvm_archive
+from tefq.spark.runtime import jvm_archive, spark_home
 
 Dumper = Callable[[Path], bool]  # writes the archive to the given path; True if it checked out
 JVM_EXIT_SECONDS = 600  # writing ~190 MB on a loaded machine
@@ -190,6 +190,7 @@ def remove_archive() -> None:
 
 
 def main(argv: list[str]) -> int:
+    spark_home.use_lean_home()  # the classpath the archive is for: the one tefq starts Spark with
     if argv[:1] == ["--remove"]:
         remove_archive()
         return 0

@@ -7,8 +7,9 @@ the command line asks this before it imports anything heavy.
 * **The identity** of an engine: this interpreter, the tefq code it runs (every source file's
   size and modification time), pyspark's, the `java` Spark would start, the master, and the
   environment variables that shape Spark or tefq's workers (`TEFQ_*`, `SPARK_*`, `PYSPARK_*`,
-  `JAVA_*`, `HADOOP_*`, `PYTHON*`). A command line uses an engine of the same identity only: an edited
-  file, another venv or another setting starts a fresh engine, and the stale one is stopped.
+  `JAVA_*`, `HADOOP_*`, `PYTHON*`; not the SPARK_HOME tefq sets itself). A command line uses an
+  engine of the same identity only: an edited file, another venv or another setting starts a
+  fresh engine, and the stale one is stopped.
 * **The files** of one engine, named by its identity's hash: `<key>.sock` (the unix socket,
   0600), `<key>.json` (what `tefq server status` shows), `<key>.log` (the engine's own stderr),
   `<key>.lock` (held while it starts).
@@ -34,6 +35,9 @@ SHAPING_PREFIXES = ("TEFQ_", "SPARK_", "PYSPARK_", "JAVA_", "_JAVA_", "HADOOP_",
 NOT_SHAPING = {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", SWITCH_VARIABLE, DIR_VARIABLE, IDLE_VARIABLE,
                "TEFQ_DEBUG", "TEFQ_TEST_PROCESSES"}
 SOURCE_SUFFIXES = (".py", ".lark", ".properties")
+# The SPARK_HOME tefq sets itself where none is set (tefq.spark.runtime.spark_home.PREFIX, named
+# here to keep this module standard library only): the same for every command line of this pyspark.
+OWN_SPARK_HOME_PREFIX = "spark-home-"
 
 
 class PlaceError(Exception):
@@ -88,11 +92,18 @@ def pyspark_fingerprint() -> str:
 
 def identity(master: str, env: dict[str, str] | os._Environ = os.environ) -> dict:
     """What an engine must share with a command line to run it (see the module doc)."""
-    shaping = {k: v for k, v in env.items() if k.startswith(SHAPING_PREFIXES) and k not in NOT_SHAPING}
+    shaping = {k: v for k, v in env.items() if k.startswith(SHAPING_PREFIXES) and k not in NOT_SHAPING
+               and not (k == "SPARK_HOME" and is_own_spark_home(v))}
     java = shutil.which("java", path=env.get("PATH"))
     return {"uid": os.getuid(), "python": os.path.realpath(sys.executable), "tefq": code_fingerprint(),
             "pyspark": pyspark_fingerprint(), "java": os.path.realpath(java) if java else None,
             "master": master, "env": sorted(shaping.items())}
+
+
+def is_own_spark_home(path: str) -> bool:
+    """Whether SPARK_HOME is the directory tefq made (a command line that started Spark in its own
+    process has it set; one that did not, has not)."""
+    return os.path.basename(path.rstrip("/")).startswith(OWN_SPARK_HOME_PREFIX) and os.path.islink(os.path.join(path, "bin"))
 
 
 def key_of(ident: dict) -> str:

@@ -12,7 +12,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from tefq.spark.planning.common import shuffle_partitions
-from tefq.spark.runtime import jvm_archive
+from tefq.spark.runtime import jvm_archive, spark_home
 from tefq.spark.runtime.jvm_scratch import jvm_scratch
 from tefq.spark.runtime.quiet import jvm_stderr
 from tefq.spark.runtime.session_source import SESSION_SOURCE, default_master
@@ -162,6 +162,7 @@ def start_session(master: str | None = None, app_name: str = "tefq", archive_opt
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
+    spark_home.use_lean_home()  # before the archive is looked for: it is valid for one classpath
     m = with_retries(default_master(master))
     archive = jvm_archive.driver_options() if archive_options is None else archive_options
     options = {"spark.master": m, "spark.app.name": app_name, **tefq_options(m, archive, settings), **dict(settings.conf)}
