@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tefq.errors import failure_message
+from tests.support.kills import scratch_report
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.reliability]
@@ -91,11 +92,6 @@ def write_stream(directory, files: int, rows: int) -> None:
         os.utime(directory / f"{k:02d}.tsv", (1_600_000_000 + k, 1_600_000_000 + k))
 
 
-def jvm_variables() -> dict[str, str | None]:
-    """This test process's variables that would move a child JVM's scratch (for a failure's message)."""
-    return {k: os.environ.get(k) for k in ("SPARK_LOCAL_DIRS", "JAVA_TOOL_OPTIONS", "SPARK_HOME", "TMPDIR")}
-
-
 def tefq_spark(args: list[str], env: dict) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tefq", "run", UC1, "--engine", "spark"] + args,
                             env={**env, "TEFQ_SPARK_MASTER": "local[2]"}, stdout=subprocess.DEVNULL,
@@ -148,8 +144,9 @@ def test_a_killed_jvm_is_a_sentence_and_its_scratch_is_removed(tmp_path) -> None
     write_stream(stream, 6, 20_000)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
     child = tefq_spark(["--stream", str(stream), "--checkpoint", str(tmp_path / "ck"), "--out",
-                        str(tmp_path / "out.csv"), "--max-files-per-trigger", "1"], {**os.environ, "TMPDIR": str(scratch)})
+                        str(tmp_path / "out.csv"), "--max-files-per-trigger", "1"], env)
     assert child.stderr is not None
     try:
         for line in child.stderr:  # Spark runs the query: its scratch is in use
@@ -158,7 +155,7 @@ def test_a_killed_jvm_is_a_sentence_and_its_scratch_is_removed(tmp_path) -> None
         time.sleep(2)
         jvm_dirs = [d for root, dirs, _ in os.walk(scratch) for d in dirs if d.startswith(("spark-", "blockmgr-"))]
         # the JVM's scratch is under TMPDIR, in tefq's directory
-        assert jvm_dirs, (sorted(str(f.relative_to(scratch)) for f in scratch.rglob("*")), jvm_variables())
+        assert jvm_dirs, scratch_report(scratch, env)
         jvm = jvm_of(child.pid)
         assert jvm is not None
         os.kill(jvm, signal.SIGKILL)

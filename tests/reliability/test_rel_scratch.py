@@ -13,6 +13,7 @@ import pytest
 
 from tefq.cleanup import MIN_AGE_S, OWNER_LOCK, sweep_dead
 from tests.support import spark_docs as sd
+from tests.support.kills import scratch_report
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.reliability
@@ -95,9 +96,7 @@ def test_a_sigkilled_runs_scratch_is_removed_by_the_next(tmp_path) -> None:
     p.wait()
     time.sleep(1)  # the JVM follows its parent down (py4j's gateway closes)
     left = sorted(d for d in os.listdir(tmp) if d.startswith("tefq-"))
-    assert [d.split("-")[1] for d in left] == ["jvm", "spark", "stage"], (
-        sorted(str(f.relative_to(tmp)) for f in tmp.rglob("*")), "".join(said)[-2000:],
-        {k: v for k, v in env.items() if k in ("SPARK_LOCAL_DIRS", "JAVA_TOOL_OPTIONS", "SPARK_HOME")})
+    assert [d.split("-")[1] for d in left] == ["jvm", "spark", "stage"], (scratch_report(tmp, env), "".join(said)[-2000:])
     for d in left:
         os.utime(tmp / d / OWNER_LOCK, (0, 0))  # as a minute later
     again = subprocess.run([sys.executable, "-m", "tefq", "run", UC1, "--stream", str(stream), "--out",

@@ -46,6 +46,13 @@ def killed_after(child: subprocess.Popen, seconds: float) -> bool:
         return True
 
 
+def scratch_report(root, env: dict) -> tuple[list[str], dict[str, str]]:
+    """For a scratch test's failure message: every path under `root`, and the variables of a
+    killed run's environment that move a JVM's scratch."""
+    moving = ("SPARK_LOCAL_DIRS", "JAVA_TOOL_OPTIONS", "SPARK_HOME", "TMPDIR")
+    return sorted(str(f.relative_to(root)) for f in root.rglob("*")), {k: env[k] for k in moving if k in env}
+
+
 def first_lines(stderr: str) -> str:
     """The error's own words come first; Spark then prints the whole logical plan."""
     return stderr[:2500]

@@ -211,9 +211,10 @@ def test_ties_across_the_ranges_of_one_micro_batch_follow_entry_order(spark, red
         for k in range(50, 200, 50):  # the ranges are split by the IDs' milliseconds, in equal spans
             time.sleep(0.01)
             add_elements(stream.connect(), stream, elements[k:k + 50])
-        if len(split_range(stream.connect(), stream, Position(), head(stream.connect(), stream), 4, 40)) == 4:
+        ranges = split_range(stream.connect(), stream, Position(), head(stream.connect(), stream), 4, 40)
+        if len(ranges) == 4:
             break
-    assert len(split_range(stream.connect(), stream, Position(), head(stream.connect(), stream), 4, 40)) == 4
+    assert len(ranges) == 4, ranges
     want = oracle_run(doc, elements).results[0].rows
     for ingest in ("direct", "columnar", "rows"):
         got = spark_run(doc, [url], spark=spark, buckets=2, progress=False, ingest=ingest)
