@@ -403,13 +403,13 @@ def main() -> None:
 
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq import cleanup
-    from tefq.stopping import raise_later
+    from tefq.stopping import raise_later, this_process_only
 
     def terminate(signum, frame) -> None:
         if not raise_later(signum, frame):
             raise _Terminated()
 
-    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGTERM, this_process_only(terminate))
     signals = ReceivedSignals()
     # py4j logs a call cut short by a signal with logging.exception on the root logger, which would
     # print a traceback: the command line says what happened itself.

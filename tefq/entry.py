@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from tefq.server import client
 from tefq.spark.runtime.session_source import SESSION_SOURCE, HandOver, runtime_key
-from tefq.stopping import raise_later
+from tefq.stopping import raise_later, this_process_only
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -203,7 +203,7 @@ def stop_before_the_command(signum: int, frame) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, stop_before_the_command)
+    signal.signal(signal.SIGTERM, this_process_only(stop_before_the_command))
     argv = sys.argv[1:]
     master = client.eligible_master(argv)
     if master is None:

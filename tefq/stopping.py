@@ -6,12 +6,19 @@ main thread is doing; an exception raised there can be lost or leave a lock held
   and a thread importing beside the command waits for ever (seen 1 run in 14 SIGTERMed 0.3 s
   after the start, before tefq.entry stopped raising there);
 - under a `__del__`, whose exceptions Python drops too.
-There the handler sends its signal again a moment later instead (`raise_later`)."""
+There the handler sends its signal again a moment later instead (`raise_later`).
+A child forked from the command runs Python code before it execs (the fork hooks, subprocess's
+`preexec_fn`: pyspark starts the JVM so), with the command's handlers: there they do nothing
+(`this_process_only`)."""
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from types import FrameType
+from typing import Callable
+
+Handler = Callable[[int, FrameType | None], None]
 
 RESEND_AFTER_S = 0.01
 
@@ -38,3 +45,19 @@ def raise_later(signum: int, frame: FrameType | None) -> bool:
     resend.daemon = True
     resend.start()
     return True
+
+
+def this_process_only(handler: Handler) -> Handler:
+    """`handler` (for signal.signal) run only in the process that installs it. A signal that reaches
+    a child forked from it before the child execs (one sent to the process group, or
+    `EarlySession.cancel` stopping a JVM that is still starting) would run the command's handler in
+    the child: its sentence printed twice and, raised inside a fork hook, a traceback. The child
+    goes on to exec, where the signal's default applies again."""
+    owner = os.getpid()
+
+    @functools.wraps(handler)
+    def in_owner(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() == owner:
+            handler(signum, frame)
+
+    return in_owner
