@@ -111,3 +111,19 @@ def cpu_ticks(root: int, reaped: bool = True) -> dict[int, int]:
         except (OSError, IndexError, ValueError):
             continue
     return out
+
+
+def cpu_seconds_since(before: dict[int, int], root: int | None = None) -> dict[str, float]:
+    """CPU seconds the driver (`root`, this process by default), its JVM(s) and its other
+    descendants (Spark's Python workers) spent since `before` (`cpu_ticks(root)` taken then;
+    processes started since count whole). On 2 cores, `total_s` / 2 is the least wall time the
+    same work could take."""
+    root = root or os.getpid()
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"driver_s": 0.0, "jvm_s": 0.0, "python_workers_s": 0.0}
+    for pid, ticks in cpu_ticks(root).items():
+        kind = "driver_s" if pid == root else "jvm_s" if is_jvm(pid) else "python_workers_s"
+        out[kind] += (ticks - before.get(pid, 0)) / tick
+    out = {k: round(v, 2) for k, v in out.items()}
+    out["total_s"] = round(sum(out.values()), 2)
+    return out

@@ -12,7 +12,8 @@ and to Pathway (bench/pathway_uc.py, on the first --pathway-events events; null 
 `pathway_note` when Pathway is not installed). `limit` is the single-pass numpy evaluation of the
 same use-case over the same events in this process (bench/baselines.py), the bar to approach.
 `steady` leaves out the first micro-batch (start-up) and the end-of-input flush batch.
-`peak_memory_mb`: sampled peaks of the driver, the JVM and Spark's Python workers (bench/memory.py).
+`peak_memory_mb`: sampled peaks of the driver, the JVM and Spark's Python workers (bench/memory.py);
+`cpu_seconds` (and `warm_cpu_seconds` per --warm-runs run): the CPU each of them spent in the run.
 """
 from __future__ import annotations
 
@@ -248,14 +249,14 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
     state size per batch and (with --checkpoint) the checkpoint's size on disk."""
     import shutil
 
-    from memory import PeakMemory, du_bytes
+    from memory import PeakMemory, cpu_seconds_since, cpu_ticks, du_bytes
 
     from tefq.errors import TefqError
     from tefq.spark import run
 
     if args.checkpoint:
         shutil.rmtree(args.checkpoint, ignore_errors=True)
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu_ticks(os.getpid())
     r = None
     with PeakMemory() as mem:
         try:
@@ -264,6 +265,7 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
         except TefqError as e:
             result["error"] = str(e)
     wall = time.perf_counter() - started
+    result["cpu_seconds"] = cpu_seconds_since(cpu_before)  # driver, JVM, Python workers (a cold run: Spark's start-up too)
     result["peak_memory_mb"] = mem.peaks
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # driver only
     if args.checkpoint:
@@ -290,19 +292,22 @@ def engine_figures(args: argparse.Namespace, doc, streams: list[str], fpt: int, 
 def warm_runs(args: argparse.Namespace, doc, streams: list[str], fpt: int, result: dict, rows_out: int) -> None:
     """--warm-runs N: the same run N times more on the session the first one started, as a run in the
     warm engine finds it (docs/spark.md "Warm engine"): whole-run seconds and events/s of each."""
+    from memory import cpu_seconds_since, cpu_ticks
+
     from tefq.spark import run
 
-    walls, steadies = [], []
+    walls, steadies, cpus = [], [], []
     for _ in range(args.warm_runs):
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), cpu_ticks(os.getpid())
         again = run(doc, streams, master=args.master, max_files_per_trigger=fpt, progress=False,
                     buckets=args.buckets, ingest=args.ingest)
         walls.append(round(time.perf_counter() - started, 3))
+        cpus.append(cpu_seconds_since(cpu_before))
         steadies.append(batch_figures(again.metrics.extra.get("micro_batches", []))[1])
         assert again.metrics.rows_out == rows_out, "a warm run's rows differ from the first run's"
     if walls:
         result.update({"warm_wall_seconds": walls, "warm_events_per_s": result["events"] / min(walls),
-                       "warm_steady_events_per_s": steadies})
+                       "warm_steady_events_per_s": steadies, "warm_cpu_seconds": cpus})
 
 
 def ratios(result: dict, steady: float | None) -> None:
