@@ -58,8 +58,8 @@ def test_the_handler_raises_in_ordinary_code() -> None:
 
 # A handler as the command's (a sentence, then exit 143); the child then signals itself between its
 # fork and its exec, where pyspark's `preexec_fn` runs when it starts the JVM (EarlySession.cancel
-# SIGTERMs a JVM still starting: 1 CI-like run in 2 with three test processes printed the sentence
-# twice and a traceback from threading's fork hook).
+# SIGTERMs a JVM still starting: once, in a CI-like run with three test processes, the command
+# printed its sentence twice and a traceback from threading's fork hook).
 FORKED_CHILD = """
 import os, signal, subprocess, sys
 from tefq.stopping import this_process_only
