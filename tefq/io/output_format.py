@@ -3,8 +3,9 @@
 
 - A file's extension names its format (`res.parquet`, `res.json`, `res.txt` a text table); a
   `--format` that says otherwise is a mistake (exit 2), and so is an extension naming a format
-  the command does not write. An output without a known extension (`/dev/null`, `DIR/`) takes
-  `--format`, else CSV.
+  the command does not write. An output without a known extension (`/dev/null`, `DIR/`, `r.dat`)
+  takes `--format`, else CSV; without `--format`, an extension one slip from a known one
+  (`r.parqet`, `r.cvs`) is refused (exit 2): CSV written under it would fail later, in the reader.
 - Standard output: `--format`, else an aligned table on a terminal and CSV into a pipe. A binary
   format (Parquet, Arrow) is refused on a terminal, where it would print bytes.
 - Ticks are integer ms in CSV, TSV and the JSON formats (the CLI contract) and ISO-8601 in the
@@ -13,6 +14,7 @@
 """
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -28,9 +30,26 @@ EXTENSION_FORMATS = {"csv": "csv", "tsv": "tsv", "json": "json", "srj": "json", 
 
 def extension_format(out: str | None) -> str | None:
     """The format `out`'s extension names; None for standard output, a directory or an unknown one."""
+    return EXTENSION_FORMATS.get(extension(out))
+
+
+def extension(out: str | None) -> str:
+    """`out`'s extension, lower case without its dot ("" for standard output or a directory)."""
     if out is None or out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return ""
+    return os.path.splitext(out)[1].lstrip(".").lower()
+
+
+def misspelt(ext: str) -> str | None:
+    """The known extension `ext` is one slip from (letters swapped, one missing, extra or wrong:
+    `parqet`, `cvs`, `jsno`), if any."""
+    if not ext:
         return None
-    return EXTENSION_FORMATS.get(os.path.splitext(out)[1].lstrip(".").lower())
+    for known in EXTENSION_FORMATS:
+        if sorted(known) == sorted(ext):
+            return known
+    near = difflib.get_close_matches(ext, EXTENSION_FORMATS, n=1, cutoff=0.8)
+    return near[0] if near else None
 
 
 def on_terminal() -> bool:
@@ -49,6 +68,10 @@ def chosen_format(fmt: str | None, out: str | None, formats: Sequence[str], comm
             raise TefqError(f"--format {fmt} contradicts --out {out}, whose extension names {named}: drop "
                             "--format, or name the file by its format", file="--format")
         return named
+    meant = misspelt(extension(out)) if fmt is None else None
+    if meant is not None:
+        raise TefqError(f"{out}: its extension '.{extension(out)}' names no format tefq writes; did you mean "
+                        f"'.{meant}'? (or name the format: --format FMT)", file="--out")
     if fmt is None:
         fmt = terminal if out is None and on_terminal() else "csv"
     if fmt in BINARY_FORMATS and out is None and on_terminal():

@@ -44,6 +44,18 @@ def test_a_format_that_contradicts_the_extension_is_refused(tmp_path, capsys) ->
     assert code == 0 and (tmp_path / "r.dat").read_text().startswith("?tick")
 
 
+@pytest.mark.parametrize("name, meant", [("r.parqet", ".parquet"), ("r.cvs", ".csv"), ("r.jsn", ".json"),
+                                         ("r.fether", ".feather")])
+def test_a_misspelt_extension_is_refused_not_written_as_csv(tmp_path, capsys, name: str, meant: str) -> None:
+    code, _, err = tefq(capsys, *RUN, "--out", tmp_path / name)
+    assert code == 2 and f"did you mean '{meant}'" in err and err.startswith("--out: error:")
+    assert not (tmp_path / name).exists()
+    # the format said: written as asked
+    code, _, err = tefq(capsys, *RUN, "--format", "csv", "--out", tmp_path / name)
+    assert code == 0, err
+    assert (tmp_path / name).read_bytes().startswith(b"tick,")
+
+
 def test_facts_and_usecase_follow_the_extension_too(tmp_path, capsys) -> None:
     code, _, err = tefq(capsys, *FACTS, "--out", tmp_path / "f.json")
     assert code == 2 and "tefq facts does not write" in err
