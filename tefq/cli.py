@@ -136,6 +136,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.at is not None or args.facts is not None:  # spec §12: as of given instants (oracle)
         args.stream = [stream_arg(v).path for v in args.stream or ()]
         return run_as_of(args, _output(args))
+    if not args.stream and args.query is None and args.expression is None:  # both missing: say both
+        raise TefqError("tefq run needs a query and its events: tefq run FILE.tef --stream PATH (the query "
+                        "may also be - or -e TEXT; see 'tefq run --help')", file="tefq run")
     if not args.stream:
         raise TefqError("tefq run needs --stream PATH (or --facts FILE with --at)", file="--stream")
     outcome = execute(run_request(args))

@@ -74,11 +74,11 @@ def duration_ms(value: int | str | None, option: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise TefqError(f"{option}: expected a duration (e.g. 5s) or milliseconds, got {type(value).__name__}",
+        raise TefqError(f"expected a duration (e.g. 5s) or milliseconds, got {type(value).__name__}",
                         file=option)
     if isinstance(value, int):
         if value < 0:
-            raise TefqError(f"{option}: a duration cannot be negative, got {value}", file=option)
+            raise TefqError(f"a duration cannot be negative, got {value}", file=option)
         value = str(value) + "ms"  # checked as any other duration
     try:
         return parse_duration(value)

@@ -29,10 +29,10 @@ def parse_windows(text: str) -> list[int]:
 
                 ms = parse_duration(part.strip().strip('"'))
             except (ImportError, TefqError):
-                raise TefqError(f"--windows: '{part.strip()}' is not a duration (e.g. 10s, 500ms, 1m, PT10S)",
+                raise TefqError(f"'{part.strip()}' is not a duration (e.g. 10s, 500ms, 1m, PT10S)",
                                 file="--windows") from None
         if ms <= 0:
-            raise TefqError(f"--windows: '{part.strip()}' must be positive", file="--windows")
+            raise TefqError(f"'{part.strip()}' must be positive", file="--windows")
         out.append(ms)
     return out
 

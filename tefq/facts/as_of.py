@@ -31,9 +31,9 @@ def parse_instants(text: str, option: str = "--at") -> list[int]:
         try:
             out.append(parse_ts(part))
         except ValueError as e:
-            raise TefqError(f"{option}: {e}", option) from None
+            raise TefqError(str(e), option) from None
         if not TS_MIN <= out[-1] <= TS_MAX:
-            raise TefqError(f"{option}: {part.strip()} is {RANGE_HINT}", option)
+            raise TefqError(f"{part.strip()} is {RANGE_HINT}", option)
     return out
 
 

@@ -80,6 +80,26 @@ def test_missing_stream(capsys, tmp_path):
     assert "absent" in err and "Traceback" not in err
 
 
+def test_run_without_arguments_names_both_missing_parts(capsys):
+    code, out, err = tefq(capsys, "run")
+    assert code == 2 and out == ""
+    assert err.startswith("tefq run: error:") and "FILE.tef" in err and "--stream PATH" in err
+    code, _, err = tefq(capsys, "run", SPEC10 / "uc1.tef")  # one part missing: that part named
+    assert code == 2 and err.startswith("--stream: error:")
+
+
+RUN_SPEC10 = ["run", SPEC10 / "uc1.tef", "--stream", SPEC10 / "events.tsv", "--engine", "oracle"]
+
+
+@pytest.mark.parametrize("argv, option", [([*RUN_SPEC10, "--at", "noon"], "--at"),
+                                          ([*RUN_SPEC10, "--lateness", "-5"], "--lateness"),
+                                          (["compare", "--usecase", "uc1", "--stream", SPEC10 / "events.tsv",
+                                            "--windows", "10x"], "--windows")])
+def test_an_option_is_named_once_in_its_message(capsys, argv, option: str):
+    code, _, err = tefq(capsys, *argv)
+    assert code == 2 and err.startswith(f"{option}: error:") and err.count(option) == 1, err
+
+
 def test_unknown_option(capsys):
     code, _, err = tefq(capsys, "run", SPEC10 / "uc1.tef", "--stream", SPEC10 / "events.tsv", "--frobnicate")
     assert code == 2
