@@ -97,8 +97,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     window = parse_window(args.window)
     if window <= 0:
         raise TefqError("the window must be positive", file="--window")
+    lines = report(load(args.stream), window).lines()  # read before printing: a bad stream prints nothing
     print(f"stream               {args.stream}")
-    for line in report(load(args.stream), window).lines():
+    for line in lines:
         print(line)
     return 0
 
