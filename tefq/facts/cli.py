@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "fact, identity columns, start, end (ms; end empty while open); both engines give the "
                     "same table (spec §12).")
     p.add_argument("query", metavar="FILE.tef", help="a TEF-SPARQL document")
-    p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
+    p.add_argument("--prefix", action="append", metavar="p=IRI",
+                   help="map a prefix the document does not declare: foo:=IRI, or :=IRI for `:`")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--stream", action="append", metavar="PATH", help="stream file or directory (repeatable)")
     source.add_argument("--facts", metavar="FILE", help="a stored fact table (.parquet, .tsv, .jsonl) to plot or convert")
