@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tefq import cleanup, progress
-from tefq.plan.absent import warn_absent
+from tefq.plan.absent import events_per_input, warn_inputs
 from tefq.progress import plural
 from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
@@ -529,7 +529,8 @@ class Job:
         master = s.master or os.environ.get("TEFQ_SPARK_MASTER")
         return SparkRun(self.doc, tuple(self.spark_paths()), self.background, self.settings.run, master=master,
                         spark=s.session or self.configured_session(master), max_files_per_trigger=s.max_files_per_trigger,
-                        bad_row_log=self.log, progress=r.progress, **options)
+                        bad_row_log=self.log, progress=r.progress, stream_names=tuple(self.staged.names()),
+                        **options)
 
     def configured_session(self, master: str | None) -> Any:
         """A session started with the user's Spark settings (--conf, --driver-memory); None without
@@ -555,7 +556,7 @@ def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
     elements, arrival = job.staged.read_all(job.log)
-    warn_absent(job.doc, {p for _, _, p, _ in elements})
+    warn_inputs(job.doc, {p for _, _, p, _ in elements}, events_per_input(arrival.labels, arrival.rounds))
     return run_document(job.doc, elements, job.triples, settings=job.settings.run, arrival=arrival,
                         locate=job.staged.locate, stream_iris=job.request.stream_iris)
 
@@ -565,7 +566,7 @@ def simulated_on_oracle(job: Job) -> RunResult:
     from tefq.simulate import run as simulate
 
     elements, arrival = job.staged.read_all(job.log)
-    warn_absent(job.doc, {p for _, _, p, _ in elements})
+    warn_inputs(job.doc, {p for _, _, p, _ in elements}, events_per_input(arrival.labels, arrival.rounds))
     return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
                     t0=job.settings.run.t0, max_ticks=job.settings.run.max_ticks, locate=job.staged.locate)
 
