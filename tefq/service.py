@@ -336,13 +336,14 @@ def engine_choice(request: RunRequest, doc: Document | None = None) -> EngineCho
     --max-files-per-trigger, --ingest, standard input of unknown size), else `auto_engine` by the
     input's size and the bound document `doc` (None: taken as light for the oracle)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-    from tefq.spark.runtime.session_source import is_warm
+    from tefq.spark.runtime.session_source import warm_label
 
     if request.engine not in ENGINES:
         raise TefqError(f"unknown engine {request.engine!r}: expected oracle, spark or auto", file="--engine")
-    warm = ", warm" if is_warm() else ""
+    label = warm_label()
+    warm = f", {label}" if label else ""
     if request.engine != "auto":
-        return EngineChoice(request.engine, warm.lstrip(", ") if request.engine == "spark" else "")
+        return EngineChoice(request.engine, label if request.engine == "spark" else "")
     paths = stream_paths(request.events)
     if request.spark.given() or request.spark.follow or STDIN in paths:
         return EngineChoice("spark", f"auto, {'standard input' if STDIN in paths else 'a Spark option'}{warm}")
@@ -355,15 +356,17 @@ def auto_engine(events: int, light: bool = True) -> EngineChoice:
     AUTO_ORACLE_EVENTS (AUTO_ORACLE_EVENTS_HEAVY for a document not `light` for the oracle), or
     AUTO_ORACLE_EVENTS_WARM (_HEAVY) when Spark is up already, else Spark."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-    from tefq.spark.runtime.session_source import is_warm
+    from tefq.spark.runtime.session_source import is_warm, warm_label
 
     warm = is_warm()
     limit = ((AUTO_ORACLE_EVENTS_WARM if light else AUTO_ORACLE_EVENTS_WARM_HEAVY) if warm
              else AUTO_ORACLE_EVENTS if light else AUTO_ORACLE_EVENTS_HEAVY)
     engine = "oracle" if events < limit else "spark"
     what = "" if light else " for this query"
-    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,}{what} with Spark "
-                                f"{'warm' if warm else 'to start'}")
+    # the limit follows is_warm; the words say whether this run waited for Spark (warm_label)
+    state = ("the warm engine just started" if warm_label() == "warm engine just started" else "Spark warm") \
+        if warm else "Spark to start"
+    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,}{what} with {state}")
 
 
 def light_for_the_oracle(doc: Document) -> bool:
