@@ -101,13 +101,14 @@ def _memory(value: str) -> str:
 def cmd_parse(args: argparse.Namespace) -> int:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.analysis import summary
+    from tefq.analysis.bind import undeclared_prefix
 
     doc = _query_file(args).document()
     for line in summary(doc):
         print(line)
     if doc.unmapped is not None:  # spec §1: it parses as printed; a run needs the prefix mapped
         e = doc.unmapped
-        print(TefqError("the prefix ':' is not declared: to run the document, map it with --prefix :=IRI",
+        print(TefqError(undeclared_prefix("", why="to run the document, "),
                         e.file, e.line, e.column, kind="note").render(), file=sys.stderr)
     return 0
 
@@ -207,7 +208,8 @@ def _with_query(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", metavar="FILE.tef", nargs="?",
                    help="a TEF-SPARQL document (.tef, .rspql); - reads it from standard input")
     p.add_argument("-e", "--expression", metavar="TEXT", help="the document as text instead of a file")
-    p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
+    p.add_argument("--prefix", action="append", metavar="p=IRI",
+                   help="map a prefix the document does not declare: foo:=IRI, or :=IRI for `:`")
 
 
 def _add_document_commands(sub: argparse._SubParsersAction) -> None:

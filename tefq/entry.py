@@ -203,12 +203,13 @@ def stop_before_the_command(signum: int, frame) -> None:
 
 
 def main() -> None:
+    began = time.time()  # a run that waits for the warm engine to start is not called warm
     signal.signal(signal.SIGTERM, this_process_only(stop_before_the_command))
     argv = sys.argv[1:]
     master = client.eligible_master(argv)
     if master is None:
         here_early(argv)
-    code = client.delegate(argv, master)
+    code = client.delegate(argv, master, began)
     if code is not None:
         sys.exit(code)
     if reads_stdin(argv):
@@ -218,7 +219,7 @@ def main() -> None:
     try:
         here()
     except HandOver:
-        sys.exit(hand_over(argv, master, launched))
+        sys.exit(hand_over(argv, master, launched, began))
     except SystemExit:  # it ended here (bad input, or no Spark after all): the early engine is not needed
         client.abandon(launched)
         raise
@@ -226,14 +227,14 @@ def main() -> None:
         SESSION_SOURCE.reset(token)
 
 
-def hand_over(argv: list[str], master: str, launched) -> int:
+def hand_over(argv: list[str], master: str, launched, began: float | None = None) -> int:
     """Start the warm engine (or wait for the one `launched` early) and run the command line there;
     if it cannot start, run it here."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # tefq.cli.main ignored them on its way out
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         place = client.start(master, say=False, launched=launched)  # starting_line said it
-        code = client.delegate(argv, master) if place is not None else None
+        code = client.delegate(argv, master, began) if place is not None else None
     except KeyboardInterrupt:
         print("tefq: interrupted", file=sys.stderr)
         return 130

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tefq import cleanup, progress
-from tefq.plan.absent import warn_absent
+from tefq.plan.absent import events_per_input, warn_inputs
 from tefq.progress import plural
 from tefq.errors import SPARK_MISSING, TefqError
 from tefq.io.bad_rows import BadRowLog
@@ -336,13 +336,14 @@ def engine_choice(request: RunRequest, doc: Document | None = None) -> EngineCho
     --max-files-per-trigger, --ingest, standard input of unknown size), else `auto_engine` by the
     input's size and the bound document `doc` (None: taken as light for the oracle)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-    from tefq.spark.runtime.session_source import is_warm
+    from tefq.spark.runtime.session_source import warm_label
 
     if request.engine not in ENGINES:
         raise TefqError(f"unknown engine {request.engine!r}: expected oracle, spark or auto", file="--engine")
-    warm = ", warm" if is_warm() else ""
+    label = warm_label()
+    warm = f", {label}" if label else ""
     if request.engine != "auto":
-        return EngineChoice(request.engine, warm.lstrip(", ") if request.engine == "spark" else "")
+        return EngineChoice(request.engine, label if request.engine == "spark" else "")
     paths = stream_paths(request.events)
     if request.spark.given() or request.spark.follow or STDIN in paths:
         return EngineChoice("spark", f"auto, {'standard input' if STDIN in paths else 'a Spark option'}{warm}")
@@ -355,15 +356,17 @@ def auto_engine(events: int, light: bool = True) -> EngineChoice:
     AUTO_ORACLE_EVENTS (AUTO_ORACLE_EVENTS_HEAVY for a document not `light` for the oracle), or
     AUTO_ORACLE_EVENTS_WARM (_HEAVY) when Spark is up already, else Spark."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-    from tefq.spark.runtime.session_source import is_warm
+    from tefq.spark.runtime.session_source import is_warm, warm_label
 
     warm = is_warm()
     limit = ((AUTO_ORACLE_EVENTS_WARM if light else AUTO_ORACLE_EVENTS_WARM_HEAVY) if warm
              else AUTO_ORACLE_EVENTS if light else AUTO_ORACLE_EVENTS_HEAVY)
     engine = "oracle" if events < limit else "spark"
     what = "" if light else " for this query"
-    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,}{what} with Spark "
-                                f"{'warm' if warm else 'to start'}")
+    # the limit follows is_warm; the words say whether this run waited for Spark (warm_label)
+    state = ("the warm engine just started" if warm_label() == "warm engine just started" else "Spark warm") \
+        if warm else "Spark to start"
+    return EngineChoice(engine, f"auto, about {events:,} events, the oracle below {limit:,}{what} with {state}")
 
 
 def light_for_the_oracle(doc: Document) -> bool:
@@ -529,7 +532,8 @@ class Job:
         master = s.master or os.environ.get("TEFQ_SPARK_MASTER")
         return SparkRun(self.doc, tuple(self.spark_paths()), self.background, self.settings.run, master=master,
                         spark=s.session or self.configured_session(master), max_files_per_trigger=s.max_files_per_trigger,
-                        bad_row_log=self.log, progress=r.progress, **options)
+                        bad_row_log=self.log, progress=r.progress, stream_names=tuple(self.staged.names()),
+                        **options)
 
     def configured_session(self, master: str | None) -> Any:
         """A session started with the user's Spark settings (--conf, --driver-memory); None without
@@ -555,7 +559,7 @@ def on_oracle(job: Job) -> RunResult:
     from tefq.oracle import run_document
 
     elements, arrival = job.staged.read_all(job.log)
-    warn_absent(job.doc, {p for _, _, p, _ in elements})
+    warn_inputs(job.doc, {p for _, _, p, _ in elements}, events_per_input(arrival.labels, arrival.rounds))
     return run_document(job.doc, elements, job.triples, settings=job.settings.run, arrival=arrival,
                         locate=job.staged.locate, stream_iris=job.request.stream_iris)
 
@@ -565,7 +569,7 @@ def simulated_on_oracle(job: Job) -> RunResult:
     from tefq.simulate import run as simulate
 
     elements, arrival = job.staged.read_all(job.log)
-    warn_absent(job.doc, {p for _, _, p, _ in elements})
+    warn_inputs(job.doc, {p for _, _, p, _ in elements}, events_per_input(arrival.labels, arrival.rounds))
     return simulate(job.doc, arrival.in_stream_order(elements), job.request.simulate, job.settings.window_ms, job.triples,
                     t0=job.settings.run.t0, max_ticks=job.settings.run.max_ticks, locate=job.staged.locate)
 

@@ -22,6 +22,15 @@ TIMESTAMP_FUNCTION = "urn:tefq:fn:timestamp"
 # namespace and run once `--prefix :=IRI` (or a PREFIX) maps it (Document.unmapped says where).
 UNMAPPED_NAMESPACE = "urn:tefq:unmapped-prefix:"
 
+
+def undeclared_prefix(prefix: str, why: str = "") -> str:
+    """The one message for a prefix no PREFIX or `--prefix` maps, `:` or `foo:` alike. The
+    suggestion writes the prefix as the document does, colon included (`--prefix :=IRI`,
+    `--prefix foo:=IRI`): `=IRI` alone, the bare form for `:`, reads like a typo."""
+    shown = prefix + ":"
+    return f"undeclared prefix '{shown}': {why}declare it with PREFIX {shown} <IRI> or map it with --prefix {shown}=IRI"
+
+
 # RSP-QL's REGISTER forms and the R2S operator each one names.
 RSPQL_R2S = {"RSTREAM": "rstream", "ISTREAM": "istream", "DSTREAM": "dstream"}
 
@@ -67,9 +76,7 @@ class _Scope:
             self.where.unmapped.append(node.span)
             return UNMAPPED_NAMESPACE + node.local
         if node.prefix not in self.prefixes:
-            shown = node.prefix + ":"
-            raise self.where.err(f"undeclared prefix '{shown}' (declare it with PREFIX {shown} <...>"
-                                 f" or map it with --prefix {node.prefix}=IRI)", node.span)
+            raise self.where.err(undeclared_prefix(node.prefix), node.span)
         return self.prefixes[node.prefix] + node.local
 
     def node(self, n: ast.Term) -> L.Node:
@@ -638,8 +645,7 @@ class _Binder:
         """The error a run of this document raises when it used `:` undeclared (at its first use)."""
         if not self.where.unmapped:
             return None
-        return self.where.err("the prefix ':' is not declared: add PREFIX : <IRI> to the document or run it "
-                              "with --prefix :=IRI (e.g. --prefix :=http://example.org/iptv#)", self.where.unmapped[0])
+        return self.where.err(undeclared_prefix(""), self.where.unmapped[0])
 
 
 def bind(ast_doc: ast.Document, filename: str, source: str, extra_prefixes: dict[str, str] | None = None,

@@ -53,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline-query", metavar="FILE", help="csparql-query's queries, in C-SPARQL or RSP-QL"
                    " (default: usecases/<usecase>_csparql.rspql)")
     p.add_argument("--query", metavar="FILE.tef", help="the use-case document (default: usecases/<usecase>.tef)")
-    p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
+    p.add_argument("--prefix", action="append", metavar="p=IRI",
+                   help="map a prefix the document does not declare: foo:=IRI, or :=IRI for `:`")
     p.add_argument("--background", metavar="FILE", help="background knowledge (Turtle, N-Triples, TriG)")
     p.add_argument("--t0", type=int, default=0, metavar="MS", help="window origin in ms")
     p.add_argument("--check-oracle", action="store_true",

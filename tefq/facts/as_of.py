@@ -12,7 +12,7 @@ from tefq.errors import TefqError
 from tefq.facts.reader import read_fact_store
 from tefq.facts.spark import spark_fact_store
 from tefq.facts.table import event_elements
-from tefq.io.timestamps import parse_ts
+from tefq.io.timestamps import format_iso_ms, parse_ts
 from tefq.io.validate import RANGE_HINT, TS_MAX, TS_MIN
 from tefq.oracle import prepare
 from tefq.oracle.facts import (INF, FactStore, FactTable, TripleIndex, background_index, build_store, event_times,
@@ -82,6 +82,21 @@ def visible_spans(doc: Document, instants: Sequence[int]) -> list[tuple[int | No
     return [(t - d, t) for t in ts]
 
 
+def visible_text(doc: Document, instants: Sequence[int]) -> str:
+    """What `visible_spans` keeps, in words (the summary line of `run --at --facts`)."""
+    spans = visible_spans(doc, instants)
+    if not spans:
+        return "all of them"
+    if spans == [(None, max(instants))]:  # a WHILE scope may reach back to the start of a show
+        return f"those started by {format_iso_ms(max(instants))}"
+    lo, hi = spans[0]
+    if len(spans) == 1 and len(set(instants)) > 1:  # the coarse span of many instants
+        return f"those valid between {format_iso_ms(lo)} and {format_iso_ms(hi)}"  # type: ignore[arg-type]
+    d = f"{(hi - lo) / 1000:g} s"  # type: ignore[operator]
+    when = format_iso_ms(hi) if len(spans) == 1 else "one of the instants"  # type: ignore[arg-type]
+    return f"those valid in the {d} up to {when}"
+
+
 def visible_store(store: FactStore, q: AggregateQuery, instants: Sequence[int]) -> FactStore:
     """`store` without the intervals `q` cannot see at any instant: a pattern matches an interval
     `[s, e)` at `T` only if `s <= T`, and (without WHILE) `T < e + d` (spec §4.2)."""
@@ -149,5 +164,6 @@ def as_of_facts(doc: Document, facts_path: str, instants: Sequence[int], backgro
     return _evaluate(doc, store, [], background_index(background), instants, started)
 
 
-__all__ = ["parse_instants", "aggregate_queries", "event_patterns", "check_fact_only", "visible_spans", "visible_store",
+__all__ = ["parse_instants", "aggregate_queries", "event_patterns", "check_fact_only", "visible_spans", "visible_text",
+           "visible_store",
            "as_of_stream", "as_of_spark", "as_of_facts"]

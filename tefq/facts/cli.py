@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "fact, identity columns, start, end (ms; end empty while open); both engines give the "
                     "same table (spec §12).")
     p.add_argument("query", metavar="FILE.tef", help="a TEF-SPARQL document")
-    p.add_argument("--prefix", action="append", metavar="p=IRI", help="map a prefix the document does not declare")
+    p.add_argument("--prefix", action="append", metavar="p=IRI",
+                   help="map a prefix the document does not declare: foo:=IRI, or :=IRI for `:`")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--stream", action="append", metavar="PATH", help="stream file or directory (repeatable)")
     source.add_argument("--facts", metavar="FILE", help="a stored fact table (.parquet, .tsv, .jsonl) to plot or convert")
@@ -162,7 +163,9 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
     Reads `query`, `prefix`, `background`, `stream`, `facts`, `at`, `quiet`, and if present
     `engine` (default oracle) and `master` (and without `output`, `format`, `out` and `metrics`)."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-    from tefq.facts.as_of import as_of_facts, as_of_spark, as_of_stream, parse_instants
+    from tefq.facts.as_of import as_of_facts, as_of_spark, as_of_stream, parse_instants, visible_text
+    from tefq.facts.reader import stored_rows
+    from tefq.progress import plural
     from tefq.io.result_writers import write_metrics, write_results
     from tefq.service import Output, plan_kinds
 
@@ -193,10 +196,15 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
     if not getattr(args, "quiet", False):
         m = run.metrics
         engine = m.extra.get("engine", "oracle")
-        source = "stored table" if args.facts else "Spark's fact table" if engine == "spark" else \
-            f"{m.events_in} events replayed"
-        print(f"tefq: as of {len(set(instants))} instant(s), {m.rows_out} rows, facts {m.facts_created} "
-              f"({source}), {m.wall_seconds:.2f} s ({engine})", file=sys.stderr)
+        if args.facts:  # only the intervals the queries can see at the instants are read
+            stored = stored_rows(args.facts)
+            of = f" of {stored:,}" if stored is not None else ""
+            facts = f"{m.facts_created:,}{of} stored fact intervals read ({visible_text(doc, instants)})"
+        else:  # every fact of the stream is built, whatever the instants
+            source = "Spark's fact table" if engine == "spark" else f"{plural(m.events_in, 'event')} replayed"
+            facts = f"{plural(m.facts_created, 'fact interval')} from {source}"
+        print(f"tefq: as of {plural(len(set(instants)), 'instant')}, {plural(m.rows_out, 'row')}; {facts}; "
+              f"{m.wall_seconds:.2f} s ({engine})", file=sys.stderr)
     return 0
 
 

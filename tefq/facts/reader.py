@@ -38,6 +38,21 @@ def read_fact_store(path: str, doc: Document, spans: Sequence[Span] = ()) -> Fac
     return _store(doc, records, path)
 
 
+def stored_rows(path: str) -> int | None:
+    """How many intervals (rows) the fact table at `path` holds, whatever an as-of run reads of
+    it (the summary's "N of M"); None when it cannot be counted. Parquet: from its footer."""
+    try:
+        if path.lower().endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(path).metadata.num_rows
+        with open(path, encoding="utf-8") as f:
+            lines = sum(1 for line in f if line.strip())
+        return lines - 1 if path.lower().endswith(".tsv") else lines  # a TSV table has a header
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
 def _within(records: Iterator[Record], spans: Sequence[Span]) -> Iterator[Record]:
     for rec in records:
         _, _, _, start, end = rec

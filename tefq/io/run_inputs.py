@@ -91,6 +91,11 @@ class RunInputs:
         for table in self.tables:
             yield from read_table(table, EVENTS, bad_rows)
 
+    def names(self) -> list[str]:
+        """Each stream's name as the user gave it (`streams`' labels), paths then tables: what
+        `tefq.io.staging.as_parquet` stages for Spark, in its order."""
+        return [self.shown.get(p, p) for p in self.paths] + [EVENTS] * len(self.tables)
+
     def locate(self, ts: int) -> tuple[str, int]:
         """(file, line) of the first row at `ts`, under the name the user gave (an error path);
         in-memory events: (`<events>`, row)."""
@@ -141,6 +146,7 @@ def stage_stream(path: str, fmt: str | None, workdir: str, into: RunInputs) -> N
     else:
         links = fresh_path(workdir, "as-" + fmt)
         os.makedirs(links)
+        into.shown[links] = path  # the stream is named as the user named it, not as staged
         for i, (shown, real) in enumerate(_files(path)):
             gz = ".gz" if real.lower().endswith(".gz") and fmt != "parquet" else ""
             link = os.path.join(links, f"{i:06d}.{fmt}{gz}")

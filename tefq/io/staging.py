@@ -87,6 +87,16 @@ def predicates_present(paths: list[str], wanted: Collection[str]) -> set[str] | 
     return found
 
 
+def events_in(paths: list[str]) -> list[int] | None:
+    """How many events each of the (staged) Parquet stream paths holds, from the files' footers;
+    None when it cannot be known (a Redis stream)."""
+    import pyarrow.parquet as pq
+
+    if any(is_redis_url(p) for p in paths):
+        return None
+    return [sum(pq.ParquetFile(f).metadata.num_rows for f in files_in_stream_order([p])) for p in paths]
+
+
 def is_stage_dir(path: str) -> bool:
     return os.path.exists(os.path.join(path, STAGE_INDEX))
 

@@ -97,25 +97,28 @@ def ask(place: Place, message: dict, timeout: float = REPLY_TIMEOUT_S) -> dict |
         sock.close()
 
 
-def delegate(argv: Sequence[str], master: str) -> int | None:
-    """Run the command line in the warm engine for `master` if one is up: its exit code, else None."""
+def delegate(argv: Sequence[str], master: str, began: float | None = None) -> int | None:
+    """Run the command line in the warm engine for `master` if one is up: its exit code, else None.
+    `began`: when the command line began (time.time()); the engine tells a run that waited for it
+    to start from a warm one by it (its summary line)."""
     try:
         place = place_for(master)
     except PlaceError as e:
         print(f"tefq: no warm engine: {e}", file=sys.stderr)
         return None
     sock = connect(place)
-    return None if sock is None else run_there(sock, place, argv)
+    return None if sock is None else run_there(sock, place, argv, began)
 
 
-def run_there(sock: socket.socket, place: Place, argv: Sequence[str]) -> int | None:
+def run_there(sock: socket.socket, place: Place, argv: Sequence[str], began: float | None = None) -> int | None:
     """Send the command line with this process's standard streams, forward signals, wait for its
     exit code. None when the engine turned it down before it ran (stale, stopping, hung)."""
     try:
         with standard_streams() as fds:
             wire.send(sock, {"op": "run", "key": place.key, "argv": list(argv), "cwd": os.getcwd(),
                              "env": dict(os.environ), "umask": current_umask(),
-                             "encoding": getattr(sys.stdout, "encoding", None) or "utf-8"}, fds)
+                             "encoding": getattr(sys.stdout, "encoding", None) or "utf-8",
+                             **({"began": began} if began is not None else {})}, fds)
         reply = wire.receive(sock)[0]
     except (OSError, ValueError):
         reply = None

@@ -74,6 +74,7 @@ class Engine:
         self.runs: dict[int, Run] = {}
         self.served = 0
         self.started = time.time()
+        self.ready_at = time.time()  # reset when it listens: a run begun before then waited for it
         self.last_active = time.monotonic()
         self.stopping = False
         self.selector = selectors.DefaultSelector()
@@ -82,6 +83,7 @@ class Engine:
 
     # ------------------------------------------------------------ life
     def serve(self) -> None:
+        self.ready_at = time.time()
         self.listener = listen(self.place)
         for fd in (self.wake_r, self.wake_w):
             os.set_blocking(fd, False)
@@ -250,6 +252,8 @@ class Engine:
         # Spark ends Python workers idle for a minute: the engine's first run, or one after a quiet
         # minute, starts them while it plans (session.warm_workers_soon)
         cold_workers = self.served == 0 or time.monotonic() - self.last_active > WORKERS_IDLE_S
+        # a command line that began before this engine was up waited for it: not a warm run
+        just_started = isinstance(message.get("began"), (int, float)) and message["began"] < self.ready_at
         sys.stdout.flush()
         sys.stderr.flush()
         gc.freeze()  # the child's collections skip the engine's objects (no copy of their pages)
@@ -259,7 +263,8 @@ class Engine:
         if pid == 0:
             closing = [self.wake_r, self.wake_w, self.selector.fileno(), self.listener.fileno(), conn.fileno(),
                        *(r.conn.fileno() for r in self.runs.values())]
-            run_command_line(message, fds, session, self.master, closing, self.command, cold_workers)  # never returns
+            run_command_line(message, fds, session, self.master, closing, self.command, cold_workers,  # never returns
+                             just_started)
         for fd in fds:
             os.close(fd)
         run = Run(pid, conn, session, message.get("argv", []))

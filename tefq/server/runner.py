@@ -34,8 +34,9 @@ class WarmSource:
 
     warm = True  # session_source.is_warm: `--engine auto` knows Spark is up
 
-    def __init__(self, session, master: str) -> None:
-        self.session, self.master = session, master
+    def __init__(self, session, master: str, just_started: bool = False) -> None:
+        # just_started: the engine started for this run (session_source.warm_label: not "warm")
+        self.session, self.master, self.just_started = session, master, just_started
 
     def __call__(self, master: str, settings=None):
         own = "TEFQ_SERVER=0 starts Spark in the command's own process"
@@ -54,7 +55,7 @@ class WarmSource:
 
 
 def run_command_line(request: dict, fds: list[int], session, master: str, closing: list[int],
-                     command: Callable[[], None], cold_workers: bool = False) -> NoReturn:
+                     command: Callable[[], None], cold_workers: bool = False, just_started: bool = False) -> NoReturn:
     """The child's whole life (see the module doc): `command` runs the request's argv; never returns.
     `cold_workers`: Spark's Python workers may be gone (the engine's first run, or one after an idle
     minute): started beside the command (session.warm_workers_soon)."""
@@ -74,7 +75,7 @@ def run_command_line(request: dict, fds: list[int], session, master: str, closin
             from tefq.spark.runtime.session import warm_workers_soon
 
             warm_workers_soon(session)
-        SESSION_SOURCE.set(WarmSource(session, master))
+        SESSION_SOURCE.set(WarmSource(session, master, just_started))
         sys.argv = ["tefq", *request["argv"]]
         command()
         code = 0

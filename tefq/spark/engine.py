@@ -21,7 +21,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -31,8 +31,8 @@ from tefq.errors import TefqError
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.rdf import Background, as_background
 from tefq.io.redis_stream import is_redis_url
-from tefq.io.staging import Staging, predicates_present, stage_streams
-from tefq.plan.absent import warn_absent
+from tefq.io.staging import Staging, events_in, predicates_present, stage_streams
+from tefq.plan.absent import warn_inputs
 from tefq.plan.logical import Document
 from tefq.results import Metrics, QueryResult, RunResult
 from tefq.spark.fact_output import FactCollector
@@ -137,7 +137,8 @@ class SparkRun:
     its own; default: one for `bad_rows`, the --bad-rows directory). `accept_gaps`: a Redis stream
     that lost entries before they were read goes on (default: exit 2, naming them).
     `stream_iris[i]`: the IRI stream path i is bound to (`--stream IRI=PATH`; windowed FROM STREAM
-    <IRI> reads it)."""
+    <IRI> reads it). `stream_names[i]`: how warnings name stream path i (the user's name of a
+    staged input: `<stdin>`; default: the path)."""
 
     doc: Document
     stream_paths: tuple[str, ...]
@@ -158,6 +159,7 @@ class SparkRun:
     progress: bool = True
     accept_gaps: bool = False
     stream_iris: tuple[str | None, ...] = ()
+    stream_names: tuple[str, ...] = ()
 
     @staticmethod
     def of(doc: Document, stream_paths: list[str], background: Any = None, **options: Any) -> "SparkRun":
@@ -222,7 +224,8 @@ def run(request: SparkRun) -> RunResult:
             results, metrics = run_followed(p.spark, r.doc, plans, paths, p.workdir, p.options, r.on_rows, r.stop,
                                             p.log, r.ingest)
         else:
-            results, metrics = run_to_end(p.spark, r.doc, plans, paths, p.workdir, p.options, r.ingest, p.log)
+            results, metrics = run_to_end(p.spark, r.doc, plans, paths, p.workdir, p.options, r.ingest, p.log,
+                                          r.stream_names)
             if r.checkpoint is not None:
                 mark_finished(r.checkpoint, file_inputs(paths))
         metrics.extra["late_events_by_stream"] = late_by_label(metrics.extra.pop("late_by_index", {}), paths)
@@ -244,7 +247,7 @@ def run_fact_table(request: SparkRun, every_ms: int,
         if r.follow:
             return follow_plans(p.spark, r.doc, [plan], paths, p.workdir, table, on_rows=None, stop=r.stop,
                                 log=p.log, on_facts=on_facts, ingest=r.ingest)[1]
-        run_to_end(p.spark, r.doc, [plan], paths, p.workdir, table, r.ingest, p.log)
+        run_to_end(p.spark, r.doc, [plan], paths, p.workdir, table, r.ingest, p.log, r.stream_names)
         return collect_facts(plan, sink_dir(p.workdir, plan))
 
 
@@ -310,10 +313,12 @@ def redis_bad_entries(stream_paths: list[str], bad_rows: str | None) -> int:
 
 
 def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,
-               run: RunOptions, ingest: str, log: BadRowLog) -> tuple[list[QueryResult], Metrics]:
-    """A bounded run: the streams staged (bad rows to the run's `log`), every plan through `run_bounded`."""
+               run: RunOptions, ingest: str, log: BadRowLog,
+               names: Sequence[str] = ()) -> tuple[list[QueryResult], Metrics]:
+    """A bounded run: the streams staged (bad rows to the run's `log`), every plan through
+    `run_bounded`. `names`: the streams as warnings name them (default: their paths)."""
     staging = stage_streams(stream_paths, workdir, log)
-    warn_absent_predicates(doc, staging.paths)
+    warn_absent_predicates(doc, staging.paths, names)
     staging.paths = pinned_inputs(staging.paths, run.bad_rows, follow=False, accept_gaps=run.accept_gaps)
     record_redis_ends(workdir, staging.paths)  # a finished checkpoint refuses entries past these
     if run.max_files_per_trigger is None:  # memory follows the micro-batch, not the input
@@ -324,13 +329,16 @@ def run_to_end(spark: SparkSession, doc: Document, plans: list, stream_paths: li
     return bounded_results(run_bounded(spark, doc, plans, staging, workdir, run, ingest=ingest))
 
 
-def warn_absent_predicates(doc: Document, paths: list[str]) -> None:
-    """Warn about the patterns no input can match (tefq.plan.absent), from the staged files' p
-    column (not for Redis streams: their content is not known before the run)."""
+def warn_absent_predicates(doc: Document, paths: list[str], names: Sequence[str] = ()) -> None:
+    """Warn about the patterns no input can match, or about inputs that hold no events at all
+    (tefq.plan.absent, as the oracle does), from the staged files' p column and row counts (not
+    for Redis streams: their content is not known before the run). `names[i]`: path i's name."""
+    counts = events_in(paths)
+    if counts is None:
+        return
     wanted = [p for p, _ in doc.input_predicates]
-    present = predicates_present(paths, wanted) if wanted else None
-    if present is not None:
-        warn_absent(doc, present)
+    present = predicates_present(paths, wanted) if wanted and any(counts) else set()
+    warn_inputs(doc, present, list(zip(list(names) or paths, counts)))
 
 
 def run_followed(spark: SparkSession, doc: Document, plans: list, stream_paths: list[str], workdir: str,

@@ -72,7 +72,7 @@ def run(request: "SparkRun", strategy: str, window_ms: int | None = None) -> Run
     workdir = tempfile.mkdtemp(prefix="tefq-spark-sim-")
     try:
         staging = stage_streams(list(r.stream_paths), workdir, log)
-        warn_absent_predicates(r.doc, staging.paths)
+        warn_absent_predicates(r.doc, staging.paths, r.stream_names)
         runs = run_bounded(spark, sim_doc, plans, staging, workdir, opts, operator=operator)
         results, metrics, paths = simulated_results(runs)
         metrics.extra["bad_rows"] = counted(log, metrics.extra.get("bad_rows", 0))

@@ -101,3 +101,54 @@ def test_spark_reads_the_predicates_of_its_staged_files(tmp_path, capsys):
     events.write_text((SPEC10 / "events.tsv").read_text() + "1\t<http://x/A>\t<http://example.org/iptv#genre>\t<http://x/g>\n")
     warn_absent_predicates(doc, stage_streams([str(events)], str(tmp_path / "2"), BadRowLog(None)).paths)
     assert capsys.readouterr().err == ""
+
+
+def run_on(engine: str, streams: list[str], capsys, spark=None, stream_format: str | None = None) -> str:
+    """The run's warnings (stderr) on `engine`."""
+    from tefq.service import QueryFile, RunRequest, SparkOptions, execute
+
+    capsys.readouterr()
+    execute(RunRequest(QueryFile(str(SPEC10 / "uc1.tef")), streams, engine=engine, progress=False,
+                       stream_format=stream_format, spark=SparkOptions(session=spark)))
+    return capsys.readouterr().err
+
+
+def test_empty_inputs_are_named_instead_of_every_predicate(tmp_path, capsys):
+    """No events at all: every predicate is missing, and "did you forget --background?" would
+    point the wrong way; the run names the empty inputs instead (exit 0, no error)."""
+    empty, other = tmp_path / "empty.tsv", tmp_path / "header-only.tsv"
+    empty.write_text("")
+    other.write_text("ts\ts\tp\to\n")
+    assert run_on("oracle", [str(empty)], capsys) == f"tefq: warning: {empty} holds no events\n"
+    assert run_on("oracle", [str(empty), str(other)], capsys) == \
+        f"tefq: warning: {empty} and {other} hold no events\n"
+    # one input holds events: the others' emptiness is no reason for the pattern's predicate to be absent
+    no_join = tmp_path / "no-join.tsv"
+    no_join.write_text("ts\ts\tp\to\n1000\t<http://x/a>\t<http://example.org/iptv#quit>\t<http://x/c>\n")
+    err = run_on("oracle", [str(empty), str(no_join)], capsys)
+    assert "holds no events" not in err and "warning: predicate <http://example.org/iptv#join>" in err, err
+
+
+def test_spark_names_empty_staged_inputs_as_the_oracle(tmp_path, capsys):
+    """The Spark engine's check counts the staged files' rows (their footers): no Spark needed."""
+    from tefq.io.bad_rows import BadRowLog
+    from tefq.io.staging import stage_streams
+    from tefq.spark.engine import warn_absent_predicates
+
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    doc = tefq.compile(UC1, name="q.tef").document()
+    staging = stage_streams([str(empty)], str(tmp_path / "w"), BadRowLog(None))
+    warn_absent_predicates(doc, staging.paths, ["<stdin>"])
+    assert capsys.readouterr().err == "tefq: warning: <stdin> holds no events\n"
+
+
+@pytest.mark.spark
+def test_spark_run_names_an_empty_input_as_the_user_gave_it(tmp_path, capsys, spark):
+    """Through the run service: a `--stream-format` input is staged under another name, and the
+    warning still names the user's file, on both engines."""
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    for engine in ("oracle", "spark"):
+        err = run_on(engine, [str(empty)], capsys, spark=spark, stream_format="tsv")
+        assert f"tefq: warning: {empty} holds no events\n" in err and "predicate" not in err, (engine, err)

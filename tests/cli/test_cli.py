@@ -158,3 +158,20 @@ def test_paper_queries_parse_with_the_empty_prefix_mapped(capsys, tmp_path):
     code, out, err = tefq(capsys, "parse", q, IPTV)
     assert code == 0, err
     assert "P10S" in err or "PT10S" in err  # the paper's duration is read as 10 s, with a warning
+
+
+@pytest.mark.parametrize("prefix", ["", "foo"])
+def test_an_undeclared_prefix_reads_the_same_for_colon_and_foo_and_its_suggestion_runs(capsys, tmp_path, prefix):
+    """`:` and `foo:` get one wording and one `--prefix` form, and the form suggested runs."""
+    q = tmp_path / "q.tef"
+    q.write_text(f"CONSTRUCT FACT F {{?u {prefix}:watching ?c .}}\n(UNION (SINCE ?u {prefix}:join ?c))\n"
+                 f"SELECT ?c AS C, ?u AS U (AGGREGATE ?c, COUNT ?u WHERE (CURRENT ?u {prefix}:watching ?c) "
+                 f"GROUP BY ?c EVERY 5s)\n")
+    code, _, err = tefq(capsys, "run", q, "--stream", SPEC10 / "events.tsv", "--engine", "oracle")
+    first = err.splitlines()[0]
+    assert code == 2 and first.startswith(f"{q}:1:22: error: undeclared prefix '{prefix}:': "), err
+    suggested = f"--prefix {prefix}:=IRI"
+    assert first.endswith(f"declare it with PREFIX {prefix}: <IRI> or map it with {suggested}"), first
+    code, out, err = tefq(capsys, "run", q, "--stream", SPEC10 / "events.tsv", "--engine", "oracle", "--quiet",
+                          *suggested.replace("IRI", "http://example.org/iptv#").split(" "))
+    assert code == 0 and out.count("\n") > 1, err

@@ -120,3 +120,34 @@ def test_with_spark_warm_a_heavy_query_has_the_lowest_bar(tmp_path) -> None:
         assert f"below {AUTO_ORACLE_EVENTS_WARM_HEAVY:,} for this query with Spark warm" in choice.label()
     finally:
         SESSION_SOURCE.reset(token)
+
+
+def test_only_a_run_that_found_spark_up_is_called_warm(tmp_path) -> None:
+    """The warm engine's first run when it started for that run (the command line began before the
+    engine was up: tefq.entry -> client.delegate's `began`) waited for Spark: its summary says
+    so, not "warm"; the choice itself is the warm one's (`is_warm`), unchanged."""
+    from tefq.entry import HandOverSource
+    from tefq.results import Metrics, RunResult
+    from tefq.server.runner import WarmSource
+    from tefq.service import RunOutcome
+
+    with open(tmp_path / "s.tsv", "wb") as fh:
+        fh.truncate(AUTO_ORACLE_EVENTS * 80)  # Spark, warm or not
+    auto = request_for("--stream", str(tmp_path / "s.tsv"))
+    spark = request_for("--stream", "x", "--engine", "spark")
+    labels = {}
+    for name, source in {"warm": WarmSource(None, "local[2]"),
+                         "just started": WarmSource(None, "local[2]", just_started=True),
+                         "starts here": HandOverSource("local[2]")}.items():
+        token = SESSION_SOURCE.set(source)
+        try:
+            choice = engine_choice(spark)
+            summary = RunOutcome("spark", RunResult([], Metrics()), choice=choice).summary()
+            labels[name] = (choice.label(), summary[summary.index(" on "):], engine_choice(auto).label())
+        finally:
+            SESSION_SOURCE.reset(token)
+    assert labels["warm"][:2] == ("spark: warm", " on Spark (warm)")
+    assert labels["just started"][:2] == ("spark: warm engine just started", " on Spark (warm engine just started)")
+    assert labels["starts here"][:2] == ("spark", " on Spark")
+    assert labels["warm"][2].endswith(f"below {AUTO_ORACLE_EVENTS_WARM:,} with Spark warm")
+    assert labels["just started"][2].endswith(f"below {AUTO_ORACLE_EVENTS_WARM:,} with the warm engine just started")

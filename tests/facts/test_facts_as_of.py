@@ -14,6 +14,7 @@ from tefq.facts.as_of import as_of_facts, as_of_stream, parse_instants
 from tefq.facts.cli import run_as_of
 from tefq.facts.table import fact_table
 from tefq.facts.writer import write_facts
+from tefq.io.readers import read_stream
 from tefq.oracle import run
 from tests.support.paths import ROOT
 
@@ -95,3 +96,22 @@ def test_run_as_of_writes_the_rows(tmp_path, capsys):
     assert capsys.readouterr().out.replace("\r\n", "\n") == (
         "tick,CHANNEL,USER\n10000,http://example.org/iptv#A,1\n10000,http://example.org/iptv#B,2\n"
         "15000,http://example.org/iptv#A,1\n15000,http://example.org/iptv#B,3\n")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "tsv", "jsonl"])
+def test_run_as_of_says_what_its_fact_count_counts(tmp_path, capsys, fmt):
+    """Over a stored table only the intervals the queries can see are read: at 10 s with EVERY 5 s,
+    4 of the 6 (Bob's [3 s, 9 s) is one of them though it ended before 10 s); the line says so."""
+    events = os.path.join(ROOT, "examples", "spec10", "events.tsv")
+    doc = DOCS["uc1"]
+    stored = str(tmp_path / f"facts.{fmt}")
+    write_facts(fact_table(doc, read_stream(events)), fmt, stored)
+    args = argparse.Namespace(query=os.path.join(ROOT, "examples", "spec10", "uc1.tef"), prefix=None, background=None,
+                              stream=None, facts=stored, at="10000", out=str(tmp_path / "rows.csv"), format="csv",
+                              metrics=None, quiet=False)
+    assert run_as_of(args) == 0
+    assert ("tefq: as of 1 instant, 2 rows; 4 of 6 stored fact intervals read "
+            "(those valid in the 5 s up to 1970-01-01T00:00:10.000Z); ") in capsys.readouterr().err
+    args.facts, args.stream, args.at = None, [events], "10000,15000"
+    assert run_as_of(args) == 0
+    assert "tefq: as of 2 instants, 4 rows; 6 fact intervals from 8 events replayed; " in capsys.readouterr().err

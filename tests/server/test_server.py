@@ -142,6 +142,10 @@ def test_a_crashed_engine_is_replaced_unseen(engine, data, tmp_path) -> None:
     assert out.read_text() == oracle_csv(["run", UC1, "--stream", str(data / "iptv" / "log")], tmp_path)
     assert json.loads(place_of(engine).info.read_text())["pid"] != info["pid"]
     assert "starting the warm engine" in done.stderr
+    # it waited for the engine it started: not "warm"; the next run finds it up
+    assert "on Spark (warm engine just started)" in done.stderr and "(warm)" not in done.stderr, done.stderr[-2000:]
+    done = tefq(args, engine)
+    assert done.returncode == 0 and "on Spark (warm)" in done.stderr, done.stderr[-2000:]
 
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # one the user nobody may run (the venv's may sit in root's home)

@@ -49,11 +49,26 @@ def is_local(master: str) -> bool:
 def starting_line(master: str | None) -> str:
     """What a run says before it takes its session (progress lines)."""
     source = SESSION_SOURCE.get()
+    if getattr(source, "warm", False) and getattr(source, "just_started", False):
+        return f"Spark is up ({default_master(master)}, the warm engine, started for this run)"
     if getattr(source, "warm", False):
         return f"Spark is warm ({default_master(master)}, the warm engine)"
     if getattr(source, "starts_engine", False):
         return f"starting the warm engine ({default_master(master)}): later runs use it; `tefq server stop` stops it…"
     return f"starting Spark ({default_master(master)})…"
+
+
+def warm_label() -> str:
+    """How the summary line names Spark's state when the run began: `warm` (up already: a warm
+    engine's, or a session in this process), `warm engine just started` (the engine started for
+    this run, which waited for it), or empty (this command starts Spark). Only a label: `--engine
+    auto` chooses by `is_warm`."""
+    source = SESSION_SOURCE.get()
+    if getattr(source, "warm", False):
+        return "warm engine just started" if getattr(source, "just_started", False) else "warm"
+    if source is not None:  # EarlySession, HandOverSource: Spark starts for this command
+        return ""
+    return "warm" if is_warm() else ""
 
 
 def is_warm() -> bool:
