@@ -12,6 +12,7 @@ import os
 import re
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from tefq.errors import TefqError
@@ -310,14 +311,28 @@ def read_background(path: str) -> "rdflib.Graph":
 # ---------------------------------------------------------------------------------------------
 # Parquet (vectorised: terms already in normal form are checked by one regex pass per column)
 
-def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iterator[Iterator[Element]]:
-    import pyarrow as pa
+def parquet_file(path: str):
+    """`pyarrow.parquet.ParquetFile(path)`; a damaged file is exit 2 naming it (`parquet_read`)."""
     import pyarrow.parquet as pq
 
+    with parquet_read(path):
+        return pq.ParquetFile(path)
+
+
+@contextmanager
+def parquet_read(path: str, line: int = 0) -> Iterator[None]:
+    """Reading the Parquet file `path` (at row `line`, if known): pyarrow's error on a damaged file
+    is a located bad-input error, not an internal one."""
+    import pyarrow as pa
+
     try:
-        pf = pq.ParquetFile(path)
+        yield
     except (OSError, pa.ArrowException) as e:
-        raise TefqError(f"cannot read the Parquet file: {e}", path) from None
+        raise TefqError(f"cannot read the Parquet file: {e}", path, line) from None
+
+
+def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iterator[Iterator[Element]]:
+    pf = parquet_file(path)
     schema = pf.schema_arrow
     missing = [c for c in HEADER if c not in schema.names]
     if missing:
@@ -327,12 +342,10 @@ def _parquet_batches(path: str, log: BadRowLog, where: list[int] | None) -> Iter
     row0 = 0
     batches = pf.iter_batches(batch_size=1 << 16, columns=list(HEADER))
     while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
+        with parquet_read(path, row0 + 1):
+            batch = next(batches, None)
+        if batch is None:
             return
-        except (OSError, pa.ArrowException) as e:
-            raise TefqError(f"cannot read the Parquet file: {e}", path, row0 + 1) from None
         rows = batch_elements(batch, row0, path, log)
         if where is not None:
             where[0] = row0  # the elements of this batch are rows row0 + 1, ...

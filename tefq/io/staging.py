@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from tefq.errors import TefqError
 from tefq.io.bad_rows import STRICT, BadRowLog
-from tefq.io.readers import read_table, stream_files, stream_format
+from tefq.io.readers import parquet_file, parquet_read, read_table, stream_files, stream_format
 from tefq.io.redis_stream import is_redis_url
 from tefq.io.run_inputs import EVENTS, RunInputs, fresh_path
 from tefq.io.element_tables import chunked, file_tables, write_tables
@@ -70,7 +70,6 @@ def predicates_present(paths: list[str], wanted: Collection[str]) -> set[str] | 
     hold in column p, reading that column only and stopping once all are found; None when it
     cannot be known (a Redis stream)."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     if any(is_redis_url(p) for p in paths):
         return None
@@ -78,23 +77,22 @@ def predicates_present(paths: list[str], wanted: Collection[str]) -> set[str] | 
     for f in files_in_stream_order(paths):
         if not missing:
             break
-        for batch in pq.ParquetFile(f).iter_batches(columns=["p"]):
-            column = batch.column(0)
-            values = set(pc.utf8_trim_whitespace(pc.unique(column.dictionary_decode()
-                                                            if hasattr(column, "dictionary") else column)).to_pylist())
-            found |= missing & values
-            missing -= values
+        with parquet_read(f):
+            for batch in parquet_file(f).iter_batches(columns=["p"]):
+                column = batch.column(0)
+                values = set(pc.utf8_trim_whitespace(pc.unique(column.dictionary_decode() if hasattr(column, "dictionary")
+                                                                else column)).to_pylist())
+                found |= missing & values
+                missing -= values
     return found
 
 
 def events_in(paths: list[str]) -> list[int] | None:
     """How many events each of the (staged) Parquet stream paths holds, from the files' footers;
     None when it cannot be known (a Redis stream)."""
-    import pyarrow.parquet as pq
-
     if any(is_redis_url(p) for p in paths):
         return None
-    return [sum(pq.ParquetFile(f).metadata.num_rows for f in files_in_stream_order([p])) for p in paths]
+    return [sum(parquet_file(f).metadata.num_rows for f in files_in_stream_order([p])) for p in paths]
 
 
 def is_stage_dir(path: str) -> bool:

@@ -295,11 +295,17 @@ def read_files(batches, order: FileOrder, st: PartitionScan, since: int | None =
             try:
                 pf = pq.ParquetFile(path, read_dictionary=["s", "p", "o"])
             except (OSError, pa.ArrowException) as e:
-                reason = f"cannot read the Parquet file: {e}"
-                raise WorkerFailure(BAD_ROW, {"file": uri, "reason": reason}).error() from None
+                raise unreadable(uri, e) from None
             check_schema(pf, uri)
             (stream, first), row0 = order.place(path), 0
-            for batch in pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"]):
+            batches = pf.iter_batches(batch_size=1 << 20, columns=["ts", "s", "p", "o"])
+            while True:
+                try:  # a damaged page shows only when it is read
+                    batch = next(batches, None)
+                except (OSError, pa.ArrowException) as e:
+                    raise unreadable(uri, e) from None
+                if batch is None:
+                    break
                 n = batch.num_rows
                 ts, beyond = ts_column(batch)
                 cols = {c: Column(batch.column(c), c) for c in "spo"}
@@ -313,6 +319,12 @@ def read_files(batches, order: FileOrder, st: PartitionScan, since: int | None =
                 yield FileBatch(uri, row0, first, cols, tsv, ~bad)
                 row0 += n
             st.rows_in += row0
+
+
+def unreadable(uri: str, e: Exception) -> Exception:
+    """A damaged Parquet file stops the run as a bad row does: the driver reads the file again and
+    says where (runtime/progress.bad_row_error), exit 2."""
+    return WorkerFailure(BAD_ROW, {"file": uri, "reason": f"cannot read the Parquet file: {e}"}).error()
 
 
 def range_batches(uri: str, order: FileOrder, st: PartitionScan, since: int | None) -> Iterator[FileBatch]:

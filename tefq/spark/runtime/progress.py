@@ -1,6 +1,7 @@
 """A running streaming query on the driver: progress lines, waiting for the end, worker errors."""
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
@@ -203,6 +204,20 @@ def too_many_ticks_error(failure: WorkerFailure, query: str, paths: Sequence[str
     return err
 
 
+# Spark's own file source (the row path) failing on a damaged file: "[FAILED_READ_FILE...] Encountered
+# error while reading file file:///PATH."
+_FAILED_READ = re.compile(r"\[FAILED_READ_FILE[^\]]*\] Encountered error while reading file (\S+?)\.?\s")
+
+
+def unread_file_error(text: str) -> TefqError | None:
+    """A file Spark's file source could not read: the readers' located error for it (read again
+    on the driver, as a worker's bad row is), else one naming it; None if `text` is not that."""
+    m = _FAILED_READ.search(text + " ")
+    if m is None:
+        return None
+    return bad_row_error(WorkerFailure(BAD_ROW, {"file": m.group(1), "reason": "Spark could not read it"}))
+
+
 def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
     """Spark wraps worker errors: the worker's failure record (tefq.errors.WorkerFailure) becomes
     the user's error — a bad row the reader's located TefqError, a bad Redis entry the oracle's,
@@ -211,7 +226,7 @@ def ours(e: Exception, query: str = "", paths: Sequence[str] = ()) -> Exception:
     line's) is `e` itself."""
     failure = WorkerFailure.found_in(str(e))
     if failure is None:
-        return e
+        return unread_file_error(str(e)) or e
     if failure.kind == TOO_MANY_TICKS:
         return too_many_ticks_error(failure, query, paths)
     if failure.kind == BAD_ENTRY:
