@@ -294,7 +294,7 @@ def read_files(batches, order: FileOrder, st: PartitionScan, since: int | None =
             path = local_path(uri)
             try:
                 pf = pq.ParquetFile(path, read_dictionary=["s", "p", "o"])
-            except (OSError, pa.ArrowException) as e:
+            except (OSError, pa.ArrowException, KeyError) as e:  # KeyError: read_dictionary names a missing column
                 raise unreadable(uri, e) from None
             check_schema(pf, uri)
             (stream, first), row0 = order.place(path), 0
