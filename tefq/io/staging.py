@@ -80,8 +80,8 @@ def predicates_present(paths: list[str], wanted: Collection[str]) -> set[str] | 
         with parquet_read(f):
             for batch in parquet_file(f).iter_batches(columns=["p"]):
                 column = batch.column(0)
-                values = set(pc.utf8_trim_whitespace(pc.unique(column.dictionary_decode() if hasattr(column, "dictionary")
-                                                                else column)).to_pylist())
+                column = column.dictionary_decode() if hasattr(column, "dictionary") else column
+                values = set(pc.utf8_trim_whitespace(pc.unique(column)).to_pylist())
                 found |= missing & values
                 missing -= values
     return found

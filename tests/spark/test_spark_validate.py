@@ -104,6 +104,7 @@ def test_a_damaged_parquet_file_is_the_oracles_located_error(spark, tmp_path, in
         list(read_stream(str(d)))
     with pytest.raises(TefqError) as got:
         run_spark(spark, sd.uc1(1000), [str(d)], ingest=ingest)
-    assert ("missing Parquet column" if where == "no o column" else "cannot read the Parquet file") in want.value.message
+    expected = "missing Parquet column" if where == "no o column" else "cannot read the Parquet file"
+    assert expected in want.value.message
     assert (got.value.message, got.value.file, got.value.line) == (want.value.message, want.value.file,
                                                                    want.value.line)
