@@ -93,6 +93,8 @@ def check_writable(path: str | None, option: str, directory_target: bool = False
     if path is None or path == "-":
         return
     if directory_target:
+        if os.path.exists(path) and not os.path.isdir(path):  # found at the first bad row, else
+            raise TefqError(f"{option} names a directory to write files in; this is a file", path)
         directory = os.path.realpath(path)
         while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
             directory = os.path.dirname(directory)

@@ -46,11 +46,15 @@ class WarmSource:
         if settings is not None and settings.driver_memory is not None:
             raise TefqError(f"--driver-memory is set when Spark starts: the warm engine's is set ({own})",
                             file="--driver-memory")
+        # deferred: the engine has pyspark loaded; the command line's client never imports this
+        from tefq.spark.runtime.session import user_settings
+
         for key, value in () if settings is None else settings.conf:
             if not self.session.conf.isModifiable(key):
                 raise TefqError(f"--conf {key} is set when Spark starts: the warm engine's is set ({own})",
                                 file="--conf")
-            self.session.conf.set(key, value)
+            with user_settings(settings):  # a value Spark refuses: exit 2 naming it
+                self.session.conf.set(key, value)
         return self.session
 
 

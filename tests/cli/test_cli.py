@@ -100,6 +100,33 @@ def test_an_option_is_named_once_in_its_message(capsys, argv, option: str):
     assert code == 2 and err.startswith(f"{option}: error:") and err.count(option) == 1, err
 
 
+@pytest.mark.parametrize("master", ["bogus://x", "local[x]", "loca"])
+def test_a_master_spark_cannot_parse_is_bad_input(capsys, monkeypatch, master: str):
+    """Refused before a JVM starts (Spark's own refusal is a JVM's stack trace); from --master or
+    from TEFQ_SPARK_MASTER, each named."""
+    code, _, err = tefq(capsys, *RUN_SPEC10[:-1], "spark", "--master", master)
+    assert code == 2 and err.startswith(f"--master: error: '{master}' is not a Spark master URL"), err
+    monkeypatch.setenv("TEFQ_SPARK_MASTER", master)
+    code, _, err = tefq(capsys, *RUN_SPEC10[:-1], "spark")
+    assert code == 2 and err.startswith(f"TEFQ_SPARK_MASTER: error: '{master}'"), err
+
+
+def test_the_master_urls_spark_takes_pass_and_only_embedded_ones_are_local():
+    from tefq.spark.runtime.session_source import checked_master, is_local
+
+    for master in ("local", "local[2]", "local[*]", "local[2,3]"):
+        assert checked_master(master) == master and is_local(master)
+    for master in ("local-cluster[2,1,1024]", "spark://host:7077", "yarn", "k8s://https://host:6443"):
+        assert checked_master(master) == master and not is_local(master)
+    assert not is_local("local[x]")  # no warm engine is started for it: it runs here, and is refused
+
+
+def test_bad_rows_naming_a_file_is_refused_before_the_run(capsys, tmp_path):
+    (tmp_path / "afile").write_text("x\n")
+    code, _, err = tefq(capsys, *RUN_SPEC10, "--bad-rows", tmp_path / "afile")
+    assert code == 2 and "--bad-rows names a directory" in err and (tmp_path / "afile").read_text() == "x\n"
+
+
 def test_unknown_option(capsys):
     code, _, err = tefq(capsys, "run", SPEC10 / "uc1.tef", "--stream", SPEC10 / "events.tsv", "--frobnicate")
     assert code == 2

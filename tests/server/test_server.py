@@ -111,6 +111,21 @@ def test_runs_at_once_equal_the_oracle_and_a_failing_one_harms_none(engine, data
 
 
 @pytest.mark.spark
+def test_a_setting_spark_refuses_is_bad_input_in_the_engine_and_without_it(engine, data) -> None:
+    """Spark's own refusal of a --conf value is exit 2 naming --conf, whether the warm engine sets
+    it on its session or a session starting in the command's process gets it."""
+    args = ["run", UC1, "--stream", str(data / "iptv" / "log"), "--engine", "spark", "--quiet",
+            "--conf", "spark.sql.shuffle.partitions=abc"]
+    before = status(engine)["served"]
+    for env in (engine, {**engine, "TEFQ_SERVER": "0"}):
+        done = tefq(args, env)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("--conf: error: The value 'abc' in the config \"spark.sql.shuffle.partitions\""), \
+            done.stderr
+    assert status(engine)["served"] == before + 1  # the first in the engine, which goes on
+
+
+@pytest.mark.spark
 def test_ctrl_c_stops_its_own_run_only(engine, data, tmp_path) -> None:
     live = tmp_path / "live"
     live.mkdir()

@@ -3,19 +3,23 @@ from `session_source.SESSION_SOURCE` when one is set (a warm engine's), else it 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator, Sequence
 
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
+from tefq.errors import TefqError
 from tefq.spark.planning.common import shuffle_partitions
 from tefq.spark.runtime import jvm_archive, spark_home
 from tefq.spark.runtime.jvm_scratch import jvm_scratch
 from tefq.spark.runtime.quiet import jvm_stderr
-from tefq.spark.runtime.session_source import SESSION_SOURCE, default_master
+from tefq.spark.runtime.session_source import SESSION_SOURCE, checked_master, default_master
 from tefq.spark.runtime.task_retries import with_retries
 
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
@@ -104,6 +108,28 @@ def tefq_options(master: str, archive: list[str], settings: SessionSettings) -> 
     }
 
 
+@contextmanager
+def user_settings(settings: SessionSettings) -> Iterator[None]:
+    """Applying the user's `--conf` settings: a value Spark refuses is exit 2 naming it (Spark's
+    own sentence), not an internal error."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - py4j and pyspark wrap Spark's refusal in several types
+        refused = conf_refusal(str(e), settings.conf)
+        if refused is None:
+            raise
+        raise refused from None
+
+
+def conf_refusal(text: str, conf: Sequence[tuple[str, str]]) -> TefqError | None:
+    """Spark's refusal of one of the `conf` settings in the error `text`, as a located error."""
+    first = text.splitlines()[0] if text else ""
+    m = re.search(r"\[INVALID_CONF_VALUE[^\]]*\]\s*(.*?)(\s*SQLSTATE: \w+)*\s*$", first)
+    if m is None or not any(f'"{key}"' in text for key, _ in conf):
+        return None
+    return TefqError(m.group(1), file="--conf")
+
+
 def on_this_machine(spark: SparkSession) -> bool:
     """Whether the session's tasks run on this machine (`local`, `local[...]`, `local-cluster[...]`):
     they see its disk (runtime/shared_files.py), and starting their workers early pays."""
@@ -159,15 +185,16 @@ def start_session(master: str | None = None, app_name: str = "tefq", archive_opt
     the class-data-sharing archive when there is one (`archive_options`: the driver JVM's archive
     options instead, jvm_archive_setup's dump); executors' JVMs are left alone. `settings`: the
     user's, last."""
+    m = with_retries(checked_master(master))  # a master Spark cannot parse: exit 2 before a JVM starts
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
     spark_home.use_lean_home()  # before the archive is looked for: it is valid for one classpath
-    m = with_retries(default_master(master))
     archive = jvm_archive.driver_options() if archive_options is None else archive_options
     options = {"spark.master": m, "spark.app.name": app_name, **tefq_options(m, archive, settings), **dict(settings.conf)}
     with jvm_stderr() as stderr, jvm_scratch():  # the JVM's own "Using incubator modules" notice; its scratch
         launch_driver_jvm(options, stderr)
-        spark = SparkSession.builder.config(map=options).getOrCreate()
+        with user_settings(settings):
+            spark = SparkSession.builder.config(map=options).getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TEFQ_SPARK_LOG", "OFF").upper())
     return spark

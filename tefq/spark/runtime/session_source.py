@@ -6,6 +6,7 @@ engine takes, tefq.entry). `tefq.spark.runtime.session.get_session` asks `SESSIO
 from __future__ import annotations
 
 import os
+import re
 import sys
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable
@@ -35,6 +36,26 @@ def default_master(master: str | None = None) -> str:
     return master or os.environ.get("TEFQ_SPARK_MASTER") or "local[*]"
 
 
+# The master URLs Spark parses (SparkContext.createTaskScheduler) and the cluster managers pyspark
+# ships; anything else would start a JVM only to have it fail with a stack trace.
+_LOCAL_URL = re.compile(r"local(\[(\*|\d+)(\s*,\s*\d+)?\])?")
+_MASTER_URL = re.compile(rf"{_LOCAL_URL.pattern}|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]|spark://\S+|yarn"
+                         r"|k8s://\S+")
+
+
+def checked_master(master: str | None = None) -> str:
+    """`default_master(master)`, refused (exit 2, naming where it came from) unless Spark can parse it."""
+    m = default_master(master)
+    if not _MASTER_URL.fullmatch(m):
+        # deferred: this module stays light for the command line's first milliseconds
+        from tefq.errors import TefqError
+
+        origin = "TEFQ_SPARK_MASTER" if m == os.environ.get("TEFQ_SPARK_MASTER") else "--master"
+        raise TefqError(f"'{m}' is not a Spark master URL: expected local, local[N], local[*], spark://HOST:PORT, "
+                        "yarn or k8s://URL", file=origin)
+    return m
+
+
 def runtime_key(key: str) -> bool:
     """A `--conf` key a running session can take per run (Spark SQL's settings; the others shape
     the JVM or the context when Spark starts)."""
@@ -43,19 +64,20 @@ def runtime_key(key: str) -> bool:
 
 def is_local(master: str) -> bool:
     """An embedded master (`local`, `local[N]`, `local[N,F]`, `local[*]`): what a warm engine runs."""
-    return master == "local" or (master.startswith("local[") and master.endswith("]"))
+    return _LOCAL_URL.fullmatch(master) is not None
 
 
 def starting_line(master: str | None) -> str:
-    """What a run says before it takes its session (progress lines)."""
-    source = SESSION_SOURCE.get()
+    """What a run says before it takes its session (progress lines); a master Spark cannot parse is
+    refused first (`checked_master`), not announced."""
+    m, source = checked_master(master), SESSION_SOURCE.get()
     if getattr(source, "warm", False) and getattr(source, "just_started", False):
-        return f"Spark is up ({default_master(master)}, the warm engine, started for this run)"
+        return f"Spark is up ({m}, the warm engine, started for this run)"
     if getattr(source, "warm", False):
-        return f"Spark is warm ({default_master(master)}, the warm engine)"
+        return f"Spark is warm ({m}, the warm engine)"
     if getattr(source, "starts_engine", False):
-        return f"starting the warm engine ({default_master(master)}): later runs use it; `tefq server stop` stops it…"
-    return f"starting Spark ({default_master(master)})…"
+        return f"starting the warm engine ({m}): later runs use it; `tefq server stop` stops it…"
+    return f"starting Spark ({m})…"
 
 
 def warm_label() -> str:
