@@ -243,8 +243,11 @@ def hand_over(argv: list[str], master: str, launched, began: float | None = None
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.cli import main
 
+    token = SESSION_SOURCE.set(None)  # Spark starts here now: no second hand-over
     try:
         main()
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 1
+    finally:
+        SESSION_SOURCE.reset(token)
     return 0
