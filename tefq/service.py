@@ -425,6 +425,9 @@ def settle(request: RunRequest, engine: str) -> Settings:
     idle_ms = duration_ms(idle, "--idle-timeout") if idle is not None else None
     refuse_dropped_options(request, engine)
     refuse_restaged_inputs(request)
+    files = request.spark.max_files_per_trigger
+    if files is not None and files < 1:  # 0 would read as "not set" further down
+        raise TefqError(f"expects a count >= 1 (files per micro-batch), got {files}", file="--max-files-per-trigger")
     return Settings(engine, window_ms, RunSettings(request.t0, lateness_ms, checked_max_ticks(request.max_ticks),
                                                    DEFAULT_IDLE_MS if idle_ms is None else idle_ms))
 

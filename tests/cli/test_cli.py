@@ -121,6 +121,12 @@ def test_the_master_urls_spark_takes_pass_and_only_embedded_ones_are_local():
     assert not is_local("local[x]")  # no warm engine is started for it: it runs here, and is refused
 
 
+@pytest.mark.parametrize("files", ["0", "-2"])
+def test_max_files_per_trigger_below_one_is_refused(capsys, files: str):
+    code, _, err = tefq(capsys, *RUN_SPEC10[:-1], "spark", "--max-files-per-trigger", files)
+    assert code == 2 and err.startswith("--max-files-per-trigger: error: expects a count >= 1")
+
+
 def test_bad_rows_naming_a_file_is_refused_before_the_run(capsys, tmp_path):
     (tmp_path / "afile").write_text("x\n")
     code, _, err = tefq(capsys, *RUN_SPEC10, "--bad-rows", tmp_path / "afile")
