@@ -72,9 +72,9 @@ def handler(args: argparse.Namespace) -> int:
 
     if args.plot:  # plotting is an optional extra: say so before the long run
         # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-        from tefq.plotting import require_matplotlib
+        from tefq.plotting import check_plot
 
-        require_matplotlib()
+        check_plot(args.plot)
     windows = parse_windows(args.windows)
     approaches = [a.strip() for a in args.approaches.split(",") if a.strip()]
     prefixes = {"": IPTV_NS, **prefix_mappings(args.prefix)}

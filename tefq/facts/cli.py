@@ -79,11 +79,11 @@ def _elements(paths: list[str]) -> list:
 
 def cmd_facts(args: argparse.Namespace) -> int:
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-    from tefq.facts.plot import keep, parse_where, plot_timeline
+    from tefq.facts.plot import check_limit, keep, parse_where, plot_timeline
     from tefq.facts.reader import read_fact_store
     from tefq.facts.table import store_rows
     from tefq.facts.writer import format_of, write_facts
-    from tefq.plotting import require_matplotlib
+    from tefq.plotting import check_plot
 
     started = time.perf_counter()
     fmt = format_of(args.format, args.out, follow=args.follow)
@@ -92,8 +92,9 @@ def cmd_facts(args: argparse.Namespace) -> int:
     where = parse_where(args.where, dict(doc.prefixes))  # `channel=:ch42`: the document's prefixes
     if args.follow:
         return follow_facts(args, fmt, where, started, doc, background)
-    if args.plot:
-        require_matplotlib()
+    if args.plot:  # before the run, not after it
+        check_plot(args.plot)
+        check_limit(args.limit)
     engine = "stored table"
     if args.facts:
         table = store_rows(doc, read_fact_store(args.facts, doc))

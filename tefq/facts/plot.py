@@ -106,6 +106,13 @@ def time_format(first_ms: int, last_ms: int) -> tuple[str, str]:
     return "%Y-%m-%d", "date (UTC)"
 
 
+def check_limit(limit: int) -> None:
+    """`--limit`: how many identities a readable picture holds."""
+    if not 1 <= limit <= MAX_ROWS:
+        raise TefqError(f"--limit takes 1 to {MAX_ROWS} identities (a taller picture is not readable: narrow the "
+                        "facts with --where)", "--limit")
+
+
 def plot_timeline(table: FactRows, path: str, title: str = "", limit: int = SCREEN_ROWS) -> int:
     """Write the timeline PNG of the first `limit` identities to start; returns how many it shows."""
     import matplotlib.pyplot as plt
@@ -127,9 +134,7 @@ def timeline_figure(table: FactRows, title: str = "", limit: int = SCREEN_ROWS):
 
     if not table.rows:
         raise TefqError("no facts to plot (is --where too narrow?)", "--plot")
-    if not 1 <= limit <= MAX_ROWS:
-        raise TefqError(f"--limit takes 1 to {MAX_ROWS} identities (a taller picture is not readable: narrow the "
-                        "facts with --where)", "--limit")
+    check_limit(limit)
     idents = _identities(table.rows)
     shown = idents[:limit]
     facts = list(dict.fromkeys(r.fact for r in table.rows))

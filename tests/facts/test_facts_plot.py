@@ -73,3 +73,18 @@ def test_the_axis_is_on_top_and_bottom() -> None:
     labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     assert shown == 6 and params.get("labeltop") and params.get("top")
     assert "00:00:05" in labels and "hh:mm:ss" in ax.get_xlabel()  # seconds of 1970-01-01, said so
+
+
+@pytest.mark.parametrize("plot, limit, says", [("t.txt", "10", "the picture's extension names its format"),
+                                               ("t.png", "0", "--limit takes 1 to 400"),
+                                               ("missing/t.png", "10", "cannot write --plot here")])
+def test_a_picture_it_cannot_write_is_refused_before_the_table(tmp_path, capsys, plot: str, limit: str,
+                                                                says: str) -> None:
+    """Checked before the run: no table written, then a failure (it was an internal error for
+    an extension matplotlib does not write, after the table was out)."""
+    pytest.importorskip("matplotlib")
+    code = run_command(["facts", os.path.join(ROOT, "usecases", "uc1.tef"), "--engine", "oracle",
+                        "--stream", os.path.join(SPEC10, "events.tsv"), "--plot", str(tmp_path / plot),
+                        "--limit", limit, "--out", str(tmp_path / "f.csv")])
+    assert code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "f.csv").exists()

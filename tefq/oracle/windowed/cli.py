@@ -103,9 +103,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.plot:
         # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
-        from tefq.plotting import require_matplotlib
+        from tefq.plotting import check_plot
 
-        require_matplotlib()
+        check_plot(args.plot)
     q = _query(args)
     system = _system(args.system, args.csrbench)
     sem = system.semantics_for(q.number)
