@@ -333,11 +333,11 @@ def warn_absent_predicates(doc: Document, paths: list[str], names: Sequence[str]
     """Warn about the patterns no input can match, or about inputs that hold no events at all
     (tefq.plan.absent, as the oracle does), from the staged files' p column and row counts (not
     for Redis streams: their content is not known before the run). `names[i]`: path i's name."""
-    counts = events_in(paths)
-    if counts is None:
-        return
     wanted = [p for p, _ in doc.input_predicates]
-    present = predicates_present(paths, wanted) if wanted and any(counts) else set()
+    present = predicates_present(paths, wanted)  # stops reading once every one is found
+    if present is None or (wanted and present >= set(wanted)):  # nothing to say: no count needed
+        return
+    counts = events_in(paths) or []  # every file's footer: read only when a warning is due
     warn_inputs(doc, present, list(zip(list(names) or paths, counts)))
 
 
