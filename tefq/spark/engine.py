@@ -15,6 +15,7 @@ through it, for `run` and for the simulations (`tefq.spark.simulate`, another op
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from tefq import cleanup
-from tefq.errors import TefqError
+from tefq.errors import TefqError, warn
 from tefq.io.bad_rows import BadRowLog
 from tefq.io.rdf import Background, as_background
 from tefq.io.redis_stream import is_redis_url
@@ -270,6 +271,10 @@ def check_run(doc: Document, stream_paths: list[str], follow: bool, ingest: str)
     refusal = follow_refusal(doc) if follow else None
     if refusal is not None:
         raise TefqError(refusal, file="--follow")
+    for path in file_inputs(stream_paths) if follow else ():
+        if os.path.isfile(path):  # files arrive in a directory; a file that grows stops the run
+            warn("--follow watches for new files, and a stream file is read once: nothing new will come from this "
+                 "one (follow the directory new files arrive in)", path)
     refuse_colons(file_inputs(stream_paths))
     if ingest not in INGEST_CHOICES:
         raise TefqError(f"unknown --ingest {ingest!r}: expected auto, columnar, direct or rows",

@@ -86,6 +86,22 @@ def test_follow_needs_an_appendable_format(capsys, tmp_path):
     assert code == 2 and "--stream - and --stream-format are for bounded runs" in err
 
 
+def test_following_a_file_says_nothing_new_will_come_from_it(capsys, tmp_path):
+    """A followed file is read once (a file that grows stops the run): the user hears so at once,
+    instead of a run that waits for nothing. A directory is what a live run follows."""
+    pytest.importorskip("pyspark")
+    from tefq.analysis import load
+    from tefq.spark.engine import check_run
+
+    doc = load(str(UC1))
+    check_run(doc, [str(STREAMS / "basic.tsv"), str(tmp_path)], follow=True, ingest="auto")
+    err = capsys.readouterr().err
+    assert err.startswith(f"{STREAMS / 'basic.tsv'}: warning: --follow watches for new files"), err
+    assert str(tmp_path) not in err  # a directory is followed without a word
+    check_run(doc, [str(STREAMS / "basic.tsv")], follow=False, ingest="auto")
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("inputs", [["--stream", "-"], ["--stream", str(STREAMS / "basic.tsv"), "--stream-format", "tsv"]])
 def test_a_checkpoint_refuses_inputs_staged_afresh_by_each_run(capsys, tmp_path, inputs):
     code, _, err = tefq(capsys, "run", UC1, *inputs, "--engine", "spark", "--checkpoint", tmp_path / "ck")
