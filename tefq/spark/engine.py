@@ -48,7 +48,7 @@ from tefq.spark.runtime.listing import listed_inputs
 from tefq.spark.runtime.pipelines import RunOptions, build_plan, sink_dir
 from tefq.progress import plural
 from tefq.spark.runtime.progress import ours, run_until_done, say
-from tefq.spark.runtime.session import get_session, on_this_machine, warm_workers_soon
+from tefq.spark.runtime.session import archive_note, get_session, on_this_machine, warm_workers_soon
 from tefq.spark.runtime.session_source import SESSION_SOURCE, starting_line
 from tefq.spark.runtime.sink import collect, collect_facts
 from tefq.spark.runtime.ranks import row_path_ranks
@@ -259,6 +259,9 @@ def started_session(master: str | None, progress: bool) -> SparkSession:
     say(progress, starting_line(master))
     fresh = SESSION_SOURCE.get() is None and SparkContext._active_spark_context is None
     spark = get_session(master)
+    note = None if getattr(SESSION_SOURCE.get(), "warm", False) else archive_note()  # a warm engine's runs: none
+    if note is not None:
+        say(progress, note)
     if fresh and on_this_machine(spark):
         warm_workers_soon(spark)
     return spark

@@ -108,6 +108,21 @@ def tefq_options(master: str, archive: list[str], settings: SessionSettings) -> 
     }
 
 
+# A session started here without a start-up archive for its JDK and jars (none written yet, a new
+# pyspark or JDK, or pruned for another checkout's): a cold start that could be seconds shorter.
+_WITHOUT_ARCHIVE = threading.Event()
+ARCHIVE_NOTE = ("no start-up archive for this Java and Spark: `python -m tefq.jvm_archive_setup` (or `make "
+                "spark-archive`) writes one in about a minute, and later cold starts are seconds shorter")
+
+
+def archive_note() -> str | None:
+    """`ARCHIVE_NOTE` once, if a session started in this process without an archive."""
+    if not _WITHOUT_ARCHIVE.is_set():
+        return None
+    _WITHOUT_ARCHIVE.clear()
+    return ARCHIVE_NOTE
+
+
 @contextmanager
 def user_settings(settings: SessionSettings) -> Iterator[None]:
     """Applying the user's `--conf` settings: a value Spark refuses is exit 2 naming it (Spark's
@@ -191,6 +206,8 @@ def start_session(master: str | None = None, app_name: str = "tefq", archive_opt
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"
     spark_home.use_lean_home()  # before the archive is looked for: it is valid for one classpath
     archive = jvm_archive.driver_options() if archive_options is None else archive_options
+    if archive_options is None and not archive and jvm_archive.enabled() and jvm_archive.archive_key() is not None:
+        _WITHOUT_ARCHIVE.set()  # told once, by the run that waits for this start (`archive_note`)
     options = {"spark.master": m, "spark.app.name": app_name, **tefq_options(m, archive, settings), **dict(settings.conf)}
     with jvm_stderr() as stderr, jvm_scratch():  # the JVM's own "Using incubator modules" notice; its scratch
         launch_driver_jvm(options, stderr)

@@ -241,7 +241,7 @@ def without_archive(real_archive, stream, tmp_path_factory) -> tuple[str, Path]:
     log = cache / "without.log"
     want = run_uc1(stream, cache, log, TEFQ_CDS="0")
     assert want.returncode == 0, want.stderr
-    assert want.stdout.count("\n") > 10
+    assert want.stdout.count("\n") > 10 and "no start-up archive" not in want.stderr
     return want.stdout, log
 
 
@@ -253,6 +253,16 @@ def test_a_run_maps_the_archive_and_gives_the_same_rows(real_archive, stream, wi
     assert got.returncode == 0, got.stderr
     assert got.stdout == without_archive[0]
     assert mapped(tmp_path / "with.log") and not mapped(without_archive[1])
+    assert "no start-up archive" not in got.stderr
+
+
+@pytest.mark.spark
+def test_a_cold_start_without_an_archive_says_how_to_write_one(stream, without_archive, tmp_path):
+    """Once, as a progress line; not when the archive is switched off (TEFQ_CDS=0: `without_archive`)."""
+    got = run_uc1(stream, tmp_path / "empty-cache", tmp_path / "none.log", TEFQ_SERVER="0")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == without_archive[0]
+    assert got.stderr.count("[spark] no start-up archive for this Java and Spark: `python -m tefq.jvm_archive_setup`") == 1
 
 
 @pytest.mark.spark
