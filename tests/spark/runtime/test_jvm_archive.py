@@ -262,7 +262,8 @@ def test_a_cold_start_without_an_archive_says_how_to_write_one(stream, without_a
     got = run_uc1(stream, tmp_path / "empty-cache", tmp_path / "none.log", TEFQ_SERVER="0")
     assert got.returncode == 0, got.stderr
     assert got.stdout == without_archive[0]
-    assert got.stderr.count("[spark] no start-up archive for this Java and Spark: `python -m tefq.jvm_archive_setup`") == 1
+    note = "[spark] no start-up archive for this Java and Spark: `python -m tefq.jvm_archive_setup`"
+    assert got.stderr.count(note) == 1, got.stderr
 
 
 @pytest.mark.spark
