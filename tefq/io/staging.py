@@ -70,6 +70,7 @@ def predicates_present(paths: list[str], wanted: Collection[str]) -> set[str] | 
     hold in column p, reading that column only and stopping once all are found; None when it
     cannot be known (a Redis stream)."""
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     if any(is_redis_url(p) for p in paths):
         return None
@@ -77,8 +78,8 @@ def predicates_present(paths: list[str], wanted: Collection[str]) -> set[str] | 
     for f in files_in_stream_order(paths):
         if not missing:
             break
-        with parquet_read(f):
-            for batch in parquet_file(f).iter_batches(columns=["p"]):
+        with parquet_read(f):  # the footer and every page read: a damaged one is the readers' error
+            for batch in pq.ParquetFile(f).iter_batches(columns=["p"]):
                 column = batch.column(0)
                 column = column.dictionary_decode() if hasattr(column, "dictionary") else column
                 values = set(pc.utf8_trim_whitespace(pc.unique(column)).to_pylist())
