@@ -85,16 +85,15 @@ class Events:
 
     def apply_order(self) -> np.ndarray:
         """The permutation that sorts by (fid, ts, order), the order `apply_events` works in.
-        Two int64 quicksorts instead of a three-key lexsort: fids are ranked, and events that
-        arrive in (ts, order) order (the usual case) need no second key."""
+        One stable sort by fid of the events in (ts, order) order, which is how they usually
+        arrive (then no second key): half the time of ranking the fids and sorting the ranks."""
         n = len(self)
         if n < 2:
             return np.arange(n)
         in_time = bool(np.all((self.ts[1:] > self.ts[:-1])
                               | ((self.ts[1:] == self.ts[:-1]) & (self.order[1:] > self.order[:-1]))))
         by_time = np.arange(n) if in_time else np.lexsort((self.order, self.ts))
-        _, fid_rank = np.unique(self.fid[by_time], return_inverse=True)
-        return by_time[np.argsort(fid_rank.reshape(-1).astype(np.int64) * n + np.arange(n))]
+        return by_time[np.argsort(self.fid[by_time], kind="stable")]
 
     def sorted_distinct(self) -> "Events":
         """`distinct()`, sorted by (fid, ts, order). Equal elements share their identity, so they

@@ -332,7 +332,11 @@ def in_stream_order(pdf: pd.DataFrame, kinds: np.ndarray, logic: BucketLogic, ba
         return pdf
     o = pdf["o"].to_numpy(np.int64).copy()
     o[data] = ranked_keys(batch, o[data])
-    return pdf.assign(o=o)
+    # a shallow copy with `o` replaced: `assign` copied and consolidated every column (1.6 of a
+    # 10M UC1 run's 15.6 worker CPU seconds)
+    out = pdf.copy(deep=False)
+    out["o"] = o
+    return out
 
 
 def count_late_streams(batch: Batch, streams: np.ndarray, sign: int) -> None:
