@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tefq.spark.kernels.distinct import distinct
 from tefq.spark.kernels.exact import exact_duration_sums
 
 OPEN = np.int64(2**62)  # the end of an open fact (+inf)
@@ -269,13 +270,10 @@ def group_index(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n, k = groups.shape
     if k == 0:
         return np.zeros((1, 0), np.int64), np.zeros(n, np.int64)
-    _, key = np.unique(groups[:, 0], return_inverse=True)
-    key = key.reshape(-1).astype(np.int64)
+    key = distinct(groups[:, 0])[1]
     for j in range(1, k):
-        _, inv = np.unique(groups[:, j], return_inverse=True)
-        inv = inv.reshape(-1).astype(np.int64)
-        _, key = np.unique(key * (int(inv.max(initial=0)) + 1) + inv, return_inverse=True)
-        key = key.reshape(-1).astype(np.int64)
+        inv = distinct(groups[:, j])[1]
+        key = distinct(key * (int(inv.max(initial=0)) + 1) + inv)[1]
     first = np.zeros(int(key.max(initial=-1)) + 1, dtype=np.int64)
     first[key[::-1]] = np.arange(n - 1, -1, -1)  # any row of each group gives its codes
     return groups[first], key
