@@ -1,10 +1,11 @@
 """Whole-run wall time of `tefq run` with the warm engine (docs/spark.md "Warm engine"), timed from
 outside as a user types it (a benchmark, not a test):
 
-    python bench/warm.py [--pairs 3] [--data DIR] [--json OUT]
+    python bench/warm.py [--pairs 3] [--data DIR] [--queries tour,uc1] [--variants ...] [--json OUT]
 
 Two runs: the tour's query (`examples/spec10/uc1.tef` over its 8 events) and UC1 on the default
-data (`tefq gen iptv --out DIR --epg --seed 1`, 100,000 log events). Each pair, in this order:
+data (`tefq gen iptv --out DIR --epg --seed 1`, 100,000 log events; `--data` another, e.g. 10M
+events with `--queries uc1 --variants first,warm,cold`). Each pair, in this order (`--variants`: some):
 
 - `first`: `--engine spark` with no engine up (it starts one and runs there: what a user's first
   Spark run costs; the engines are stopped before each query's);
@@ -13,7 +14,7 @@ data (`tefq gen iptv --out DIR --epg --seed 1`, 100,000 log events). Each pair, 
 - `oracle`: `--engine oracle`, `TEFQ_SERVER=0` (a fresh process, as before the engine);
 - `cold`: `--engine spark`, `TEFQ_SERVER=0` (Spark started in the run's own process, as before).
 
-Every run's CSV must equal the oracle's. The engines live in a private directory and are stopped
+Every run's CSV must equal the oracle's (without `oracle`: the first variant's). The engines live in a private directory and are stopped
 at the end; the load average is recorded beside each pair.
 """
 from __future__ import annotations
@@ -43,25 +44,39 @@ def tefq(args: list[str], env: dict) -> float:
     return seconds
 
 
+def events_in(directory: str) -> int:
+    """The rows of the Parquet files of a stream directory (the run's name says its size)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(os.path.join(directory, f)).num_rows
+               for f in os.listdir(directory) if f.endswith(".parquet"))
+
+
+def size_name(events: int) -> str:
+    return f"{events / 1e6:g}M" if events >= 1_000_000 else f"{events // 1000}k"
+
+
 def variant_args(variant: str) -> list[str]:
     return {"first": ["--engine", "spark"], "warm": ["--engine", "spark"], "auto-warm": [],
             "oracle": ["--engine", "oracle"], "cold": ["--engine", "spark"]}[variant]
 
 
-def one_pair(runs: list[tuple[str, str, str]], tmp: str, env: dict, alone: dict) -> dict:
+def one_pair(runs: list[tuple[str, str, str]], tmp: str, env: dict, alone: dict,
+             variants: tuple[str, ...] = VARIANTS) -> dict:
     """One run of every variant of every query; {query: {variant: seconds}} and whether the CSVs agree."""
     out: dict = {name: {} for name, _, _ in runs}
     equal = True
-    for variant in VARIANTS:
+    for variant in variants:
         for name, query, stream in runs:
             if variant == "first":
                 tefq(["server", "stop"], env)
             csv = os.path.join(tmp, f"{name}-{variant}.csv")
             args = ["run", query, "--stream", stream, "--out", csv, "--format", "csv", "--quiet", *variant_args(variant)]
             out[name][variant] = round(tefq(args, alone if variant in ("oracle", "cold") else env), 3)
+    reference = "oracle" if "oracle" in variants else variants[0]
     for name, _, _ in runs:
-        want = os.path.join(tmp, f"{name}-oracle.csv")
-        equal = equal and all(filecmp.cmp(want, os.path.join(tmp, f"{name}-{v}.csv"), shallow=False) for v in VARIANTS)
+        want = os.path.join(tmp, f"{name}-{reference}.csv")
+        equal = equal and all(filecmp.cmp(want, os.path.join(tmp, f"{name}-{v}.csv"), shallow=False) for v in variants)
     return {"seconds": out, "outputs_equal": equal, "load": list(os.getloadavg())}
 
 
@@ -70,28 +85,37 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--data", default="/tmp/tefq-bench-default", help="the default data (generated when absent)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--queries", default="tour,uc1", help="of tour, uc1 (UC1 on --data)")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"of {', '.join(VARIANTS)}")
     args = ap.parse_args()
+    queries, chosen = set(args.queries.split(",")), set(args.variants.split(","))
+    if not queries or queries - {"tour", "uc1"} or not chosen or chosen - set(VARIANTS):
+        ap.error(f"--queries: of tour, uc1; --variants: of {', '.join(VARIANTS)}")
+    variants = tuple(v for v in VARIANTS if v in chosen)
     home = tempfile.mkdtemp(prefix="tefq-bench-engines-")
     env = {**os.environ, "TEFQ_SERVER": "1", "TEFQ_SERVER_DIR": home}
     alone = {**os.environ, "TEFQ_SERVER": "0"}
     if not os.path.isdir(os.path.join(args.data, "log")):
         tefq(["gen", "iptv", "--out", args.data, "--epg", "--seed", "1"], alone)
-    runs = [TOUR, ("uc1-100k", os.path.join(ROOT, "usecases", "uc1.tef"), os.path.join(args.data, "log"))]
+    uc1 = (f"uc1-{size_name(events_in(os.path.join(args.data, 'log')))}", os.path.join(ROOT, "usecases", "uc1.tef"),
+           os.path.join(args.data, "log"))
+    runs = [run for run, name in ((TOUR, "tour"), (uc1, "uc1")) if name in queries]
     pairs = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(args.pairs):
-                pairs.append(one_pair(runs, tmp, env, alone))
+                pairs.append(one_pair(runs, tmp, env, alone, variants))
                 print(json.dumps(pairs[-1]), file=sys.stderr, flush=True)
     finally:
         tefq(["server", "stop"], env)
-    medians = {name: {v: statistics.median(p["seconds"][name][v] for p in pairs) for v in VARIANTS}
+    medians = {name: {v: statistics.median(p["seconds"][name][v] for p in pairs) for v in variants}
                for name, _, _ in runs}
     result = {"pairs": pairs, "medians": medians, "outputs_equal": all(p["outputs_equal"] for p in pairs),
               "cpus": os.cpu_count()}
     for name, m in medians.items():
-        print(f"{name}: " + ", ".join(f"{v} {m[v]:.2f} s" for v in VARIANTS)
-              + f"; warm/oracle {m['warm'] / m['oracle']:.2f}, first/cold {m['first'] / m['cold']:.2f}")
+        ratios = [f"{a}/{b} {m[a] / m[b]:.2f}" for a, b in (("warm", "oracle"), ("first", "cold")) if a in m and b in m]
+        print(f"{name}: " + ", ".join(f"{v} {m[v]:.2f} s" for v in variants) + "".join(f"; {r}" for r in ratios[:1])
+              + "".join(f", {r}" for r in ratios[1:]))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=1)
