@@ -33,6 +33,7 @@ from tefq.service import (ENGINES, STDIN, Output, QueryFile, QueryText, RunReque
 from tefq.sensors.cli import register as register_sensors
 from tefq.server.cli import register as register_server
 from tefq.simulate.names import STRATEGIES
+from tefq.spark.runtime.session_source import REMOTE_HELP, named_master
 
 # The commands that live with their subsystem (generator, windowed oracle, baselines comparison).
 SUBSYSTEM_COMMANDS = (register_iptv, register_sensors, register_oracle, register_compare, register_facts,
@@ -150,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def run_request(args: argparse.Namespace) -> RunRequest:
     """The run `tefq run` describes (tefq.service does it)."""
-    spark = SparkOptions(master=args.master, checkpoint=args.checkpoint,
+    spark = SparkOptions(master=named_master(args.master, args.remote), checkpoint=args.checkpoint,
                          max_files_per_trigger=args.max_files_per_trigger, ingest=args.ingest, follow=args.follow,
                          join_order=args.join_order, idle_timeout=args.idle_timeout, conf=_spark_conf(args.conf),
                          driver_memory=args.driver_memory,
@@ -277,6 +278,7 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 def _add_spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
+    p.add_argument("--remote", metavar="URL", help=REMOTE_HELP)
     p.add_argument("--conf", action="append", metavar="KEY=VALUE",
                    help="a Spark setting for the session the run starts, as spark-submit takes it (repeatable)")
     p.add_argument("--driver-memory", type=_memory, metavar="SIZE",

@@ -142,7 +142,11 @@ class SparkOptions:
 
     def given(self) -> list[str]:
         """The Spark-only options set, spelled as on the command line."""
-        return ["--" + name.replace("_", "-") for name in SPARK_ONLY_OPTIONS if getattr(self, name) is not None]
+        named = ["--" + name.replace("_", "-") for name in SPARK_ONLY_OPTIONS if getattr(self, name) is not None]
+        # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
+        from tefq.spark.runtime.session_source import is_remote
+
+        return [("--remote" if o == "--master" and is_remote(self.master) else o) for o in named]
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,16 @@ if TYPE_CHECKING:
 FACT_ENGINES = ("oracle", "spark", "auto")
 
 
-def chosen_engine(engine: str, paths: list[str]) -> "EngineChoice":
+def chosen_engine(engine: str, paths: list[str], master: str | None = None) -> "EngineChoice":
     """`--engine auto` over stream paths as `tefq run` picks (tefq.service.auto_engine; standard
-    input: Spark), or the engine named."""
+    input, or a Spark master or Connect server named: Spark), or the engine named."""
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.service import STDIN, EngineChoice, auto_engine, estimated_events
 
     if engine != "auto":
         return EngineChoice(engine)
-    if STDIN in paths:
-        return EngineChoice("spark", "auto, standard input")
+    if STDIN in paths or master is not None:
+        return EngineChoice("spark", f"auto, {'standard input' if STDIN in paths else 'a Spark option'}")
     return auto_engine(estimated_events(paths))
 
 

@@ -17,6 +17,7 @@ from tefq.facts.writer import FACT_FORMATS
 from tefq.io.atomic import check_writable
 from tefq.io.result_writers import is_directory_target
 from tefq.service import default_engine
+from tefq.spark.runtime.session_source import REMOTE_HELP, named_master
 
 if TYPE_CHECKING:
     from tefq.service import Output
@@ -60,6 +61,11 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="the engine that computes the facts (default auto: the oracle for small bounded inputs, "
                         "else Spark; both give the same table)")
     p.add_argument("--master", metavar="URL", help="Spark master (default: TEFQ_SPARK_MASTER or local[*])")
+    p.add_argument("--remote", metavar="URL", help=REMOTE_HELP)
+
+
+def _master(args: argparse.Namespace) -> str | None:
+    return named_master(getattr(args, "master", None), getattr(args, "remote", None))
 
 
 def _document(args: argparse.Namespace):
@@ -117,13 +123,13 @@ def _stream_table(args: argparse.Namespace, doc, background):
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.table import fact_table
 
-    choice = chosen_engine(getattr(args, "engine", "oracle"), args.stream)
+    choice = chosen_engine(getattr(args, "engine", "oracle"), args.stream, _master(args))
     if choice.engine == "oracle":
         return fact_table(doc, _elements(args.stream), background), choice.label()
     # deferred: a command imports what it runs (measured: import tefq 0.3 s, tefq.spark.engine 12 s)
     from tefq.facts.spark import spark_fact_table
 
-    table, engine = spark_fact_table(doc, args.stream, background, master=getattr(args, "master", None),
+    table, engine = spark_fact_table(doc, args.stream, background, master=_master(args),
                                      progress=not args.quiet)
     return table, choice.label() if choice.why else engine
 
@@ -148,7 +154,7 @@ def follow_facts(args: argparse.Namespace, fmt: str, where: list[tuple[str, str]
     if args.out is not None:
         check_writable(open_snapshot_path(args.out), "--out")
     writer = LiveFactWriter(doc, fmt, args.out, where)
-    metrics = follow_fact_table(doc, args.stream, background, writer, master=args.master, progress=not args.quiet)
+    metrics = follow_fact_table(doc, args.stream, background, writer, master=_master(args), progress=not args.quiet)
     if not args.quiet:
         snapshot = f" in {open_snapshot_path(args.out)}" if args.out else ""
         print(f"tefq facts --follow: {writer.closed_rows} closed intervals appended, {writer.open_rows} open at the "
@@ -186,8 +192,8 @@ def run_as_of(args: argparse.Namespace, output: "Output | None" = None) -> int:
         run = as_of_facts(doc, args.facts, instants, background)
     else:
         paths = [getattr(s, "path", s) for s in args.stream]
-        if chosen_engine(getattr(args, "engine", "oracle"), paths).engine == "spark":
-            run = as_of_spark(doc, paths, instants, background, master=getattr(args, "master", None),
+        if chosen_engine(getattr(args, "engine", "oracle"), paths, _master(args)).engine == "spark":
+            run = as_of_spark(doc, paths, instants, background, master=_master(args),
                               progress=not getattr(args, "quiet", False))
         else:
             run = as_of_stream(doc, _elements(paths), instants, background)

@@ -42,8 +42,8 @@ def option_values(argv: Sequence[str], name: str) -> list[str]:
 
 
 def wanted_master(argv: Sequence[str]) -> str:
-    """The master the command line runs Spark on: its --master, else TEFQ_SPARK_MASTER or local[*]."""
-    return default_master((option_values(argv, "--master") or [None])[-1])
+    """The master the command line runs Spark on: its --remote or --master, else TEFQ_SPARK_MASTER or local[*]."""
+    return default_master((option_values(argv, "--remote") or option_values(argv, "--master") or [None])[-1])
 
 
 def eligible_master(argv: Sequence[str]) -> str | None:

@@ -47,14 +47,10 @@ class WarmSource:
             raise TefqError(f"--driver-memory is set when Spark starts: the warm engine's is set ({own})",
                             file="--driver-memory")
         # deferred: the engine has pyspark loaded; the command line's client never imports this
-        from tefq.spark.runtime.session import user_settings
+        from tefq.spark.runtime.session import set_runtime_settings
 
-        for key, value in () if settings is None else settings.conf:
-            if not self.session.conf.isModifiable(key):
-                raise TefqError(f"--conf {key} is set when Spark starts: the warm engine's is set ({own})",
-                                file="--conf")
-            with user_settings(settings):  # a value Spark refuses: exit 2 naming it
-                self.session.conf.set(key, value)
+        if settings is not None:
+            set_runtime_settings(self.session, settings, f"Spark starts: the warm engine's is set ({own})")
         return self.session
 
 

@@ -28,9 +28,13 @@ def say(enabled: bool, text: str) -> None:
 
 
 def as_dict(v) -> dict:
+    """An observed metric (a Row) as {name: value}."""
     if v is None:
         return {}
-    return v.asDict() if hasattr(v, "asDict") else dict(v)
+    d = v.asDict() if hasattr(v, "asDict") else dict(v)
+    if set(d) == {"values", "schema"} and isinstance(d["schema"], dict):  # over Spark Connect: values and schema
+        return {f["name"]: x for f, x in zip(d["schema"].get("fields", []), d["values"])}
+    return d
 
 
 def epoch_ms(timestamp: str | None) -> int | None:

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from tefq.errors import TefqError
 from tefq.io.staging import files_in_stream_order
 from tefq.spark.protocol import MAX_STREAMS, MTIME_MASK, MTIME_SHIFT, PATH_HASH_MASK, STREAM_SHIFT
+from tefq.spark.runtime.connect import connect_file_uris, is_connect
 from tefq.spark.runtime.spark_hash import xxhash64
 
 MAX_RANKED = 1 << 19  # as many files as sources.file_ranks ranks
@@ -49,6 +50,8 @@ def spark_uris(spark: SparkSession, files: list[str]) -> list[str]:
     """Each local file's URI as Spark writes it (Hadoop's own qualification, through the JVM)."""
     if not files:
         return []
+    if is_connect(spark):  # no JVM here: the server's Spark lists them
+        return connect_file_uris(spark, files)
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     fs = jvm.org.apache.hadoop.fs.Path(os.path.abspath(files[0])).getFileSystem(conf)

@@ -19,7 +19,8 @@ from tefq.spark.planning.common import shuffle_partitions
 from tefq.spark.runtime import jvm_archive, spark_home
 from tefq.spark.runtime.jvm_scratch import jvm_scratch
 from tefq.spark.runtime.quiet import jvm_stderr
-from tefq.spark.runtime.session_source import SESSION_SOURCE, checked_master, default_master
+from tefq.spark.runtime.connect import is_connect, remote_session
+from tefq.spark.runtime.session_source import SESSION_SOURCE, checked_master, default_master, is_remote, runtime_key
 from tefq.spark.runtime.task_retries import with_retries
 
 # Quiet logs: Spark's banner, WARN lines and the task failures tefq reports itself stay off stderr
@@ -136,6 +137,21 @@ def user_settings(settings: SessionSettings) -> Iterator[None]:
         raise refused from None
 
 
+def set_runtime_settings(spark: SparkSession, settings: SessionSettings, fixed: str,
+                         own: dict[str, str] | None = None) -> None:
+    """On a running session (the warm engine's, a Spark Connect server's): tefq's settings `own`
+    that it takes, then the user's `--conf`s; a user's key the session fixed when it started is
+    exit 2 (`fixed`: when, and by whom), as is a value Spark refuses."""
+    for key, value in (own or {}).items():
+        if spark.conf.isModifiable(key):
+            spark.conf.set(key, value)
+    for key, value in settings.conf:
+        if not spark.conf.isModifiable(key):
+            raise TefqError(f"--conf {key} is set when {fixed}", file="--conf")
+        with user_settings(settings):
+            spark.conf.set(key, value)
+
+
 def conf_refusal(text: str, conf: Sequence[tuple[str, str]]) -> TefqError | None:
     """Spark's refusal of one of the `conf` settings in the error `text`, as a located error."""
     first = text.splitlines()[0] if text else ""
@@ -148,7 +164,7 @@ def conf_refusal(text: str, conf: Sequence[tuple[str, str]]) -> TefqError | None
 def on_this_machine(spark: SparkSession) -> bool:
     """Whether the session's tasks run on this machine (`local`, `local[...]`, `local-cluster[...]`):
     they see its disk (runtime/shared_files.py), and starting their workers early pays."""
-    return spark.conf.get("spark.master", "").startswith("local")
+    return not is_connect(spark) and spark.conf.get("spark.master", "").startswith("local")
 
 
 def warm_workers_soon(spark: SparkSession) -> None:
@@ -201,6 +217,12 @@ def start_session(master: str | None = None, app_name: str = "tefq", archive_opt
     options instead, jvm_archive_setup's dump); executors' JVMs are left alone. `settings`: the
     user's, last."""
     m = with_retries(checked_master(master))  # a master Spark cannot parse: exit 2 before a JVM starts
+    if is_remote(m):  # a Spark Connect server's session: its JVM, not one here
+        spark = remote_session(m, settings)
+        own = tefq_options(spark.conf.get("spark.master", None) or "", [], settings)  # its cores: its buckets
+        set_runtime_settings(spark, settings, "the Spark Connect server starts, not by its clients",
+                             {k: v for k, v in own.items() if runtime_key(k)})
+        return spark
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # silences "hostname resolves to a loopback address"

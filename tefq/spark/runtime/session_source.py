@@ -41,19 +41,47 @@ def default_master(master: str | None = None) -> str:
 _LOCAL_URL = re.compile(r"local(\[(\*|\d+)(\s*,\s*\d+)?\])?")
 _MASTER_URL = re.compile(rf"{_LOCAL_URL.pattern}|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]|spark://\S+|yarn"
                          r"|k8s://\S+")
+# A Spark Connect endpoint (`--remote`): sc://HOST[:PORT][/;param=value...], pyspark's form.
+_REMOTE_URL = re.compile(r"sc://(\[[0-9A-Fa-f:.]+\]|[^\s/:;\[\]]+)(:\d{1,5})?(/(;[^\s;=]+=[^\s;]*)*)?")
 
 
 def checked_master(master: str | None = None) -> str:
     """`default_master(master)`, refused (exit 2, naming where it came from) unless Spark can parse it."""
     m = default_master(master)
-    if not _MASTER_URL.fullmatch(m):
+    if not (_MASTER_URL.fullmatch(m) or is_remote(m)):
         # deferred: this module stays light for the command line's first milliseconds
         from tefq.errors import TefqError
 
         origin = "TEFQ_SPARK_MASTER" if m == os.environ.get("TEFQ_SPARK_MASTER") else "--master"
         raise TefqError(f"'{m}' is not a Spark master URL: expected local, local[N], local[*], spark://HOST:PORT, "
-                        "yarn or k8s://URL", file=origin)
+                        "yarn, k8s://URL or a Spark Connect endpoint sc://HOST:PORT", file=origin)
     return m
+
+
+REMOTE_HELP = ("a Spark Connect server to run on, sc://HOST[:PORT] (instead of --master; its workers need tefq, "
+               "and it must see the inputs at the same paths: docs/spark-usage.md)")
+
+
+def named_master(master: str | None, remote: str | None) -> str | None:
+    """The place a command line names to run Spark: `--remote URL` (a Spark Connect endpoint), else
+    its `--master` (None: neither)."""
+    if remote is None:
+        return master
+    # deferred: this module stays light for the command line's first milliseconds
+    from tefq.errors import TefqError
+
+    if master is not None:
+        raise TefqError("--remote and --master name two places to run Spark: give one", file="--remote")
+    if not is_remote(remote):
+        raise TefqError(f"'{remote}' is not a Spark Connect endpoint: expected sc://HOST[:PORT] (pyspark's form, "
+                        "e.g. sc://localhost:15002)", file="--remote")
+    return remote
+
+
+def is_remote(master: str) -> bool:
+    """A Spark Connect endpoint (`--remote sc://HOST:PORT`): the session is a client of that
+    server, no JVM here (tefq.spark.runtime.connect)."""
+    return _REMOTE_URL.fullmatch(master) is not None
 
 
 def runtime_key(key: str) -> bool:
