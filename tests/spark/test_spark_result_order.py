@@ -17,7 +17,8 @@ from tefq.plan.logical import Call, Var
 from tefq.results import QueryResult, order_key
 from tefq.spark.kernels.general.rows import value_cells
 from tefq.spark.kernels.general.expressions import Values
-from tefq.spark.output import NumericRows, distinct, format_rows, in_value_order, number_terms
+from tefq.spark.output import NumericRows, _Column, distinct, format_rows, in_value_order, number_terms
+from tefq.spark.output import result_order as rows_order
 from tefq.terms import split_literal
 
 DOUBLES = [0.0, -0.0, 1.0, -1.0, 0.1, 123.0, 113.711, 1e16, 1e-5, 1.5e300, -2.5e-300, 2**53 + 0.0, 1e15 + 0.5,
@@ -97,3 +98,19 @@ def test_distinct_is_np_unique(values):
     assert got.dtype == want.dtype and index.dtype == np.int64
     assert [to_term(v) for v in got.tolist()] == [to_term(v) for v in want.tolist()]
     assert index.tolist() == want_index.reshape(-1).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_rows_order_is_lexsorts(data):
+    """The result order packed into one int64 sort (`result_order`) is `np.lexsort`'s of tick,
+    then each column's rank; past 2^63 distinct combinations it is lexsort itself."""
+    n = data.draw(st.integers(0, 120))
+    ticks = np.array(data.draw(st.lists(st.sampled_from([-(2**62), -5, 0, 7, 10**12, 2**62]), min_size=n, max_size=n)),
+                     np.int64)
+    columns = []
+    for size in data.draw(st.lists(st.sampled_from([1, 3, 70_000, 2**21]), max_size=4)):
+        index = np.array(data.draw(st.lists(st.integers(0, size - 1), min_size=n, max_size=n)), np.int64)
+        columns.append(_Column([None] * size, index, in_order=True))
+    want = np.lexsort(tuple(c.index for c in reversed(columns)) + (ticks,)) if n else np.zeros(0, np.int64)
+    assert rows_order(ticks, columns).tolist() == want.tolist()
