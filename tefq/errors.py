@@ -178,6 +178,10 @@ def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     if "JAVA_GATEWAY_EXITED" in text:  # pyspark's launcher: the JVM ended before it gave its port
         return ("tefq: error: the Spark JVM stopped while starting (it was killed, ran out of memory, or Java "
                 "refused its options: see its messages above, `java -version` and JAVA_HOME)")
+    if connect_gone(e, text):
+        return ("tefq: error: the Spark Connect server stopped answering during the run (it was stopped or "
+                "restarted, or the network is down; with --checkpoint, run the same command again: it resumes "
+                "from the last micro-batch)")
     if jvm_gone(e, text):
         resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
         return ("tefq: error: the Spark JVM stopped during the run (it was killed, or ran out of memory: see "
@@ -249,6 +253,12 @@ def jvm_gone(e: BaseException, text: str) -> bool:
                          "BrokenPipeError"}) or "Answer from Java side is empty" in text \
         or any(type(x).__name__ == "Py4JError" and NO_ANSWER.fullmatch(str(x).strip()) for x in errors) \
         or gateway_exited()
+
+
+def connect_gone(e: BaseException, text: str) -> bool:
+    """A Spark Connect server (`--remote`) that no longer answers: gRPC's UNAVAILABLE after the
+    client's retries."""
+    return any(type(x).__name__ == "SparkConnectGrpcException" for x in chain(e)) and "StatusCode.UNAVAILABLE" in text
 
 
 def gateway_exited() -> bool:

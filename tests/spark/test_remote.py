@@ -139,3 +139,28 @@ def test_an_endpoint_nobody_serves_is_exit_2_at_once(data) -> None:
     done = tefq(["run", UC1, "--stream", str(data / "iptv" / "log"), "--remote", url, "--quiet"])
     assert done.returncode == 2 and done.stderr.startswith(f"--remote: error: no Spark Connect server answers at {url}"), \
         done.stderr
+
+
+def test_a_server_gone_during_a_run_is_one_sentence() -> None:
+    """What pyspark's client raises once its retries give up on a server that went away."""
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+    from tefq.errors import failure_message
+
+    gone = SparkConnectGrpcException("<_MultiThreadedRendezvous of RPC that terminated with:\n\tstatus = "
+                                     "StatusCode.UNAVAILABLE\n\tdetails = \"failed to connect to all addresses\">")
+    assert failure_message(gone).startswith("tefq: error: the Spark Connect server stopped answering during the run")
+    assert failure_message(SparkConnectGrpcException("[SOMETHING_ELSE] no")).startswith("tefq: internal error")
+
+
+@pytest.mark.spark
+def test_the_client_gives_up_on_a_gone_server_in_seconds(server) -> None:
+    """pyspark's client alone retries a call for 10 minutes; tefq's session, GONE_RETRIES times."""
+    from tefq.spark.runtime.connect import GONE_RETRIES, remote_session
+    from tefq.spark.runtime.session import SessionSettings
+
+    spark = remote_session(server, SessionSettings())
+    try:
+        assert [p.max_retries for p in spark.client.get_retry_policies()] == [GONE_RETRIES]
+    finally:
+        spark.stop()  # while the server is up: no retries at this process's exit

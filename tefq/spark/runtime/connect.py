@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 15002  # pyspark's, for sc://HOST without a port
 REACH_TIMEOUT_S = 10.0  # pyspark's client retries an unreachable server for minutes: look first
+# A server gone in the middle of a run: pyspark's client retries a call 15 times over 10 minutes;
+# 4 (about 4 s: its backoff, from 50 ms times 4) ride out a network blip, then the run says so
+# (tefq.errors.failure_message).
+GONE_RETRIES = 4
 
 
 def origin(url: str) -> str:
@@ -61,8 +66,14 @@ def remote_session(url: str, settings) -> "SparkSession":
                         file=origin(url)) from None
     from pyspark.sql import SparkSession
 
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
     check_reachable(url)
-    return SparkSession.builder.remote(url).getOrCreate()
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=GONE_RETRIES)])
+    # its "[RETRIES_EXCEEDED]" warning: the run's own error says what happened
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+    return spark
 
 
 def is_connect(spark: "SparkSession") -> bool:
