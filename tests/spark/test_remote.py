@@ -155,12 +155,14 @@ def test_a_server_gone_during_a_run_is_one_sentence() -> None:
 
 @pytest.mark.spark
 def test_the_client_gives_up_on_a_gone_server_in_seconds(server) -> None:
-    """pyspark's client alone retries a call for 10 minutes; tefq's session, GONE_RETRIES times."""
-    from tefq.spark.runtime.connect import GONE_RETRIES, remote_session
-    from tefq.spark.runtime.session import SessionSettings
+    """pyspark's client alone retries a call for 10 minutes; tefq's session, GONE_RETRIES times.
+    In a process of its own: one with a classic session (another test's) cannot start a remote one."""
+    from tefq.spark.runtime.connect import GONE_RETRIES
 
-    spark = remote_session(server, SessionSettings())
-    try:
-        assert [p.max_retries for p in spark.client.get_retry_policies()] == [GONE_RETRIES]
-    finally:
-        spark.stop()  # while the server is up: no retries at this process's exit
+    code = ("import sys; from tefq.spark.runtime.connect import remote_session; "
+            "from tefq.spark.runtime.session import SessionSettings; "
+            "spark = remote_session(sys.argv[1], SessionSettings()); "
+            "print([p.max_retries for p in spark.client.get_retry_policies()]); spark.stop()")
+    done = subprocess.run([sys.executable, "-c", code, server], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([GONE_RETRIES])

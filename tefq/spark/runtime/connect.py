@@ -69,7 +69,13 @@ def remote_session(url: str, settings) -> "SparkSession":
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     check_reachable(url)
-    spark = SparkSession.builder.remote(url).getOrCreate()
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+    except Exception as e:  # noqa: BLE001 - pyspark's own error type, kept light to import
+        if "SESSION_ALREADY_EXIST" not in str(e):
+            raise
+        raise TefqError("this Python process already runs a Spark session of its own: a Spark Connect session "
+                        "cannot start beside it (use a new process)", file=origin(url)) from None
     spark.client.set_retry_policies([DefaultPolicy(max_retries=GONE_RETRIES)])
     # its "[RETRIES_EXCEEDED]" warning: the run's own error says what happened
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
