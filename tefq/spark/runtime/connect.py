@@ -65,7 +65,6 @@ def remote_session(url: str, settings) -> "SparkSession":
         raise TefqError(f"--remote needs pyspark's Spark Connect client: pip install 'tefq[connect]' ({e})",
                         file=origin(url)) from None
     from pyspark.sql import SparkSession
-
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     check_reachable(url)
