@@ -178,12 +178,11 @@ def failure_message(e: BaseException, argv: Sequence[str] = ()) -> str:
     if "JAVA_GATEWAY_EXITED" in text:  # pyspark's launcher: the JVM ended before it gave its port
         return ("tefq: error: the Spark JVM stopped while starting (it was killed, ran out of memory, or Java "
                 "refused its options: see its messages above, `java -version` and JAVA_HOME)")
+    resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
     if connect_gone(e, text):
         return ("tefq: error: the Spark Connect server stopped answering during the run (it was stopped or "
-                "restarted, or the network is down; with --checkpoint, run the same command again: it resumes "
-                "from the last micro-batch)")
+                "restarted, or the network is down)" + resume)
     if jvm_gone(e, text):
-        resume = " (with --checkpoint, run the same command again: it resumes from the last micro-batch)"
         return ("tefq: error: the Spark JVM stopped during the run (it was killed, or ran out of memory: see "
                 "`dmesg`; --driver-memory 4g, or TEFQ_SPARK_DRIVER_MEMORY, sets its heap)" + resume)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
