@@ -14,8 +14,8 @@ events with `--queries uc1 --variants first,warm,cold`). Each pair, in this orde
 - `oracle`: `--engine oracle`, `TEFQ_SERVER=0` (a fresh process, as before the engine);
 - `cold`: `--engine spark`, `TEFQ_SERVER=0` (Spark started in the run's own process, as before).
 
-Every run's CSV must equal the oracle's (without `oracle`: the first variant's). The engines live in a private directory and are stopped
-at the end; the load average is recorded beside each pair.
+Every run's CSV must equal the oracle's (without `oracle`: the first variant's). The engines live
+in a private directory and are stopped at the end; the load average is recorded beside each pair.
 """
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from tefq.io.staging import events_in
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOUR = ("tour", os.path.join(ROOT, "examples", "spec10", "uc1.tef"), os.path.join(ROOT, "examples", "spec10", "events.tsv"))
@@ -42,14 +44,6 @@ def tefq(args: list[str], env: dict) -> float:
     if done.returncode != 0:
         raise SystemExit(f"tefq {' '.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
     return seconds
-
-
-def events_in(directory: str) -> int:
-    """The rows of the Parquet files of a stream directory (the run's name says its size)."""
-    import pyarrow.parquet as pq
-
-    return sum(pq.read_metadata(os.path.join(directory, f)).num_rows
-               for f in os.listdir(directory) if f.endswith(".parquet"))
 
 
 def size_name(events: int) -> str:
@@ -97,7 +91,7 @@ def main() -> int:
     alone = {**os.environ, "TEFQ_SERVER": "0"}
     if not os.path.isdir(os.path.join(args.data, "log")):
         tefq(["gen", "iptv", "--out", args.data, "--epg", "--seed", "1"], alone)
-    uc1 = (f"uc1-{size_name(events_in(os.path.join(args.data, 'log')))}", os.path.join(ROOT, "usecases", "uc1.tef"),
+    uc1 = (f"uc1-{size_name(events_in([os.path.join(args.data, 'log')])[0])}", os.path.join(ROOT, "usecases", "uc1.tef"),
            os.path.join(args.data, "log"))
     runs = [run for run, name in ((TOUR, "tour"), (uc1, "uc1")) if name in queries]
     pairs = []
@@ -114,8 +108,7 @@ def main() -> int:
               "cpus": os.cpu_count()}
     for name, m in medians.items():
         ratios = [f"{a}/{b} {m[a] / m[b]:.2f}" for a, b in (("warm", "oracle"), ("first", "cold")) if a in m and b in m]
-        print(f"{name}: " + ", ".join(f"{v} {m[v]:.2f} s" for v in variants) + "".join(f"; {r}" for r in ratios[:1])
-              + "".join(f", {r}" for r in ratios[1:]))
+        print(f"{name}: " + ", ".join(f"{v} {m[v]:.2f} s" for v in variants) + (f"; {', '.join(ratios)}" if ratios else ""))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=1)
